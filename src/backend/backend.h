@@ -1,0 +1,59 @@
+/*
+ * Backends are ops tables: mem (RAM), file (io_uring on a sparse file,
+ * O_DIRECT where the file system allows) and null (discards writes, reads
+ * zeroes; for measuring protocol cost).  Registered from one list in
+ * backend.c.
+ *
+ * Async contract for submit: the backend finishes every submit by calling
+ * core_backend_done(req, res) exactly once, with res = bytes transferred or
+ * a negative errno, never from inside submit (a synchronous backend defers
+ * through rt_defer()).  Backend ops are READ, WRITE, FLUSH and
+ * WRITE_ZEROES only; the core builds everything else (compare, orwrite,
+ * write same, verify...) from those.
+ */
+#ifndef BACKEND_H
+#define BACKEND_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <sys/uio.h>
+
+#include "core/req.h"
+
+struct backend_params {
+	const char *path;    /* file backend: data file path */
+	uint64_t size_bytes; /* requested size; 0 = existing file size */
+	bool create;         /* create if missing */
+};
+
+struct backend {
+	const struct backend_ops *ops;
+	uint64_t size_bytes;
+	bool volatile_cache; /* data may sit in a volatile cache until flush */
+	void *priv;
+};
+
+struct backend_ops {
+	const char *name;
+	int (*open)(struct backend *be, const struct backend_params *p);
+	void (*close)(struct backend *be);
+	/*
+	 * One backend I/O for req: op in {READ, WRITE, FLUSH, WRITE_ZEROES},
+	 * byte offset and length, data in iov (READ/WRITE only).  fua: the
+	 * write must be durable before completion.  Runs on req->reactor.
+	 */
+	void (*submit)(struct backend *be, struct core_req *req, enum core_op op, uint64_t offset,
+		       uint64_t len, const struct iovec *iov, int iovcnt, bool fua);
+};
+
+const struct backend_ops *backend_find(const char *name);
+
+extern const struct backend_ops backend_mem_ops;
+extern const struct backend_ops backend_file_ops;
+extern const struct backend_ops backend_null_ops;
+
+/* Backend completion entry into the core; see the contract above. */
+void core_backend_done(struct core_req *req, int res);
+
+#endif

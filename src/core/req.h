@@ -1,0 +1,75 @@
+/*
+ * struct core_req: the unit of work the block core executes.  A
+ * personality fills one from a CDB or SQE, the transport attaches the data
+ * iovec, and core_req_submit() runs it through the stages down to the
+ * backend.
+ *
+ * Async contract (core_req_submit, backend submit): returns nothing and
+ * always calls req->cb exactly once, never from inside the submit call
+ * (synchronous results are deferred to the next reactor loop iteration).
+ */
+#ifndef CORE_REQ_H
+#define CORE_REQ_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "core/status.h"
+#include "rt/reactor.h"
+
+struct core_ns;
+
+enum core_op {
+	CORE_OP_READ = 0,
+	CORE_OP_WRITE,
+	CORE_OP_FLUSH,
+	CORE_OP_WRITE_ZEROES,
+	CORE_OP_COMPARE,          /* compare media with data (no write) */
+	CORE_OP_COMPARE_AND_WRITE,/* iov = compare data then write data, atomic */
+	CORE_OP_ORWRITE,          /* media |= data (atomic read-modify-write) */
+	CORE_OP_VERIFY,           /* medium check only; nothing to compare */
+	CORE_OP_WRITE_SAME,       /* iov holds one block; replicate over the range */
+	CORE_OP_PREFETCH,
+	CORE_OP_MAX
+};
+
+#define CORE_REQ_FUA (1u << 0) /* data durable before completion */
+#define CORE_REQ_DPO (1u << 1) /* hint: do not retain in cache */
+
+#define CORE_REQ_MAX_IOV 8
+
+struct core_req {
+	/* Filled by the personality. */
+	struct core_ns *ns;
+	enum core_op op;
+	uint32_t flags;
+	uint64_t lba;
+	uint32_t nlb;
+	/* Data: the transport's buffers.  Length must be what op needs. */
+	struct iovec iov[CORE_REQ_MAX_IOV];
+	int iovcnt;
+	/* Where to run and whom to tell. */
+	struct rt_reactor *reactor;
+	void (*cb)(struct core_req *req);
+	void *cb_arg;
+
+	/* Filled by the core. */
+	enum core_status status;
+	uint64_t info;       /* e.g. miscompare byte offset */
+	bool info_valid;
+
+	/* Core-private. */
+	struct rt_event ev;
+	struct rt_defer defer;
+	int stage;
+	uint32_t done_bytes;
+	void *scratch;       /* per-request bounce buffer owned by the issuer (compare/orwrite) */
+	uint32_t scratch_len;
+};
+
+void core_req_submit(struct core_req *req);
+/* Finish with status: defers the callback to the next loop iteration. */
+void core_req_complete(struct core_req *req, enum core_status st);
+
+#endif
