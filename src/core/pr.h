@@ -63,4 +63,9 @@ struct core_pr {
 bool core_pr_conflict(const struct core_pr *pr, const struct core_pr_nexus *nexus, bool is_read,
 		      bool is_write);
 
+/* Persistence in the namespace metadata (jansson objects; new reference / 0 or -EINVAL). */
+struct json_t;
+struct json_t *core_pr_to_json(const struct core_pr *pr);
+int core_pr_from_json(struct core_pr *pr, const struct json_t *j);
+
 #endif

@@ -64,6 +64,9 @@ struct core_req {
 	struct rt_defer defer;
 	int stage;
 	uint32_t done_bytes;
+	uint64_t cur_lba;    /* multi-step ops (write same): next LBA to do */
+	int be_res;          /* result a deferred backend completion carries */
+	bool range_locked;   /* holds an entry in the namespace's RMW range lock */
 	void *scratch;       /* per-request bounce buffer owned by the issuer (compare/orwrite) */
 	uint32_t scratch_len;
 };
