@@ -1,0 +1,148 @@
+#!/bin/bash
+# tests/conformance/run.sh — libiscsi's iscsi-test-cu against a live slated.
+#
+# Starts build-asan/slated (ASan+UBSan) with a fresh state dir, a file-backed
+# namespace and two portals (MultipathIO needs a second path), then runs every
+# leaf test of iscsi-test-cu's ALL family with --dataloss, one test per
+# process (libiscsi 1.19's CompareAndWrite.InvalidDataOutSize leaves a hook
+# behind that corrupts later CDBs, and one process per test also keeps a
+# failure from hiding the rest).  Checks RFC 7143 / SPC-5 / SBC-4 behaviour
+# as encoded by libiscsi (STANDARDS.md §16).
+#
+# A test that reports "[SKIPPED]" passes only if it is listed in
+# expected-skips.txt with the later issue that owns it; otherwise it fails.
+# Prints one PASS/FAIL/SKIP line per test (see tests/lib.sh slate_result).
+#
+# Environment: CONF_TESTS (space-separated list or grep -E regex via
+# CONF_FILTER), CONF_TIMEOUT (s per test, default 180), CONF_BACKEND
+# (file|mem), CONF_SIZE_MIB (default 256), TARGET_URL/TARGET_URL2 to test
+# another target (e.g. tgtd) instead of starting slated.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../lib.sh"
+
+logdir=$SLATE_LOGDIR/conformance
+mkdir -p "$logdir"
+skips=$here/expected-skips.txt
+timeout_s=${CONF_TIMEOUT:-180}
+backend=${CONF_BACKEND:-file}
+size=${CONF_SIZE_MIB:-256}
+init1=iqn.2024-01.org.slate:initiator-1
+init2=iqn.2024-01.org.slate:initiator-2
+
+command -v iscsi-test-cu >/dev/null || {
+	slate_result FAIL conformance "" "iscsi-test-cu not installed (libiscsi-bin)"
+	exit 1
+}
+
+if [ -n "${CONF_TESTS:-}" ]; then
+	tests=$CONF_TESTS
+else
+	tests=$(iscsi-test-cu --list | grep -E '^ALL\.[^.]+\.[^.]+$' | grep -E "${CONF_FILTER:-.}")
+fi
+
+state=
+cleanup() {
+	slate_stop >/dev/null 2>&1
+	[ -n "$state" ] && rm -rf "$state"
+}
+trap cleanup EXIT
+
+start_target() {
+	port=$(slate_free_port) && port2=$(slate_free_port) || return 1
+	while [ "$port2" = "$port" ]; do port2=$(slate_free_port); done
+	slate_write_config "$state/slate.json" "$port" "$backend" "$size" "$state/ns0.img" "$port2"
+	slate_start "$state/run" "$state/slate.json" "$port" "$daemon_log" || return 1
+	slate_wait_port "$port2" 10 "$SLATE_PID" || return 1
+	url=$(slate_url "$port")
+	url2=$(slate_url "$port2")
+}
+
+daemon_log=$logdir/slated.log
+: >"$daemon_log"
+if [ -n "${TARGET_URL:-}" ]; then
+	url=$TARGET_URL
+	url2=${TARGET_URL2:-}
+	external=1
+else
+	external=0
+	state=$(mktemp -d /tmp/slate-conf.XXXXXX)
+	if ! start_target; then
+		slate_result FAIL conformance.start "$daemon_log" "slated did not start"
+		exit 1
+	fi
+fi
+
+fail=0
+for t in $tests; do
+	name=conformance.${t#ALL.}
+	log=$logdir/${t#ALL.}.log
+	if [ "$external" = 0 ] && ! slate_alive; then
+		echo "--- restarting slated (it died) ---" >>"$daemon_log"
+		start_target || {
+			slate_result FAIL "$name" "$daemon_log" "slated could not be restarted"
+			fail=1
+			continue
+		}
+	fi
+	mark=$(wc -l <"$daemon_log")
+	args=(--dataloss --allow-sanitize --test="$t" --initiator-name="$init1" --initiator-name-2="$init2" "$url")
+	case $t in
+	*MultipathIO*) [ -n "$url2" ] && args+=("$url2") ;;
+	esac
+	timeout -k 10 "$timeout_s" iscsi-test-cu "${args[@]}" >"$log" 2>&1
+	rc=$?
+	# CUnit's summary: "tests  Total Ran Passed Failed Inactive"
+	read -r total ran passed failed inactive < <(awk '$1 == "tests" && NF == 6 {print $2, $3, $4, $5, $6}' "$log")
+	skipmsg=$(grep -m1 -o '\[SKIPPED\].*' "$log" | sed 's/\[SKIPPED\] *//')
+	died=
+	if [ "$external" = 0 ]; then
+		if ! slate_alive; then
+			died="slated died"
+		elif tail -n +"$((mark + 1))" "$daemon_log" | grep -qE 'ERROR: AddressSanitizer|runtime error:'; then
+			died="sanitizer report in slated.log"
+		fi
+	fi
+	if [ -n "$died" ]; then
+		{
+			echo "=== slated.log (new lines) ==="
+			tail -n +"$((mark + 1))" "$daemon_log" | tail -n 40
+		} >>"$log"
+		slate_result FAIL "$name" "$log" "$died"
+		fail=1
+	elif [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+		slate_result FAIL "$name" "$log" "timeout after ${timeout_s}s"
+		fail=1
+	elif [ -z "${ran:-}" ] || [ "$ran" = 0 ]; then
+		slate_result FAIL "$name" "$log" "no CUnit summary (rc=$rc)"
+		fail=1
+	elif [ "$failed" != 0 ] || [ "$passed" != "$ran" ]; then
+		slate_result FAIL "$name" "$log" "$failed of $ran failed"
+		fail=1
+	elif [ -n "$skipmsg" ] || grep -q '\[SKIPPED\]' "$log"; then
+		owner=$(awk -v t="${t#ALL.}" '$1 == t {$1 = ""; sub(/^ /, ""); print; exit}' "$skips" 2>/dev/null)
+		if [ -n "$owner" ]; then
+			slate_result SKIP "$name" "" "$owner"
+		else
+			slate_result FAIL "$name" "$log" "unexpected skip: $skipmsg"
+			fail=1
+		fi
+	elif [ "$rc" != 0 ]; then
+		slate_result FAIL "$name" "$log" "iscsi-test-cu exit status $rc"
+		fail=1
+	else
+		slate_result PASS "$name"
+	fi
+done
+if [ "$external" = 0 ]; then
+	slate_stop
+	rc=$?
+	# SIGTERM must end slated cleanly (exit 0), without a leak report.
+	if [ "$rc" != 0 ] || ! slate_sanitizer_clean "$daemon_log"; then
+		slate_result FAIL conformance.clean-shutdown "$daemon_log" "exit status $rc"
+		fail=1
+	else
+		slate_result PASS conformance.clean-shutdown
+	fi
+fi
+exit $fail
