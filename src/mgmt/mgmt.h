@@ -6,7 +6,10 @@
 #ifndef MGMT_MGMT_H
 #define MGMT_MGMT_H
 
+#include <stdbool.h>
 #include <stddef.h>
+
+struct json_t;
 
 /* Apply a config file: {"config":[{"method":..,"params":{..}},..]}.  0 or -errno. */
 int mgmt_config_load_file(const char *path, char *err, size_t errlen);
@@ -19,5 +22,33 @@ void mgmt_rpc_stop(void);
 
 /* Dispatch one JSON-RPC request text; returns a malloc'd response text (NULL for notifications). */
 char *mgmt_rpc_handle(const char *req, size_t len);
+
+/*
+ * Top-level "options" of a config file, read before the runtime starts
+ * (command-line flags override them).  Empty string / 0 = not set.
+ */
+struct mgmt_options {
+	char state_dir[4096];
+	char rpc_socket[108];
+	char log_level[16];
+	unsigned reactors;
+};
+int mgmt_config_read_options(const char *path, struct mgmt_options *o, char *err, size_t errlen);
+
+/*
+ * Run one method of the RPC table (the one dispatcher shared by the socket
+ * and the config loader).  params is borrowed (NULL = none); *result gets
+ * a new reference on success.  Returns 0 or -errno; *rpc_code gets the
+ * JSON-RPC error code (-32601, -32602, -32000) and err the message.
+ */
+int mgmt_rpc_call(const char *method, struct json_t *params, struct json_t **result, int *rpc_code,
+		  char *err, size_t errlen);
+
+/* A namespace as namespace_create params (new reference): namespace_list and config_save. */
+struct core_ns;
+struct json_t *mgmt_ns_params_json(struct core_ns *ns);
+
+/* The running state as a replayable config {"config":[...]} (new reference, NULL on ENOMEM). */
+struct json_t *mgmt_config_dump(void);
 
 #endif

@@ -1,0 +1,1197 @@
+/*
+ * The management RPC: JSON-RPC 2.0 (https://www.jsonrpc.org/specification)
+ * over a Unix stream socket, and the one method table that drives
+ * dispatch, parameter checking, `rpc_list` and docs/config.md.  The config
+ * loader (config.c) replays its entries through mgmt_rpc_call(), so the
+ * config file, the socket and slatectl can never disagree on a method.
+ *
+ * Nothing a client sends may crash or wedge the daemon: every parameter is
+ * checked against the table before a handler runs (wrong type, missing,
+ * unknown, out of range -> -32602 naming the parameter), requests are
+ * capped at MGMT_RPC_MAX_REQ bytes, and the server thread multiplexes its
+ * clients with poll() and drops one that stays silent mid-request, so a
+ * slow or hostile client cannot hold up the others.  Handlers run under one
+ * mutex: the control path is serial by design.
+ */
+#include "mgmt/mgmt.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <uuid/uuid.h>
+
+#include "core/ns.h"
+#include "iscsi/iscsi.h"
+#include "rt/log.h"
+#include "rt/reactor.h"
+
+#ifndef SLATE_VERSION
+#define SLATE_VERSION "0.1.0"
+#endif
+
+#define MGMT_RPC_MAX_REQ     (1u << 20) /* bytes; larger requests are rejected */
+#define MGMT_RPC_MAX_CLIENTS 32
+#define MGMT_RPC_IDLE_MS     10000        /* a client silent this long mid-request is dropped */
+#define MGMT_RPC_MAX_SIZE    (1ull << 60) /* namespace size cap: keeps block math far from overflow \
+                                           */
+
+/* JSON-RPC 2.0 error codes (spec section 5.1). */
+enum {
+        RPC_PARSE_ERROR = -32700,
+        RPC_INVALID_REQUEST = -32600,
+        RPC_METHOD_NOT_FOUND = -32601,
+        RPC_INVALID_PARAMS = -32602,
+        RPC_SERVER_ERROR = -32000, /* the operation itself failed */
+};
+
+/* ------------------------------------------------------------------ */
+/* The method table                                                    */
+/* ------------------------------------------------------------------ */
+
+enum ptype {
+        P_STR,  /* non-empty string, at most max bytes */
+        P_NAME, /* namespace name: [A-Za-z0-9._-]{1,63} */
+        P_UINT, /* integer in [min, max] */
+        P_SIZE, /* bytes: integer, or string with K/M/G/T (binary) suffix */
+        P_BOOL,
+};
+
+struct param_spec {
+        const char *name;
+        enum ptype type;
+        bool required;
+        uint64_t min, max; /* P_UINT range; P_STR max length */
+        const char *desc;
+};
+
+struct rpc_ctx {
+        json_t *params; /* validated against the method's param_spec (never NULL) */
+        json_t *result; /* handler sets on success (new reference); NULL -> true */
+        int code;       /* JSON-RPC code on failure */
+        char *err;
+        size_t errlen;
+};
+
+struct rpc_method {
+        const char *name;
+        int (*fn)(struct rpc_ctx *c);
+        const char *desc;
+        struct param_spec params[8]; /* terminated by name == NULL */
+};
+
+static const struct rpc_method rpc_methods[];
+static const size_t rpc_nmethods;
+
+static pthread_mutex_t rpc_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct timespec rpc_t0;
+
+__attribute__((constructor)) static void rpc_record_start(void)
+{
+        clock_gettime(CLOCK_MONOTONIC, &rpc_t0);
+}
+
+/* A -32602 error; returns -EINVAL for the caller to pass up. */
+__attribute__((format(printf, 2, 3))) static int inval(struct rpc_ctx *c, const char *fmt, ...)
+{
+        va_list ap;
+        int n = snprintf(c->err, c->errlen, "invalid params: ");
+        va_start(ap, fmt);
+        if (n > 0 && (size_t)n < c->errlen)
+                vsnprintf(c->err + n, c->errlen - (size_t)n, fmt, ap);
+        va_end(ap);
+        c->code = RPC_INVALID_PARAMS;
+        return -EINVAL;
+}
+
+/*
+ * A -32000 error for an operation that failed with rc (-errno).  msg is
+ * what the lower layer said (may be empty); the errno text is appended.
+ */
+static int opfail(struct rpc_ctx *c, int rc, const char *what, const char *msg)
+{
+        if (rc >= 0)
+                rc = -EIO;
+        if (msg && msg[0])
+                snprintf(c->err, c->errlen, "%s: %s (%s)", what, msg, strerror(-rc));
+        else
+                snprintf(c->err, c->errlen, "%s: %s", what, strerror(-rc));
+        c->code = RPC_SERVER_ERROR;
+        return rc;
+}
+
+static bool ns_name_ok(const char *s)
+{
+        size_t n = strlen(s);
+        if (n == 0 || n >= CORE_NS_NAME_MAX)
+                return false;
+        for (size_t i = 0; i < n; i++) {
+                unsigned char ch = (unsigned char)s[i];
+                if (!isalnum(ch) && ch != '.' && ch != '_' && ch != '-')
+                        return false;
+        }
+        return true;
+}
+
+/* "1073741824", "1G", "512k", "4MiB", "2TB" -> bytes; 0 or -EINVAL/-ERANGE. */
+static int parse_size(const char *s, uint64_t *out)
+{
+        const char *p = s;
+        uint64_t v = 0;
+        if (!isdigit((unsigned char)*p))
+                return -EINVAL;
+        for (; isdigit((unsigned char)*p); p++) {
+                unsigned d = (unsigned)(*p - '0');
+                if (v > (UINT64_MAX - d) / 10)
+                        return -ERANGE;
+                v = v * 10 + d;
+        }
+        unsigned shift = 0;
+        switch (toupper((unsigned char)*p)) {
+        case '\0':
+                break;
+        case 'K':
+                shift = 10;
+                break;
+        case 'M':
+                shift = 20;
+                break;
+        case 'G':
+                shift = 30;
+                break;
+        case 'T':
+                shift = 40;
+                break;
+        case 'P':
+                shift = 50;
+                break;
+        default:
+                return -EINVAL;
+        }
+        if (*p) {
+                p++;
+                if (strcasecmp(p, "") != 0 && strcasecmp(p, "b") != 0 && strcasecmp(p, "ib") != 0)
+                        return -EINVAL;
+        }
+        if (shift && v > (UINT64_MAX >> shift))
+                return -ERANGE;
+        *out = v << shift;
+        return 0;
+}
+
+static const char *ptype_name(enum ptype t)
+{
+        switch (t) {
+        case P_STR:
+                return "string";
+        case P_NAME:
+                return "name";
+        case P_UINT:
+                return "integer";
+        case P_SIZE:
+                return "size";
+        case P_BOOL:
+                return "bool";
+        }
+        return "?";
+}
+
+/* Check params against the method's spec; every rejection names the parameter. */
+static int check_params(const struct rpc_method *m, struct rpc_ctx *c)
+{
+        const char *key;
+        json_t *v;
+
+        json_object_foreach(c->params, key, v)
+        {
+                const struct param_spec *ps = m->params;
+                while (ps->name && strcmp(ps->name, key) != 0)
+                        ps++;
+                if (!ps->name)
+                        return inval(c, "unknown param '%.64s' for %s", key, m->name);
+        }
+        for (const struct param_spec *ps = m->params; ps->name; ps++) {
+                v = json_object_get(c->params, ps->name);
+                if (!v || json_is_null(v)) {
+                        if (ps->required)
+                                return inval(c, "missing required param '%s' (%s)", ps->name,
+                                             ptype_name(ps->type));
+                        continue;
+                }
+                switch (ps->type) {
+                case P_STR:
+                        if (!json_is_string(v))
+                                return inval(c, "'%s' must be a string", ps->name);
+                        if (json_string_length(v) == 0)
+                                return inval(c, "'%s' must not be empty", ps->name);
+                        if (json_string_length(v) > ps->max)
+                                return inval(c, "'%s' is longer than %" PRIu64 " bytes", ps->name,
+                                             ps->max);
+                        if (strlen(json_string_value(v)) != json_string_length(v))
+                                return inval(c, "'%s' contains a NUL byte", ps->name);
+                        break;
+                case P_NAME:
+                        if (!json_is_string(v))
+                                return inval(c, "'%s' must be a string", ps->name);
+                        if (strlen(json_string_value(v)) != json_string_length(v) ||
+                            !ns_name_ok(json_string_value(v)))
+                                return inval(c, "'%s' must match [A-Za-z0-9._-]{1,%d}", ps->name,
+                                             CORE_NS_NAME_MAX - 1);
+                        break;
+                case P_UINT: {
+                        if (!json_is_integer(v))
+                                return inval(c, "'%s' must be an integer", ps->name);
+                        json_int_t i = json_integer_value(v);
+                        if (i < 0 || (uint64_t)i < ps->min || (uint64_t)i > ps->max)
+                                return inval(c, "'%s' must be in [%" PRIu64 ", %" PRIu64 "]",
+                                             ps->name, ps->min, ps->max);
+                        break;
+                }
+                case P_SIZE: {
+                        uint64_t sz;
+                        if (json_is_integer(v)) {
+                                if (json_integer_value(v) < 0)
+                                        return inval(c, "'%s' must not be negative", ps->name);
+                                sz = (uint64_t)json_integer_value(v);
+                        } else if (json_is_string(v)) {
+                                if (strlen(json_string_value(v)) != json_string_length(v) ||
+                                    parse_size(json_string_value(v), &sz) < 0)
+                                        return inval(c,
+                                                     "'%s' must be bytes or a number with a "
+                                                     "K/M/G/T suffix",
+                                                     ps->name);
+                        } else {
+                                return inval(c, "'%s' must be an integer or a size string",
+                                             ps->name);
+                        }
+                        if (sz > MGMT_RPC_MAX_SIZE)
+                                return inval(c, "'%s' is too large (max %llu bytes)", ps->name,
+                                             MGMT_RPC_MAX_SIZE);
+                        break;
+                }
+                case P_BOOL:
+                        if (!json_is_boolean(v))
+                                return inval(c, "'%s' must be true or false", ps->name);
+                        break;
+                }
+        }
+        return 0;
+}
+
+/* Getters for already-checked params. */
+static const char *pstr(struct rpc_ctx *c, const char *name, const char *dflt)
+{
+        json_t *v = json_object_get(c->params, name);
+        return json_is_string(v) ? json_string_value(v) : dflt;
+}
+
+static uint64_t puint(struct rpc_ctx *c, const char *name, uint64_t dflt)
+{
+        json_t *v = json_object_get(c->params, name);
+        return json_is_integer(v) ? (uint64_t)json_integer_value(v) : dflt;
+}
+
+static bool pbool(struct rpc_ctx *c, const char *name, bool dflt)
+{
+        json_t *v = json_object_get(c->params, name);
+        return json_is_boolean(v) ? json_is_true(v) : dflt;
+}
+
+static uint64_t psize(struct rpc_ctx *c, const char *name, uint64_t dflt)
+{
+        json_t *v = json_object_get(c->params, name);
+        uint64_t sz = dflt;
+        if (json_is_integer(v))
+                sz = (uint64_t)json_integer_value(v);
+        else if (json_is_string(v) && parse_size(json_string_value(v), &sz) < 0)
+                sz = dflt; /* cannot happen after check_params */
+        return sz;
+}
+
+/* ------------------------------------------------------------------ */
+/* Handlers                                                            */
+/* ------------------------------------------------------------------ */
+
+static int h_namespace_create(struct rpc_ctx *c)
+{
+        struct core_ns_params p = {
+            .name = pstr(c, "name", NULL),
+            .backend = pstr(c, "backend", "file"),
+            .path = pstr(c, "path", NULL),
+            .size_bytes = psize(c, "size", 0),
+            .block_size = (uint32_t)puint(c, "block_size", 512),
+            .thin = pbool(c, "thin", true),
+            .write_protect = pbool(c, "write_protect", false),
+        };
+        if (strcmp(p.backend, "mem") != 0 && strcmp(p.backend, "file") != 0 &&
+            strcmp(p.backend, "null") != 0)
+                return inval(c, "'backend' must be one of mem, file, null");
+        if (p.block_size != 512 && p.block_size != 4096)
+                return inval(c, "'block_size' must be 512 or 4096");
+        if (p.path && strcmp(p.backend, "file") != 0)
+                return inval(c, "'path' applies only to the file backend");
+        if (p.size_bytes % p.block_size)
+                return inval(c, "'size' (%" PRIu64 ") is not a multiple of block_size %" PRIu32,
+                             p.size_bytes, p.block_size);
+        if (p.size_bytes == 0 && strcmp(p.backend, "file") != 0)
+                return inval(c, "'size' is required for the %s backend", p.backend);
+        if (core_ns_find(p.name))
+                return opfail(c, -EEXIST, "namespace_create", "namespace already exists");
+
+        char msg[256] = "";
+        struct core_ns *ns = NULL;
+        int rc = core_ns_create(&p, &ns, msg, sizeof(msg));
+        if (rc < 0)
+                return opfail(c, rc, "namespace_create", msg);
+        LOG_INFO("mgmt", "namespace %s created (%s, %" PRIu64 " x %u)", ns->name, ns->backend_name,
+                 ns->num_blocks, ns->block_size);
+        c->result = json_string(ns->name);
+        return 0;
+}
+
+static int h_namespace_delete(struct rpc_ctx *c)
+{
+        const char *name = pstr(c, "name", NULL);
+        struct core_ns *ns = core_ns_find(name);
+        if (!ns)
+                return opfail(c, -ENOENT, "namespace_delete", "no such namespace");
+        if (iscsi_ns_in_use(ns))
+                return opfail(c, -EBUSY, "namespace_delete",
+                              "namespace is mapped to an iSCSI LUN; unmap it first");
+        int rc = core_ns_delete(name);
+        if (rc < 0)
+                return opfail(c, rc, "namespace_delete", "namespace still in use");
+        LOG_INFO("mgmt", "namespace %s deleted", name);
+        return 0;
+}
+
+/* Shared by namespace_list (full) and config_save (replayable params only). */
+json_t *mgmt_ns_params_json(struct core_ns *ns)
+{
+        json_t *o = json_pack("{s:s, s:s, s:I, s:i, s:b, s:b}", "name", ns->name, "backend",
+                              ns->backend_name, "size",
+                              (json_int_t)(ns->num_blocks * (uint64_t)ns->block_size), "block_size",
+                              (int)ns->block_size, "thin", ns->thin, "write_protect",
+                              atomic_load(&ns->write_protect));
+        if (o && strcmp(ns->backend_name, "file") == 0 && ns->path[0])
+                json_object_set_new(o, "path", json_string(ns->path));
+        return o;
+}
+
+static void ns_list_one(struct core_ns *ns, void *arg)
+{
+        json_t *o = mgmt_ns_params_json(ns);
+        if (!o)
+                return;
+        char u[37];
+        uuid_unparse_lower(ns->uuid, u);
+        char eui[17];
+        snprintf(eui, sizeof(eui), "%016" PRIx64, ns->eui64);
+        json_object_set_new(o, "num_blocks", json_integer((json_int_t)ns->num_blocks));
+        json_object_set_new(o, "uuid", json_string(u));
+        json_object_set_new(o, "eui64", json_string(eui));
+        json_object_set_new(o, "write_cache", json_boolean(atomic_load(&ns->wce)));
+        json_object_set_new(o, "mapped", json_boolean(iscsi_ns_in_use(ns)));
+        json_object_set_new(o, "stats",
+                            json_pack("{s:I, s:I, s:I, s:I, s:I}", "read_ops",
+                                      (json_int_t)atomic_load(&ns->stats.read_ops), "write_ops",
+                                      (json_int_t)atomic_load(&ns->stats.write_ops), "read_bytes",
+                                      (json_int_t)atomic_load(&ns->stats.read_bytes), "write_bytes",
+                                      (json_int_t)atomic_load(&ns->stats.write_bytes), "flush_ops",
+                                      (json_int_t)atomic_load(&ns->stats.flush_ops)));
+        json_array_append_new((json_t *)arg, o);
+}
+
+static int h_namespace_list(struct rpc_ctx *c)
+{
+        json_t *a = json_array();
+        if (!a)
+                return opfail(c, -ENOMEM, "namespace_list", NULL);
+        core_ns_foreach(ns_list_one, a);
+        c->result = a;
+        return 0;
+}
+
+static int h_iscsi_target_create(struct rpc_ctx *c)
+{
+        char msg[256] = "";
+        int rc = iscsi_target_add(pstr(c, "name", NULL), msg, sizeof(msg));
+        return rc < 0 ? opfail(c, rc, "iscsi_target_create", msg) : 0;
+}
+
+static int h_iscsi_target_delete(struct rpc_ctx *c)
+{
+        char msg[256] = "";
+        int rc = iscsi_target_del(pstr(c, "name", NULL), msg, sizeof(msg));
+        return rc < 0 ? opfail(c, rc, "iscsi_target_delete", msg) : 0;
+}
+
+static int h_iscsi_target_list(struct rpc_ctx *c)
+{
+        c->result = iscsi_targets_json();
+        return c->result ? 0 : opfail(c, -ENOMEM, "iscsi_target_list", NULL);
+}
+
+static int h_iscsi_lun_map(struct rpc_ctx *c)
+{
+        const char *ns = pstr(c, "namespace", NULL);
+        if (!core_ns_find(ns))
+                return opfail(c, -ENOENT, "iscsi_lun_map", "no such namespace");
+        char msg[256] = "";
+        int rc = iscsi_lun_map(pstr(c, "target", NULL), (uint32_t)puint(c, "lun", 0), ns, msg,
+                               sizeof(msg));
+        return rc < 0 ? opfail(c, rc, "iscsi_lun_map", msg) : 0;
+}
+
+static int h_iscsi_lun_unmap(struct rpc_ctx *c)
+{
+        char msg[256] = "";
+        int rc = iscsi_lun_unmap(pstr(c, "target", NULL), (uint32_t)puint(c, "lun", 0), msg,
+                                 sizeof(msg));
+        return rc < 0 ? opfail(c, rc, "iscsi_lun_unmap", msg) : 0;
+}
+
+static int h_iscsi_portal_add(struct rpc_ctx *c)
+{
+        char msg[256] = "";
+        int rc = iscsi_portal_add(pstr(c, "addr", NULL), (uint16_t)puint(c, "port", 3260), msg,
+                                  sizeof(msg));
+        return rc < 0 ? opfail(c, rc, "iscsi_portal_add", msg) : 0;
+}
+
+static int h_iscsi_portal_delete(struct rpc_ctx *c)
+{
+        char msg[256] = "";
+        int rc = iscsi_portal_del(pstr(c, "addr", NULL), (uint16_t)puint(c, "port", 3260), msg,
+                                  sizeof(msg));
+        return rc < 0 ? opfail(c, rc, "iscsi_portal_delete", msg) : 0;
+}
+
+static int h_iscsi_portal_list(struct rpc_ctx *c)
+{
+        c->result = iscsi_portals_json();
+        return c->result ? 0 : opfail(c, -ENOMEM, "iscsi_portal_list", NULL);
+}
+
+static int h_iscsi_session_list(struct rpc_ctx *c)
+{
+        c->result = iscsi_sessions_json();
+        return c->result ? 0 : opfail(c, -ENOMEM, "iscsi_session_list", NULL);
+}
+
+/* Write text to path atomically (temp file + rename) so a crash never leaves half a config. */
+static int write_file_atomic(const char *path, const char *text)
+{
+        char tmp[4200];
+        if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= sizeof(tmp))
+                return -ENAMETOOLONG;
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd < 0)
+                return -errno;
+        size_t len = strlen(text), off = 0;
+        int rc = 0;
+        while (off < len) {
+                ssize_t n = write(fd, text + off, len - off);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0) {
+                        rc = -errno;
+                        break;
+                }
+                off += (size_t)n;
+        }
+        if (rc == 0 && fsync(fd) < 0)
+                rc = -errno;
+        close(fd);
+        if (rc == 0 && rename(tmp, path) < 0)
+                rc = -errno;
+        if (rc < 0)
+                unlink(tmp);
+        return rc;
+}
+
+static int h_config_save(struct rpc_ctx *c)
+{
+        json_t *cfg = mgmt_config_dump();
+        if (!cfg)
+                return opfail(c, -ENOMEM, "config_save", NULL);
+        const char *path = pstr(c, "path", NULL);
+        if (!path) {
+                c->result = cfg;
+                return 0;
+        }
+        char *text = json_dumps(cfg, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        size_t n = json_array_size(json_object_get(cfg, "config"));
+        json_decref(cfg);
+        if (!text)
+                return opfail(c, -ENOMEM, "config_save", NULL);
+        size_t tl = strlen(text);
+        char *text_nl = realloc(text, tl + 2);
+        if (!text_nl) {
+                free(text);
+                return opfail(c, -ENOMEM, "config_save", NULL);
+        }
+        text_nl[tl] = '\n';
+        text_nl[tl + 1] = '\0';
+        int rc = write_file_atomic(path, text_nl);
+        free(text_nl);
+        if (rc < 0)
+                return opfail(c, rc, "config_save", path);
+        c->result = json_pack("{s:s, s:I}", "path", path, "entries", (json_int_t)n);
+        return 0;
+}
+
+static json_t *method_json(const struct rpc_method *m)
+{
+        json_t *ps = json_array();
+        for (const struct param_spec *p = m->params; p->name; p++)
+                json_array_append_new(ps, json_pack("{s:s, s:s, s:b, s:s}", "name", p->name, "type",
+                                                    ptype_name(p->type), "required", p->required,
+                                                    "desc", p->desc));
+        return json_pack("{s:s, s:s, s:o}", "name", m->name, "desc", m->desc, "params", ps);
+}
+
+static int h_rpc_list(struct rpc_ctx *c)
+{
+        bool verbose = pbool(c, "verbose", false);
+        json_t *a = json_array();
+        for (size_t i = 0; i < rpc_nmethods; i++)
+                json_array_append_new(a, verbose ? method_json(&rpc_methods[i])
+                                                 : json_string(rpc_methods[i].name));
+        c->result = a;
+        return 0;
+}
+
+static const char *const level_names[] = {"error", "warn", "info", "debug"};
+
+static int h_daemon_status(struct rpc_ctx *c)
+{
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        double up =
+            (double)(now.tv_sec - rpc_t0.tv_sec) + (double)(now.tv_nsec - rpc_t0.tv_nsec) / 1e9;
+        unsigned lvl = (unsigned)rt_log_threshold;
+        c->result = json_pack("{s:s, s:f, s:i, s:s, s:s, s:i}", "version", SLATE_VERSION,
+                              "uptime_s", up, "reactors", (int)rt_count(), "state_dir",
+                              core_state_dir() ? core_state_dir() : "", "log_level",
+                              lvl < 4 ? level_names[lvl] : "?", "pid", (int)getpid());
+        return c->result ? 0 : opfail(c, -ENOMEM, "daemon_status", NULL);
+}
+
+static int h_log_set_level(struct rpc_ctx *c)
+{
+        enum rt_log_level l;
+        if (rt_log_parse_level(pstr(c, "level", ""), &l) < 0)
+                return inval(c, "'level' must be one of error, warn, info, debug");
+        rt_log_threshold = l;
+        LOG_INFO("mgmt", "log level set to %s", level_names[l]);
+        return 0;
+}
+
+#define STR(n, req, mx, d)                                                                         \
+        {                                                                                          \
+                .name = n, .type = P_STR, .required = req, .max = mx, .desc = d                    \
+        }
+#define UINT(n, req, lo, hi, d)                                                                    \
+        {                                                                                          \
+                .name = n, .type = P_UINT, .required = req, .min = lo, .max = hi, .desc = d        \
+        }
+#define BOOL(n, d)                                                                                 \
+        {                                                                                          \
+                .name = n, .type = P_BOOL, .desc = d                                               \
+        }
+#define IQN(n, d) STR(n, true, 223, d) /* RFC 7143 13.2: names up to 223 bytes */
+
+static const struct rpc_method rpc_methods[] = {
+    {"namespace_create",
+     h_namespace_create,
+     "Create a namespace (block device), or reopen an existing file-backed one",
+     {{.name = "name", .type = P_NAME, .required = true, .desc = "[A-Za-z0-9._-]{1,63}"},
+      STR("backend", false, 15, "mem | file | null (default file)"),
+      {.name = "size",
+       .type = P_SIZE,
+       .desc = "capacity in bytes, or \"1G\"-style string (K/M/G/T, binary); "
+               "file backend: 0/absent = existing file size"},
+      UINT("block_size", false, 512, 4096, "512 or 4096 (default 512)"),
+      STR("path", false, 4095, "file backend: data file (default <state_dir>/<name>.img)"),
+      BOOL("thin", "sparse file (default true)"),
+      BOOL("write_protect", "software write protect at start (default false)")}},
+    {"namespace_delete",
+     h_namespace_delete,
+     "Delete a namespace (refused while mapped to a LUN); the data file is kept",
+     {{.name = "name", .type = P_NAME, .required = true, .desc = "namespace name"}}},
+    {"namespace_list", h_namespace_list, "List namespaces with geometry, identity and stats", {}},
+    {"iscsi_target_create",
+     h_iscsi_target_create,
+     "Create an iSCSI target node",
+     {IQN("name", "target name (iqn.YYYY-MM.reverse.domain:id or eui./naa.)")}},
+    {"iscsi_target_delete",
+     h_iscsi_target_delete,
+     "Delete an iSCSI target node",
+     {IQN("name", "target name")}},
+    {"iscsi_target_list", h_iscsi_target_list, "List iSCSI targets and their LUN maps", {}},
+    {"iscsi_lun_map",
+     h_iscsi_lun_map,
+     "Export a namespace as a LUN of a target",
+     {IQN("target", "target name"),
+      UINT("lun", true, 0, 16383, "LUN number (0-16383)"),
+      {.name = "namespace", .type = P_NAME, .required = true, .desc = "namespace name"}}},
+    {"iscsi_lun_unmap",
+     h_iscsi_lun_unmap,
+     "Remove a LUN from a target",
+     {IQN("target", "target name"), UINT("lun", true, 0, 16383, "LUN number")}},
+    {"iscsi_portal_add",
+     h_iscsi_portal_add,
+     "Listen for iSCSI connections on an address and port",
+     {STR("addr", true, 63, "IPv4/IPv6 address to bind (0.0.0.0 = all)"),
+      UINT("port", false, 1, 65535, "TCP port (default 3260)")}},
+    {"iscsi_portal_delete",
+     h_iscsi_portal_delete,
+     "Stop listening on a portal",
+     {STR("addr", true, 63, "address"), UINT("port", false, 1, 65535, "TCP port (default 3260)")}},
+    {"iscsi_portal_list", h_iscsi_portal_list, "List iSCSI portals", {}},
+    {"iscsi_session_list", h_iscsi_session_list, "List iSCSI sessions and connections", {}},
+    {"config_save",
+     h_config_save,
+     "Return the running config as a replayable list of calls, or write it to a file",
+     {STR("path", false, 4095, "write here (atomically) instead of returning the config")}},
+    {"rpc_list",
+     h_rpc_list,
+     "List RPC methods",
+     {BOOL("verbose", "include descriptions and parameters")}},
+    {"daemon_status", h_daemon_status, "Version, uptime, reactors, state dir, log level", {}},
+    {"log_set_level",
+     h_log_set_level,
+     "Set the log level",
+     {STR("level", true, 15, "error | warn | info | debug")}},
+};
+static const size_t rpc_nmethods = sizeof(rpc_methods) / sizeof(rpc_methods[0]);
+
+/* ------------------------------------------------------------------ */
+/* Dispatch                                                            */
+/* ------------------------------------------------------------------ */
+
+int mgmt_rpc_call(const char *method, json_t *params, json_t **result, int *rpc_code, char *err,
+                  size_t errlen)
+{
+        const struct rpc_method *m = NULL;
+        *result = NULL;
+        *rpc_code = 0;
+        if (errlen)
+                err[0] = '\0';
+        for (size_t i = 0; i < rpc_nmethods; i++) {
+                if (strcmp(rpc_methods[i].name, method) == 0) {
+                        m = &rpc_methods[i];
+                        break;
+                }
+        }
+        if (!m) {
+                snprintf(err, errlen, "method not found: '%.64s'", method);
+                *rpc_code = RPC_METHOD_NOT_FOUND;
+                return -ENOENT;
+        }
+
+        json_t *empty = NULL;
+        if (!params || json_is_null(params)) {
+                params = empty = json_object();
+                if (!params) {
+                        snprintf(err, errlen, "out of memory");
+                        *rpc_code = RPC_SERVER_ERROR;
+                        return -ENOMEM;
+                }
+        }
+        struct rpc_ctx c = {.params = params, .err = err, .errlen = errlen};
+        int rc;
+        if (!json_is_object(params)) {
+                /* We only take named parameters (JSON-RPC 2.0 section 4.2 allows either). */
+                rc = inval(&c, "params must be an object (named parameters)");
+                goto out;
+        }
+        rc = check_params(m, &c);
+        if (rc < 0)
+                goto out;
+        pthread_mutex_lock(&rpc_lock);
+        rc = m->fn(&c);
+        pthread_mutex_unlock(&rpc_lock);
+        if (rc < 0) {
+                json_decref(c.result);
+                if (!c.code)
+                        opfail(&c, rc, m->name, NULL);
+                goto out;
+        }
+        *result = c.result ? c.result : json_true();
+out:
+        json_decref(empty);
+        *rpc_code = rc < 0 ? c.code : 0;
+        return rc;
+}
+
+static json_t *make_error(json_t *id, int code, const char *msg)
+{
+        return json_pack("{s:s, s:{s:i, s:s}, s:O}", "jsonrpc", "2.0", "error", "code", code,
+                         "message", msg, "id", id ? id : json_null());
+}
+
+/* One request object -> one response object (new reference), or NULL for a notification. */
+static json_t *handle_one(json_t *req)
+{
+        if (!json_is_object(req))
+                return make_error(NULL, RPC_INVALID_REQUEST, "invalid request: not an object");
+        json_t *id = json_object_get(req, "id");
+        bool notification = (id == NULL);
+        if (id && !json_is_string(id) && !json_is_integer(id) && !json_is_null(id) &&
+            !json_is_real(id))
+                return make_error(NULL, RPC_INVALID_REQUEST,
+                                  "invalid request: 'id' must be a string, number or null");
+        json_t *ver = json_object_get(req, "jsonrpc");
+        if (!json_is_string(ver) || strcmp(json_string_value(ver), "2.0") != 0)
+                return make_error(id, RPC_INVALID_REQUEST,
+                                  "invalid request: 'jsonrpc' must be \"2.0\"");
+        json_t *jm = json_object_get(req, "method");
+        if (!json_is_string(jm))
+                return make_error(id, RPC_INVALID_REQUEST,
+                                  "invalid request: 'method' must be a string");
+        const char *key;
+        json_t *v;
+        json_object_foreach(req, key, v)
+        {
+                if (strcmp(key, "jsonrpc") && strcmp(key, "id") && strcmp(key, "method") &&
+                    strcmp(key, "params"))
+                        return make_error(id, RPC_INVALID_REQUEST,
+                                          "invalid request: unknown member");
+        }
+        json_t *params = json_object_get(req, "params");
+        if (params && !json_is_object(params) && !json_is_array(params))
+                return make_error(id, RPC_INVALID_REQUEST,
+                                  "invalid request: 'params' must be an object");
+
+        char err[512];
+        json_t *result = NULL;
+        int code = 0;
+        const char *method = json_string_value(jm);
+        if (strlen(method) != json_string_length(jm)) {
+                code = RPC_METHOD_NOT_FOUND;
+                snprintf(err, sizeof(err), "method not found");
+        } else if (mgmt_rpc_call(method, params, &result, &code, err, sizeof(err)) == 0) {
+                if (notification) {
+                        json_decref(result);
+                        return NULL;
+                }
+                return json_pack("{s:s, s:o, s:O}", "jsonrpc", "2.0", "result", result, "id", id);
+        }
+        LOG_DEBUG("mgmt", "rpc %.64s failed: %s", method, err);
+        return notification ? NULL : make_error(id, code, err);
+}
+
+static json_t *handle_value(json_t *req)
+{
+        if (!json_is_array(req))
+                return handle_one(req);
+        /* Batch (JSON-RPC 2.0 section 6). */
+        if (json_array_size(req) == 0)
+                return make_error(NULL, RPC_INVALID_REQUEST, "invalid request: empty batch");
+        json_t *out = json_array();
+        size_t i;
+        json_t *r;
+        json_array_foreach(req, i, r)
+        {
+                json_t *resp = handle_one(r);
+                if (resp)
+                        json_array_append_new(out, resp);
+        }
+        if (json_array_size(out) == 0) {
+                json_decref(out);
+                return NULL;
+        }
+        return out;
+}
+
+static char *dump_response(json_t *resp)
+{
+        if (!resp)
+                return NULL;
+        char *s = json_dumps(resp, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        json_decref(resp);
+        return s;
+}
+
+char *mgmt_rpc_handle(const char *req, size_t len)
+{
+        if (len > MGMT_RPC_MAX_REQ)
+                return dump_response(
+                    make_error(NULL, RPC_INVALID_REQUEST, "invalid request: larger than 1 MiB"));
+        json_error_t je;
+        json_t *v = json_loadb(req, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &je);
+        if (!v) {
+                char msg[256];
+                snprintf(msg, sizeof(msg), "parse error: %s at byte %d", je.text, je.position);
+                return dump_response(make_error(NULL, RPC_PARSE_ERROR, msg));
+        }
+        char *s = dump_response(handle_value(v));
+        json_decref(v);
+        return s;
+}
+
+/* ------------------------------------------------------------------ */
+/* Server                                                              */
+/* ------------------------------------------------------------------ */
+
+struct rpc_client {
+        int fd;
+        char *in;
+        size_t in_len, in_cap;
+        char *out;
+        size_t out_len, out_off;
+        bool closing;         /* close once out is drained */
+        struct timespec last; /* last progress, for the idle timeout */
+};
+
+static struct {
+        int listen_fd;
+        int wake[2];
+        pthread_t thread;
+        bool running;
+        char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+        struct rpc_client clients[MGMT_RPC_MAX_CLIENTS];
+} srv = {.listen_fd = -1, .wake = {-1, -1}};
+
+static int64_t ms_since(const struct timespec *t)
+{
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        return (int64_t)(now.tv_sec - t->tv_sec) * 1000 + (now.tv_nsec - t->tv_nsec) / 1000000;
+}
+
+static void client_close(struct rpc_client *cl)
+{
+        if (cl->fd >= 0)
+                close(cl->fd);
+        free(cl->in);
+        free(cl->out);
+        memset(cl, 0, sizeof(*cl));
+        cl->fd = -1;
+}
+
+static void client_queue(struct rpc_client *cl, char *resp)
+{
+        if (!resp)
+                return;
+        size_t n = strlen(resp);
+        size_t pending = cl->out_len - cl->out_off;
+        char *nb = malloc(pending + n + 1);
+        if (!nb) {
+                free(resp);
+                cl->closing = true;
+                return;
+        }
+        if (pending)
+                memcpy(nb, cl->out + cl->out_off, pending);
+        memcpy(nb + pending, resp, n);
+        nb[pending + n] = '\n';
+        free(resp);
+        free(cl->out);
+        cl->out = nb;
+        cl->out_off = 0;
+        cl->out_len = pending + n + 1;
+}
+
+/* Handle every complete JSON value in the input buffer. */
+static void client_process(struct rpc_client *cl)
+{
+        while (!cl->closing) {
+                size_t skip = 0;
+                while (skip < cl->in_len && isspace((unsigned char)cl->in[skip]))
+                        skip++;
+                if (skip) {
+                        memmove(cl->in, cl->in + skip, cl->in_len - skip);
+                        cl->in_len -= skip;
+                }
+                if (cl->in_len == 0)
+                        return;
+                json_error_t je;
+                json_t *v = json_loadb(
+                    cl->in, cl->in_len,
+                    JSON_DECODE_ANY | JSON_DISABLE_EOF_CHECK | JSON_REJECT_DUPLICATES, &je);
+                size_t used;
+                if (!v) {
+                        if (json_error_code(&je) == json_error_premature_end_of_input)
+                                return; /* wait for more bytes */
+                        char msg[256];
+                        snprintf(msg, sizeof(msg), "parse error: %s at byte %d", je.text,
+                                 je.position);
+                        client_queue(cl, dump_response(make_error(NULL, RPC_PARSE_ERROR, msg)));
+                        /* Resynchronise at the next line, or drop the connection. */
+                        char *nl = memchr(cl->in, '\n', cl->in_len);
+                        if (!nl) {
+                                cl->closing = true;
+                                cl->in_len = 0;
+                                return;
+                        }
+                        used = (size_t)(nl - cl->in) + 1;
+                } else {
+                        used = (size_t)je.position;
+                        if (used == 0 || used > cl->in_len)
+                                used = cl->in_len;
+                        client_queue(cl, dump_response(handle_value(v)));
+                        json_decref(v);
+                }
+                memmove(cl->in, cl->in + used, cl->in_len - used);
+                cl->in_len -= used;
+        }
+}
+
+static void client_read(struct rpc_client *cl)
+{
+        if (cl->in_cap - cl->in_len < 4096) {
+                size_t ncap = cl->in_cap ? cl->in_cap * 2 : 8192;
+                if (ncap > MGMT_RPC_MAX_REQ + 4096)
+                        ncap = MGMT_RPC_MAX_REQ + 4096;
+                if (ncap <= cl->in_len) {
+                        client_queue(
+                            cl, dump_response(make_error(NULL, RPC_INVALID_REQUEST,
+                                                         "invalid request: larger than 1 MiB")));
+                        cl->closing = true;
+                        return;
+                }
+                char *nb = realloc(cl->in, ncap);
+                if (!nb) {
+                        cl->closing = true;
+                        return;
+                }
+                cl->in = nb;
+                cl->in_cap = ncap;
+        }
+        ssize_t n = recv(cl->fd, cl->in + cl->in_len, cl->in_cap - cl->in_len, MSG_DONTWAIT);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+                return;
+        if (n <= 0) {
+                /* Peer closed its side: answer what is buffered, then close. */
+                client_process(cl);
+                if (cl->in_len && !cl->closing)
+                        client_queue(cl,
+                                     dump_response(make_error(NULL, RPC_PARSE_ERROR,
+                                                              "parse error: truncated request")));
+                cl->closing = true;
+                return;
+        }
+        cl->in_len += (size_t)n;
+        clock_gettime(CLOCK_MONOTONIC, &cl->last);
+        client_process(cl);
+        if (cl->in_len > MGMT_RPC_MAX_REQ) {
+                client_queue(cl, dump_response(make_error(NULL, RPC_INVALID_REQUEST,
+                                                          "invalid request: larger than 1 MiB")));
+                cl->closing = true;
+        }
+}
+
+static void client_write(struct rpc_client *cl)
+{
+        while (cl->out_off < cl->out_len) {
+                ssize_t n = send(cl->fd, cl->out + cl->out_off, cl->out_len - cl->out_off,
+                                 MSG_DONTWAIT | MSG_NOSIGNAL);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0 && errno == EAGAIN)
+                        return;
+                if (n <= 0) {
+                        client_close(cl);
+                        return;
+                }
+                cl->out_off += (size_t)n;
+                clock_gettime(CLOCK_MONOTONIC, &cl->last);
+        }
+        free(cl->out);
+        cl->out = NULL;
+        cl->out_len = cl->out_off = 0;
+}
+
+static void server_accept(void)
+{
+        int fd = accept4(srv.listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd < 0)
+                return;
+        for (int i = 0; i < MGMT_RPC_MAX_CLIENTS; i++) {
+                struct rpc_client *cl = &srv.clients[i];
+                if (cl->fd < 0) {
+                        cl->fd = fd;
+                        clock_gettime(CLOCK_MONOTONIC, &cl->last);
+                        return;
+                }
+        }
+        static const char busy[] =
+            "{\"jsonrpc\":\"2.0\",\"error\":{\"code\":-32000,\"message\":\"too many RPC "
+            "clients\"},\"id\":null}\n";
+        (void)!send(fd, busy, sizeof(busy) - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+        close(fd);
+}
+
+static void *server_main(void *arg)
+{
+        (void)arg;
+        struct pollfd pfd[MGMT_RPC_MAX_CLIENTS + 2];
+        int map[MGMT_RPC_MAX_CLIENTS + 2];
+
+        for (;;) {
+                int n = 0;
+                pfd[n++] = (struct pollfd){.fd = srv.wake[0], .events = POLLIN};
+                pfd[n++] = (struct pollfd){.fd = srv.listen_fd, .events = POLLIN};
+                for (int i = 0; i < MGMT_RPC_MAX_CLIENTS; i++) {
+                        struct rpc_client *cl = &srv.clients[i];
+                        if (cl->fd < 0)
+                                continue;
+                        if (cl->closing && cl->out_off >= cl->out_len) {
+                                client_close(cl);
+                                continue;
+                        }
+                        /* A client mid-request or not reading its answer for too long is dropped.
+                         */
+                        if ((cl->in_len || cl->out_len || cl->closing) &&
+                            ms_since(&cl->last) > MGMT_RPC_IDLE_MS) {
+                                LOG_WARN("mgmt", "rpc client timed out");
+                                client_close(cl);
+                                continue;
+                        }
+                        short ev = cl->closing ? 0 : POLLIN;
+                        if (cl->out_off < cl->out_len)
+                                ev |= POLLOUT;
+                        map[n] = i;
+                        pfd[n++] = (struct pollfd){.fd = cl->fd, .events = ev};
+                }
+                int rc = poll(pfd, (nfds_t)n, 1000);
+                if (rc < 0 && errno != EINTR) {
+                        LOG_ERR("mgmt", "rpc poll: %s", strerror(errno));
+                        break;
+                }
+                if (rc <= 0)
+                        continue;
+                if (pfd[0].revents)
+                        break; /* mgmt_rpc_stop() */
+                if (pfd[1].revents & POLLIN)
+                        server_accept();
+                for (int k = 2; k < n; k++) {
+                        struct rpc_client *cl = &srv.clients[map[k]];
+                        if (cl->fd < 0 || !pfd[k].revents)
+                                continue;
+                        if (pfd[k].revents & POLLIN)
+                                client_read(cl);
+                        if (cl->fd >= 0 && (pfd[k].revents & (POLLERR | POLLNVAL)) &&
+                            !(pfd[k].revents & POLLIN)) {
+                                client_close(cl);
+                                continue;
+                        }
+                        if (cl->fd >= 0 && cl->out_off < cl->out_len)
+                                client_write(cl);
+                        if (cl->fd >= 0 && (pfd[k].revents & POLLHUP) && !(pfd[k].revents & POLLIN))
+                                client_close(cl);
+                }
+        }
+        for (int i = 0; i < MGMT_RPC_MAX_CLIENTS; i++)
+                if (srv.clients[i].fd >= 0)
+                        client_close(&srv.clients[i]);
+        return NULL;
+}
+
+/* Is someone already serving on path?  (A stale socket file is removed.) */
+static int claim_socket_path(const char *path)
+{
+        struct stat st;
+        if (lstat(path, &st) < 0)
+                return errno == ENOENT ? 0 : -errno;
+        if (!S_ISSOCK(st.st_mode))
+                return -EEXIST;
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return -errno;
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        memcpy(sa.sun_path, path, strlen(path));
+        int rc = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+        close(fd);
+        if (rc == 0)
+                return -EADDRINUSE;
+        unlink(path);
+        return 0;
+}
+
+int mgmt_rpc_start(const char *sock_path)
+{
+        int rc;
+        if (srv.running)
+                return -EALREADY;
+        if (!sock_path || !sock_path[0] || strlen(sock_path) >= sizeof(srv.path))
+                return -ENAMETOOLONG;
+        for (int i = 0; i < MGMT_RPC_MAX_CLIENTS; i++)
+                srv.clients[i].fd = -1;
+        rc = claim_socket_path(sock_path);
+        if (rc < 0) {
+                LOG_ERR("mgmt", "rpc socket %s: %s", sock_path,
+                        rc == -EADDRINUSE ? "another slated is already listening there"
+                                          : strerror(-rc));
+                return rc;
+        }
+        srv.listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (srv.listen_fd < 0)
+                return -errno;
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        memcpy(sa.sun_path, sock_path, strlen(sock_path));
+        /* Only the owner may manage the daemon. */
+        mode_t old = umask(0077);
+        rc = bind(srv.listen_fd, (struct sockaddr *)&sa, sizeof(sa));
+        umask(old);
+        if (rc < 0 || listen(srv.listen_fd, 16) < 0) {
+                rc = -errno;
+                LOG_ERR("mgmt", "rpc socket %s: %s", sock_path, strerror(-rc));
+                goto err_sock;
+        }
+        snprintf(srv.path, sizeof(srv.path), "%s", sock_path);
+        if (pipe2(srv.wake, O_CLOEXEC) < 0) {
+                rc = -errno;
+                goto err_bound;
+        }
+        rc = -pthread_create(&srv.thread, NULL, server_main, NULL);
+        if (rc < 0)
+                goto err_pipe;
+        pthread_setname_np(srv.thread, "slate-rpc");
+        srv.running = true;
+        LOG_INFO("mgmt", "JSON-RPC listening on %s", sock_path);
+        return 0;
+
+err_pipe:
+        close(srv.wake[0]);
+        close(srv.wake[1]);
+        srv.wake[0] = srv.wake[1] = -1;
+err_bound:
+        unlink(sock_path);
+err_sock:
+        close(srv.listen_fd);
+        srv.listen_fd = -1;
+        return rc;
+}
+
+void mgmt_rpc_stop(void)
+{
+        if (!srv.running)
+                return;
+        (void)!write(srv.wake[1], "x", 1);
+        pthread_join(srv.thread, NULL);
+        close(srv.wake[0]);
+        close(srv.wake[1]);
+        srv.wake[0] = srv.wake[1] = -1;
+        close(srv.listen_fd);
+        srv.listen_fd = -1;
+        unlink(srv.path);
+        srv.running = false;
+}
