@@ -58,6 +58,15 @@ struct core_ns {
 	void *scsi_state;           /* owned by the SCSI personality (mode pages etc.) */
 	void (*scsi_state_free)(void *);
 
+	/*
+	 * Ranges under a read-modify-write (COMPARE AND WRITE, ORWRITE):
+	 * another RMW overlapping one waits (retries next loop iteration).
+	 */
+	pthread_mutex_t rmw_lock;
+	uint64_t rmw_lba[32];
+	uint64_t rmw_nlb[32];
+	uint32_t rmw_used; /* bit per slot */
+
 	struct core_ns_stats stats;
 	atomic_int refs;
 	struct core_ns *next; /* registry */

@@ -19,6 +19,7 @@
 #include "rt/reactor.h"
 
 struct core_ns;
+struct backend;
 
 enum core_op {
 	CORE_OP_READ = 0,
@@ -66,7 +67,16 @@ struct core_req {
 	uint32_t done_bytes;
 	uint64_t cur_lba;    /* multi-step ops (write same): next LBA to do */
 	int be_res;          /* result a deferred backend completion carries */
+	struct iovec one_iov;/* iovec for core-built I/O; must outlive submission to the ring */
 	bool range_locked;   /* holds an entry in the namespace's RMW range lock */
+	struct {             /* the backend I/O in flight (for retries and checks) */
+		struct backend *be;
+		enum core_op op;
+		uint64_t off, len;
+		const struct iovec *iov;
+		int iovcnt;
+		bool fua, direct;
+	} bio;
 	void *scratch;       /* per-request bounce buffer owned by the issuer (compare/orwrite) */
 	uint32_t scratch_len;
 };
