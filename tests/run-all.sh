@@ -1,0 +1,190 @@
+#!/bin/bash
+# tests/run-all.sh — the one test command behind `make test` (DESIGN.md "Tests").
+#
+# Builds the ASan+UBSan debug build (build-asan/) and the clang libFuzzer
+# build (build-fuzz/), then runs every group: unit (cmocka via meson test),
+# conformance (libiscsi iscsi-test-cu), robustness (malformed PDUs),
+# durability (kill -9 and read back), e2e (Linux initiator in linuxvm) and
+# the fuzzers.  Every group prints one line per test — "PASS name",
+# "FAIL name (why)" followed by an indented log tail, "SKIP name (why)" — and
+# this script counts them.  The last line is exactly
+# "N passed, N failed" (plus ", N skipped" when any were skipped); the exit
+# status is non-zero if anything failed.  Logs: build-asan/test-logs/.
+#
+# Usage: tests/run-all.sh [group...]   groups: build unit conformance robust
+#                                      durability e2e fuzz (default: all)
+# Environment: FUZZ_SECS (per fuzzer, default 30), GROUP_TIMEOUT_<group>.
+set -u
+cd "$(dirname "$0")/.."
+root=$(pwd)
+export SLATE_ROOT=$root
+export SLATE_BUILD=$root/build-asan
+export SLATE_LOGDIR=$root/build-asan/test-logs
+mkdir -p "$SLATE_LOGDIR"
+. tests/lib.sh
+
+groups=${*:-build unit conformance robust durability e2e fuzz}
+npass=0
+nfail=0
+nskip=0
+failed_names=()
+jobs_n=$(nproc 2>/dev/null || echo 2)
+
+# run_group NAME TIMEOUT CMD... — runs CMD, echoes its output, counts its
+# result lines; a group that exits non-zero without reporting a failure (or
+# is killed by its timeout) is itself counted as one failure.
+run_group() {
+	local name=$1 tmo=$2 out rc p f s
+	shift 2
+	out=$SLATE_LOGDIR/group-$name.out
+	echo "=== $name ==="
+	timeout -k 20 "$tmo" "$@" 2>"$SLATE_LOGDIR/group-$name.err" | tee "$out"
+	rc=${PIPESTATUS[0]}
+	p=$(grep -c '^PASS ' "$out")
+	f=$(grep -c '^FAIL ' "$out")
+	s=$(grep -c '^SKIP ' "$out")
+	while read -r n; do failed_names+=("$n"); done < <(grep '^FAIL ' "$out" | awk '{print $2}')
+	if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+		slate_result FAIL "$name.group" "$SLATE_LOGDIR/group-$name.err" "group timed out after ${tmo}s"
+		f=$((f + 1))
+		failed_names+=("$name.group")
+	elif [ "$rc" != 0 ] && [ "$f" = 0 ]; then
+		slate_result FAIL "$name.group" "$SLATE_LOGDIR/group-$name.err" "exit status $rc without a failing test"
+		f=$((f + 1))
+		failed_names+=("$name.group")
+	fi
+	npass=$((npass + p))
+	nfail=$((nfail + f))
+	nskip=$((nskip + s))
+}
+
+gtimeout() { # per-group timeout, overridable by GROUP_TIMEOUT_<name>
+	local v=GROUP_TIMEOUT_$1
+	echo "${!v:-$2}"
+}
+
+# --- group: build ----------------------------------------------------------
+group_build() {
+	local log rc=0
+	log=$SLATE_LOGDIR/build-asan.log
+	{
+		if [ ! -f build-asan/build.ninja ]; then
+			meson setup build-asan -Db_sanitize=address,undefined -Dbuildtype=debug
+		fi && ninja -C build-asan -j "$jobs_n"
+	} >"$log" 2>&1 && slate_result PASS build.asan || {
+		slate_result FAIL build.asan "$log" "meson/ninja failed"
+		rc=1
+	}
+	log=$SLATE_LOGDIR/build-fuzz.log
+	{
+		echo 'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n) { (void)d; (void)n; return 0; }' >"$SLATE_LOGDIR/fuzzprobe.c" &&
+			clang -fsanitize=fuzzer "$SLATE_LOGDIR/fuzzprobe.c" -o "$SLATE_LOGDIR/fuzzprobe" &&
+			echo "clang -fsanitize=fuzzer links" &&
+			if [ ! -f build-fuzz/build.ninja ]; then
+				CC=clang meson setup build-fuzz -Dfuzz=true -Db_sanitize=address,undefined \
+					-Db_lundef=false -Dbuildtype=debug
+			fi && ninja -C build-fuzz -j "$jobs_n"
+	} >"$log" 2>&1 && slate_result PASS build.fuzz || {
+		slate_result FAIL build.fuzz "$log" "clang libFuzzer build failed"
+		rc=1
+	}
+	return $rc
+}
+
+# --- group: unit -------------------------------------------------------------
+group_unit() {
+	local log=$SLATE_LOGDIR/unit.log rc
+	[ -f build-asan/build.ninja ] || {
+		slate_result FAIL unit "" "build-asan not configured"
+		return 1
+	}
+	rm -f build-asan/meson-logs/testlog.json
+	meson test -C build-asan --suite unit --print-errorlogs --num-processes "$jobs_n" >"$log" 2>&1
+	rc=$?
+	if [ ! -s build-asan/meson-logs/testlog.json ]; then
+		if grep -q 'No tests defined\|No suitable tests' "$log"; then
+			return 0 # nothing registered yet
+		fi
+		slate_result FAIL unit "$log" "meson test ran nothing (rc=$rc)"
+		return 1
+	fi
+	# one JSON object per line: {"name": ..., "result": "OK"|"FAIL"|"SKIP"|...}
+	python3 - build-asan/meson-logs/testlog.json "$log" <<'PY'
+import json, sys
+bad = 0
+for line in open(sys.argv[1]):
+    line = line.strip()
+    if not line:
+        continue
+    t = json.loads(line)
+    name = "unit." + t["name"].split(" / ")[-1].split(":")[-1]
+    r = t.get("result", "")
+    if r in ("OK", "EXPECTEDFAIL"):
+        print("PASS", name)
+    elif r == "SKIP":
+        print("SKIP", name, "(skipped by the test itself)")
+    else:
+        bad = 1
+        print("FAIL", name, "(%s)" % r)
+        for l in (t.get("stdout") or "").splitlines()[-25:]:
+            print("    | " + l)
+sys.exit(bad)
+PY
+}
+
+# --- group: fuzz -------------------------------------------------------------
+group_fuzz() {
+	local secs=${FUZZ_SECS:-30} rc=0 f name corpus log work
+	shopt -s nullglob
+	local bins=(build-fuzz/tests/fuzz_*)
+	[ ${#bins[@]} -gt 0 ] || return 0
+	for f in "${bins[@]}"; do
+		[ -x "$f" ] && [ -f "$f" ] || continue
+		name=${f##*/fuzz_}
+		log=$SLATE_LOGDIR/fuzz_$name.log
+		# New inputs go to a scratch dir; the committed seeds stay read-only.
+		work=$SLATE_LOGDIR/fuzz-corpus-$name
+		mkdir -p "$work"
+		corpus=()
+		[ -d "tests/fuzz/corpus/$name" ] && corpus=("tests/fuzz/corpus/$name")
+		if (cd "$SLATE_LOGDIR" && timeout -k 10 $((secs + 120)) "$root/$f" -max_total_time="$secs" \
+			-rss_limit_mb=2048 -timeout=10 -print_final_stats=1 "$work" "${corpus[@]/#/$root/}") >"$log" 2>&1; then
+			slate_result PASS "fuzz.$name"
+		else
+			slate_result FAIL "fuzz.$name" "$log" "crash/leak/timeout; reproducer in $SLATE_LOGDIR"
+			rc=1
+		fi
+	done
+	return $rc
+}
+
+# The group functions run under timeout(1) in a child bash.
+export root jobs_n
+export -f slate_result group_build group_unit group_fuzz
+
+for g in $groups; do
+	case $g in
+	build) run_group build "$(gtimeout build 1500)" bash -c group_build ;;
+	unit) run_group unit "$(gtimeout unit 600)" bash -c group_unit ;;
+	conformance) run_group conformance "$(gtimeout conformance 900)" tests/conformance/run.sh ;;
+	robust) run_group robust "$(gtimeout robust 600)" tests/robust/run.sh ;;
+	durability) run_group durability "$(gtimeout durability 600)" tests/durability/run.sh ;;
+	e2e) run_group e2e "$(gtimeout e2e 1200)" tests/e2e/iscsi-linux.sh ;;
+	fuzz) run_group fuzz "$(gtimeout fuzz 1200)" bash -c group_fuzz ;;
+	*)
+		slate_result FAIL "group.$g" "" "unknown group"
+		nfail=$((nfail + 1))
+		;;
+	esac
+done
+
+if [ "$nfail" -gt 0 ]; then
+	echo "failed: ${failed_names[*]}"
+	echo "logs: $SLATE_LOGDIR"
+fi
+if [ "$nskip" -gt 0 ]; then
+	echo "$npass passed, $nfail failed, $nskip skipped"
+else
+	echo "$npass passed, $nfail failed"
+fi
+[ "$nfail" = 0 ]
