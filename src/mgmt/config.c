@@ -1,0 +1,376 @@
+/*
+ * The configuration file: a replayable list of RPC calls (the shape of
+ * SPDK's save_config), {"options": {...}, "config": [{"method": ..,
+ * "params": {..}}, ..]}.  Loading replays each entry through the same
+ * dispatcher as the RPC socket (mgmt_rpc_call), stopping at the first
+ * failure with a message naming the entry, the method and the reason;
+ * config_save produces the same shape from the running state, so a saved
+ * config loads back into the same namespaces, targets, LUN maps and
+ * portals.  The format is documented in docs/config.md.
+ */
+#include "mgmt/mgmt.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/ns.h"
+#include "iscsi/iscsi.h"
+#include "rt/log.h"
+
+#define CONFIG_MAX_BYTES (16u << 20) /* a config larger than this is surely a mistake */
+
+/* The embedded default: one thin 1 GiB file namespace exported as LUN 0 on 127.0.0.1:3260. */
+static const char default_config[] =
+    "{\"config\": ["
+    "{\"method\": \"namespace_create\", \"params\": {\"name\": \"disk0\", \"backend\": "
+    "\"file\", \"size\": \"1G\", \"block_size\": 512, \"thin\": true}},"
+    "{\"method\": \"iscsi_target_create\", \"params\": {\"name\": "
+    "\"iqn.2026-12.io.slate:disk0\"}},"
+    "{\"method\": \"iscsi_lun_map\", \"params\": {\"target\": \"iqn.2026-12.io.slate:disk0\", "
+    "\"lun\": 0, \"namespace\": \"disk0\"}},"
+    "{\"method\": \"iscsi_portal_add\", \"params\": {\"addr\": \"127.0.0.1\", \"port\": 3260}}"
+    "]}";
+
+static json_t *load_text(const char *path, char *err, size_t errlen)
+{
+        json_error_t je;
+        FILE *f = fopen(path, "r");
+        if (!f) {
+                snprintf(err, errlen, "%s: %s", path, strerror(errno));
+                return NULL;
+        }
+        json_t *root = NULL;
+        if (fseek(f, 0, SEEK_END) == 0 && ftell(f) > (long)CONFIG_MAX_BYTES) {
+                snprintf(err, errlen, "%s: larger than %u bytes", path, CONFIG_MAX_BYTES);
+                goto out;
+        }
+        rewind(f);
+        root = json_loadf(f, JSON_REJECT_DUPLICATES, &je);
+        if (!root)
+                snprintf(err, errlen, "%s:%d:%d: JSON parse error: %s", path, je.line, je.column,
+                         je.text);
+        else if (!json_is_object(root)) {
+                snprintf(err, errlen, "%s: top level must be an object", path);
+                json_decref(root);
+                root = NULL;
+        }
+out:
+        fclose(f);
+        return root;
+}
+
+static int copy_opt_str(json_t *v, const char *key, char *dst, size_t dstlen, char *err,
+                        size_t errlen)
+{
+        if (!json_is_string(v) || json_string_length(v) == 0) {
+                snprintf(err, errlen, "options.%s must be a non-empty string", key);
+                return -EINVAL;
+        }
+        if (json_string_length(v) >= dstlen ||
+            strlen(json_string_value(v)) != json_string_length(v)) {
+                snprintf(err, errlen, "options.%s is too long (max %zu bytes)", key, dstlen - 1);
+                return -EINVAL;
+        }
+        memcpy(dst, json_string_value(v), json_string_length(v) + 1);
+        return 0;
+}
+
+/* Validate (and optionally extract) the "options" object. */
+static int parse_options(json_t *opts, struct mgmt_options *o, char *err, size_t errlen)
+{
+        struct mgmt_options tmp;
+        const char *key;
+        json_t *v;
+        int rc;
+
+        if (!o)
+                o = &tmp;
+        memset(o, 0, sizeof(*o));
+        if (!opts)
+                return 0;
+        if (!json_is_object(opts)) {
+                snprintf(err, errlen, "\"options\" must be an object");
+                return -EINVAL;
+        }
+        json_object_foreach(opts, key, v)
+        {
+                if (strcmp(key, "state_dir") == 0) {
+                        rc = copy_opt_str(v, key, o->state_dir, sizeof(o->state_dir), err, errlen);
+                } else if (strcmp(key, "rpc_socket") == 0) {
+                        rc =
+                            copy_opt_str(v, key, o->rpc_socket, sizeof(o->rpc_socket), err, errlen);
+                } else if (strcmp(key, "log_level") == 0) {
+                        enum rt_log_level l;
+                        rc = copy_opt_str(v, key, o->log_level, sizeof(o->log_level), err, errlen);
+                        if (rc == 0 && rt_log_parse_level(o->log_level, &l) < 0) {
+                                snprintf(err, errlen,
+                                         "options.log_level must be error, warn, info or debug");
+                                rc = -EINVAL;
+                        }
+                } else if (strcmp(key, "reactors") == 0) {
+                        if (!json_is_integer(v) || json_integer_value(v) < 1 ||
+                            json_integer_value(v) > 1024) {
+                                snprintf(err, errlen,
+                                         "options.reactors must be an integer in [1, 1024]");
+                                rc = -EINVAL;
+                        } else {
+                                o->reactors = (unsigned)json_integer_value(v);
+                                rc = 0;
+                        }
+                } else {
+                        snprintf(err, errlen, "unknown option \"%.64s\"", key);
+                        rc = -EINVAL;
+                }
+                if (rc < 0)
+                        return rc;
+        }
+        return 0;
+}
+
+/* Check the top-level shape: only "options" and "config" are allowed. */
+static int check_top(json_t *root, char *err, size_t errlen)
+{
+        const char *key;
+        json_t *v;
+        json_object_foreach(root, key, v)
+        {
+                if (strcmp(key, "options") != 0 && strcmp(key, "config") != 0) {
+                        snprintf(err, errlen,
+                                 "unknown top-level key \"%.64s\" (expected options, config)", key);
+                        return -EINVAL;
+                }
+        }
+        json_t *cfg = json_object_get(root, "config");
+        if (cfg && !json_is_array(cfg)) {
+                snprintf(err, errlen, "\"config\" must be an array of {method, params}");
+                return -EINVAL;
+        }
+        return parse_options(json_object_get(root, "options"), NULL, err, errlen);
+}
+
+/* Replay every entry of root["config"]; stop at the first failure. */
+static int apply(json_t *root, const char *src, char *err, size_t errlen)
+{
+        char msg[512];
+        int rc = check_top(root, msg, sizeof(msg));
+        if (rc < 0) {
+                snprintf(err, errlen, "%s: %s", src, msg);
+                return rc;
+        }
+        json_t *cfg = json_object_get(root, "config");
+        size_t i;
+        json_t *e;
+        json_array_foreach(cfg, i, e)
+        {
+                json_t *m = json_is_object(e) ? json_object_get(e, "method") : NULL;
+                if (!json_is_string(m)) {
+                        snprintf(err, errlen,
+                                 "%s: config[%zu]: entry must be {\"method\": string, "
+                                 "\"params\": object}",
+                                 src, i);
+                        return -EINVAL;
+                }
+                const char *key;
+                json_t *v;
+                json_object_foreach(e, key, v)
+                {
+                        if (strcmp(key, "method") != 0 && strcmp(key, "params") != 0) {
+                                snprintf(err, errlen,
+                                         "%s: config[%zu] (%.64s): unknown key \"%.64s\"", src, i,
+                                         json_string_value(m), key);
+                                return -EINVAL;
+                        }
+                }
+                json_t *result = NULL;
+                int code = 0;
+                rc = mgmt_rpc_call(json_string_value(m), json_object_get(e, "params"), &result,
+                                   &code, msg, sizeof(msg));
+                json_decref(result);
+                if (rc < 0) {
+                        snprintf(err, errlen, "%s: config[%zu] (%.64s): %s", src, i,
+                                 json_string_value(m), msg);
+                        return rc;
+                }
+        }
+        LOG_INFO("mgmt", "%s: applied %zu config entries", src, json_array_size(cfg));
+        return 0;
+}
+
+int mgmt_config_read_options(const char *path, struct mgmt_options *o, char *err, size_t errlen)
+{
+        json_t *root = load_text(path, err, errlen);
+        if (!root)
+                return -EINVAL;
+        char msg[512];
+        int rc = check_top(root, msg, sizeof(msg));
+        if (rc == 0)
+                rc = parse_options(json_object_get(root, "options"), o, msg, sizeof(msg));
+        if (rc < 0)
+                snprintf(err, errlen, "%s: %s", path, msg);
+        json_decref(root);
+        return rc;
+}
+
+int mgmt_config_load_file(const char *path, char *err, size_t errlen)
+{
+        json_t *root = load_text(path, err, errlen);
+        if (!root)
+                return -EINVAL;
+        int rc = apply(root, path, err, errlen);
+        json_decref(root);
+        return rc;
+}
+
+int mgmt_config_load_default(char *err, size_t errlen)
+{
+        json_error_t je;
+        json_t *root = json_loads(default_config, 0, &je);
+        if (!root) {
+                snprintf(err, errlen, "embedded default config: %s", je.text);
+                return -EINVAL;
+        }
+        int rc = apply(root, "default config", err, errlen);
+        json_decref(root);
+        return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* config_save                                                         */
+/* ------------------------------------------------------------------ */
+
+static json_t *entry(const char *method, json_t *params)
+{
+        return json_pack("{s:s, s:o}", "method", method, "params", params ? params : json_object());
+}
+
+static void collect_ns(struct core_ns *ns, void *arg)
+{
+        json_t *p = mgmt_ns_params_json(ns);
+        if (p)
+                json_array_append_new((json_t *)arg, p);
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+        json_t *const *x = a, *const *y = b;
+        const char *nx = json_string_value(json_object_get(*x, "name"));
+        const char *ny = json_string_value(json_object_get(*y, "name"));
+        return strcmp(nx ? nx : "", ny ? ny : "");
+}
+
+/* The first string member of o among the given keys (the iSCSI JSON may name things either way). */
+static const char *str_member(json_t *o, const char *k1, const char *k2)
+{
+        json_t *v = json_object_get(o, k1);
+        if (!json_is_string(v) && k2)
+                v = json_object_get(o, k2);
+        return json_string_value(v);
+}
+
+static json_t *int_member(json_t *o, const char *k1, const char *k2)
+{
+        json_t *v = json_object_get(o, k1);
+        if (!json_is_integer(v) && k2)
+                v = json_object_get(o, k2);
+        return json_is_integer(v) ? v : NULL;
+}
+
+/*
+ * The LUN maps of one target as listed by iscsi_targets_json():
+ * "luns": [{"lun": N, "namespace": "..."}] (array) or {"N": "ns"} (object).
+ */
+static void dump_luns(json_t *out, const char *iqn, json_t *luns)
+{
+        if (json_is_array(luns)) {
+                size_t i;
+                json_t *l;
+                json_array_foreach(luns, i, l)
+                {
+                        json_t *lun = int_member(l, "lun", "id");
+                        const char *ns = str_member(l, "namespace", "ns");
+                        if (lun && ns)
+                                json_array_append_new(
+                                    out, entry("iscsi_lun_map",
+                                               json_pack("{s:s, s:O, s:s}", "target", iqn, "lun",
+                                                         lun, "namespace", ns)));
+                }
+        } else if (json_is_object(luns)) {
+                const char *k;
+                json_t *v;
+                json_object_foreach(luns, k, v)
+                {
+                        char *end;
+                        long lun = strtol(k, &end, 10);
+                        const char *ns = json_is_string(v) ? json_string_value(v)
+                                                           : str_member(v, "namespace", "ns");
+                        if (*end == '\0' && lun >= 0 && ns)
+                                json_array_append_new(
+                                    out, entry("iscsi_lun_map",
+                                               json_pack("{s:s, s:I, s:s}", "target", iqn, "lun",
+                                                         (json_int_t)lun, "namespace", ns)));
+                }
+        }
+}
+
+json_t *mgmt_config_dump(void)
+{
+        json_t *out = json_array();
+        json_t *nss = json_array();
+        json_t *targets = iscsi_targets_json();
+        json_t *portals = iscsi_portals_json();
+        json_t *maps = json_array();
+        json_t *root = NULL;
+        if (!out || !nss || !maps)
+                goto out;
+
+        /* 1. namespaces, sorted by name so saved files diff cleanly */
+        core_ns_foreach(collect_ns, nss);
+        size_t n = json_array_size(nss);
+        json_t **v = calloc(n ? n : 1, sizeof(*v));
+        if (!v)
+                goto out;
+        for (size_t i = 0; i < n; i++)
+                v[i] = json_array_get(nss, i);
+        qsort(v, n, sizeof(*v), cmp_name);
+        for (size_t i = 0; i < n; i++)
+                json_array_append_new(out, entry("namespace_create", json_incref(v[i])));
+        free(v);
+
+        /* 2. targets, 3. their LUN maps */
+        size_t i;
+        json_t *t;
+        json_array_foreach(targets, i, t)
+        {
+                const char *iqn =
+                    json_is_string(t) ? json_string_value(t) : str_member(t, "name", "iqn");
+                if (!iqn)
+                        continue;
+                json_array_append_new(
+                    out, entry("iscsi_target_create", json_pack("{s:s}", "name", iqn)));
+                dump_luns(maps, iqn, json_object_get(t, "luns"));
+        }
+        json_array_extend(out, maps);
+
+        /* 4. portals last: hosts can connect only once everything behind them exists */
+        json_array_foreach(portals, i, t)
+        {
+                const char *addr = str_member(t, "addr", "address");
+                json_t *port = int_member(t, "port", NULL);
+                if (addr)
+                        json_array_append_new(
+                            out, entry("iscsi_portal_add",
+                                       port ? json_pack("{s:s, s:O}", "addr", addr, "port", port)
+                                            : json_pack("{s:s}", "addr", addr)));
+        }
+        root = json_pack("{s:O}", "config", out);
+out:
+        json_decref(out);
+        json_decref(nss);
+        json_decref(maps);
+        json_decref(targets);
+        json_decref(portals);
+        return root;
+}
