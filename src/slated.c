@@ -1,0 +1,254 @@
+/*
+ * slated: the Slate storage target daemon.  It parses the command line,
+ * starts the reactors and the iSCSI transport, applies a config file (or
+ * the embedded default: one thin 1 GiB namespace as LUN 0 of
+ * iqn.2026-12.io.slate:disk0 on 127.0.0.1:3260), opens the JSON-RPC socket
+ * and then waits for SIGINT/SIGTERM to shut down in reverse order.
+ * Signals are blocked before any thread starts so that only the main
+ * thread (sigwait) ever sees them; SIGPIPE is ignored because a host that
+ * hangs up mid-send must only cost its own connection.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/ns.h"
+#include "iscsi/iscsi.h"
+#include "mgmt/mgmt.h"
+#include "rt/log.h"
+#include "rt/reactor.h"
+
+#ifndef SLATE_VERSION
+#define SLATE_VERSION "0.1.0"
+#endif
+
+static void usage(FILE *f)
+{
+        fprintf(f,
+                "usage: slated [-c FILE] [-s DIR] [-r SOCK] [-m N] [-L LEVEL]\n"
+                "  -c, --config FILE      apply this config (default: embedded default config)\n"
+                "  -s, --state-dir DIR    metadata and default data files (default ./state)\n"
+                "  -r, --rpc-socket SOCK  JSON-RPC Unix socket (default <state-dir>/slated.sock)\n"
+                "  -m, --reactors N       reactor threads (default: number of CPUs)\n"
+                "  -L, --log-level LEVEL  error | warn | info | debug (default info)\n"
+                "  -V, --version          print the version\n"
+                "  -h, --help             this text\n"
+                "Config format and RPC methods: docs/config.md\n");
+}
+
+/* mkdir -p */
+static int make_dirs(const char *path)
+{
+        char buf[PATH_MAX];
+        if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
+                return -ENAMETOOLONG;
+        for (char *p = buf + 1; *p; p++) {
+                if (*p != '/')
+                        continue;
+                *p = '\0';
+                if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+                        return -errno;
+                *p = '/';
+        }
+        if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+                return -errno;
+        struct stat st;
+        if (stat(buf, &st) < 0)
+                return -errno;
+        return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+}
+
+static int parse_uint(const char *s, unsigned lo, unsigned hi, unsigned *out)
+{
+        char *end;
+        errno = 0;
+        unsigned long v = strtoul(s, &end, 10);
+        if (errno || end == s || *end || s[0] == '-' || v < lo || v > hi)
+                return -EINVAL;
+        *out = (unsigned)v;
+        return 0;
+}
+
+int main(int argc, char **argv)
+{
+        static const struct option longopts[] = {
+            {"config", required_argument, NULL, 'c'},
+            {"state-dir", required_argument, NULL, 's'},
+            {"rpc-socket", required_argument, NULL, 'r'},
+            {"reactors", required_argument, NULL, 'm'},
+            {"log-level", required_argument, NULL, 'L'},
+            {"version", no_argument, NULL, 'V'},
+            {"help", no_argument, NULL, 'h'},
+            {NULL, 0, NULL, 0},
+        };
+        const char *config = NULL, *state_arg = NULL, *sock_arg = NULL, *level_arg = NULL;
+        unsigned reactors = 0;
+        struct mgmt_options opts = {0};
+        char err[1024];
+        int c, rc;
+
+        while ((c = getopt_long(argc, argv, "c:s:r:m:L:Vh", longopts, NULL)) != -1) {
+                switch (c) {
+                case 'c':
+                        config = optarg;
+                        break;
+                case 's':
+                        state_arg = optarg;
+                        break;
+                case 'r':
+                        sock_arg = optarg;
+                        break;
+                case 'm':
+                        if (parse_uint(optarg, 1, 1024, &reactors) < 0) {
+                                fprintf(stderr,
+                                        "slated: -m wants a number of reactors in [1, 1024]\n");
+                                return 1;
+                        }
+                        break;
+                case 'L':
+                        level_arg = optarg;
+                        break;
+                case 'V':
+                        printf("slated %s\n", SLATE_VERSION);
+                        return 0;
+                case 'h':
+                        usage(stdout);
+                        return 0;
+                default:
+                        usage(stderr);
+                        return 1;
+                }
+        }
+        if (optind < argc) {
+                fprintf(stderr, "slated: unexpected argument '%s'\n", argv[optind]);
+                usage(stderr);
+                return 1;
+        }
+
+        /* Options in the config file; the command line wins. */
+        if (config && mgmt_config_read_options(config, &opts, err, sizeof(err)) < 0) {
+                fprintf(stderr, "slated: %s\n", err);
+                return 1;
+        }
+        if (!level_arg && opts.log_level[0])
+                level_arg = opts.log_level;
+        if (level_arg) {
+                enum rt_log_level l;
+                if (rt_log_parse_level(level_arg, &l) < 0) {
+                        fprintf(stderr, "slated: log level must be error, warn, info or debug\n");
+                        return 1;
+                }
+                rt_log_threshold = l;
+        }
+        if (!reactors)
+                reactors = opts.reactors;
+        if (!reactors) {
+                long n = sysconf(_SC_NPROCESSORS_ONLN);
+                reactors = n > 0 ? (unsigned)n : 1;
+        }
+
+        /* State dir: created if missing, then made absolute so nothing depends on cwd. */
+        const char *sd = state_arg ? state_arg : opts.state_dir[0] ? opts.state_dir : "./state";
+        rc = make_dirs(sd);
+        char state_dir[PATH_MAX];
+        if (rc < 0 || !realpath(sd, state_dir)) {
+                fprintf(stderr, "slated: state dir %s: %s\n", sd, strerror(rc < 0 ? -rc : errno));
+                return 1;
+        }
+        char sock[PATH_MAX];
+        const char *sp = sock_arg ? sock_arg : opts.rpc_socket[0] ? opts.rpc_socket : NULL;
+        if (sp)
+                snprintf(sock, sizeof(sock), "%s", sp);
+        else if (snprintf(sock, sizeof(sock), "%s/slated.sock", state_dir) >= (int)sizeof(sock))
+                sock[0] = '\0';
+        if (!sock[0] || strlen(sock) >= sizeof(opts.rpc_socket)) {
+                fprintf(stderr,
+                        "slated: RPC socket path '%s' is longer than a Unix socket allows (%zu); "
+                        "use -r\n",
+                        sock, sizeof(opts.rpc_socket) - 1);
+                return 1;
+        }
+        core_set_state_dir(state_dir);
+
+        /*
+         * Block the shutdown signals before any thread exists: threads inherit
+         * the mask, so only sigwait() below receives them.
+         */
+        sigset_t mask;
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGINT);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGHUP);
+        pthread_sigmask(SIG_BLOCK, &mask, NULL);
+        signal(SIGPIPE, SIG_IGN);
+
+        int exit_code = 1;
+        rc = rt_init(reactors);
+        if (rc < 0) {
+                fprintf(stderr, "slated: cannot create %u reactors: %s\n", reactors, strerror(-rc));
+                return 1;
+        }
+        rc = rt_start();
+        if (rc < 0) {
+                fprintf(stderr, "slated: cannot start reactors: %s\n", strerror(-rc));
+                goto out_fini;
+        }
+        rc = iscsi_init();
+        if (rc < 0) {
+                fprintf(stderr, "slated: iSCSI init failed: %s\n", strerror(-rc));
+                goto out_rt;
+        }
+        rc = config ? mgmt_config_load_file(config, err, sizeof(err))
+                    : mgmt_config_load_default(err, sizeof(err));
+        if (rc < 0) {
+                fprintf(stderr, "slated: %s\n", err);
+                goto out_iscsi;
+        }
+        rc = mgmt_rpc_start(sock);
+        if (rc < 0) {
+                fprintf(stderr, "slated: RPC socket %s: %s\n", sock,
+                        rc == -EADDRINUSE ? "another slated is already listening there"
+                                          : strerror(-rc));
+                goto out_iscsi;
+        }
+
+        printf("slated %s ready: %u reactor%s, state dir %s, rpc socket %s\n", SLATE_VERSION,
+               reactors, reactors == 1 ? "" : "s", state_dir, sock);
+        if (!config)
+                printf("default config: namespace disk0 (1 GiB, thin) as LUN 0 of "
+                       "iqn.2026-12.io.slate:disk0 on 127.0.0.1:3260\n"
+                       "connect with:\n"
+                       "  iscsiadm -m discovery -t st -p 127.0.0.1:3260\n"
+                       "  iscsiadm -m node -T iqn.2026-12.io.slate:disk0 -p 127.0.0.1:3260 "
+                       "--login\n");
+        fflush(stdout);
+
+        for (;;) {
+                int sig = 0;
+                if (sigwait(&mask, &sig) != 0)
+                        continue;
+                if (sig == SIGHUP) {
+                        LOG_INFO("slated", "SIGHUP ignored (use the RPC socket to reconfigure)");
+                        continue;
+                }
+                LOG_INFO("slated", "signal %d: shutting down", sig);
+                break;
+        }
+        exit_code = 0;
+        mgmt_rpc_stop();
+out_iscsi:
+        iscsi_fini();
+out_rt:
+        rt_stop();
+        rt_join();
+        core_ns_shutdown_all();
+out_fini:
+        rt_fini();
+        return exit_code;
+}
