@@ -1,0 +1,110 @@
+/*
+ * The NVMe personality's interface to a fabrics transport (NVMe/TCP now;
+ * RDMA or vhost later).  The transport owns queue pairs and one struct
+ * nvme_cmd per outstanding command with a preallocated data buffer; the
+ * personality owns subsystems, controllers, namespaces-as-NSIDs, the admin,
+ * fabrics (Connect, Property Get/Set, Disconnect, Auth) and NVM command
+ * sets, discovery, keep-alive and asynchronous events.
+ *
+ * Flow (parse, then execute), as on the SCSI side:
+ *   1. transport fills sqe (64 bytes), queue, buf/buf_len, reactor, done,
+ *      and for in-capsule data icd_len (bytes already in buf);
+ *   2. nvme_cmd_parse(cmd): synchronous checks of every field.  Returns
+ *      NVME_PARSE_DONE when cmd->cqe holds the final completion (errors, and
+ *      commands that finish inline, e.g. Identify, Get Log Page, Property
+ *      Get: their data is in buf, data_len bytes, to send C2H), or
+ *      NVME_PARSE_EXEC with cmd->data_len / cmd->h2c saying how much host
+ *      data the transport must have in buf before exec (R2T/H2CData if not
+ *      in-capsule);
+ *   3. nvme_cmd_exec(cmd): asynchronous; calls cmd->done(cmd) exactly once,
+ *      never from inside nvme_cmd_exec;
+ *   4. on done: send data_len bytes of buf C2H when !h2c and data_len > 0,
+ *      then the 16-byte cmd->cqe (the transport fills SQ head if it tracks it).
+ *
+ * Threading: each queue pair lives on one reactor.  A controller's admin
+ * queue reactor owns the controller's keep-alive timer and AEN slots;
+ * I/O queues on other reactors hold a reference to the controller.
+ */
+#ifndef NVME_NVME_H
+#define NVME_NVME_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/ns.h"
+#include "core/req.h"
+
+struct nvme_ctrl;
+struct nvme_subsys;
+
+/* A queue pair as the personality sees it; embedded in the transport's own queue object. */
+struct nvme_queue {
+	struct nvme_ctrl *ctrl; /* NULL until a Connect succeeds on it */
+	uint16_t qid;           /* 0 = admin */
+	uint16_t sqsize;        /* from Connect (0-based) */
+	struct rt_reactor *reactor;
+	bool is_discovery;
+	char local_addr[64];    /* for discovery log entries of wildcard listeners */
+	uint16_t local_port;
+	/* Transport callbacks. */
+	/* The controller is gone (KATO expiry, delete, shutdown): tear this queue down. */
+	void (*teardown)(struct nvme_queue *q);
+	/* A command slot for a completion the host did not just send (AEN). */
+	void *transport_priv;
+};
+
+struct nvme_cmd {
+	/* Set by the transport. */
+	uint8_t sqe[64];
+	struct nvme_queue *queue;
+	uint8_t *buf;            /* >= 2 * CORE_MAX_TRANSFER_BYTES */
+	uint32_t buf_len;
+	uint32_t icd_len;        /* in-capsule data already in buf */
+	struct rt_reactor *reactor;
+	void (*done)(struct nvme_cmd *cmd);
+	void *priv;
+
+	/* Set by parse/exec. */
+	uint32_t data_len;       /* bytes of data for this command */
+	bool h2c;                /* data flows host to controller */
+	uint8_t cqe[16];         /* completion queue entry (cid, status, dw0/dw1) */
+	struct core_ns *ns;
+	const void *op;          /* opcode table entry */
+	struct core_req req;
+	struct rt_defer defer;
+};
+
+enum nvme_parse_result { NVME_PARSE_DONE = 0, NVME_PARSE_EXEC = 1 };
+
+enum nvme_parse_result nvme_cmd_parse(struct nvme_cmd *cmd);
+void nvme_cmd_exec(struct nvme_cmd *cmd);
+
+/* A queue is going away (connection closed): drop its controller reference. */
+void nvme_queue_fini(struct nvme_queue *q);
+
+/*
+ * An Asynchronous Event Request parked by the personality completes later:
+ * the personality calls queue->... no: it keeps the nvme_cmd and calls
+ * cmd->done(cmd) when an event arrives (on the admin queue's reactor).  A
+ * transport must therefore not reuse a cmd until done was called.
+ */
+
+/* Control API (RPC, config): 0 or -errno with a message in err. */
+int nvme_subsys_add(const char *nqn, const char *serial, const char *model, char *err, size_t errlen);
+int nvme_subsys_del(const char *nqn, char *err, size_t errlen);
+int nvme_subsys_allow_host(const char *nqn, const char *hostnqn /* "*" = any */, char *err,
+			   size_t errlen);
+int nvme_subsys_disallow_host(const char *nqn, const char *hostnqn, char *err, size_t errlen);
+int nvme_ns_attach(const char *nqn, uint32_t nsid /* 0 = next free */, const char *ns_name,
+		   char *err, size_t errlen);
+int nvme_ns_detach(const char *nqn, uint32_t nsid, char *err, size_t errlen);
+int nvme_ns_in_use(const struct core_ns *ns);
+/* Listener bookkeeping for discovery log pages (the transport adds/removes them). */
+int nvme_listener_register(const char *trtype, const char *addr, uint16_t port);
+void nvme_listener_unregister(const char *trtype, const char *addr, uint16_t port);
+
+struct json_t;
+struct json_t *nvme_subsystems_json(void);
+struct json_t *nvme_ctrls_json(void);
+
+#endif
