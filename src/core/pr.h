@@ -68,4 +68,113 @@ struct json_t;
 struct json_t *core_pr_to_json(const struct core_pr *pr);
 int core_pr_from_json(struct core_pr *pr, const struct json_t *j);
 
+/* ---- Additions (src/core/pr.c): the reservation model's operations. ---- */
+
+struct core_ns;
+
+/* PERSISTENT RESERVE OUT service actions, SPC encoding (NVMe maps onto these). */
+enum core_pr_action {
+        CORE_PR_REGISTER = 0,
+        CORE_PR_RESERVE = 1,
+        CORE_PR_RELEASE = 2,
+        CORE_PR_CLEAR = 3,
+        CORE_PR_PREEMPT = 4,
+        CORE_PR_PREEMPT_ABORT = 5,
+        CORE_PR_REGISTER_IGNORE = 6,
+        CORE_PR_REGISTER_MOVE = 7,
+};
+
+#define CORE_PR_SCOPE_LU 0
+
+/* Events for other nexuses, reported through core_pr_cmd.notify (bit mask). */
+#define CORE_PR_EV_RES_PREEMPTED  (1u << 0) /* reservation removed by CLEAR/PREEMPT */
+#define CORE_PR_EV_RES_RELEASED   (1u << 1) /* RO/AR reservation released, or type changed */
+#define CORE_PR_EV_REGS_PREEMPTED (1u << 2) /* this registration was removed by PREEMPT */
+#define CORE_PR_EV_ABORT          (1u << 3) /* PREEMPT AND ABORT: abort this nexus's tasks */
+
+/* Which field a CORE_E_INVALID_FIELD / CORE_E_INVALID_PARAM refers to. */
+enum core_pr_field {
+        CORE_PR_F_NONE = 0,
+        CORE_PR_F_ACTION,    /* service action (CDB) */
+        CORE_PR_F_TYPE,      /* reservation type (CDB) */
+        CORE_PR_F_SCOPE,     /* scope (CDB) */
+        CORE_PR_F_SA_KEY,    /* service action reservation key (parameter data) */
+        CORE_PR_F_SPEC_I_PT, /* SPEC_I_PT (parameter data; unsupported) */
+        CORE_PR_F_DEST,      /* REGISTER AND MOVE destination (TransportID/port) */
+        CORE_PR_F_RELEASE,   /* RELEASE with wrong type/scope: INVALID RELEASE OF PR */
+};
+
+struct core_pr_cmd {
+        enum core_pr_action action;
+        enum core_pr_type type; /* RESERVE, RELEASE, PREEMPT* */
+        uint8_t scope;
+        uint64_t key;    /* RESERVATION KEY */
+        uint64_t sa_key; /* SERVICE ACTION RESERVATION KEY */
+        bool aptpl, all_tg_pt, spec_i_pt;
+        bool unreg;                       /* REGISTER AND MOVE: unregister the source */
+        const struct core_pr_nexus *dest; /* REGISTER AND MOVE: destination nexus */
+        /*
+         * Called (under ns->lock, so it must only record) for every other
+         * registrant or nexus an operation affects, with CORE_PR_EV_* bits.
+         */
+        void (*notify)(void *arg, const struct core_pr_reg *reg, unsigned events);
+        void *notify_arg;
+
+        /* Out. */
+        enum core_pr_field bad_field;
+        bool save; /* state must be persisted (APTPL set, or just cleared) */
+};
+
+/* Reset to "no registrations, no reservation" (holder = -1). */
+void core_pr_init(struct core_pr *pr);
+/* Same I_T nexus (initiator port and target port; names compare case-insensitively). */
+bool core_pr_nexus_eq(const struct core_pr_nexus *a, const struct core_pr_nexus *b);
+/* The registration of nexus (honouring ALL_TG_PT), or NULL. Caller holds ns->lock. */
+const struct core_pr_reg *core_pr_find_reg(const struct core_pr *pr,
+                                           const struct core_pr_nexus *nexus);
+/* Is nexus a reservation holder (any registrant for the *_ALL_REGS types)? */
+bool core_pr_is_holder(const struct core_pr *pr, const struct core_pr_nexus *nexus);
+static inline bool core_pr_type_all_regs(enum core_pr_type t)
+{
+        return t == CORE_PR_WE_ALL_REGS || t == CORE_PR_EA_ALL_REGS;
+}
+bool core_pr_type_valid(unsigned type);
+
+/*
+ * Execute one PERSISTENT RESERVE OUT service action from nexus self
+ * (SPC-5 5.14.7-5.14.11, 6.17).  Caller holds ns->lock.  Returns CORE_OK,
+ * CORE_E_RESERVATION_CONFLICT, CORE_E_INVALID_FIELD (a CDB field; see
+ * c->bad_field), CORE_E_INVALID_PARAM (parameter data), or
+ * CORE_E_PR_INSUFFICIENT_REG.  Does not persist: see c->save, or use
+ * core_ns_pr_out().
+ */
+enum core_status core_pr_out(struct core_pr *pr, const struct core_pr_nexus *self,
+                             struct core_pr_cmd *c);
+/* core_pr_out() under ns->lock, then core_ns_save_meta() when c->save. */
+enum core_status core_ns_pr_out(struct core_ns *ns, const struct core_pr_nexus *self,
+                                struct core_pr_cmd *c);
+
+/*
+ * SPC-2 RESERVE/RELEASE with the SPC-5 5.14.3 exceptions.  Caller holds
+ * ns->lock.  Reserve: CORE_OK or CORE_E_RESERVATION_CONFLICT.  Release:
+ * CORE_OK (a no-op unless self holds it) or CORE_E_RESERVATION_CONFLICT.
+ */
+enum core_status core_pr_legacy_reserve(struct core_pr *pr, const struct core_pr_nexus *self);
+enum core_status core_pr_legacy_release(struct core_pr *pr, const struct core_pr_nexus *self);
+/* I_T nexus loss / LU reset: drop a RESERVE(6) held by nexus (NULL: by anyone). */
+void core_pr_legacy_drop(struct core_pr *pr, const struct core_pr_nexus *nexus);
+
+/* Lock-free peek for the data path: is any reservation (persistent or legacy) present? */
+static inline bool core_pr_any_reservation(const struct core_pr *pr)
+{
+        return __atomic_load_n(&pr->type, __ATOMIC_ACQUIRE) != CORE_PR_NONE ||
+               __atomic_load_n(&pr->legacy_reserved, __ATOMIC_ACQUIRE);
+}
+
+/*
+ * Persistence (core_pr_to_json/core_pr_from_json above): with APTPL clear
+ * only {"aptpl": false} is stored, so registrations do not survive a
+ * restart (SPC-5 5.14.5); from_json leaves pr empty when it fails.
+ */
+
 #endif
