@@ -1,0 +1,447 @@
+/*
+ * Unit tests for the management RPC (src/mgmt/rpc.c, config.c): the
+ * JSON-RPC 2.0 error paths (parse error, invalid request, unknown method,
+ * invalid params naming the parameter, oversize), notifications and
+ * batches, namespace_create/list/delete on the mem backend, config file
+ * errors naming the entry, config_save replay, and the socket framing.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "core/ns.h"
+#include "mgmt/mgmt.h"
+
+static char tmpdir[] = "/tmp/slate-test-rpc-XXXXXX";
+
+/* Run one request text; returns the parsed response (or NULL for none). */
+static json_t *call_text(const char *text)
+{
+        char *out = mgmt_rpc_handle(text, strlen(text));
+        if (!out)
+                return NULL;
+        json_error_t je;
+        json_t *r = json_loads(out, 0, &je);
+        assert_non_null(r);
+        free(out);
+        return r;
+}
+
+static json_t *call(const char *method, const char *params_json)
+{
+        char buf[4096];
+        snprintf(buf, sizeof(buf), "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"%s\"%s%s}", method,
+                 params_json ? ",\"params\":" : "", params_json ? params_json : "");
+        json_t *r = call_text(buf);
+        assert_non_null(r);
+        return r;
+}
+
+static int err_code(json_t *r)
+{
+        json_t *e = json_object_get(r, "error");
+        return e ? (int)json_integer_value(json_object_get(e, "code")) : 0;
+}
+
+static const char *err_msg(json_t *r)
+{
+        const char *m = json_string_value(json_object_get(json_object_get(r, "error"), "message"));
+        return m ? m : "";
+}
+
+static void expect_error(const char *method, const char *params, int code, const char *needle)
+{
+        json_t *r = call(method, params);
+        if (err_code(r) != code)
+                fail_msg("%s %s: expected code %d, got %d (%s)", method, params ? params : "", code,
+                         err_code(r), err_msg(r));
+        if (needle && !strstr(err_msg(r), needle))
+                fail_msg("%s %s: message '%s' does not mention '%s'", method, params ? params : "",
+                         err_msg(r), needle);
+        json_decref(r);
+}
+
+static void test_parse_errors(void **state)
+{
+        (void)state;
+        const char *bad[] = {"{", "{\"jsonrpc\":", "nonsense", "{\"a\":1}}", "\x01\x02\xff", ""};
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                json_t *r = call_text(bad[i]);
+                assert_int_equal(err_code(r), -32700);
+                assert_true(json_is_null(json_object_get(r, "id")));
+                json_decref(r);
+        }
+        /* Embedded NUL in the request buffer */
+        char *out = mgmt_rpc_handle("{\"jsonrpc\"\0:1}", 15);
+        assert_non_null(out);
+        assert_non_null(strstr(out, "-32700"));
+        free(out);
+}
+
+static void test_invalid_request(void **state)
+{
+        (void)state;
+        const char *bad[] = {
+            "[]",
+            "\"hello\"",
+            "42",
+            "{\"jsonrpc\":\"1.0\",\"id\":1,\"method\":\"rpc_list\"}",
+            "{\"id\":1,\"method\":\"rpc_list\"}",
+            "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":17}",
+            "{\"jsonrpc\":\"2.0\",\"id\":{},\"method\":\"rpc_list\"}",
+            "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"rpc_list\",\"params\":5}",
+            "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"rpc_list\",\"bogus\":5}",
+        };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                json_t *r = call_text(bad[i]);
+                if (err_code(r) != -32600)
+                        fail_msg("'%s': expected -32600, got %d", bad[i], err_code(r));
+                json_decref(r);
+        }
+}
+
+static void test_unknown_method(void **state)
+{
+        (void)state;
+        json_t *r = call("no_such_method", NULL);
+        assert_int_equal(err_code(r), -32601);
+        assert_int_equal(json_integer_value(json_object_get(r, "id")), 7);
+        json_decref(r);
+        /* string ids come back unchanged */
+        r = call_text("{\"jsonrpc\":\"2.0\",\"id\":\"abc\",\"method\":\"nope\"}");
+        assert_string_equal(json_string_value(json_object_get(r, "id")), "abc");
+        json_decref(r);
+}
+
+static void test_invalid_params(void **state)
+{
+        (void)state;
+        expect_error("namespace_create", "{}", -32602, "'name'");
+        expect_error("namespace_create", "[\"x\"]", -32602, "object");
+        expect_error("namespace_create", "{\"name\":5}", -32602, "'name'");
+        expect_error("namespace_create", "{\"name\":\"a/b\",\"backend\":\"mem\",\"size\":4096}",
+                     -32602, "'name'");
+        expect_error("namespace_create", "{\"name\":\"\",\"backend\":\"mem\",\"size\":4096}",
+                     -32602, "'name'");
+        expect_error("namespace_create", "{\"name\":\"x\",\"backend\":\"mem\",\"size\":true}",
+                     -32602, "'size'");
+        expect_error("namespace_create", "{\"name\":\"x\",\"backend\":\"mem\",\"size\":-4096}",
+                     -32602, "'size'");
+        expect_error("namespace_create", "{\"name\":\"x\",\"backend\":\"mem\",\"size\":\"12Q\"}",
+                     -32602, "'size'");
+        expect_error("namespace_create",
+                     "{\"name\":\"x\",\"backend\":\"mem\",\"size\":\"99999999999999T\"}", -32602,
+                     "'size'");
+        expect_error("namespace_create",
+                     "{\"name\":\"x\",\"backend\":\"mem\",\"size\":\"999999999999999999999999\"}",
+                     -32602, "'size'");
+        expect_error("namespace_create",
+                     "{\"name\":\"x\",\"backend\":\"mem\",\"size\":9223372036854775807}", -32602,
+                     "'size'");
+        expect_error("namespace_create", "{\"name\":\"x\",\"backend\":\"mem\",\"size\":1.5}",
+                     -32602, "'size'");
+        expect_error("namespace_create", "{\"name\":\"x\",\"backend\":\"tape\",\"size\":4096}",
+                     -32602, "'backend'");
+        expect_error("namespace_create",
+                     "{\"name\":\"x\",\"backend\":\"mem\",\"size\":4096,\"block_size\":1000}",
+                     -32602, "'block_size'");
+        expect_error("namespace_create",
+                     "{\"name\":\"x\",\"backend\":\"mem\",\"size\":4096,\"thin\":\"yes\"}", -32602,
+                     "'thin'");
+        expect_error("namespace_create", "{\"name\":\"x\",\"backend\":\"mem\",\"size\":1000}",
+                     -32602, "'size'");
+        expect_error("namespace_create", "{\"name\":\"x\",\"backend\":\"mem\"}", -32602, "'size'");
+        expect_error("namespace_create", "{\"name\":\"x\",\"colour\":\"red\"}", -32602, "'colour'");
+        expect_error("iscsi_lun_map", "{\"target\":\"iqn.x\",\"lun\":-1,\"namespace\":\"x\"}",
+                     -32602, "'lun'");
+        expect_error("iscsi_lun_map", "{\"target\":\"iqn.x\",\"lun\":99999,\"namespace\":\"x\"}",
+                     -32602, "'lun'");
+        expect_error("iscsi_portal_add", "{\"addr\":\"127.0.0.1\",\"port\":70000}", -32602,
+                     "'port'");
+        expect_error("iscsi_portal_add", "{\"port\":3260}", -32602, "'addr'");
+        expect_error("log_set_level", "{\"level\":\"loud\"}", -32602, "'level'");
+        /* jansson refuses integers beyond 64 bits: a parse error, not a crash */
+        json_t *r = call_text("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"namespace_create\","
+                              "\"params\":{\"name\":\"x\",\"size\":99999999999999999999999}}");
+        assert_int_equal(err_code(r), -32700);
+        json_decref(r);
+}
+
+static void test_oversize(void **state)
+{
+        (void)state;
+        size_t n = (2u << 20);
+        char *big = malloc(n);
+        assert_non_null(big);
+        memset(big, ' ', n);
+        memcpy(big, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"rpc_list\"}", 44);
+        char *out = mgmt_rpc_handle(big, n);
+        assert_non_null(out);
+        assert_non_null(strstr(out, "-32600"));
+        free(out);
+        free(big);
+}
+
+static void test_notification_and_batch(void **state)
+{
+        (void)state;
+        const char *n1 = "{\"jsonrpc\":\"2.0\",\"method\":\"rpc_list\"}";
+        const char *n2 = "{\"jsonrpc\":\"2.0\",\"method\":\"nope\"}";
+        assert_null(mgmt_rpc_handle(n1, strlen(n1)));
+        /* errors in notifications are not answered either */
+        assert_null(mgmt_rpc_handle(n2, strlen(n2)));
+        json_t *r = call_text("[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"rpc_list\"},"
+                              "{\"jsonrpc\":\"2.0\",\"method\":\"rpc_list\"},"
+                              "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"nope\"}, 5]");
+        assert_true(json_is_array(r));
+        assert_int_equal(json_array_size(r), 3);
+        assert_int_equal(err_code(json_array_get(r, 1)), -32601);
+        assert_int_equal(err_code(json_array_get(r, 2)), -32600);
+        json_decref(r);
+}
+
+static void test_rpc_list(void **state)
+{
+        (void)state;
+        json_t *r = call("rpc_list", NULL);
+        json_t *a = json_object_get(r, "result");
+        assert_true(json_is_array(a));
+        bool found = false;
+        size_t i;
+        json_t *v;
+        json_array_foreach(a, i, v) found |= strcmp(json_string_value(v), "namespace_create") == 0;
+        assert_true(found);
+        json_decref(r);
+        r = call("rpc_list", "{\"verbose\":true}");
+        assert_true(json_is_object(json_array_get(json_object_get(r, "result"), 0)));
+        json_decref(r);
+}
+
+static json_t *find_ns(json_t *list, const char *name)
+{
+        size_t i;
+        json_t *v;
+        json_array_foreach(list, i, v) if (strcmp(json_string_value(json_object_get(v, "name")),
+                                                  name) == 0) return v;
+        return NULL;
+}
+
+static void test_namespace_lifecycle(void **state)
+{
+        (void)state;
+        json_t *r =
+            call("namespace_create",
+                 "{\"name\":\"t0\",\"backend\":\"mem\",\"size\":\"1M\",\"block_size\":4096}");
+        if (err_code(r))
+                fail_msg("namespace_create: %s", err_msg(r));
+        json_decref(r);
+
+        expect_error("namespace_create", "{\"name\":\"t0\",\"backend\":\"mem\",\"size\":4096}",
+                     -32000, "exists");
+
+        r = call("namespace_list", NULL);
+        json_t *ns = find_ns(json_object_get(r, "result"), "t0");
+        assert_non_null(ns);
+        assert_int_equal(json_integer_value(json_object_get(ns, "size")), 1 << 20);
+        assert_int_equal(json_integer_value(json_object_get(ns, "block_size")), 4096);
+        assert_int_equal(json_integer_value(json_object_get(ns, "num_blocks")), 256);
+        assert_string_equal(json_string_value(json_object_get(ns, "backend")), "mem");
+        json_decref(r);
+
+        /* config_save lists it as a replayable call */
+        r = call("config_save", NULL);
+        json_t *cfg = json_object_get(json_object_get(r, "result"), "config");
+        assert_true(json_is_array(cfg));
+        json_t *e = json_array_get(cfg, 0);
+        assert_string_equal(json_string_value(json_object_get(e, "method")), "namespace_create");
+        json_decref(r);
+
+        r = call("namespace_delete", "{\"name\":\"t0\"}");
+        assert_int_equal(err_code(r), 0);
+        json_decref(r);
+        expect_error("namespace_delete", "{\"name\":\"t0\"}", -32000, "No such");
+
+        r = call("namespace_list", NULL);
+        assert_null(find_ns(json_object_get(r, "result"), "t0"));
+        json_decref(r);
+}
+
+static void write_file(const char *path, const char *text)
+{
+        FILE *f = fopen(path, "w");
+        assert_non_null(f);
+        fputs(text, f);
+        fclose(f);
+}
+
+static void test_config_file(void **state)
+{
+        (void)state;
+        char path[256], err[512];
+        snprintf(path, sizeof(path), "%s/cfg.json", tmpdir);
+
+        write_file(path,
+                   "{\"config\": [{\"method\":\"namespace_create\",\"params\":{\"name\":\"c0\","
+                   "\"backend\":\"mem\",\"size\":8192}},"
+                   "{\"method\":\"namespace_create\",\"params\":{\"name\":\"c1\","
+                   "\"backend\":\"mem\",\"size\":\"x\"}}]}");
+        assert_true(mgmt_config_load_file(path, err, sizeof(err)) < 0);
+        assert_non_null(strstr(err, "config[1]"));
+        assert_non_null(strstr(err, "namespace_create"));
+        assert_non_null(strstr(err, "'size'"));
+        assert_non_null(core_ns_find("c0"));
+        assert_int_equal(core_ns_delete("c0"), 0);
+
+        write_file(path, "{\"config\": [{\"method\":\"bogus\"}]}");
+        assert_true(mgmt_config_load_file(path, err, sizeof(err)) < 0);
+        assert_non_null(strstr(err, "config[0] (bogus)"));
+
+        write_file(path, "{\"config\": [1]}");
+        assert_true(mgmt_config_load_file(path, err, sizeof(err)) < 0);
+        assert_non_null(strstr(err, "config[0]"));
+
+        write_file(path, "{\"config\": [}");
+        assert_true(mgmt_config_load_file(path, err, sizeof(err)) < 0);
+        assert_non_null(strstr(err, "parse error"));
+
+        write_file(path, "{\"cofnig\": []}");
+        assert_true(mgmt_config_load_file(path, err, sizeof(err)) < 0);
+        assert_non_null(strstr(err, "cofnig"));
+
+        write_file(path, "{\"options\": {\"reactors\": 3, \"log_level\": \"debug\", \"state_dir\": "
+                         "\"/tmp/x\"}, \"config\": []}");
+        struct mgmt_options o;
+        assert_int_equal(mgmt_config_read_options(path, &o, err, sizeof(err)), 0);
+        assert_int_equal(o.reactors, 3);
+        assert_string_equal(o.state_dir, "/tmp/x");
+        assert_int_equal(mgmt_config_load_file(path, err, sizeof(err)), 0);
+
+        write_file(path, "{\"options\": {\"reactors\": -1}}");
+        assert_true(mgmt_config_read_options(path, &o, err, sizeof(err)) < 0);
+        assert_non_null(strstr(err, "reactors"));
+
+        assert_true(mgmt_config_load_file("/nonexistent/x.json", err, sizeof(err)) < 0);
+}
+
+static void test_config_save_roundtrip(void **state)
+{
+        (void)state;
+        char path[256], err[512];
+        snprintf(path, sizeof(path), "%s/saved.json", tmpdir);
+        json_t *r =
+            call("namespace_create", "{\"name\":\"rt1\",\"backend\":\"mem\",\"size\":\"64K\","
+                                     "\"write_protect\":true}");
+        assert_int_equal(err_code(r), 0);
+        json_decref(r);
+        char params[512];
+        snprintf(params, sizeof(params), "{\"path\":\"%s\"}", path);
+        r = call("config_save", params);
+        assert_int_equal(err_code(r), 0);
+        json_decref(r);
+        assert_int_equal(core_ns_delete("rt1"), 0);
+        if (mgmt_config_load_file(path, err, sizeof(err)) != 0)
+                fail_msg("reloading the saved config: %s", err);
+        struct core_ns *ns = core_ns_find("rt1");
+        assert_non_null(ns);
+        assert_int_equal(ns->num_blocks * ns->block_size, 65536);
+        assert_true(atomic_load(&ns->write_protect));
+        assert_int_equal(core_ns_delete("rt1"), 0);
+}
+
+/* The socket server: split and concatenated requests, garbage, and a silent client. */
+static void test_socket(void **state)
+{
+        (void)state;
+        char sock[256];
+        snprintf(sock, sizeof(sock), "%s/t.sock", tmpdir);
+        assert_int_equal(mgmt_rpc_start(sock), 0);
+        assert_int_equal(mgmt_rpc_start(sock), -EALREADY);
+
+        int idle = socket(AF_UNIX, SOCK_STREAM, 0); /* connects and never sends */
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        strcpy(sa.sun_path, sock);
+        assert_int_equal(connect(idle, (struct sockaddr *)&sa, sizeof(sa)), 0);
+        assert_int_equal(write(idle, "{\"jsonrpc\":", 11), 11); /* half a request */
+
+        int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+        assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+        const char *p1 = "{\"jsonrpc\":\"2.0\",\"id\":1,\"meth";
+        const char *p2 = "od\":\"rpc_list\"}{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"nope\"}\n"
+                         "garbage\n{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"daemon_status\"}\n";
+        assert_int_equal(write(fd, p1, strlen(p1)), (ssize_t)strlen(p1));
+        usleep(20000);
+        assert_int_equal(write(fd, p2, strlen(p2)), (ssize_t)strlen(p2));
+
+        char buf[65536];
+        size_t have = 0;
+        int lines = 0;
+        while (lines < 4 && have < sizeof(buf) - 1) {
+                ssize_t n = read(fd, buf + have, sizeof(buf) - 1 - have);
+                assert_true(n > 0);
+                for (ssize_t i = 0; i < n; i++)
+                        lines += buf[have + (size_t)i] == '\n';
+                have += (size_t)n;
+        }
+        buf[have] = '\0';
+        char *save = NULL, *line = strtok_r(buf, "\n", &save);
+        json_t *r = json_loads(line, 0, NULL);
+        assert_int_equal(json_integer_value(json_object_get(r, "id")), 1);
+        assert_true(json_is_array(json_object_get(r, "result")));
+        json_decref(r);
+        r = json_loads(strtok_r(NULL, "\n", &save), 0, NULL);
+        assert_int_equal(err_code(r), -32601);
+        json_decref(r);
+        r = json_loads(strtok_r(NULL, "\n", &save), 0, NULL);
+        assert_int_equal(err_code(r), -32700);
+        json_decref(r);
+        r = json_loads(strtok_r(NULL, "\n", &save), 0, NULL);
+        assert_int_equal(json_integer_value(json_object_get(r, "id")), 3);
+        assert_non_null(json_object_get(json_object_get(r, "result"), "version"));
+        json_decref(r);
+        close(fd);
+        close(idle);
+        mgmt_rpc_stop();
+        assert_int_equal(access(sock, F_OK), -1);
+}
+
+static int setup(void **state)
+{
+        (void)state;
+        if (!mkdtemp(tmpdir))
+                return -1;
+        core_set_state_dir(tmpdir);
+        return 0;
+}
+
+static int teardown(void **state)
+{
+        (void)state;
+        char cmd[512];
+        core_ns_shutdown_all();
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+        return system(cmd) == 0 ? 0 : -1;
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+            cmocka_unit_test(test_parse_errors),   cmocka_unit_test(test_invalid_request),
+            cmocka_unit_test(test_unknown_method), cmocka_unit_test(test_invalid_params),
+            cmocka_unit_test(test_oversize),       cmocka_unit_test(test_notification_and_batch),
+            cmocka_unit_test(test_rpc_list),       cmocka_unit_test(test_namespace_lifecycle),
+            cmocka_unit_test(test_config_file),    cmocka_unit_test(test_config_save_roundtrip),
+            cmocka_unit_test(test_socket),
+        };
+        return cmocka_run_group_tests(tests, setup, teardown);
+}
