@@ -4,6 +4,8 @@
 #ifndef SCSI_INTERNAL_H
 #define SCSI_INTERNAL_H
 
+#include <stddef.h>
+
 #include "scsi/scsi.h"
 
 /* Sense keys */
@@ -25,7 +27,7 @@ void scsi_sense_set(struct scsi_cmd *cmd, uint8_t key, uint8_t asc, uint8_t ascq
 void scsi_sense_invalid_field(struct scsi_cmd *cmd, bool in_cdb, uint16_t byte, int bit);
 /* Map a core status (and req->info) to SAM status + sense. */
 void scsi_status_from_core(struct scsi_cmd *cmd, enum core_status st, uint64_t info,
-			   bool info_valid);
+                           bool info_valid);
 
 /* pr.c: persistent reservations and RESERVE/RELEASE(6); synchronous, data already in buf. */
 void scsi_pr_in(struct scsi_cmd *cmd);
@@ -34,5 +36,108 @@ void scsi_reserve6(struct scsi_cmd *cmd);
 void scsi_release6(struct scsi_cmd *cmd);
 /* SPC-5 5.14.1 / table 'commands allowed in the presence of reservations'. */
 bool scsi_pr_conflict(struct scsi_cmd *cmd, bool is_read, bool is_write);
+
+/* ---- The opcode table (opcodes.c) ---- */
+
+enum scsi_dir { SCSI_DIR_NONE = 0, SCSI_DIR_IN, SCSI_DIR_OUT };
+
+#define SCSI_OPF_NO_LUN    (1u << 0) /* runs without a mapped LU */
+#define SCSI_OPF_UA_OK     (1u << 1) /* runs with a pending unit attention (not consumed) */
+#define SCSI_OPF_READS     (1u << 2) /* reads the medium (reservation conflicts) */
+#define SCSI_OPF_WRITES    (1u << 3) /* modifies the medium or LU state */
+#define SCSI_OPF_MEDIUM    (1u << 4) /* needs the LU started (NOT READY when stopped) */
+#define SCSI_OPF_PR_EXEMPT (1u << 5) /* never a reservation conflict (INQUIRY, PR IN/OUT ...) */
+#define SCSI_OPF_WP_CHECK  (1u << 6) /* DATA PROTECT when write protected */
+
+struct scsi_op {
+        const char *name;
+        uint8_t opcode;
+        uint16_t sa;
+        bool has_sa; /* listed with SERVACTV=1 */
+        uint8_t cdb_len;
+        uint8_t dir; /* enum scsi_dir */
+        uint32_t flags;
+        uint32_t timeout; /* nominal command timeout, seconds */
+        /* Synchronous checks; may finish the command inline (SCSI_PARSE_DONE). */
+        enum scsi_parse_result (*parse)(struct scsi_cmd *cmd);
+        /* Asynchronous part after the data-out arrived; NULL = submit cmd->req. */
+        void (*exec)(struct scsi_cmd *cmd);
+        uint8_t usage[16]; /* CDB usage data for REPORT SUPPORTED OPERATION CODES */
+};
+
+/* Looks an opcode (and service action) up.  *sa_unknown: the opcode exists
+ * with service actions but this one is not supported. */
+const struct scsi_op *scsi_op_find(const uint8_t *cdb, bool *sa_unknown);
+/* Iterate over every supported (opcode, service action), in opcode order. */
+const struct scsi_op *scsi_op_next(const struct scsi_op *prev);
+/* Does this opcode have a service-action sub-table? */
+bool scsi_op_has_sa(uint8_t opcode);
+/* Find by opcode + service action for REPORT SUPPORTED OPERATION CODES. */
+const struct scsi_op *scsi_op_lookup(uint8_t opcode, uint16_t sa);
+
+/* ---- Per-LU SCSI state, hung off core_ns.scsi_state (target.c) ---- */
+struct scsi_lu_state {
+        bool d_sense; /* control page: descriptor format sense */
+        bool swp;     /* control page: software write protect */
+        bool stopped; /* START STOP UNIT START=0 */
+};
+
+/* Returns the LU's state, allocating it on first use; NULL only on ENOMEM. */
+struct scsi_lu_state *scsi_lu_state(struct core_ns *ns);
+bool scsi_lu_write_protected(struct core_ns *ns);
+
+/* ---- sense.c ---- */
+/* Build sense data into out (SCSI_SENSE_MAX bytes) in the given format; returns its length. */
+uint8_t scsi_sense_build(uint8_t *out, bool desc, uint8_t key, uint8_t asc, uint8_t ascq,
+                         bool info_valid, uint64_t info, const uint8_t *sks);
+/* target.c: take one pending unit attention into cmd's sense (REQUEST SENSE). */
+bool scsi_ua_take(struct scsi_cmd *cmd);
+void scsi_sense_full(struct scsi_cmd *cmd, uint8_t key, uint8_t asc, uint8_t ascq, bool info_valid,
+                     uint64_t info, const uint8_t *sks);
+void scsi_cmd_good(struct scsi_cmd *cmd);
+/* Copy len bytes of a response, truncated to the allocation length and buffer. */
+void scsi_cmd_data_in(struct scsi_cmd *cmd, uint32_t len, uint32_t alloc_len);
+/* Finish a command that has nothing asynchronous to do: defers cmd->done. */
+void scsi_cmd_finish_deferred(struct scsi_cmd *cmd);
+
+/* ---- Handlers (spc.c, sbc.c, vpd.c, mode.c) ---- */
+enum scsi_parse_result scsi_spc_inquiry(struct scsi_cmd *cmd);
+enum scsi_parse_result scsi_spc_report_luns(struct scsi_cmd *cmd);
+enum scsi_parse_result scsi_spc_request_sense(struct scsi_cmd *cmd);
+enum scsi_parse_result scsi_spc_tur(struct scsi_cmd *cmd);
+enum scsi_parse_result scsi_spc_rsoc(struct scsi_cmd *cmd);
+enum scsi_parse_result scsi_spc_start_stop(struct scsi_cmd *cmd);
+enum scsi_parse_result scsi_spc_prevent_allow(struct scsi_cmd *cmd);
+enum scsi_parse_result scsi_spc_pr_in(struct scsi_cmd *cmd);
+enum scsi_parse_result scsi_spc_pr_out(struct scsi_cmd *cmd);
+enum scsi_parse_result scsi_spc_reserve6(struct scsi_cmd *cmd);
+enum scsi_parse_result scsi_spc_release6(struct scsi_cmd *cmd);
+void scsi_spc_exec_sync(struct scsi_cmd *cmd);
+
+int scsi_vpd_build(struct scsi_cmd *cmd, uint8_t page, uint8_t *out, uint32_t cap);
+uint32_t scsi_inquiry_std_build(struct scsi_cmd *cmd, uint8_t *out);
+
+enum scsi_parse_result scsi_mode_sense(struct scsi_cmd *cmd);
+enum scsi_parse_result scsi_mode_select(struct scsi_cmd *cmd);
+void scsi_mode_select_exec(struct scsi_cmd *cmd);
+
+enum scsi_parse_result scsi_sbc_rw(struct scsi_cmd *cmd);
+enum scsi_parse_result scsi_sbc_verify(struct scsi_cmd *cmd);
+enum scsi_parse_result scsi_sbc_write_verify(struct scsi_cmd *cmd);
+enum scsi_parse_result scsi_sbc_caw(struct scsi_cmd *cmd);
+enum scsi_parse_result scsi_sbc_orwrite(struct scsi_cmd *cmd);
+enum scsi_parse_result scsi_sbc_write_same(struct scsi_cmd *cmd);
+enum scsi_parse_result scsi_sbc_prefetch(struct scsi_cmd *cmd);
+enum scsi_parse_result scsi_sbc_sync_cache(struct scsi_cmd *cmd);
+enum scsi_parse_result scsi_sbc_read_capacity10(struct scsi_cmd *cmd);
+enum scsi_parse_result scsi_sbc_read_capacity16(struct scsi_cmd *cmd);
+enum scsi_parse_result scsi_sbc_read_defect(struct scsi_cmd *cmd);
+enum scsi_parse_result scsi_sbc_sanitize(struct scsi_cmd *cmd);
+void scsi_sbc_sanitize_exec(struct scsi_cmd *cmd);
+/* Core completion for commands that submitted cmd->req. */
+void scsi_sbc_req_done(struct core_req *req);
+
+/* target.c: libFuzzer entry point; parse only, against a fake LU. */
+int scsi_fuzz_one(const uint8_t *cdb, size_t len);
 
 #endif

@@ -1,0 +1,575 @@
+/*
+ * The SCSI opcode table: the single source of truth for which commands the
+ * personality executes and what REPORT SUPPORTED OPERATION CODES (SPC-5
+ * 6.35) advertises.  One row per (operation code, service action):
+ * handler, CDB length, data direction, flags (unit attention, reservation
+ * and medium behaviour), nominal timeout and the CDB usage data bitmap.
+ * Opcodes with service actions (9Eh SERVICE ACTION IN(16), A3h MAINTENANCE
+ * IN, 5Eh/5Fh PERSISTENT RESERVE IN/OUT) have sub-tables.  Commands of
+ * later issues (UNMAP, GET LBA STATUS, EXTENDED COPY, WRITE ATOMIC, 7Fh
+ * variable-length CDBs) are simply absent, so they are reported as
+ * unsupported and never executed.
+ */
+#include "slate/spec/scsi.h"
+#include "scsi/internal.h"
+
+#define CTL     0x07 /* control byte usage: NACA, obsolete bits (we check them) */
+#define T_SHORT 10
+#define T_IO    30
+
+#define F_INFO  (SCSI_OPF_NO_LUN | SCSI_OPF_UA_OK | SCSI_OPF_PR_EXEMPT)
+#define F_READ  (SCSI_OPF_READS | SCSI_OPF_MEDIUM)
+#define F_WRITE (SCSI_OPF_WRITES | SCSI_OPF_MEDIUM | SCSI_OPF_WP_CHECK)
+
+/* Operation codes without service actions, indexed by operation code. */
+static const struct scsi_op ops[256] = {
+    [SCSI_OP_TEST_UNIT_READY] = {"TEST UNIT READY",
+                                 0x00,
+                                 0,
+                                 false,
+                                 6,
+                                 SCSI_DIR_NONE,
+                                 SCSI_OPF_MEDIUM | SCSI_OPF_PR_EXEMPT,
+                                 T_SHORT,
+                                 scsi_spc_tur,
+                                 NULL,
+                                 {0x00, 0, 0, 0, 0, CTL}},
+    [SCSI_OP_REQUEST_SENSE] = {"REQUEST SENSE",
+                               0x03,
+                               0,
+                               false,
+                               6,
+                               SCSI_DIR_IN,
+                               F_INFO,
+                               T_SHORT,
+                               scsi_spc_request_sense,
+                               NULL,
+                               {0x03, 0x01, 0, 0, 0xff, CTL}},
+    [SCSI_OP_READ_6] = {"READ(6)",
+                        0x08,
+                        0,
+                        false,
+                        6,
+                        SCSI_DIR_IN,
+                        F_READ,
+                        T_IO,
+                        scsi_sbc_rw,
+                        NULL,
+                        {0x08, 0x1f, 0xff, 0xff, 0xff, CTL}},
+    [SCSI_OP_WRITE_6] = {"WRITE(6)",
+                         0x0a,
+                         0,
+                         false,
+                         6,
+                         SCSI_DIR_OUT,
+                         F_WRITE,
+                         T_IO,
+                         scsi_sbc_rw,
+                         NULL,
+                         {0x0a, 0x1f, 0xff, 0xff, 0xff, CTL}},
+    [SCSI_OP_INQUIRY] = {"INQUIRY",
+                         0x12,
+                         0,
+                         false,
+                         6,
+                         SCSI_DIR_IN,
+                         F_INFO,
+                         T_SHORT,
+                         scsi_spc_inquiry,
+                         NULL,
+                         {0x12, 0x01, 0xff, 0xff, 0xff, CTL}},
+    [SCSI_OP_MODE_SELECT_6] = {"MODE SELECT(6)",
+                               0x15,
+                               0,
+                               false,
+                               6,
+                               SCSI_DIR_OUT,
+                               SCSI_OPF_WRITES,
+                               T_SHORT,
+                               scsi_mode_select,
+                               scsi_mode_select_exec,
+                               {0x15, 0x11, 0, 0, 0xff, CTL}},
+    [SCSI_OP_RESERVE_6] = {"RESERVE(6)",
+                           0x16,
+                           0,
+                           false,
+                           6,
+                           SCSI_DIR_NONE,
+                           SCSI_OPF_PR_EXEMPT,
+                           T_SHORT,
+                           scsi_spc_reserve6,
+                           NULL,
+                           {0x16, 0, 0, 0, 0, CTL}},
+    [SCSI_OP_RELEASE_6] = {"RELEASE(6)",
+                           0x17,
+                           0,
+                           false,
+                           6,
+                           SCSI_DIR_NONE,
+                           SCSI_OPF_PR_EXEMPT,
+                           T_SHORT,
+                           scsi_spc_release6,
+                           NULL,
+                           {0x17, 0, 0, 0, 0, CTL}},
+    [SCSI_OP_MODE_SENSE_6] = {"MODE SENSE(6)",
+                              0x1a,
+                              0,
+                              false,
+                              6,
+                              SCSI_DIR_IN,
+                              SCSI_OPF_READS,
+                              T_SHORT,
+                              scsi_mode_sense,
+                              NULL,
+                              {0x1a, 0x08, 0xff, 0xff, 0xff, CTL}},
+    [SCSI_OP_START_STOP_UNIT] =
+        {"START STOP UNIT",
+         0x1b,
+         0,
+         false,
+         6,
+         SCSI_DIR_NONE,
+         SCSI_OPF_WRITES,
+         T_SHORT,
+         scsi_spc_start_stop,
+         NULL,
+         {0x1b, 0x01, 0x00, 0x0f, 0xf7, CTL}},
+    [SCSI_OP_PREVENT_ALLOW] = {"PREVENT ALLOW MEDIUM REMOVAL",
+                               0x1e,
+                               0,
+                               false,
+                               6,
+                               SCSI_DIR_NONE,
+                               SCSI_OPF_READS,
+                               T_SHORT,
+                               scsi_spc_prevent_allow,
+                               NULL,
+                               {0x1e, 0, 0, 0, 0x03, CTL}},
+    [SCSI_OP_READ_CAPACITY_10] = {"READ CAPACITY(10)",
+                                  0x25,
+                                  0,
+                                  false,
+                                  10,
+                                  SCSI_DIR_IN,
+                                  SCSI_OPF_PR_EXEMPT,
+                                  T_SHORT,
+                                  scsi_sbc_read_capacity10,
+                                  NULL,
+                                  {0x25, 0, 0, 0, 0, 0, 0, 0, 0, CTL}},
+    [SCSI_OP_READ_10] = {"READ(10)",
+                         0x28,
+                         0,
+                         false,
+                         10,
+                         SCSI_DIR_IN,
+                         F_READ,
+                         T_IO,
+                         scsi_sbc_rw,
+                         NULL,
+                         {0x28, 0x18, 0xff, 0xff, 0xff, 0xff, 0x1f, 0xff, 0xff, CTL}},
+    [SCSI_OP_WRITE_10] = {"WRITE(10)",
+                          0x2a,
+                          0,
+                          false,
+                          10,
+                          SCSI_DIR_OUT,
+                          F_WRITE,
+                          T_IO,
+                          scsi_sbc_rw,
+                          NULL,
+                          {0x2a, 0x18, 0xff, 0xff, 0xff, 0xff, 0x1f, 0xff, 0xff, CTL}},
+    [SCSI_OP_WRITE_VERIFY_10] = {"WRITE AND VERIFY(10)",
+                                 0x2e,
+                                 0,
+                                 false,
+                                 10,
+                                 SCSI_DIR_OUT,
+                                 F_WRITE,
+                                 T_IO,
+                                 scsi_sbc_write_verify,
+                                 NULL,
+                                 {0x2e, 0x16, 0xff, 0xff, 0xff, 0xff, 0x1f, 0xff, 0xff, CTL}},
+    [SCSI_OP_VERIFY_10] = {"VERIFY(10)",
+                           0x2f,
+                           0,
+                           false,
+                           10,
+                           SCSI_DIR_OUT,
+                           F_READ,
+                           T_IO,
+                           scsi_sbc_verify,
+                           NULL,
+                           {0x2f, 0x16, 0xff, 0xff, 0xff, 0xff, 0x1f, 0xff, 0xff, CTL}},
+    [SCSI_OP_PREFETCH_10] = {"PRE-FETCH(10)",
+                             0x34,
+                             0,
+                             false,
+                             10,
+                             SCSI_DIR_NONE,
+                             F_READ,
+                             T_IO,
+                             scsi_sbc_prefetch,
+                             NULL,
+                             {0x34, 0x02, 0xff, 0xff, 0xff, 0xff, 0x1f, 0xff, 0xff, CTL}},
+    [SCSI_OP_SYNC_CACHE_10] = {"SYNCHRONIZE CACHE(10)",
+                               0x35,
+                               0,
+                               false,
+                               10,
+                               SCSI_DIR_NONE,
+                               SCSI_OPF_WRITES | SCSI_OPF_MEDIUM,
+                               T_IO,
+                               scsi_sbc_sync_cache,
+                               NULL,
+                               {0x35, 0x02, 0xff, 0xff, 0xff, 0xff, 0x1f, 0xff, 0xff, CTL}},
+    [SCSI_OP_READ_DEFECT_DATA_10] = {"READ DEFECT DATA(10)",
+                                     0x37,
+                                     0,
+                                     false,
+                                     10,
+                                     SCSI_DIR_IN,
+                                     SCSI_OPF_READS,
+                                     T_SHORT,
+                                     scsi_sbc_read_defect,
+                                     NULL,
+                                     {0x37, 0, 0x1f, 0, 0, 0, 0, 0xff, 0xff, CTL}},
+    [SCSI_OP_WRITE_SAME_10] = {"WRITE SAME(10)",
+                               0x41,
+                               0,
+                               false,
+                               10,
+                               SCSI_DIR_OUT,
+                               F_WRITE,
+                               T_IO,
+                               scsi_sbc_write_same,
+                               NULL,
+                               {0x41, 0x00, 0xff, 0xff, 0xff, 0xff, 0x1f, 0xff, 0xff, CTL}},
+    [SCSI_OP_MODE_SELECT_10] = {"MODE SELECT(10)",
+                                0x55,
+                                0,
+                                false,
+                                10,
+                                SCSI_DIR_OUT,
+                                SCSI_OPF_WRITES,
+                                T_SHORT,
+                                scsi_mode_select,
+                                scsi_mode_select_exec,
+                                {0x55, 0x11, 0, 0, 0, 0, 0, 0xff, 0xff, CTL}},
+    [SCSI_OP_MODE_SENSE_10] = {"MODE SENSE(10)",
+                               0x5a,
+                               0,
+                               false,
+                               10,
+                               SCSI_DIR_IN,
+                               SCSI_OPF_READS,
+                               T_SHORT,
+                               scsi_mode_sense,
+                               NULL,
+                               {0x5a, 0x18, 0xff, 0xff, 0, 0, 0, 0xff, 0xff, CTL}},
+    [SCSI_OP_READ_16] = {"READ(16)",
+                         0x88,
+                         0,
+                         false,
+                         16,
+                         SCSI_DIR_IN,
+                         F_READ,
+                         T_IO,
+                         scsi_sbc_rw,
+                         NULL,
+                         {0x88, 0x18, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+                          0xff, 0xff, 0x1f, CTL}},
+    [SCSI_OP_COMPARE_AND_WRITE] =
+        {"COMPARE AND WRITE",
+         0x89,
+         0,
+         false,
+         16,
+         SCSI_DIR_OUT,
+         F_WRITE | SCSI_OPF_READS,
+         T_IO,
+         scsi_sbc_caw,
+         NULL,
+         {0x89, 0x18, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0xff, 0x1f, CTL}},
+    [SCSI_OP_WRITE_16] = {"WRITE(16)",
+                          0x8a,
+                          0,
+                          false,
+                          16,
+                          SCSI_DIR_OUT,
+                          F_WRITE,
+                          T_IO,
+                          scsi_sbc_rw,
+                          NULL,
+                          {0x8a, 0x18, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+                           0xff, 0xff, 0x1f, CTL}},
+    [SCSI_OP_ORWRITE_16] = {"ORWRITE(16)",
+                            0x8b,
+                            0,
+                            false,
+                            16,
+                            SCSI_DIR_OUT,
+                            F_WRITE | SCSI_OPF_READS,
+                            T_IO,
+                            scsi_sbc_orwrite,
+                            NULL,
+                            {0x8b, 0x18, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+                             0xff, 0xff, 0x1f, CTL}},
+    [SCSI_OP_WRITE_VERIFY_16] = {"WRITE AND VERIFY(16)",
+                                 0x8e,
+                                 0,
+                                 false,
+                                 16,
+                                 SCSI_DIR_OUT,
+                                 F_WRITE,
+                                 T_IO,
+                                 scsi_sbc_write_verify,
+                                 NULL,
+                                 {0x8e, 0x16, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+                                  0xff, 0xff, 0xff, 0x1f, CTL}},
+    [SCSI_OP_VERIFY_16] = {"VERIFY(16)",
+                           0x8f,
+                           0,
+                           false,
+                           16,
+                           SCSI_DIR_OUT,
+                           F_READ,
+                           T_IO,
+                           scsi_sbc_verify,
+                           NULL,
+                           {0x8f, 0x16, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+                            0xff, 0xff, 0x1f, CTL}},
+    [SCSI_OP_PREFETCH_16] = {"PRE-FETCH(16)",
+                             0x90,
+                             0,
+                             false,
+                             16,
+                             SCSI_DIR_NONE,
+                             F_READ,
+                             T_IO,
+                             scsi_sbc_prefetch,
+                             NULL,
+                             {0x90, 0x02, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+                              0xff, 0xff, 0xff, 0x1f, CTL}},
+    [SCSI_OP_SYNC_CACHE_16] = {"SYNCHRONIZE CACHE(16)",
+                               0x91,
+                               0,
+                               false,
+                               16,
+                               SCSI_DIR_NONE,
+                               SCSI_OPF_WRITES | SCSI_OPF_MEDIUM,
+                               T_IO,
+                               scsi_sbc_sync_cache,
+                               NULL,
+                               {0x91, 0x02, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+                                0xff, 0xff, 0xff, 0x1f, CTL}},
+    [SCSI_OP_WRITE_SAME_16] = {"WRITE SAME(16)",
+                               0x93,
+                               0,
+                               false,
+                               16,
+                               SCSI_DIR_OUT,
+                               F_WRITE,
+                               T_IO,
+                               scsi_sbc_write_same,
+                               NULL,
+                               {0x93, 0x01, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+                                0xff, 0xff, 0xff, 0x1f, CTL}},
+    [SCSI_OP_REPORT_LUNS] =
+        {"REPORT LUNS",
+         0xa0,
+         0,
+         false,
+         12,
+         SCSI_DIR_IN,
+         F_INFO,
+         T_SHORT,
+         scsi_spc_report_luns,
+         NULL,
+         {0xa0, 0, 0xff, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0, CTL}},
+    [SCSI_OP_READ_12] = {"READ(12)",
+                         0xa8,
+                         0,
+                         false,
+                         12,
+                         SCSI_DIR_IN,
+                         F_READ,
+                         T_IO,
+                         scsi_sbc_rw,
+                         NULL,
+                         {0xa8, 0x18, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x1f, CTL}},
+    [SCSI_OP_WRITE_12] = {"WRITE(12)",
+                          0xaa,
+                          0,
+                          false,
+                          12,
+                          SCSI_DIR_OUT,
+                          F_WRITE,
+                          T_IO,
+                          scsi_sbc_rw,
+                          NULL,
+                          {0xaa, 0x18, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x1f, CTL}},
+    [SCSI_OP_WRITE_VERIFY_12] = {"WRITE AND VERIFY(12)",
+                                 0xae,
+                                 0,
+                                 false,
+                                 12,
+                                 SCSI_DIR_OUT,
+                                 F_WRITE,
+                                 T_IO,
+                                 scsi_sbc_write_verify,
+                                 NULL,
+                                 {0xae, 0x16, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x1f,
+                                  CTL}},
+    [SCSI_OP_VERIFY_12] = {"VERIFY(12)",
+                           0xaf,
+                           0,
+                           false,
+                           12,
+                           SCSI_DIR_OUT,
+                           F_READ,
+                           T_IO,
+                           scsi_sbc_verify,
+                           NULL,
+                           {0xaf, 0x16, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x1f, CTL}},
+    [SCSI_OP_READ_DEFECT_DATA_12] = {"READ DEFECT DATA(12)",
+                                     0xb7,
+                                     0,
+                                     false,
+                                     12,
+                                     SCSI_DIR_IN,
+                                     SCSI_OPF_READS,
+                                     T_SHORT,
+                                     scsi_sbc_read_defect,
+                                     NULL,
+                                     {0xb7, 0x1f, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0, CTL}},
+};
+
+/* Service-action sub-tables, each sorted by service action. */
+static const struct scsi_op sai16_ops[] = {
+    {"READ CAPACITY(16)",
+     0x9e,
+     SCSI_SAI_READ_CAPACITY_16,
+     true,
+     16,
+     SCSI_DIR_IN,
+     SCSI_OPF_PR_EXEMPT,
+     T_SHORT,
+     scsi_sbc_read_capacity16,
+     NULL,
+     {0x9e, 0x10, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0, CTL}},
+};
+
+static const struct scsi_op maint_in_ops[] = {
+    {"REPORT SUPPORTED OPERATION CODES",
+     0xa3,
+     SCSI_MI_REPORT_SUPPORTED_OPS,
+     true,
+     12,
+     SCSI_DIR_IN,
+     SCSI_OPF_PR_EXEMPT,
+     T_SHORT,
+     scsi_spc_rsoc,
+     NULL,
+     {0xa3, 0x0c, 0x87, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0, CTL}},
+};
+
+#define PRIN(sa, n)                                                                                \
+        {                                                                                          \
+                n, 0x5e, sa, true, 10, SCSI_DIR_IN, SCSI_OPF_PR_EXEMPT, T_SHORT, scsi_spc_pr_in,   \
+                    NULL,                                                                          \
+                {                                                                                  \
+                        0x5e, sa, 0, 0, 0, 0, 0, 0xff, 0xff, CTL                                   \
+                }                                                                                  \
+        }
+static const struct scsi_op pr_in_ops[] = {
+    PRIN(0x00, "PERSISTENT RESERVE IN/READ KEYS"),
+    PRIN(0x01, "PERSISTENT RESERVE IN/READ RESERVATION"),
+    PRIN(0x02, "PERSISTENT RESERVE IN/REPORT CAPABILITIES"),
+    PRIN(0x03, "PERSISTENT RESERVE IN/READ FULL STATUS"),
+};
+
+#define PROUT(sa, n)                                                                               \
+        {                                                                                          \
+                n, 0x5f, sa, true, 10, SCSI_DIR_OUT, SCSI_OPF_PR_EXEMPT, T_SHORT, scsi_spc_pr_out, \
+                    scsi_spc_exec_sync,                                                            \
+                {                                                                                  \
+                        0x5f, sa, 0xff, 0, 0, 0xff, 0xff, 0xff, 0xff, CTL                          \
+                }                                                                                  \
+        }
+static const struct scsi_op pr_out_ops[] = {
+    PROUT(0x00, "PERSISTENT RESERVE OUT/REGISTER"),
+    PROUT(0x01, "PERSISTENT RESERVE OUT/RESERVE"),
+    PROUT(0x02, "PERSISTENT RESERVE OUT/RELEASE"),
+    PROUT(0x03, "PERSISTENT RESERVE OUT/CLEAR"),
+    PROUT(0x04, "PERSISTENT RESERVE OUT/PREEMPT"),
+    PROUT(0x05, "PERSISTENT RESERVE OUT/PREEMPT AND ABORT"),
+    PROUT(0x06, "PERSISTENT RESERVE OUT/REGISTER AND IGNORE EXISTING KEY"),
+    PROUT(0x07, "PERSISTENT RESERVE OUT/REGISTER AND MOVE"),
+};
+
+struct sa_table {
+        const struct scsi_op *ops;
+        unsigned n;
+        uint8_t sa_mask; /* where the service action sits in CDB byte 1 */
+};
+
+#define SA_TABLE(t)                                                                                \
+        {                                                                                          \
+                t, sizeof(t) / sizeof(t[0]), 0x1f                                                  \
+        }
+static const struct sa_table sa_tables[256] = {
+    [SCSI_OP_PR_IN] = SA_TABLE(pr_in_ops),
+    [SCSI_OP_PR_OUT] = SA_TABLE(pr_out_ops),
+    [SCSI_OP_SERVICE_ACTION_IN_16] = SA_TABLE(sai16_ops),
+    [SCSI_OP_MAINTENANCE_IN] = SA_TABLE(maint_in_ops),
+};
+
+bool scsi_op_has_sa(uint8_t opcode)
+{
+        return sa_tables[opcode].ops != NULL;
+}
+
+const struct scsi_op *scsi_op_lookup(uint8_t opcode, uint16_t sa)
+{
+        const struct sa_table *t = &sa_tables[opcode];
+        if (!t->ops)
+                return ops[opcode].name ? &ops[opcode] : NULL;
+        for (unsigned i = 0; i < t->n; i++)
+                if (t->ops[i].sa == sa)
+                        return &t->ops[i];
+        return NULL;
+}
+
+const struct scsi_op *scsi_op_find(const uint8_t *cdb, bool *sa_unknown)
+{
+        const struct sa_table *t = &sa_tables[cdb[0]];
+        const struct scsi_op *op;
+        *sa_unknown = false;
+        if (!t->ops)
+                return ops[cdb[0]].name ? &ops[cdb[0]] : NULL;
+        op = scsi_op_lookup(cdb[0], cdb[1] & t->sa_mask);
+        if (!op)
+                *sa_unknown = true;
+        return op;
+}
+
+const struct scsi_op *scsi_op_next(const struct scsi_op *prev)
+{
+        unsigned opc = 0;
+        if (prev) {
+                const struct sa_table *t = &sa_tables[prev->opcode];
+                if (t->ops) {
+                        unsigned i = (unsigned)(prev - t->ops) + 1;
+                        if (i < t->n)
+                                return &t->ops[i];
+                }
+                opc = prev->opcode + 1u;
+        }
+        for (; opc < 256; opc++) {
+                if (sa_tables[opc].ops)
+                        return &sa_tables[opc].ops[0];
+                if (ops[opc].name)
+                        return &ops[opc];
+        }
+        return NULL;
+}

@@ -1,0 +1,413 @@
+/*
+ * The SCSI personality's dispatcher and target-side state (SAM-5): the
+ * parse/execute entry points a transport calls, LUN lookup (SAM-5 4.6,
+ * SPC-5 table "logical unit not supported" handling), unit attention
+ * conditions per I_T nexus per LUN (SAM-5 5.14, SPC-5 4.5), task
+ * management side effects (LUN reset, target reset, I_T nexus loss),
+ * the LUN map of a target port, and the per-LU SCSI state that hangs off
+ * core_ns.scsi_state.  Also the pure parse entry point for the CDB fuzzer.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "slate/spec/scsi.h"
+#include "scsi/internal.h"
+
+/* ---- per-LU state ---- */
+
+struct scsi_lu_state *scsi_lu_state(struct core_ns *ns)
+{
+        struct scsi_lu_state *st = __atomic_load_n(&ns->scsi_state, __ATOMIC_ACQUIRE);
+        if (st)
+                return st;
+        pthread_mutex_lock(&ns->lock);
+        st = ns->scsi_state;
+        if (!st) {
+                st = calloc(1, sizeof(*st));
+                if (st) {
+                        ns->scsi_state_free = free;
+                        __atomic_store_n(&ns->scsi_state, st, __ATOMIC_RELEASE);
+                }
+        }
+        pthread_mutex_unlock(&ns->lock);
+        return st;
+}
+
+bool scsi_lu_write_protected(struct core_ns *ns)
+{
+        struct scsi_lu_state *st = scsi_lu_state(ns);
+        return atomic_load(&ns->write_protect) || (st && st->swp);
+}
+
+/* ---- unit attentions ---- */
+
+static const uint8_t ua_sense[SCSI_UA_MAX][2] = {
+    [SCSI_UA_POWER_ON] = {0x29, 0x00},
+    [SCSI_UA_BUS_RESET] = {0x29, 0x02},
+    [SCSI_UA_DEVICE_RESET] = {0x29, 0x03},
+    [SCSI_UA_MODE_CHANGED] = {0x2a, 0x01},
+    [SCSI_UA_RESERVATIONS_PREEMPTED] = {0x2a, 0x03},
+    [SCSI_UA_RESERVATIONS_RELEASED] = {0x2a, 0x04},
+    [SCSI_UA_REGISTRATIONS_PREEMPTED] = {0x2a, 0x05},
+    [SCSI_UA_CAPACITY_CHANGED] = {0x2a, 0x09},
+    [SCSI_UA_LUNS_CHANGED] = {0x3f, 0x0e},
+};
+
+/* Consumes the highest-priority pending UA (lowest bit) into cmd's sense. */
+static bool ua_take(struct scsi_cmd *cmd)
+{
+        _Atomic uint32_t *slot;
+        uint32_t v, bit;
+        if (!cmd->nexus || cmd->lun >= SCSI_MAX_LUNS)
+                return false;
+        slot = &cmd->nexus->ua[cmd->lun];
+        v = atomic_load(slot);
+        while (v) {
+                bit = (uint32_t)__builtin_ctz(v);
+                if (atomic_compare_exchange_weak(slot, &v, v & ~(1u << bit))) {
+                        if (bit >= SCSI_UA_MAX)
+                                return false;
+                        scsi_sense_set(cmd, SK_UNIT_ATTENTION, ua_sense[bit][0], ua_sense[bit][1]);
+                        return true;
+                }
+        }
+        return false;
+}
+
+/* REQUEST SENSE reports a pending unit attention (SPC-5 6.39). */
+bool scsi_ua_take(struct scsi_cmd *cmd)
+{
+        return ua_take(cmd);
+}
+
+static void nexus_ua_set(struct scsi_nexus *nx, uint64_t lun, enum scsi_ua ua)
+{
+        if (lun == UINT64_MAX) {
+                for (unsigned l = 0; l < SCSI_MAX_LUNS; l++)
+                        atomic_fetch_or(&nx->ua[l], 1u << ua);
+        } else if (lun < SCSI_MAX_LUNS) {
+                atomic_fetch_or(&nx->ua[lun], 1u << ua);
+        }
+}
+
+void scsi_target_ua(struct scsi_target *tgt, uint64_t lun, enum scsi_ua ua, struct scsi_nexus *skip)
+{
+        if (!tgt || (unsigned)ua >= SCSI_UA_MAX)
+                return;
+        pthread_mutex_lock(&tgt->lock);
+        for (struct scsi_nexus *nx = tgt->nexus_list; nx; nx = nx->next)
+                if (nx != skip)
+                        nexus_ua_set(nx, lun, ua);
+        pthread_mutex_unlock(&tgt->lock);
+}
+
+/* ---- nexus lifetime and task management ---- */
+
+static bool nexus_is(const struct core_pr_nexus *a, const struct core_pr_nexus *b)
+{
+        return strcmp(a->initiator, b->initiator) == 0 && strcmp(a->target, b->target) == 0;
+}
+
+/* RESERVE(6) is released by I_T nexus loss and by resets (SPC-2 5.5.1). */
+static void release_legacy(struct core_ns *ns, const struct core_pr_nexus *only)
+{
+        pthread_mutex_lock(&ns->lock);
+        if (ns->pr.legacy_reserved && (!only || nexus_is(&ns->pr.legacy_holder, only)))
+                ns->pr.legacy_reserved = false;
+        pthread_mutex_unlock(&ns->lock);
+}
+
+static void copy_str(char *dst, size_t cap, const char *src)
+{
+        size_t n = src ? strnlen(src, cap - 1) : 0;
+        if (n)
+                memcpy(dst, src, n);
+        dst[n] = '\0';
+}
+
+void scsi_nexus_init(struct scsi_nexus *nx, struct scsi_target *tgt, const char *initiator_port,
+                     const char *target_port, const uint8_t *transport_id, uint16_t tid_len)
+{
+        memset(nx, 0, sizeof(*nx));
+        nx->target = tgt;
+        copy_str(nx->id.initiator, sizeof(nx->id.initiator), initiator_port);
+        copy_str(nx->id.target, sizeof(nx->id.target), target_port);
+        nx->id.rel_tgt_port = tgt ? tgt->rel_port_id : 1;
+        if (transport_id && tid_len) {
+                if (tid_len > sizeof(nx->id.transport_id))
+                        tid_len = sizeof(nx->id.transport_id);
+                memcpy(nx->id.transport_id, transport_id, tid_len);
+                nx->id.transport_id_len = tid_len;
+        }
+        for (unsigned l = 0; l < SCSI_MAX_LUNS; l++)
+                atomic_init(&nx->ua[l], 1u << SCSI_UA_POWER_ON);
+        if (tgt) {
+                pthread_mutex_lock(&tgt->lock);
+                nx->next = tgt->nexus_list;
+                tgt->nexus_list = nx;
+                pthread_mutex_unlock(&tgt->lock);
+        }
+}
+
+void scsi_nexus_fini(struct scsi_nexus *nx)
+{
+        struct scsi_target *tgt = nx->target;
+        if (!tgt)
+                return;
+        pthread_mutex_lock(&tgt->lock);
+        for (struct scsi_nexus **pp = &tgt->nexus_list; *pp; pp = &(*pp)->next) {
+                if (*pp == nx) {
+                        *pp = nx->next;
+                        break;
+                }
+        }
+        for (unsigned l = 0; l < SCSI_MAX_LUNS; l++) {
+                struct core_ns *ns = atomic_load(&tgt->luns[l]);
+                if (ns)
+                        release_legacy(ns, &nx->id);
+        }
+        pthread_mutex_unlock(&tgt->lock);
+        memset(nx->prevent, 0, sizeof(nx->prevent));
+        nx->target = NULL;
+        nx->next = NULL;
+}
+
+static void lun_reset_locked(struct scsi_target *tgt, unsigned l)
+{
+        struct core_ns *ns = atomic_load(&tgt->luns[l]);
+        if (ns)
+                release_legacy(ns, NULL);
+        for (struct scsi_nexus *nx = tgt->nexus_list; nx; nx = nx->next)
+                nx->prevent[l] = 0;
+}
+
+void scsi_lun_reset(struct scsi_nexus *nx, uint64_t lun)
+{
+        struct scsi_target *tgt = nx->target;
+        if (!tgt || lun >= SCSI_MAX_LUNS)
+                return;
+        pthread_mutex_lock(&tgt->lock);
+        lun_reset_locked(tgt, (unsigned)lun);
+        for (struct scsi_nexus *o = tgt->nexus_list; o; o = o->next)
+                if (o != nx)
+                        nexus_ua_set(o, lun, SCSI_UA_DEVICE_RESET);
+        pthread_mutex_unlock(&tgt->lock);
+}
+
+void scsi_target_reset(struct scsi_nexus *nx, bool cold)
+{
+        struct scsi_target *tgt = nx->target;
+        if (!tgt)
+                return;
+        pthread_mutex_lock(&tgt->lock);
+        for (unsigned l = 0; l < SCSI_MAX_LUNS; l++)
+                lun_reset_locked(tgt, l);
+        for (struct scsi_nexus *o = tgt->nexus_list; o; o = o->next)
+                if (o != nx)
+                        nexus_ua_set(o, UINT64_MAX, cold ? SCSI_UA_POWER_ON : SCSI_UA_BUS_RESET);
+        pthread_mutex_unlock(&tgt->lock);
+}
+
+/* ---- LUN map ---- */
+
+void scsi_target_init(struct scsi_target *tgt, const char *name, uint16_t tpgt)
+{
+        memset(tgt, 0, sizeof(*tgt));
+        copy_str(tgt->name, sizeof(tgt->name), name);
+        tgt->tpgt = tpgt;
+        tgt->rel_port_id = tpgt ? tpgt : 1;
+        pthread_mutex_init(&tgt->lock, NULL);
+        for (unsigned l = 0; l < SCSI_MAX_LUNS; l++)
+                atomic_init(&tgt->luns[l], NULL);
+}
+
+int scsi_target_map_lun(struct scsi_target *tgt, uint32_t lun, struct core_ns *ns)
+{
+        if (lun >= SCSI_MAX_LUNS || !ns)
+                return -EINVAL;
+        pthread_mutex_lock(&tgt->lock);
+        if (atomic_load(&tgt->luns[lun])) {
+                pthread_mutex_unlock(&tgt->lock);
+                return -EEXIST;
+        }
+        core_ns_get(ns);
+        for (struct scsi_nexus *nx = tgt->nexus_list; nx; nx = nx->next) {
+                for (unsigned l = 0; l < SCSI_MAX_LUNS; l++)
+                        if (atomic_load(&tgt->luns[l]))
+                                atomic_fetch_or(&nx->ua[l], 1u << SCSI_UA_LUNS_CHANGED);
+                atomic_store(&nx->ua[lun], 1u << SCSI_UA_POWER_ON);
+                nx->prevent[lun] = 0;
+        }
+        atomic_store(&tgt->luns[lun], ns);
+        pthread_mutex_unlock(&tgt->lock);
+        return 0;
+}
+
+int scsi_target_unmap_lun(struct scsi_target *tgt, uint32_t lun)
+{
+        struct core_ns *ns;
+        if (lun >= SCSI_MAX_LUNS)
+                return -EINVAL;
+        pthread_mutex_lock(&tgt->lock);
+        ns = atomic_exchange(&tgt->luns[lun], NULL);
+        if (!ns) {
+                pthread_mutex_unlock(&tgt->lock);
+                return -ENOENT;
+        }
+        for (struct scsi_nexus *nx = tgt->nexus_list; nx; nx = nx->next) {
+                for (unsigned l = 0; l < SCSI_MAX_LUNS; l++)
+                        if (atomic_load(&tgt->luns[l]))
+                                atomic_fetch_or(&nx->ua[l], 1u << SCSI_UA_LUNS_CHANGED);
+                nx->prevent[lun] = 0;
+        }
+        pthread_mutex_unlock(&tgt->lock);
+        core_ns_put(ns);
+        return 0;
+}
+
+/* ---- parse / execute ---- */
+
+static struct core_ns *lookup_lun(struct scsi_cmd *cmd)
+{
+        struct scsi_target *tgt = cmd->nexus ? cmd->nexus->target : NULL;
+        if (!tgt || cmd->lun >= SCSI_MAX_LUNS)
+                return NULL;
+        return atomic_load(&tgt->luns[cmd->lun]);
+}
+
+enum scsi_parse_result scsi_cmd_parse(struct scsi_cmd *cmd)
+{
+        const struct scsi_op *op;
+        bool sa_unknown;
+        uint8_t control;
+
+        cmd->status = SAM_STAT_GOOD;
+        cmd->sense_len = 0;
+        cmd->data_in_len = 0;
+        cmd->data_out_len = 0;
+        cmd->xfer_len = 0;
+        cmd->op = NULL;
+        cmd->lba = 0;
+        cmd->nlb = 0;
+        cmd->aux = 0;
+        cmd->ns = lookup_lun(cmd);
+
+        if (cmd->cdb_len < 6 || cmd->cdb_len > SCSI_CDB_MAX) {
+                scsi_sense_set(cmd, SK_ILLEGAL_REQUEST, 0x20, 0x00);
+                return SCSI_PARSE_DONE;
+        }
+        op = scsi_op_find(cmd->cdb, &sa_unknown);
+        if (!cmd->ns && !(op && (op->flags & SCSI_OPF_NO_LUN))) {
+                scsi_sense_set(cmd, SK_ILLEGAL_REQUEST, 0x25, 0x00);
+                return SCSI_PARSE_DONE;
+        }
+        if (cmd->ns && !scsi_lu_state(cmd->ns)) {
+                scsi_status_from_core(cmd, CORE_E_NO_RESOURCES, 0, false);
+                return SCSI_PARSE_DONE;
+        }
+        if (!op) {
+                if (sa_unknown)
+                        scsi_sense_invalid_field(cmd, true, 1, 4);
+                else
+                        scsi_sense_set(cmd, SK_ILLEGAL_REQUEST, 0x20, 0x00);
+                return SCSI_PARSE_DONE;
+        }
+        if (cmd->cdb_len < op->cdb_len) {
+                scsi_sense_set(cmd, SK_ILLEGAL_REQUEST, 0x20, 0x00);
+                return SCSI_PARSE_DONE;
+        }
+        cmd->op = op;
+        /* Control byte: no ACA (NACA) and no linked commands. */
+        control = cmd->cdb[op->cdb_len - 1];
+        if (control & 0x04) {
+                scsi_sense_invalid_field(cmd, true, (uint16_t)(op->cdb_len - 1), 2);
+                return SCSI_PARSE_DONE;
+        }
+        if (control & 0x01) {
+                scsi_sense_invalid_field(cmd, true, (uint16_t)(op->cdb_len - 1), 0);
+                return SCSI_PARSE_DONE;
+        }
+        if (cmd->ns) {
+                struct scsi_lu_state *st = cmd->ns->scsi_state;
+                if (!(op->flags & SCSI_OPF_UA_OK) && ua_take(cmd))
+                        return SCSI_PARSE_DONE;
+                if ((op->flags & SCSI_OPF_MEDIUM) && st->stopped) {
+                        scsi_sense_set(cmd, SK_NOT_READY, 0x04, 0x02);
+                        return SCSI_PARSE_DONE;
+                }
+                if (!(op->flags & SCSI_OPF_PR_EXEMPT) &&
+                    scsi_pr_conflict(cmd, op->flags & SCSI_OPF_READS,
+                                     op->flags & SCSI_OPF_WRITES)) {
+                        cmd->status = SAM_STAT_RESERVATION_CONFLICT;
+                        return SCSI_PARSE_DONE;
+                }
+        }
+        return op->parse(cmd);
+}
+
+void scsi_cmd_exec(struct scsi_cmd *cmd)
+{
+        const struct scsi_op *op = cmd->op;
+        if (op && op->exec) {
+                op->exec(cmd);
+                return;
+        }
+        if (!op || !cmd->ns) {
+                /* Nothing to execute: parse already decided (should not happen). */
+                if (cmd->status == SAM_STAT_GOOD && !op)
+                        scsi_sense_set(cmd, SK_ILLEGAL_REQUEST, 0x20, 0x00);
+                scsi_cmd_finish_deferred(cmd);
+                return;
+        }
+        core_req_submit(&cmd->req);
+}
+
+/* ---- fuzz entry point ---- */
+
+int scsi_fuzz_one(const uint8_t *cdb, size_t len)
+{
+        static struct core_ns ns;
+        static struct scsi_lu_state st;
+        static struct scsi_target tgt;
+        static struct scsi_nexus nx;
+        static struct scsi_cmd cmd;
+        static uint8_t buf[2 * CORE_MAX_TRANSFER_BYTES];
+        static bool init;
+
+        if (!init) {
+                memset(&ns, 0, sizeof(ns));
+                strcpy(ns.name, "fuzz");
+                ns.block_size = 512;
+                ns.block_shift = 9;
+                ns.num_blocks = 1u << 20;
+                pthread_mutex_init(&ns.lock, NULL);
+                ns.scsi_state = &st;
+                scsi_target_init(&tgt, "iqn.2024-01.org.slate:fuzz", 1);
+                atomic_store(&tgt.luns[0], &ns);
+                init = true;
+        }
+        if (len < 1)
+                return 0;
+        memset(&cmd, 0, sizeof(cmd));
+        scsi_nexus_init(&nx, NULL, "iqn.fuzz,i,0x1", "iqn.2024-01.org.slate:fuzz,t,0x1", NULL, 0);
+        nx.target = &tgt;
+        /* Clear the power-on UA on LUN 0 half of the time so parsing goes deep. */
+        if (cdb[0] & 1)
+                atomic_store(&nx.ua[0], 0);
+        if (len > SCSI_CDB_MAX)
+                len = SCSI_CDB_MAX;
+        memcpy(cmd.cdb, cdb, len);
+        cmd.cdb_len = (uint16_t)(len < 16 ? 16 : len);
+        cmd.lun = len > 1 ? (cdb[len - 1] & 1) : 0;
+        cmd.nexus = &nx;
+        cmd.edtl = CORE_MAX_TRANSFER_BYTES;
+        cmd.buf = buf;
+        cmd.buf_len = sizeof(buf);
+        st = (struct scsi_lu_state){0};
+        (void)scsi_cmd_parse(&cmd);
+        if (cmd.data_in_len > cmd.buf_len || cmd.data_out_len > cmd.buf_len ||
+            cmd.sense_len > SCSI_SENSE_MAX)
+                abort();
+        return 0;
+}
