@@ -58,25 +58,32 @@ slate_wait_port() {
 	return 1
 }
 
-# slate_write_config FILE PORT BACKEND SIZE_MIB [DATAFILE] [PORT2]
-# BACKEND is mem or file; DATAFILE is the file backend's data file.
-# A second portal (PORT2) serves MultipathIO.
+# slate_write_config FILE PORT BACKEND SIZE_MIB [DATAFILE] [PORT2] [WP]
+# Writes a slated config (src/mgmt/rpc.c method table): namespace ns0
+# (BACKEND mem or file, DATAFILE for file) as LUN 0 of $SLATE_IQN on
+# 127.0.0.1:PORT.  PORT2 adds a second portal (MultipathIO).  WP=1 adds a
+# write-protected namespace ns1 (8 MiB, mem) as LUN 1.  Portals come last, so
+# once the port listens the target is complete.
 slate_write_config() {
-	local file=$1 port=$2 backend=$3 size=$4 data=${5:-} port2=${6:-} nsparams
+	local file=$1 port=$2 backend=$3 size=$4 data=${5:-} port2=${6:-} wp=${7:-0} nsparams
 	case $backend in
-	mem) nsparams="\"name\": \"$SLATE_NS\", \"backend\": \"mem\", \"size_mib\": $size" ;;
-	file) nsparams="\"name\": \"$SLATE_NS\", \"backend\": \"file\", \"path\": \"$data\", \"size_mib\": $size" ;;
+	mem) nsparams="\"name\": \"$SLATE_NS\", \"backend\": \"mem\", \"size\": \"${size}M\"" ;;
+	file) nsparams="\"name\": \"$SLATE_NS\", \"backend\": \"file\", \"path\": \"$data\", \"size\": \"${size}M\"" ;;
 	*) slate_die "unknown backend $backend" ;;
 	esac
 	{
 		echo '{"config": ['
-		echo "  {\"method\": \"namespace_create\", \"params\": {$nsparams}},"
-		echo "  {\"method\": \"iscsi_portal_add\", \"params\": {\"addr\": \"127.0.0.1\", \"port\": $port}},"
+		echo "  {\"method\": \"namespace_create\", \"params\": {$nsparams, \"block_size\": 512}},"
+		echo "  {\"method\": \"iscsi_target_create\", \"params\": {\"name\": \"$SLATE_IQN\"}},"
+		echo "  {\"method\": \"iscsi_lun_map\", \"params\": {\"target\": \"$SLATE_IQN\", \"lun\": 0, \"namespace\": \"$SLATE_NS\"}},"
+		if [ "$wp" = 1 ]; then
+			echo "  {\"method\": \"namespace_create\", \"params\": {\"name\": \"ns1\", \"backend\": \"mem\", \"size\": \"8M\", \"write_protect\": true}},"
+			echo "  {\"method\": \"iscsi_lun_map\", \"params\": {\"target\": \"$SLATE_IQN\", \"lun\": 1, \"namespace\": \"ns1\"}},"
+		fi
 		if [ -n "$port2" ]; then
 			echo "  {\"method\": \"iscsi_portal_add\", \"params\": {\"addr\": \"127.0.0.1\", \"port\": $port2}},"
 		fi
-		echo "  {\"method\": \"iscsi_target_add\", \"params\": {\"iqn\": \"$SLATE_IQN\"}},"
-		echo "  {\"method\": \"iscsi_lun_map\", \"params\": {\"iqn\": \"$SLATE_IQN\", \"lun\": 0, \"namespace\": \"$SLATE_NS\"}}"
+		echo "  {\"method\": \"iscsi_portal_add\", \"params\": {\"addr\": \"127.0.0.1\", \"port\": $port}}"
 		echo ']}'
 	} >"$file"
 }

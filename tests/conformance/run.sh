@@ -51,11 +51,12 @@ trap cleanup EXIT
 start_target() {
 	port=$(slate_free_port) && port2=$(slate_free_port) || return 1
 	while [ "$port2" = "$port" ]; do port2=$(slate_free_port); done
-	slate_write_config "$state/slate.json" "$port" "$backend" "$size" "$state/ns0.img" "$port2"
+	slate_write_config "$state/slate.json" "$port" "$backend" "$size" "$state/ns0.img" "$port2" 1
 	slate_start "$state/run" "$state/slate.json" "$port" "$daemon_log" || return 1
 	slate_wait_port "$port2" 10 "$SLATE_PID" || return 1
 	url=$(slate_url "$port")
 	url2=$(slate_url "$port2")
+	url_wp=$(slate_url "$port" 1)
 }
 
 daemon_log=$logdir/slated.log
@@ -63,6 +64,7 @@ daemon_log=$logdir/slated.log
 if [ -n "${TARGET_URL:-}" ]; then
 	url=$TARGET_URL
 	url2=${TARGET_URL2:-}
+	url_wp=${TARGET_URL_WP:-}
 	external=1
 else
 	external=0
@@ -73,23 +75,20 @@ else
 	fi
 fi
 
-fail=0
-for t in $tests; do
-	name=conformance.${t#ALL.}
-	log=$logdir/${t#ALL.}.log
+# run_one TEST NAME LOG URL [URL2] — one iscsi-test-cu process, one result line.
+run_one() {
+	local t=$1 name=$2 log=$3 u=$4 u2=${5:-} mark rc total ran passed failed inactive skipmsg died owner args
 	if [ "$external" = 0 ] && ! slate_alive; then
 		echo "--- restarting slated (it died) ---" >>"$daemon_log"
 		start_target || {
 			slate_result FAIL "$name" "$daemon_log" "slated could not be restarted"
 			fail=1
-			continue
+			return
 		}
 	fi
 	mark=$(wc -l <"$daemon_log")
-	args=(--dataloss --allow-sanitize --test="$t" --initiator-name="$init1" --initiator-name-2="$init2" "$url")
-	case $t in
-	*MultipathIO*) [ -n "$url2" ] && args+=("$url2") ;;
-	esac
+	args=(--dataloss --allow-sanitize --test="$t" --initiator-name="$init1" --initiator-name-2="$init2" "$u")
+	[ -n "$u2" ] && args+=("$u2")
 	timeout -k 10 "$timeout_s" iscsi-test-cu "${args[@]}" >"$log" 2>&1
 	rc=$?
 	# CUnit's summary: "tests  Total Ran Passed Failed Inactive"
@@ -113,6 +112,11 @@ for t in $tests; do
 	elif [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
 		slate_result FAIL "$name" "$log" "timeout after ${timeout_s}s"
 		fail=1
+		# A wedged daemon would fail every later test slowly: restart it.
+		if [ "$external" = 0 ] && ! timeout 15 iscsi-inq "$u" >/dev/null 2>&1; then
+			echo "--- slated unresponsive after $name: SIGABRT + restart ---" >>"$daemon_log"
+			slate_stop ABRT >/dev/null 2>&1
+		fi
 	elif [ -z "${ran:-}" ] || [ "$ran" = 0 ]; then
 		slate_result FAIL "$name" "$log" "no CUnit summary (rc=$rc)"
 		fail=1
@@ -120,7 +124,7 @@ for t in $tests; do
 		slate_result FAIL "$name" "$log" "$failed of $ran failed"
 		fail=1
 	elif [ -n "$skipmsg" ] || grep -q '\[SKIPPED\]' "$log"; then
-		owner=$(awk -v t="${t#ALL.}" '$1 == t {$1 = ""; sub(/^ /, ""); print; exit}' "$skips" 2>/dev/null)
+		owner=$(awk -v t="${name#conformance.}" '$1 == t {$1 = ""; sub(/^ /, ""); print; exit}' "$skips" 2>/dev/null)
 		if [ -n "$owner" ]; then
 			slate_result SKIP "$name" "" "$owner"
 		else
@@ -133,7 +137,23 @@ for t in $tests; do
 	else
 		slate_result PASS "$name"
 	fi
+}
+
+fail=0
+for t in $tests; do
+	u2=
+	case $t in
+	*MultipathIO*) u2=$url2 ;;
+	esac
+	run_one "$t" "conformance.${t#ALL.}" "$logdir/${t#ALL.}.log" "$url" "$u2"
 done
+# The write-protect tests again, against the write-protected LUN 1 (only
+# there do ReadOnly.* and *.WriteProtect exercise anything).
+if [ -n "$url_wp" ]; then
+	for t in $(echo "$tests" | tr ' ' '\n' | grep -E 'ReadOnly|WriteProtect'); do
+		run_one "$t" "conformance.wp.${t#ALL.}" "$logdir/wp.${t#ALL.}.log" "$url_wp"
+	done
+fi
 if [ "$external" = 0 ]; then
 	slate_stop
 	rc=$?
