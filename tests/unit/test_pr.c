@@ -1,0 +1,498 @@
+/*
+ * The persistent reservation model (core/pr.c, SPC-5 5.14): the conflict
+ * matrix of every reservation type, REGISTER / REGISTER AND IGNORE /
+ * RESERVE / RELEASE / CLEAR / PREEMPT / PREEMPT AND ABORT / REGISTER AND
+ * MOVE, the PRgeneration counter, the events reported for other nexuses,
+ * RESERVE(6) interplay, and the APTPL JSON round trip.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/pr.h"
+
+static struct core_pr pr;
+static struct core_pr_nexus A, B, C, A2;
+
+struct ev {
+        char ini[CORE_PR_NEXUS_MAX];
+        unsigned events;
+};
+static struct ev evs[16];
+static unsigned nev;
+
+static void on_event(void *arg, const struct core_pr_reg *r, unsigned e)
+{
+        (void)arg;
+        if (nev < 16) {
+                snprintf(evs[nev].ini, sizeof(evs[nev].ini), "%s", r->nexus.initiator);
+                evs[nev].events = e;
+                nev++;
+        }
+}
+
+static unsigned events_for(const struct core_pr_nexus *n)
+{
+        unsigned e = 0;
+        for (unsigned i = 0; i < nev; i++)
+                if (!strcmp(evs[i].ini, n->initiator))
+                        e |= evs[i].events;
+        return e;
+}
+
+static void mknexus(struct core_pr_nexus *n, const char *ini, const char *tgt)
+{
+        memset(n, 0, sizeof(*n));
+        snprintf(n->initiator, sizeof(n->initiator), "%s", ini);
+        snprintf(n->target, sizeof(n->target), "%s", tgt);
+        n->rel_tgt_port = 1;
+}
+
+static int setup(void **state)
+{
+        (void)state;
+        core_pr_init(&pr);
+        mknexus(&A, "iqn.a,i,0x230000000001", "iqn.t,t,0x1");
+        mknexus(&B, "iqn.b,i,0x230000000002", "iqn.t,t,0x1");
+        mknexus(&C, "iqn.c,i,0x230000000003", "iqn.t,t,0x1");
+        mknexus(&A2, "iqn.a,i,0x230000000001", "iqn.t,t,0x2"); /* same initiator, other port */
+        nev = 0;
+        return 0;
+}
+
+static enum core_status out(const struct core_pr_nexus *self, enum core_pr_action a,
+                            enum core_pr_type t, uint64_t key, uint64_t sa_key)
+{
+        struct core_pr_cmd c = {.action = a,
+                                .type = t,
+                                .scope = CORE_PR_SCOPE_LU,
+                                .key = key,
+                                .sa_key = sa_key,
+                                .notify = on_event};
+        return core_pr_out(&pr, self, &c);
+}
+
+static void reg(const struct core_pr_nexus *n, uint64_t key)
+{
+        assert_int_equal(out(n, CORE_PR_REGISTER_IGNORE, 0, 0, key), CORE_OK);
+}
+
+static void test_register(void **state)
+{
+        (void)state;
+        uint32_t g = pr.generation;
+        /* Unregistered REGISTER with a non-zero RESERVATION KEY conflicts. */
+        assert_int_equal(out(&A, CORE_PR_REGISTER, 0, 5, 0x11), CORE_E_RESERVATION_CONFLICT);
+        /* SARK 0 while unregistered: success, nothing happens, no generation bump. */
+        assert_int_equal(out(&A, CORE_PR_REGISTER, 0, 0, 0), CORE_OK);
+        assert_int_equal(pr.generation, g);
+        assert_int_equal(out(&A, CORE_PR_REGISTER, 0, 0, 0x11), CORE_OK);
+        assert_int_equal(pr.generation, g + 1);
+        assert_non_null(core_pr_find_reg(&pr, &A));
+        /* Registered: wrong key conflicts (libiscsi "reregister fails"). */
+        assert_int_equal(out(&A, CORE_PR_REGISTER, 0, 0, 0x12), CORE_E_RESERVATION_CONFLICT);
+        assert_int_equal(pr.generation, g + 1);
+        /* Right key changes it. */
+        assert_int_equal(out(&A, CORE_PR_REGISTER, 0, 0x11, 0x12), CORE_OK);
+        assert_int_equal(core_pr_find_reg(&pr, &A)->key, 0x12);
+        /* REGISTER AND IGNORE ignores the key. */
+        assert_int_equal(out(&A, CORE_PR_REGISTER_IGNORE, 0, 0x999, 0x13), CORE_OK);
+        assert_int_equal(core_pr_find_reg(&pr, &A)->key, 0x13);
+        assert_int_equal(pr.generation, g + 3);
+        /* Another port of the same initiator is another nexus... */
+        assert_null(core_pr_find_reg(&pr, &A2));
+        /* ...unless registered with ALL_TG_PT. */
+        struct core_pr_cmd c = {.action = CORE_PR_REGISTER, .sa_key = 0x21, .all_tg_pt = true};
+        assert_int_equal(core_pr_out(&pr, &B, &c), CORE_OK);
+        struct core_pr_nexus B2 = B;
+        snprintf(B2.target, sizeof(B2.target), "iqn.t,t,0x2");
+        assert_non_null(core_pr_find_reg(&pr, &B2));
+        /* Unregister. */
+        assert_int_equal(out(&A, CORE_PR_REGISTER, 0, 0x13, 0), CORE_OK);
+        assert_null(core_pr_find_reg(&pr, &A));
+        assert_int_equal(pr.generation, g + 5);
+}
+
+static void test_register_full(void **state)
+{
+        (void)state;
+        struct core_pr_nexus n;
+        for (int i = 0; i < CORE_PR_MAX_REGS; i++) {
+                char name[64];
+                snprintf(name, sizeof(name), "iqn.n%d,i,0x1", i);
+                mknexus(&n, name, "iqn.t,t,0x1");
+                reg(&n, 100 + i);
+        }
+        assert_int_equal(out(&A, CORE_PR_REGISTER, 0, 0, 1), CORE_E_PR_INSUFFICIENT_REG);
+}
+
+static void test_reserve_release(void **state)
+{
+        (void)state;
+        /* Unregistered nexus cannot reserve. */
+        assert_int_equal(out(&A, CORE_PR_RESERVE, CORE_PR_WRITE_EXCLUSIVE, 0, 0),
+                         CORE_E_RESERVATION_CONFLICT);
+        reg(&A, 0xa);
+        reg(&B, 0xb);
+        uint32_t g = pr.generation;
+        /* Wrong key. */
+        assert_int_equal(out(&A, CORE_PR_RESERVE, CORE_PR_WRITE_EXCLUSIVE, 0xb, 0),
+                         CORE_E_RESERVATION_CONFLICT);
+        /* Bad type and scope are CDB field errors. */
+        assert_int_equal(out(&A, CORE_PR_RESERVE, 2, 0xa, 0), CORE_E_INVALID_FIELD);
+        struct core_pr_cmd c = {
+            .action = CORE_PR_RESERVE, .type = CORE_PR_WRITE_EXCLUSIVE, .scope = 1, .key = 0xa};
+        assert_int_equal(core_pr_out(&pr, &A, &c), CORE_E_INVALID_FIELD);
+        assert_int_equal(c.bad_field, CORE_PR_F_SCOPE);
+
+        assert_int_equal(out(&A, CORE_PR_RESERVE, CORE_PR_WRITE_EXCLUSIVE, 0xa, 0), CORE_OK);
+        assert_int_equal(pr.type, CORE_PR_WRITE_EXCLUSIVE);
+        assert_true(core_pr_is_holder(&pr, &A));
+        assert_false(core_pr_is_holder(&pr, &B));
+        /* Same again by the holder: fine; other type by the holder or anything by B: conflict. */
+        assert_int_equal(out(&A, CORE_PR_RESERVE, CORE_PR_WRITE_EXCLUSIVE, 0xa, 0), CORE_OK);
+        assert_int_equal(out(&A, CORE_PR_RESERVE, CORE_PR_EXCLUSIVE_ACCESS, 0xa, 0),
+                         CORE_E_RESERVATION_CONFLICT);
+        assert_int_equal(out(&B, CORE_PR_RESERVE, CORE_PR_WRITE_EXCLUSIVE, 0xb, 0),
+                         CORE_E_RESERVATION_CONFLICT);
+        /* RESERVE does not bump the generation. */
+        assert_int_equal(pr.generation, g);
+
+        /* Release by a non-holder registrant: no-op success. */
+        assert_int_equal(out(&B, CORE_PR_RELEASE, CORE_PR_WRITE_EXCLUSIVE, 0xb, 0), CORE_OK);
+        assert_int_equal(pr.type, CORE_PR_WRITE_EXCLUSIVE);
+        /* Release with the wrong type: INVALID RELEASE. */
+        c = (struct core_pr_cmd){
+            .action = CORE_PR_RELEASE, .type = CORE_PR_EXCLUSIVE_ACCESS, .key = 0xa};
+        assert_int_equal(core_pr_out(&pr, &A, &c), CORE_E_INVALID_PARAM);
+        assert_int_equal(c.bad_field, CORE_PR_F_RELEASE);
+        nev = 0;
+        assert_int_equal(out(&A, CORE_PR_RELEASE, CORE_PR_WRITE_EXCLUSIVE, 0xa, 0), CORE_OK);
+        assert_int_equal(pr.type, CORE_PR_NONE);
+        assert_int_equal(nev, 0); /* WE release: no RESERVATIONS RELEASED */
+        assert_int_equal(pr.generation, g);
+        /* Release without a reservation: fine. */
+        assert_int_equal(out(&A, CORE_PR_RELEASE, CORE_PR_WRITE_EXCLUSIVE, 0xa, 0), CORE_OK);
+
+        /* Registrants-only release tells the other registrants. */
+        assert_int_equal(out(&A, CORE_PR_RESERVE, CORE_PR_WE_REGS_ONLY, 0xa, 0), CORE_OK);
+        nev = 0;
+        assert_int_equal(out(&A, CORE_PR_RELEASE, CORE_PR_WE_REGS_ONLY, 0xa, 0), CORE_OK);
+        assert_int_equal(events_for(&B), CORE_PR_EV_RES_RELEASED);
+        assert_int_equal(events_for(&A), 0);
+}
+
+static void test_holder_unregisters(void **state)
+{
+        (void)state;
+        reg(&A, 0xa);
+        reg(&B, 0xb);
+        /* Single holder types: the holder leaving releases the reservation. */
+        assert_int_equal(out(&A, CORE_PR_RESERVE, CORE_PR_EA_REGS_ONLY, 0xa, 0), CORE_OK);
+        nev = 0;
+        assert_int_equal(out(&A, CORE_PR_REGISTER, 0, 0xa, 0), CORE_OK);
+        assert_int_equal(pr.type, CORE_PR_NONE);
+        assert_int_equal(events_for(&B), CORE_PR_EV_RES_RELEASED);
+
+        /* All registrants: survives until the last registrant leaves. */
+        reg(&A, 0xa);
+        assert_int_equal(out(&A, CORE_PR_RESERVE, CORE_PR_WE_ALL_REGS, 0xa, 0), CORE_OK);
+        assert_true(core_pr_is_holder(&pr, &B));
+        /* Any registrant may reserve the same type again, and release it. */
+        assert_int_equal(out(&B, CORE_PR_RESERVE, CORE_PR_WE_ALL_REGS, 0xb, 0), CORE_OK);
+        assert_int_equal(out(&A, CORE_PR_REGISTER, 0, 0xa, 0), CORE_OK);
+        assert_int_equal(pr.type, CORE_PR_WE_ALL_REGS);
+        assert_int_equal(out(&B, CORE_PR_REGISTER, 0, 0xb, 0), CORE_OK);
+        assert_int_equal(pr.type, CORE_PR_NONE);
+}
+
+struct matrix_row {
+        enum core_pr_type type;
+        /* holder, registered, unregistered: read ok, write ok */
+        bool reg_r, reg_w, unreg_r, unreg_w;
+};
+
+static void test_conflict_matrix(void **state)
+{
+        (void)state;
+        /* SPC-5 table 62 (and libiscsi ProutReserve.Access*). */
+        static const struct matrix_row rows[] = {
+            {CORE_PR_WRITE_EXCLUSIVE, true, false, true, false},
+            {CORE_PR_EXCLUSIVE_ACCESS, false, false, false, false},
+            {CORE_PR_WE_REGS_ONLY, true, true, true, false},
+            {CORE_PR_EA_REGS_ONLY, true, true, false, false},
+            {CORE_PR_WE_ALL_REGS, true, true, true, false},
+            {CORE_PR_EA_ALL_REGS, true, true, false, false},
+        };
+        for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+                const struct matrix_row *r = &rows[i];
+                core_pr_init(&pr);
+                /* No reservation: nothing conflicts. */
+                assert_false(core_pr_conflict(&pr, &C, true, true));
+                reg(&A, 0xa);
+                reg(&B, 0xb);
+                assert_int_equal(out(&A, CORE_PR_RESERVE, r->type, 0xa, 0), CORE_OK);
+                /* The holder does anything. */
+                assert_false(core_pr_conflict(&pr, &A, true, false));
+                assert_false(core_pr_conflict(&pr, &A, false, true));
+                assert_int_equal(!core_pr_conflict(&pr, &B, true, false), r->reg_r);
+                assert_int_equal(!core_pr_conflict(&pr, &B, false, true), r->reg_w);
+                assert_int_equal(!core_pr_conflict(&pr, &C, true, false), r->unreg_r);
+                assert_int_equal(!core_pr_conflict(&pr, &C, false, true), r->unreg_w);
+                /* Neither reading nor writing never conflicts here. */
+                assert_false(core_pr_conflict(&pr, &C, false, false));
+        }
+}
+
+static void test_clear(void **state)
+{
+        (void)state;
+        reg(&A, 0xa);
+        reg(&B, 0xb);
+        assert_int_equal(out(&A, CORE_PR_RESERVE, CORE_PR_EXCLUSIVE_ACCESS, 0xa, 0), CORE_OK);
+        uint32_t g = pr.generation;
+        /* Unregistered nexus cannot clear. */
+        assert_int_equal(out(&C, CORE_PR_CLEAR, 0, 0, 0), CORE_E_RESERVATION_CONFLICT);
+        nev = 0;
+        assert_int_equal(out(&B, CORE_PR_CLEAR, 0, 0xb, 0), CORE_OK);
+        assert_int_equal(pr.type, CORE_PR_NONE);
+        assert_null(core_pr_find_reg(&pr, &A));
+        assert_null(core_pr_find_reg(&pr, &B));
+        assert_int_equal(pr.generation, g + 1);
+        assert_int_equal(events_for(&A), CORE_PR_EV_RES_PREEMPTED);
+        assert_int_equal(events_for(&B), 0);
+}
+
+static void test_preempt_registrations(void **state)
+{
+        (void)state;
+        reg(&A, 0xa);
+        reg(&B, 0xb);
+        uint32_t g = pr.generation;
+        /* No reservation, SARK 0: invalid parameter. */
+        assert_int_equal(out(&B, CORE_PR_PREEMPT, CORE_PR_EXCLUSIVE_ACCESS, 0xb, 0),
+                         CORE_E_INVALID_PARAM);
+        /* No registration with that key: conflict. */
+        assert_int_equal(out(&B, CORE_PR_PREEMPT, CORE_PR_EXCLUSIVE_ACCESS, 0xb, 0x77),
+                         CORE_E_RESERVATION_CONFLICT);
+        nev = 0;
+        /* libiscsi ProutPreempt.RemoveRegistration. */
+        assert_int_equal(out(&B, CORE_PR_PREEMPT, CORE_PR_EXCLUSIVE_ACCESS, 0xb, 0xa), CORE_OK);
+        assert_null(core_pr_find_reg(&pr, &A));
+        assert_non_null(core_pr_find_reg(&pr, &B));
+        assert_int_equal(pr.type, CORE_PR_NONE); /* no reservation was created */
+        assert_int_equal(pr.generation, g + 1);
+        assert_int_equal(events_for(&A), CORE_PR_EV_REGS_PREEMPTED);
+}
+
+static void test_preempt_reservation(void **state)
+{
+        (void)state;
+        reg(&A, 0xa);
+        reg(&B, 0xb);
+        reg(&C, 0xc);
+        assert_int_equal(out(&A, CORE_PR_RESERVE, CORE_PR_WRITE_EXCLUSIVE, 0xa, 0), CORE_OK);
+        uint32_t g = pr.generation;
+        nev = 0;
+        /* B preempts the holder, abort flavour, with a new type. */
+        assert_int_equal(out(&B, CORE_PR_PREEMPT_ABORT, CORE_PR_EXCLUSIVE_ACCESS, 0xb, 0xa),
+                         CORE_OK);
+        assert_true(core_pr_is_holder(&pr, &B));
+        assert_int_equal(pr.type, CORE_PR_EXCLUSIVE_ACCESS);
+        assert_null(core_pr_find_reg(&pr, &A));
+        assert_int_equal(pr.generation, g + 1);
+        assert_int_equal(events_for(&A), CORE_PR_EV_REGS_PREEMPTED | CORE_PR_EV_ABORT);
+        /* Type changed: the remaining registrants learn the reservation went. */
+        assert_int_equal(events_for(&C), CORE_PR_EV_RES_RELEASED);
+        assert_int_equal(events_for(&B), 0);
+
+        /* Preempting a non-holder key leaves the reservation alone. */
+        nev = 0;
+        assert_int_equal(out(&B, CORE_PR_PREEMPT, CORE_PR_EXCLUSIVE_ACCESS, 0xb, 0xc), CORE_OK);
+        assert_null(core_pr_find_reg(&pr, &C));
+        assert_true(core_pr_is_holder(&pr, &B));
+        assert_int_equal(events_for(&C), CORE_PR_EV_REGS_PREEMPTED);
+        /* With a reservation and SARK 0 (not all-registrants): invalid parameter. */
+        assert_int_equal(out(&B, CORE_PR_PREEMPT, CORE_PR_EXCLUSIVE_ACCESS, 0xb, 0),
+                         CORE_E_INVALID_PARAM);
+        /* Invalid type: CDB field. */
+        assert_int_equal(out(&B, CORE_PR_PREEMPT, 4, 0xb, 0xb), CORE_E_INVALID_FIELD);
+
+        /* All registrants + SARK 0: everyone else is removed, the preemptor holds a new one. */
+        core_pr_init(&pr);
+        reg(&A, 0xa);
+        reg(&B, 0xb);
+        reg(&C, 0xc);
+        assert_int_equal(out(&A, CORE_PR_RESERVE, CORE_PR_EA_ALL_REGS, 0xa, 0), CORE_OK);
+        nev = 0;
+        assert_int_equal(out(&C, CORE_PR_PREEMPT, CORE_PR_WRITE_EXCLUSIVE, 0xc, 0), CORE_OK);
+        assert_int_equal(pr.type, CORE_PR_WRITE_EXCLUSIVE);
+        assert_true(core_pr_is_holder(&pr, &C));
+        assert_null(core_pr_find_reg(&pr, &A));
+        assert_null(core_pr_find_reg(&pr, &B));
+        assert_true(events_for(&A) & CORE_PR_EV_REGS_PREEMPTED);
+}
+
+static void test_register_and_move(void **state)
+{
+        (void)state;
+        reg(&A, 0xa);
+        struct core_pr_cmd c = {
+            .action = CORE_PR_REGISTER_MOVE, .key = 0xa, .sa_key = 0xb, .dest = &B};
+        /* Not a holder: conflict. */
+        assert_int_equal(core_pr_out(&pr, &A, &c), CORE_E_RESERVATION_CONFLICT);
+        assert_int_equal(out(&A, CORE_PR_RESERVE, CORE_PR_EXCLUSIVE_ACCESS, 0xa, 0), CORE_OK);
+        /* Destination = self: invalid. */
+        c.dest = &A;
+        assert_int_equal(core_pr_out(&pr, &A, &c), CORE_E_INVALID_PARAM);
+        c.dest = &B;
+        c.sa_key = 0;
+        assert_int_equal(core_pr_out(&pr, &A, &c), CORE_E_INVALID_PARAM);
+        c.sa_key = 0xb;
+        c.unreg = true;
+        uint32_t g = pr.generation;
+        assert_int_equal(core_pr_out(&pr, &A, &c), CORE_OK);
+        assert_true(core_pr_is_holder(&pr, &B));
+        assert_int_equal(core_pr_find_reg(&pr, &B)->key, 0xb);
+        assert_null(core_pr_find_reg(&pr, &A));
+        assert_int_equal(pr.type, CORE_PR_EXCLUSIVE_ACCESS);
+        assert_int_equal(pr.generation, g + 1);
+}
+
+static void test_spec_i_pt_rejected(void **state)
+{
+        (void)state;
+        struct core_pr_cmd c = {.action = CORE_PR_REGISTER, .sa_key = 1, .spec_i_pt = true};
+        assert_int_equal(core_pr_out(&pr, &A, &c), CORE_E_INVALID_PARAM);
+        assert_int_equal(c.bad_field, CORE_PR_F_SPEC_I_PT);
+        assert_null(core_pr_find_reg(&pr, &A));
+}
+
+static void test_legacy(void **state)
+{
+        (void)state;
+        assert_int_equal(core_pr_legacy_reserve(&pr, &A), CORE_OK);
+        assert_int_equal(core_pr_legacy_reserve(&pr, &A), CORE_OK); /* again by the holder */
+        assert_int_equal(core_pr_legacy_reserve(&pr, &B), CORE_E_RESERVATION_CONFLICT);
+        assert_true(core_pr_any_reservation(&pr));
+        assert_true(core_pr_conflict(&pr, &B, true, false));
+        assert_false(core_pr_conflict(&pr, &A, true, true));
+        /* Persistent reservation commands conflict while a RESERVE(6) is held. */
+        assert_int_equal(out(&A, CORE_PR_REGISTER, 0, 0, 1), CORE_E_RESERVATION_CONFLICT);
+        /* Release by another nexus: no-op. */
+        assert_int_equal(core_pr_legacy_release(&pr, &B), CORE_OK);
+        assert_true(pr.legacy_reserved);
+        assert_int_equal(core_pr_legacy_release(&pr, &A), CORE_OK);
+        assert_false(pr.legacy_reserved);
+        /* Nexus loss drops it. */
+        assert_int_equal(core_pr_legacy_reserve(&pr, &B), CORE_OK);
+        core_pr_legacy_drop(&pr, &A);
+        assert_true(pr.legacy_reserved);
+        core_pr_legacy_drop(&pr, &B);
+        assert_false(pr.legacy_reserved);
+
+        /* With registrations: RESERVE(6) conflicts, except for the holder (SPC-5 5.14.3). */
+        reg(&A, 0xa);
+        assert_int_equal(core_pr_legacy_reserve(&pr, &A), CORE_E_RESERVATION_CONFLICT);
+        assert_int_equal(out(&A, CORE_PR_RESERVE, CORE_PR_WRITE_EXCLUSIVE, 0xa, 0), CORE_OK);
+        assert_int_equal(core_pr_legacy_reserve(&pr, &A), CORE_OK);
+        assert_false(pr.legacy_reserved);
+        assert_int_equal(core_pr_legacy_reserve(&pr, &B), CORE_E_RESERVATION_CONFLICT);
+        assert_int_equal(core_pr_legacy_release(&pr, &B), CORE_E_RESERVATION_CONFLICT);
+}
+
+static void test_json_round_trip(void **state)
+{
+        (void)state;
+        /* APTPL clear: nothing but the flag is kept. */
+        reg(&A, 0xa);
+        json_t *j = core_pr_to_json(&pr);
+        assert_non_null(j);
+        struct core_pr back;
+        assert_int_equal(core_pr_from_json(&back, j), 0);
+        json_decref(j);
+        assert_null(core_pr_find_reg(&back, &A));
+        assert_int_equal(back.holder, -1);
+
+        /* APTPL set: registrations and the reservation survive. */
+        struct core_pr_cmd c = {.action = CORE_PR_REGISTER_IGNORE,
+                                .sa_key = 0xfedcba9876543210ull,
+                                .aptpl = true,
+                                .all_tg_pt = true};
+        assert_int_equal(core_pr_out(&pr, &B, &c), CORE_OK);
+        assert_true(c.save);
+        B.transport_id_len = 4;
+        memcpy(B.transport_id, "\x45\x00\x00\x00", 4);
+        assert_int_equal(out(&B, CORE_PR_RESERVE, CORE_PR_EA_REGS_ONLY, 0xfedcba9876543210ull, 0),
+                         CORE_OK);
+        j = core_pr_to_json(&pr);
+        assert_non_null(j);
+        assert_int_equal(core_pr_from_json(&back, j), 0);
+        json_decref(j);
+        assert_true(back.aptpl);
+        assert_int_equal(back.generation, pr.generation);
+        assert_int_equal(back.type, CORE_PR_EA_REGS_ONLY);
+        assert_true(core_pr_is_holder(&back, &B));
+        const struct core_pr_reg *r = core_pr_find_reg(&back, &B);
+        assert_non_null(r);
+        assert_int_equal(r->key, 0xfedcba9876543210ull);
+        assert_true(r->all_tg_pt);
+        assert_int_equal(core_pr_find_reg(&back, &A)->key, 0xa);
+        assert_false(core_pr_is_holder(&back, &A));
+
+        /* Clearing APTPL asks for one more save. */
+        c = (struct core_pr_cmd){.action = CORE_PR_REGISTER, .key = 0xa, .sa_key = 0xa};
+        assert_int_equal(core_pr_out(&pr, &A, &c), CORE_OK);
+        assert_true(c.save);
+        assert_false(pr.aptpl);
+
+        /* Malformed input is refused and leaves an empty state. */
+        const char *bad[] = {
+            "[]",
+            "{\"aptpl\": 1}",
+            "{\"aptpl\": true}",
+            "{\"aptpl\": true, \"generation\": 1, \"type\": 2, \"scope\": 0, \"regs\": []}",
+            "{\"aptpl\": true, \"generation\": 1, \"type\": 1, \"scope\": 0, \"regs\": []}",
+            "{\"aptpl\": true, \"generation\": 1, \"type\": 0, \"scope\": 0, \"regs\": [{\"key\": "
+            "\"zz\", \"initiator\": \"x\", \"target\": \"y\", \"rel_tgt_port\": 1, \"tid\": "
+            "\"\"}]}",
+            "{\"aptpl\": true, \"generation\": 1, \"type\": 0, \"scope\": 0, \"regs\": [{\"key\": "
+            "\"0000000000000001\", \"initiator\": \"x\", \"target\": \"y\", \"rel_tgt_port\": 1, "
+            "\"tid\": \"abc\"}]}",
+        };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                json_error_t err;
+                json_t *b = json_loads(bad[i], 0, &err);
+                assert_non_null(b);
+                assert_int_equal(core_pr_from_json(&back, b), -EINVAL);
+                assert_int_equal(back.type, CORE_PR_NONE);
+                assert_false(back.aptpl);
+                json_decref(b);
+        }
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+            cmocka_unit_test_setup(test_register, setup),
+            cmocka_unit_test_setup(test_register_full, setup),
+            cmocka_unit_test_setup(test_reserve_release, setup),
+            cmocka_unit_test_setup(test_holder_unregisters, setup),
+            cmocka_unit_test_setup(test_conflict_matrix, setup),
+            cmocka_unit_test_setup(test_clear, setup),
+            cmocka_unit_test_setup(test_preempt_registrations, setup),
+            cmocka_unit_test_setup(test_preempt_reservation, setup),
+            cmocka_unit_test_setup(test_register_and_move, setup),
+            cmocka_unit_test_setup(test_spec_i_pt_rejected, setup),
+            cmocka_unit_test_setup(test_legacy, setup),
+            cmocka_unit_test_setup(test_json_round_trip, setup),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
