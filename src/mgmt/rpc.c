@@ -46,9 +46,10 @@
 
 #define MGMT_RPC_MAX_REQ     (1u << 20) /* bytes; larger requests are rejected */
 #define MGMT_RPC_MAX_CLIENTS 32
-#define MGMT_RPC_IDLE_MS     10000        /* a client silent this long mid-request is dropped */
-#define MGMT_RPC_MAX_SIZE    (1ull << 60) /* namespace size cap: keeps block math far from overflow \
-                                           */
+#define MGMT_RPC_IDLE_MS     10000 /* a client silent this long mid-request is dropped */
+#define MGMT_RPC_MAX_SIZE                                                                          \
+        (1ull << 60) /* namespace size cap: keeps block math far from overflow                     \
+                      */
 
 /* JSON-RPC 2.0 error codes (spec section 5.1). */
 enum {
@@ -928,7 +929,15 @@ static void client_process(struct rpc_client *cl)
                     JSON_DECODE_ANY | JSON_DISABLE_EOF_CHECK | JSON_REJECT_DUPLICATES, &je);
                 size_t used;
                 if (!v) {
-                        if (json_error_code(&je) == json_error_premature_end_of_input)
+                        /*
+                         * A request cut by the read boundary inside a token ("tru",
+                         * "\u00", half a UTF-8 sequence) is not premature EOF to
+                         * jansson but an error at the very end of what it had; only
+                         * an error with bytes past it that could not complete the
+                         * token is final.
+                         */
+                        if (json_error_code(&je) == json_error_premature_end_of_input ||
+                            je.position < 0 || (size_t)je.position + 4 > cl->in_len)
                                 return; /* wait for more bytes */
                         char msg[256];
                         snprintf(msg, sizeof(msg), "parse error: %s at byte %d", je.text,

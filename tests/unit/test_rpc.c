@@ -376,6 +376,16 @@ static void test_socket(void **state)
 
         int fd = socket(AF_UNIX, SOCK_STREAM, 0);
         assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+        /* cut inside a literal and inside a \u escape: must wait, not fail */
+        const char *p0 =
+            "[{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"rpc_list\",\"params\":{\"verbose\":fa";
+        const char *p0b = "lse}},{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"rpc_\\u006";
+        const char *p0c = "cist\"}]\n";
+        assert_int_equal(write(fd, p0, strlen(p0)), (ssize_t)strlen(p0));
+        usleep(20000);
+        assert_int_equal(write(fd, p0b, strlen(p0b)), (ssize_t)strlen(p0b));
+        usleep(20000);
+        assert_int_equal(write(fd, p0c, strlen(p0c)), (ssize_t)strlen(p0c));
         const char *p1 = "{\"jsonrpc\":\"2.0\",\"id\":1,\"meth";
         const char *p2 = "od\":\"rpc_list\"}{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"nope\"}\n"
                          "garbage\n{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"daemon_status\"}\n";
@@ -386,7 +396,7 @@ static void test_socket(void **state)
         char buf[65536];
         size_t have = 0;
         int lines = 0;
-        while (lines < 4 && have < sizeof(buf) - 1) {
+        while (lines < 5 && have < sizeof(buf) - 1) {
                 ssize_t n = read(fd, buf + have, sizeof(buf) - 1 - have);
                 assert_true(n > 0);
                 for (ssize_t i = 0; i < n; i++)
@@ -396,6 +406,12 @@ static void test_socket(void **state)
         buf[have] = '\0';
         char *save = NULL, *line = strtok_r(buf, "\n", &save);
         json_t *r = json_loads(line, 0, NULL);
+        assert_true(json_is_array(r));
+        assert_int_equal(json_array_size(r), 2);
+        assert_int_equal(json_integer_value(json_object_get(json_array_get(r, 1), "id")), 9);
+        assert_int_equal(err_code(json_array_get(r, 1)), 0);
+        json_decref(r);
+        r = json_loads(strtok_r(NULL, "\n", &save), 0, NULL);
         assert_int_equal(json_integer_value(json_object_get(r, "id")), 1);
         assert_true(json_is_array(json_object_get(r, "result")));
         json_decref(r);
