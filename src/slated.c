@@ -10,12 +10,15 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <stdbool.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "core/ns.h"
@@ -62,6 +65,25 @@ static int make_dirs(const char *path)
         if (stat(buf, &st) < 0)
                 return -errno;
         return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+}
+
+/*
+ * Is a daemon already answering on the RPC socket?  Checked before the
+ * config is applied, so a second slated never opens the first one's data
+ * files or fights over its portals.
+ */
+static bool rpc_socket_live(const char *path)
+{
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        if (strlen(path) >= sizeof(sa.sun_path))
+                return false;
+        memcpy(sa.sun_path, path, strlen(path));
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return false;
+        bool live = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+        close(fd);
+        return live;
 }
 
 static int parse_uint(const char *s, unsigned lo, unsigned hi, unsigned *out)
@@ -172,6 +194,10 @@ int main(int argc, char **argv)
                         "slated: RPC socket path '%s' is longer than a Unix socket allows (%zu); "
                         "use -r\n",
                         sock, sizeof(opts.rpc_socket) - 1);
+                return 1;
+        }
+        if (rpc_socket_live(sock)) {
+                fprintf(stderr, "slated: another slated is already running on %s\n", sock);
                 return 1;
         }
         core_set_state_dir(state_dir);

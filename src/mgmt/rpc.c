@@ -127,10 +127,11 @@ static int opfail(struct rpc_ctx *c, int rc, const char *what, const char *msg)
 {
         if (rc >= 0)
                 rc = -EIO;
+        /* The caller already knows the method; "what" only names a bare errno. */
         if (msg && msg[0])
-                snprintf(c->err, c->errlen, "%s: %s (%s)", what, msg, strerror(-rc));
+                snprintf(c->err, c->errlen, "%s (%s)", msg, strerror(-rc));
         else
-                snprintf(c->err, c->errlen, "%s: %s", what, strerror(-rc));
+                snprintf(c->err, c->errlen, "%s failed: %s", what, strerror(-rc));
         c->code = RPC_SERVER_ERROR;
         return rc;
 }
