@@ -132,8 +132,7 @@ enum scsi_parse_result scsi_sbc_sync_cache(struct scsi_cmd *cmd);
 enum scsi_parse_result scsi_sbc_read_capacity10(struct scsi_cmd *cmd);
 enum scsi_parse_result scsi_sbc_read_capacity16(struct scsi_cmd *cmd);
 enum scsi_parse_result scsi_sbc_read_defect(struct scsi_cmd *cmd);
-enum scsi_parse_result scsi_sbc_sanitize(struct scsi_cmd *cmd);
-void scsi_sbc_sanitize_exec(struct scsi_cmd *cmd);
+void scsi_sbc_verify_exec(struct scsi_cmd *cmd);
 /* Core completion for commands that submitted cmd->req. */
 void scsi_sbc_req_done(struct core_req *req);
 

@@ -13,6 +13,7 @@
 
 #include "slate/spec/scsi.h"
 #include "scsi/internal.h"
+#include "scsi/pr.h"
 
 /* ---- per-LU state ---- */
 
@@ -104,20 +105,6 @@ void scsi_target_ua(struct scsi_target *tgt, uint64_t lun, enum scsi_ua ua, stru
 
 /* ---- nexus lifetime and task management ---- */
 
-static bool nexus_is(const struct core_pr_nexus *a, const struct core_pr_nexus *b)
-{
-        return strcmp(a->initiator, b->initiator) == 0 && strcmp(a->target, b->target) == 0;
-}
-
-/* RESERVE(6) is released by I_T nexus loss and by resets (SPC-2 5.5.1). */
-static void release_legacy(struct core_ns *ns, const struct core_pr_nexus *only)
-{
-        pthread_mutex_lock(&ns->lock);
-        if (ns->pr.legacy_reserved && (!only || nexus_is(&ns->pr.legacy_holder, only)))
-                ns->pr.legacy_reserved = false;
-        pthread_mutex_unlock(&ns->lock);
-}
-
 static void copy_str(char *dst, size_t cap, const char *src)
 {
         size_t n = src ? strnlen(src, cap - 1) : 0;
@@ -162,11 +149,8 @@ void scsi_nexus_fini(struct scsi_nexus *nx)
                         break;
                 }
         }
-        for (unsigned l = 0; l < SCSI_MAX_LUNS; l++) {
-                struct core_ns *ns = atomic_load(&tgt->luns[l]);
-                if (ns)
-                        release_legacy(ns, &nx->id);
-        }
+        /* I_T nexus loss releases the nexus's RESERVE(6) (SPC-2 5.5.1). */
+        scsi_pr_nexus_lost(nx);
         pthread_mutex_unlock(&tgt->lock);
         memset(nx->prevent, 0, sizeof(nx->prevent));
         nx->target = NULL;
@@ -177,7 +161,7 @@ static void lun_reset_locked(struct scsi_target *tgt, unsigned l)
 {
         struct core_ns *ns = atomic_load(&tgt->luns[l]);
         if (ns)
-                release_legacy(ns, NULL);
+                scsi_pr_reset(ns);
         for (struct scsi_nexus *nx = tgt->nexus_list; nx; nx = nx->next)
                 nx->prevent[l] = 0;
 }

@@ -1,0 +1,483 @@
+/*
+ * SBC-4 block commands: READ/WRITE (6/10/12/16), VERIFY and WRITE AND
+ * VERIFY (10/12/16, BYTCHK 00b/01b/11b), ORWRITE(16), COMPARE AND WRITE,
+ * WRITE SAME (10/16, NDOB; no UNMAP/ANCHOR until thin provisioning lands),
+ * PRE-FETCH and SYNCHRONIZE CACHE (10/16), READ CAPACITY (10/16) and READ
+ * DEFECT DATA (10/12).  Parse checks every CDB field and the LBA range
+ * (core_ns_range_ok, overflow safe) and builds cmd->req; exec submits it
+ * to the block core, whose status comes back through
+ * scsi_status_from_core().
+ */
+#include <string.h>
+
+#include "slate/spec/scsi.h"
+#include "scsi/internal.h"
+
+/* cmd->aux flags for medium commands */
+#define AUX_REPLICATE (1u << 31)  /* VERIFY BYTCHK=11b: replicate one block at exec */
+#define AUX_LEN_MASK  0x7fffffffu /* READ: bytes of data-in on success */
+
+struct rw_fields {
+        uint64_t lba;
+        uint32_t nlb;
+        uint8_t flags;   /* CDB byte 1 (0 for 6-byte CDBs) */
+        uint8_t lba_off; /* where the LBA sits, for the field pointer */
+        uint8_t len_off; /* where the transfer length sits */
+        uint8_t grp_off; /* group number byte, 0 if none */
+};
+
+static void decode(const uint8_t *c, struct rw_fields *f)
+{
+        memset(f, 0, sizeof(*f));
+        switch (c[0]) {
+        case SCSI_OP_READ_6:
+        case SCSI_OP_WRITE_6:
+                f->lba = slate_be24(c + 1) & 0x1fffff;
+                f->nlb = c[4] ? c[4] : 256;
+                f->lba_off = 1, f->len_off = 4;
+                break;
+        case SCSI_OP_READ_10:
+        case SCSI_OP_WRITE_10:
+        case SCSI_OP_WRITE_VERIFY_10:
+        case SCSI_OP_VERIFY_10:
+        case SCSI_OP_PREFETCH_10:
+        case SCSI_OP_SYNC_CACHE_10:
+        case SCSI_OP_WRITE_SAME_10:
+                f->flags = c[1];
+                f->lba = slate_be32(c + 2);
+                f->nlb = slate_be16(c + 7);
+                f->lba_off = 2, f->len_off = 7, f->grp_off = 6;
+                break;
+        case SCSI_OP_READ_12:
+        case SCSI_OP_WRITE_12:
+        case SCSI_OP_WRITE_VERIFY_12:
+        case SCSI_OP_VERIFY_12:
+                f->flags = c[1];
+                f->lba = slate_be32(c + 2);
+                f->nlb = slate_be32(c + 6);
+                f->lba_off = 2, f->len_off = 6, f->grp_off = 10;
+                break;
+        case SCSI_OP_COMPARE_AND_WRITE:
+                f->flags = c[1];
+                f->lba = slate_be64(c + 2);
+                f->nlb = c[13];
+                f->lba_off = 2, f->len_off = 13, f->grp_off = 14;
+                break;
+        default: /* 16-byte forms */
+                f->flags = c[1];
+                f->lba = slate_be64(c + 2);
+                f->nlb = slate_be32(c + 10);
+                f->lba_off = 2, f->len_off = 10, f->grp_off = 14;
+                break;
+        }
+}
+
+/* Common checks: group byte reserved bits, protection field, LBA range. */
+static bool check_common(struct scsi_cmd *cmd, const struct rw_fields *f, uint8_t byte1_ok)
+{
+        const uint8_t *c = cmd->cdb;
+        if (f->flags & 0xe0) {
+                /* RD/WR/VR/ORPROTECT: no protection information on this LU. */
+                scsi_sense_invalid_field(cmd, true, 1, 7);
+                return false;
+        }
+        if (f->flags & ~byte1_ok & 0x1f) {
+                scsi_sense_invalid_field(cmd, true, 1,
+                                         31 - __builtin_clz(f->flags & ~byte1_ok & 0x1f));
+                return false;
+        }
+        if (f->grp_off && (c[f->grp_off] & 0xc0)) {
+                scsi_sense_invalid_field(cmd, true, f->grp_off, 7);
+                return false;
+        }
+        if (!core_ns_range_ok(cmd->ns, f->lba, f->nlb)) {
+                scsi_sense_set(cmd, SK_ILLEGAL_REQUEST, 0x21, 0x00);
+                return false;
+        }
+        return true;
+}
+
+static bool check_wp(struct scsi_cmd *cmd)
+{
+        struct core_ns *ns = cmd->ns;
+        if (atomic_load(&ns->write_protect)) {
+                scsi_sense_set(cmd, SK_DATA_PROTECT, 0x27, 0x00);
+                return false;
+        }
+        if (((struct scsi_lu_state *)ns->scsi_state)->swp) {
+                scsi_sense_set(cmd, SK_DATA_PROTECT, 0x27, 0x02);
+                return false;
+        }
+        return true;
+}
+
+static bool check_xfer(struct scsi_cmd *cmd, const struct rw_fields *f, uint64_t bytes)
+{
+        if (bytes > CORE_MAX_TRANSFER_BYTES || bytes > cmd->buf_len / 2) {
+                scsi_sense_invalid_field(cmd, true, f->len_off, 7);
+                return false;
+        }
+        return true;
+}
+
+static void req_init(struct scsi_cmd *cmd, enum core_op op, uint64_t lba, uint32_t nlb,
+                     uint32_t flags)
+{
+        struct core_req *r = &cmd->req;
+        memset(r, 0, sizeof(*r));
+        r->ns = cmd->ns;
+        r->op = op;
+        r->flags = flags;
+        r->lba = lba;
+        r->nlb = nlb;
+        r->reactor = cmd->reactor;
+        r->cb = scsi_sbc_req_done;
+        r->cb_arg = cmd;
+        cmd->lba = lba;
+        cmd->nlb = nlb;
+}
+
+static void req_data(struct scsi_cmd *cmd, uint32_t bytes)
+{
+        cmd->req.iov[0].iov_base = cmd->buf;
+        cmd->req.iov[0].iov_len = bytes;
+        cmd->req.iovcnt = bytes ? 1 : 0;
+}
+
+static void req_scratch(struct scsi_cmd *cmd)
+{
+        cmd->req.scratch = cmd->buf + cmd->buf_len / 2;
+        cmd->req.scratch_len = cmd->buf_len / 2;
+}
+
+static uint32_t io_flags(uint8_t byte1)
+{
+        return ((byte1 & 0x08) ? CORE_REQ_FUA : 0) | ((byte1 & 0x10) ? CORE_REQ_DPO : 0);
+}
+
+void scsi_sbc_req_done(struct core_req *req)
+{
+        struct scsi_cmd *cmd = req->cb_arg;
+        scsi_status_from_core(cmd, req->status, req->info, req->info_valid);
+        if (req->status == CORE_OK && req->op == CORE_OP_READ)
+                cmd->data_in_len = cmd->aux & AUX_LEN_MASK;
+        cmd->done(cmd);
+}
+
+static enum scsi_parse_result good_done(struct scsi_cmd *cmd)
+{
+        scsi_cmd_good(cmd);
+        return SCSI_PARSE_DONE;
+}
+
+/* ---- READ / WRITE ---- */
+
+enum scsi_parse_result scsi_sbc_rw(struct scsi_cmd *cmd)
+{
+        const uint8_t *c = cmd->cdb;
+        bool write = cmd->op && ((const struct scsi_op *)cmd->op)->dir == SCSI_DIR_OUT;
+        struct rw_fields f;
+        uint32_t bs = cmd->ns->block_size, nlb;
+        uint64_t bytes;
+
+        decode(c, &f);
+        bytes = (uint64_t)f.nlb * bs;
+        cmd->xfer_len = bytes > UINT32_MAX ? UINT32_MAX : (uint32_t)bytes;
+        /* 6-byte forms have no flags; others: DPO, FUA, RARC (read), obsolete bits 1..0. */
+        if (!check_common(cmd, &f, write ? 0x1b : 0x1f))
+                return SCSI_PARSE_DONE;
+        if (!check_xfer(cmd, &f, bytes))
+                return SCSI_PARSE_DONE;
+        if (write && !check_wp(cmd))
+                return SCSI_PARSE_DONE;
+        if (write) {
+                /* EDTL < transfer length: write only the whole blocks the host sends. */
+                nlb = f.nlb;
+                if ((uint64_t)cmd->edtl < bytes)
+                        nlb = cmd->edtl / bs;
+                if (!nlb)
+                        return good_done(cmd);
+                req_init(cmd, CORE_OP_WRITE, f.lba, nlb, io_flags(f.flags));
+                req_data(cmd, nlb * bs);
+                cmd->data_out_len = nlb * bs;
+        } else {
+                uint32_t want = (uint64_t)cmd->edtl < bytes ? cmd->edtl : (uint32_t)bytes;
+                nlb = (want + bs - 1) / bs;
+                if (!nlb)
+                        return good_done(cmd);
+                req_init(cmd, CORE_OP_READ, f.lba, nlb, io_flags(f.flags));
+                req_data(cmd, nlb * bs);
+                cmd->aux = want;
+        }
+        return SCSI_PARSE_EXEC;
+}
+
+/* ---- VERIFY / WRITE AND VERIFY ---- */
+
+static void verify_exec(struct scsi_cmd *cmd)
+{
+        if (cmd->aux & AUX_REPLICATE) {
+                uint32_t bs = cmd->ns->block_size;
+                for (uint32_t i = 1; i < cmd->nlb; i++)
+                        memcpy(cmd->buf + (size_t)i * bs, cmd->buf, bs);
+        }
+        core_req_submit(&cmd->req);
+}
+
+enum scsi_parse_result scsi_sbc_verify(struct scsi_cmd *cmd)
+{
+        struct rw_fields f;
+        uint32_t bs = cmd->ns->block_size;
+        uint8_t bytchk;
+        uint64_t bytes;
+
+        decode(cmd->cdb, &f);
+        bytchk = (f.flags >> 1) & 0x03;
+        if (!check_common(cmd, &f, 0x16))
+                return SCSI_PARSE_DONE;
+        if (bytchk == 0x02) {
+                scsi_sense_invalid_field(cmd, true, 1, 2);
+                return SCSI_PARSE_DONE;
+        }
+        bytes = (uint64_t)f.nlb * bs;
+        if (bytchk == 0) {
+                cmd->xfer_len = 0;
+                if (!f.nlb)
+                        return good_done(cmd);
+                req_init(cmd, CORE_OP_VERIFY, f.lba, f.nlb, io_flags(f.flags & 0x10));
+                return SCSI_PARSE_EXEC;
+        }
+        if (!check_xfer(cmd, &f, bytes))
+                return SCSI_PARSE_DONE;
+        cmd->xfer_len = bytchk == 0x03 ? (f.nlb ? bs : 0) : (uint32_t)bytes;
+        if (!f.nlb)
+                return good_done(cmd);
+        if (cmd->edtl < cmd->xfer_len) {
+                scsi_sense_invalid_field(cmd, true, f.len_off, 7);
+                return SCSI_PARSE_DONE;
+        }
+        req_init(cmd, CORE_OP_COMPARE, f.lba, f.nlb, io_flags(f.flags & 0x10));
+        req_data(cmd, (uint32_t)bytes);
+        req_scratch(cmd);
+        cmd->data_out_len = cmd->xfer_len;
+        if (bytchk == 0x03)
+                cmd->aux = AUX_REPLICATE;
+        return SCSI_PARSE_EXEC;
+}
+
+enum scsi_parse_result scsi_sbc_write_verify(struct scsi_cmd *cmd)
+{
+        struct rw_fields f;
+        uint32_t bs = cmd->ns->block_size, nlb;
+        uint64_t bytes;
+
+        decode(cmd->cdb, &f);
+        bytes = (uint64_t)f.nlb * bs;
+        cmd->xfer_len = bytes > UINT32_MAX ? UINT32_MAX : (uint32_t)bytes;
+        if (!check_common(cmd, &f, 0x13))
+                return SCSI_PARSE_DONE;
+        if (f.flags & 0x04) { /* BYTCHK 10b/11b are reserved here */
+                scsi_sense_invalid_field(cmd, true, 1, 2);
+                return SCSI_PARSE_DONE;
+        }
+        if (!check_xfer(cmd, &f, bytes) || !check_wp(cmd))
+                return SCSI_PARSE_DONE;
+        nlb = f.nlb;
+        if ((uint64_t)cmd->edtl < bytes)
+                nlb = cmd->edtl / bs;
+        if (!nlb)
+                return good_done(cmd);
+        /* Written durably before status; the medium check is the write itself. */
+        req_init(cmd, CORE_OP_WRITE, f.lba, nlb, CORE_REQ_FUA | io_flags(f.flags & 0x10));
+        req_data(cmd, nlb * bs);
+        cmd->data_out_len = nlb * bs;
+        return SCSI_PARSE_EXEC;
+}
+
+/* ---- COMPARE AND WRITE / ORWRITE ---- */
+
+enum scsi_parse_result scsi_sbc_caw(struct scsi_cmd *cmd)
+{
+        struct rw_fields f;
+        uint32_t bs = cmd->ns->block_size;
+        uint32_t max = (CORE_MAX_TRANSFER_BYTES / 2) >> cmd->ns->block_shift;
+        uint64_t bytes;
+
+        decode(cmd->cdb, &f);
+        bytes = 2ull * f.nlb * bs;
+        cmd->xfer_len = (uint32_t)bytes;
+        if (cmd->cdb[10] || cmd->cdb[11] || cmd->cdb[12]) {
+                scsi_sense_invalid_field(cmd, true, 10, 7);
+                return SCSI_PARSE_DONE;
+        }
+        if (!check_common(cmd, &f, 0x1a))
+                return SCSI_PARSE_DONE;
+        if (f.nlb > (max > 255 ? 255 : max)) {
+                scsi_sense_invalid_field(cmd, true, 13, 7);
+                return SCSI_PARSE_DONE;
+        }
+        if (!check_wp(cmd))
+                return SCSI_PARSE_DONE;
+        if (!f.nlb)
+                return good_done(cmd);
+        if (cmd->edtl != bytes) {
+                scsi_sense_invalid_field(cmd, true, 13, 7);
+                return SCSI_PARSE_DONE;
+        }
+        req_init(cmd, CORE_OP_COMPARE_AND_WRITE, f.lba, f.nlb, io_flags(f.flags));
+        req_data(cmd, (uint32_t)bytes);
+        req_scratch(cmd);
+        cmd->data_out_len = (uint32_t)bytes;
+        return SCSI_PARSE_EXEC;
+}
+
+enum scsi_parse_result scsi_sbc_orwrite(struct scsi_cmd *cmd)
+{
+        struct rw_fields f;
+        uint32_t bs = cmd->ns->block_size;
+        uint64_t bytes;
+
+        decode(cmd->cdb, &f);
+        bytes = (uint64_t)f.nlb * bs;
+        cmd->xfer_len = bytes > UINT32_MAX ? UINT32_MAX : (uint32_t)bytes;
+        if (!check_common(cmd, &f, 0x1a) || !check_xfer(cmd, &f, bytes) || !check_wp(cmd))
+                return SCSI_PARSE_DONE;
+        if (!f.nlb)
+                return good_done(cmd);
+        if (cmd->edtl < bytes) {
+                scsi_sense_invalid_field(cmd, true, f.len_off, 7);
+                return SCSI_PARSE_DONE;
+        }
+        req_init(cmd, CORE_OP_ORWRITE, f.lba, f.nlb, io_flags(f.flags));
+        req_data(cmd, (uint32_t)bytes);
+        req_scratch(cmd);
+        cmd->data_out_len = (uint32_t)bytes;
+        return SCSI_PARSE_EXEC;
+}
+
+/* ---- WRITE SAME ---- */
+
+enum scsi_parse_result scsi_sbc_write_same(struct scsi_cmd *cmd)
+{
+        struct rw_fields f;
+        bool sixteen = cmd->cdb[0] == SCSI_OP_WRITE_SAME_16;
+        uint32_t bs = cmd->ns->block_size;
+        bool ndob;
+
+        decode(cmd->cdb, &f);
+        ndob = sixteen && (f.flags & 0x01);
+        cmd->xfer_len = ndob ? 0 : bs;
+        if (f.flags & 0x18) {
+                /* UNMAP / ANCHOR: logical block provisioning is not advertised. */
+                scsi_sense_invalid_field(cmd, true, 1, (f.flags & 0x10) ? 4 : 3);
+                return SCSI_PARSE_DONE;
+        }
+        if (!check_common(cmd, &f, sixteen ? 0x01 : 0x00))
+                return SCSI_PARSE_DONE;
+        if (!f.nlb) { /* WSNZ=1 in the Block Limits page */
+                scsi_sense_invalid_field(cmd, true, f.len_off, 7);
+                return SCSI_PARSE_DONE;
+        }
+        if (!check_wp(cmd))
+                return SCSI_PARSE_DONE;
+        if (ndob) {
+                req_init(cmd, CORE_OP_WRITE_ZEROES, f.lba, f.nlb, 0);
+                return SCSI_PARSE_EXEC;
+        }
+        if (cmd->edtl != bs) {
+                scsi_sense_invalid_field(cmd, true, f.len_off, 7);
+                return SCSI_PARSE_DONE;
+        }
+        req_init(cmd, CORE_OP_WRITE_SAME, f.lba, f.nlb, 0);
+        req_data(cmd, bs);
+        cmd->data_out_len = bs;
+        return SCSI_PARSE_EXEC;
+}
+
+/* ---- PRE-FETCH / SYNCHRONIZE CACHE ---- */
+
+enum scsi_parse_result scsi_sbc_prefetch(struct scsi_cmd *cmd)
+{
+        struct rw_fields f;
+        decode(cmd->cdb, &f);
+        if (!check_common(cmd, &f, 0x02))
+                return SCSI_PARSE_DONE;
+        if (!f.nlb)
+                return good_done(cmd);
+        /* GOOD, not CONDITION MET: we make no promise the range fits a cache. */
+        req_init(cmd, CORE_OP_PREFETCH, f.lba, f.nlb, 0);
+        return SCSI_PARSE_EXEC;
+}
+
+enum scsi_parse_result scsi_sbc_sync_cache(struct scsi_cmd *cmd)
+{
+        struct rw_fields f;
+        decode(cmd->cdb, &f);
+        /* IMMED (bit 1) and the obsolete SYNC_NV (bit 2) are accepted. */
+        if (!check_common(cmd, &f, 0x06))
+                return SCSI_PARSE_DONE;
+        req_init(cmd, CORE_OP_FLUSH, f.lba, f.nlb, 0);
+        return SCSI_PARSE_EXEC;
+}
+
+/* ---- READ CAPACITY / READ DEFECT DATA ---- */
+
+enum scsi_parse_result scsi_sbc_read_capacity10(struct scsi_cmd *cmd)
+{
+        const uint8_t *c = cmd->cdb;
+        struct core_ns *ns = cmd->ns;
+        uint64_t last = ns->num_blocks ? ns->num_blocks - 1 : 0;
+
+        cmd->xfer_len = 8;
+        if (!(c[8] & 0x01) && slate_be32(c + 2)) {
+                scsi_sense_invalid_field(cmd, true, 2, 7);
+                return SCSI_PARSE_DONE;
+        }
+        slate_put_be(cmd->buf, 4, last > UINT32_MAX ? UINT32_MAX : last);
+        slate_put_be(cmd->buf + 4, 4, ns->block_size);
+        scsi_cmd_data_in(cmd, 8, 8);
+        return SCSI_PARSE_DONE;
+}
+
+enum scsi_parse_result scsi_sbc_read_capacity16(struct scsi_cmd *cmd)
+{
+        const uint8_t *c = cmd->cdb;
+        struct core_ns *ns = cmd->ns;
+        struct scsi_read_capacity16 *d = (void *)cmd->buf;
+        uint32_t alloc = slate_be32(c + 10);
+
+        cmd->xfer_len = alloc;
+        if (!(c[14] & 0x01) && slate_be64(c + 2)) {
+                scsi_sense_invalid_field(cmd, true, 2, 7);
+                return SCSI_PARSE_DONE;
+        }
+        memset(d, 0, sizeof(*d));
+        put_be64(&d->last_lba, ns->num_blocks ? ns->num_blocks - 1 : 0);
+        put_be32(&d->block_len, ns->block_size);
+        /* P_TYPE/PROT_EN 0, LBPPBE 0, LBPME 0, LBPRZ 0. */
+        scsi_cmd_data_in(cmd, sizeof(*d), alloc);
+        return SCSI_PARSE_DONE;
+}
+
+enum scsi_parse_result scsi_sbc_read_defect(struct scsi_cmd *cmd)
+{
+        const uint8_t *c = cmd->cdb;
+        uint8_t *b = cmd->buf;
+        bool twelve = c[0] == SCSI_OP_READ_DEFECT_DATA_12;
+        uint8_t req = twelve ? c[1] : c[2];
+        uint32_t alloc = twelve ? slate_be32(c + 6) : slate_be16(c + 7);
+        uint32_t len = twelve ? 8 : 4;
+
+        cmd->xfer_len = alloc;
+        memset(b, 0, len);
+        /* An empty list in the requested format; PLISTV/GLISTV as requested. */
+        b[1] = req & 0x1f;
+        scsi_cmd_data_in(cmd, len, alloc);
+        return SCSI_PARSE_DONE;
+}
+
+/* VERIFY's exec step (the opcode table points here). */
+void scsi_sbc_verify_exec(struct scsi_cmd *cmd)
+{
+        verify_exec(cmd);
+}

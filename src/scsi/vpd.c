@@ -1,0 +1,181 @@
+/*
+ * INQUIRY data: the standard INQUIRY data (SPC-5 6.7.2) and the vital
+ * product data pages we support (SPC-5 7.7, SBC-4 6.6): 00h supported
+ * pages, 80h unit serial number, 83h device identification (NAA-6, UUID,
+ * T10 vendor ID, and the target port's SCSI name string, relative port
+ * and port group), 86h extended INQUIRY, B0h block limits and B1h block
+ * device characteristics.  Thin provisioning (B2h) and atomic writes are
+ * later work: their fields stay zero.  Every designator derives from the
+ * namespace UUID (see STANDARDS.md section 5).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "slate/spec/scsi.h"
+#include "scsi/internal.h"
+
+#define SLATE_VENDOR   "SLATE   "
+#define SLATE_PRODUCT  "slate-disk      "
+#define SLATE_REVISION "0001"
+/* IEEE company ID for NAA-6.  Slate has none registered; this CID-format
+ * value (X bit set, i.e. not an OUI) keeps the designators well-formed. */
+#define SLATE_IEEE_CID 0x5a7e1eu
+
+static const uint8_t vpd_pages[] = {0x00, 0x80, 0x83, 0x86, 0xb0, 0xb1};
+
+static uint8_t peripheral(const struct scsi_cmd *cmd)
+{
+        return cmd->ns ? 0x00 : 0x7f; /* qualifier 0 type 0 (disk) / qualifier 3 type 1Fh */
+}
+
+uint32_t scsi_inquiry_std_build(struct scsi_cmd *cmd, uint8_t *out)
+{
+        struct scsi_inquiry_std *q = (void *)out;
+        static const uint16_t versions[] = {
+            0x00a0, /* SAM-5 */
+            0x05c0, /* SPC-5 */
+            0x0460, /* SPC-4 */
+            0x0600, /* SBC-4 */
+            0x04c0, /* SBC-3 */
+            0x0960, /* iSCSI */
+        };
+        memset(q, 0, sizeof(*q));
+        q->peripheral = peripheral(cmd);
+        q->version = 0x06;       /* SPC-4: what iscsi-test-cu accepts (4..6) */
+        q->flags3 = 0x10 | 0x02; /* HISUP, response data format 2 */
+        q->additional_len = sizeof(*q) - 5;
+        q->flags7 = 0x02; /* CMDQUE */
+        memcpy(q->vendor, SLATE_VENDOR, 8);
+        memcpy(q->product, SLATE_PRODUCT, 16);
+        memcpy(q->revision, SLATE_REVISION, 4);
+        for (unsigned i = 0; i < sizeof(versions) / sizeof(versions[0]); i++)
+                put_be16(&q->version_desc[i], versions[i]);
+        return sizeof(*q);
+}
+
+static void uuid_hex(const struct core_ns *ns, char out[33])
+{
+        for (int i = 0; i < 16; i++)
+                snprintf(out + 2 * i, 3, "%02x", ns->uuid[i]);
+}
+
+static uint32_t desig(uint8_t *p, uint8_t proto_codeset, uint8_t piv_assoc_type, const void *data,
+                      uint8_t len)
+{
+        struct scsi_designator_hdr *h = (void *)p;
+        h->proto_codeset = proto_codeset;
+        h->piv_assoc_type = piv_assoc_type;
+        h->reserved = 0;
+        h->len = len;
+        memcpy(p + sizeof(*h), data, len);
+        return sizeof(*h) + len;
+}
+
+static uint32_t vpd83(struct scsi_cmd *cmd, uint8_t *p)
+{
+        struct core_ns *ns = cmd->ns;
+        struct scsi_target *tgt = cmd->nexus ? cmd->nexus->target : NULL;
+        uint8_t d[256];
+        uint32_t n = 0;
+        char hex[33];
+
+        /* NAA-6: CID, 36 bits from the UUID, then the EUI-64 as extension. */
+        memset(d, 0, 16);
+        d[0] = 0x60 | (uint8_t)(SLATE_IEEE_CID >> 20);
+        d[1] = (uint8_t)(SLATE_IEEE_CID >> 12);
+        d[2] = (uint8_t)(SLATE_IEEE_CID >> 4);
+        d[3] = (uint8_t)((SLATE_IEEE_CID & 0xf) << 4) | (ns->uuid[0] & 0x0f);
+        memcpy(d + 4, ns->uuid + 1, 4);
+        slate_put_be(d + 8, 8, ns->eui64);
+        n += desig(p + n, 0x01, 0x03, d, 16);
+
+        /* UUID designator (type 0Ah): locally assigned RFC 4122 UUID. */
+        memset(d, 0, 18);
+        d[0] = 0x10;
+        memcpy(d + 2, ns->uuid, 16);
+        n += desig(p + n, 0x01, 0x0a, d, 18);
+
+        /* T10 vendor ID: vendor + UUID in hex. */
+        uuid_hex(ns, hex);
+        memcpy(d, SLATE_VENDOR, 8);
+        memcpy(d + 8, hex, 32);
+        n += desig(p + n, 0x02, 0x01, d, 40);
+
+        if (tgt) {
+                /* SCSI name string of the target port (iSCSI: "<name>,t,0x<tpgt>"). */
+                int l = snprintf((char *)d, 240, "%s,t,0x%04x", tgt->name, tgt->tpgt);
+                uint8_t len;
+                if (l < 0)
+                        l = 0;
+                if (l > 235)
+                        l = 235;
+                len = (uint8_t)((l + 1 + 3) & ~3); /* null terminated, multiple of 4 */
+                memset(d + l, 0, (size_t)(len - l));
+                n += desig(p + n, 0x53, 0x98, d, len);
+                /* Relative target port identifier. */
+                memset(d, 0, 4);
+                slate_put_be(d + 2, 2, tgt->rel_port_id);
+                n += desig(p + n, 0x51, 0x94, d, 4);
+                /* Target port group. */
+                memset(d, 0, 4);
+                slate_put_be(d + 2, 2, tgt->tpgt);
+                n += desig(p + n, 0x51, 0x95, d, 4);
+        }
+        return n;
+}
+
+int scsi_vpd_build(struct scsi_cmd *cmd, uint8_t page, uint8_t *out, uint32_t cap)
+{
+        struct core_ns *ns = cmd->ns;
+        struct scsi_vpd_hdr *h = (void *)out;
+        uint8_t *p = out + sizeof(*h);
+        uint32_t n = 0;
+
+        if (cap < 1024 || !ns)
+                return -1;
+        memset(out, 0, 1024);
+        h->peripheral = peripheral(cmd);
+        h->page_code = page;
+        switch (page) {
+        case 0x00:
+                memcpy(p, vpd_pages, sizeof(vpd_pages));
+                n = sizeof(vpd_pages);
+                break;
+        case 0x80: {
+                char hex[33];
+                uuid_hex(ns, hex);
+                memcpy(p, hex, 32);
+                n = 32;
+                break;
+        }
+        case 0x83:
+                n = vpd83(cmd, p);
+                break;
+        case 0x86:
+                n = 0x3c;
+                p[1] = 0x01; /* SIMPSUP */
+                p[3] = 0x01; /* LUICLR */
+                break;
+        case 0xb0: {
+                struct scsi_vpd_block_limits *b = (void *)out;
+                uint32_t max_blocks = CORE_MAX_TRANSFER_BYTES >> ns->block_shift;
+                uint32_t caw = max_blocks / 2;
+                n = 0x3c;
+                b->wsnz = 0x01;
+                b->max_caw_len = (uint8_t)(caw > 255 ? 255 : caw);
+                put_be16(&b->opt_xfer_len_gran, 1);
+                put_be32(&b->max_xfer_len, max_blocks);
+                put_be32(&b->opt_xfer_len, max_blocks);
+                put_be32(&b->max_prefetch_len, max_blocks);
+                break;
+        }
+        case 0xb1:
+                n = 0x3c;
+                p[1] = 0x01; /* MEDIUM ROTATION RATE: non-rotating */
+                break;
+        default:
+                return -1;
+        }
+        put_be16(&h->page_len, (uint16_t)n);
+        return (int)(sizeof(*h) + n);
+}
