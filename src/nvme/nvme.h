@@ -37,6 +37,15 @@
 struct nvme_ctrl;
 struct nvme_subsys;
 
+/*
+ * Transport limits the personality advertises: CAP.MQES is
+ * NVME_TRANSPORT_QUEUE_DEPTH - 1 (the transport's per-queue command pool,
+ * so hosts never exceed it) and IOCCSZ is (64 + NVME_TRANSPORT_ICD_BYTES) / 16
+ * (in-capsule data the transport accepts on admin and I/O queues).
+ */
+#define NVME_TRANSPORT_QUEUE_DEPTH 128
+#define NVME_TRANSPORT_ICD_BYTES   8192
+
 /* A queue pair as the personality sees it; embedded in the transport's own queue object. */
 struct nvme_queue {
 	struct nvme_ctrl *ctrl; /* NULL until a Connect succeeds on it */
