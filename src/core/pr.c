@@ -171,6 +171,20 @@ static unsigned remove_by_key(struct core_pr *pr, uint64_t key, int keep, unsign
         return n;
 }
 
+/* TYPE and SCOPE of a reservation about to be created (CDB fields). */
+static bool type_scope_ok(struct core_pr_cmd *c)
+{
+        if (c->scope != CORE_PR_SCOPE_LU) {
+                c->bad_field = CORE_PR_F_SCOPE;
+                return false;
+        }
+        if (!core_pr_type_valid(c->type)) {
+                c->bad_field = CORE_PR_F_TYPE;
+                return false;
+        }
+        return true;
+}
+
 static enum core_status do_register(struct core_pr *pr, const struct core_pr_nexus *self,
                                     struct core_pr_cmd *c, int me)
 {
@@ -263,6 +277,8 @@ static enum core_status do_preempt(struct core_pr *pr, struct core_pr_cmd *c, in
          * holder's key, except the preempting nexus.  Then the preempting
          * nexus holds a new reservation of the requested type and scope.
          */
+        if (!type_scope_ok(c))
+                return CORE_E_INVALID_FIELD;
         enum core_pr_type old_type = pr->type;
         uint8_t old_scope = pr->scope;
         drop_reservation(pr);
@@ -330,17 +346,8 @@ enum core_status core_pr_out(struct core_pr *pr, const struct core_pr_nexus *sel
                 c->bad_field = CORE_PR_F_ACTION;
                 return CORE_E_INVALID_FIELD;
         }
-        if (c->action == CORE_PR_RESERVE || c->action == CORE_PR_PREEMPT ||
-            c->action == CORE_PR_PREEMPT_ABORT) {
-                if (c->scope != CORE_PR_SCOPE_LU) {
-                        c->bad_field = CORE_PR_F_SCOPE;
-                        return CORE_E_INVALID_FIELD;
-                }
-                if (!core_pr_type_valid(c->type)) {
-                        c->bad_field = CORE_PR_F_TYPE;
-                        return CORE_E_INVALID_FIELD;
-                }
-        }
+        if (c->action == CORE_PR_RESERVE && !type_scope_ok(c))
+                return CORE_E_INVALID_FIELD;
         if (c->spec_i_pt) {
                 /* SIP_C = 0: we do not register other I_T nexuses on one's behalf. */
                 c->bad_field = CORE_PR_F_SPEC_I_PT;

@@ -213,7 +213,8 @@ static uint32_t read_keys(const struct core_pr *pr, uint8_t *p)
 static uint32_t read_reservation(const struct core_pr *pr, uint8_t *p)
 {
         slate_put_be(p, 4, pr->generation);
-        if (pr->type == CORE_PR_NONE) {
+        if (pr->type == CORE_PR_NONE || (!core_pr_type_all_regs(pr->type) &&
+                                         (pr->holder < 0 || pr->holder >= CORE_PR_MAX_REGS))) {
                 slate_put_be(p + 4, 4, 0);
                 return 8;
         }

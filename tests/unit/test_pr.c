@@ -290,6 +290,10 @@ static void test_preempt_registrations(void **state)
         assert_int_equal(pr.type, CORE_PR_NONE); /* no reservation was created */
         assert_int_equal(pr.generation, g + 1);
         assert_int_equal(events_for(&A), CORE_PR_EV_REGS_PREEMPTED);
+        /* Without a reservation to take over, TYPE is not looked at. */
+        reg(&A, 0xa);
+        assert_int_equal(out(&B, CORE_PR_PREEMPT, 0, 0xb, 0xa), CORE_OK);
+        assert_null(core_pr_find_reg(&pr, &A));
 }
 
 static void test_preempt_reservation(void **state)
