@@ -46,7 +46,8 @@
 
 #define MGMT_RPC_MAX_REQ     (1u << 20) /* bytes; larger requests are rejected */
 #define MGMT_RPC_MAX_CLIENTS 32
-#define MGMT_RPC_IDLE_MS     10000 /* a client silent this long mid-request is dropped */
+#define MGMT_RPC_IDLE_MS     10000  /* a client silent this long mid-request is dropped */
+#define MGMT_RPC_KEEP_MS     300000 /* an idle connection is closed after this long */
 #define MGMT_RPC_MAX_SIZE                                                                          \
         (1ull << 60) /* namespace size cap: keeps block math far from overflow                     \
                       */
@@ -860,6 +861,11 @@ struct rpc_client {
         size_t out_len, out_off;
         bool closing;         /* close once out is drained */
         struct timespec last; /* last progress, for the idle timeout */
+        /* Framing scanner over in[0..in_len): bytes before scan_pos are scanned. */
+        size_t scan_pos;
+        int depth; /* open { and [ outside strings */
+        char mode; /* 0 = before the value, 'S' = object/array, 'L' = anything else */
+        bool in_str, esc;
 };
 
 static struct {
@@ -911,56 +917,77 @@ static void client_queue(struct rpc_client *cl, char *resp)
         cl->out_len = pending + n + 1;
 }
 
-/* Handle every complete JSON value in the input buffer. */
+static void client_consume(struct rpc_client *cl, size_t n)
+{
+        memmove(cl->in, cl->in + n, cl->in_len - n);
+        cl->in_len -= n;
+        cl->scan_pos = 0;
+        cl->depth = 0;
+        cl->mode = 0;
+        cl->in_str = cl->esc = false;
+}
+
+static void client_reject_oversize(struct rpc_client *cl)
+{
+        client_queue(cl, dump_response(make_error(NULL, RPC_INVALID_REQUEST,
+                                                  "invalid request: larger than 1 MiB")));
+        cl->closing = true;
+        cl->in_len = 0;
+}
+
+/*
+ * Find and answer every complete request in the input buffer.  A request
+ * is an object or array (ends when its brackets balance, outside strings:
+ * so requests may be concatenated, newline-separated or not) or, for
+ * anything else, one line.  Each byte is scanned once, so a client
+ * dribbling a large request byte by byte costs linear time, and the
+ * framed text then goes through mgmt_rpc_handle() like any other.
+ */
 static void client_process(struct rpc_client *cl)
 {
-        while (!cl->closing) {
-                size_t skip = 0;
-                while (skip < cl->in_len && isspace((unsigned char)cl->in[skip]))
-                        skip++;
-                if (skip) {
-                        memmove(cl->in, cl->in + skip, cl->in_len - skip);
-                        cl->in_len -= skip;
-                }
-                if (cl->in_len == 0)
-                        return;
-                json_error_t je;
-                json_t *v = json_loadb(
-                    cl->in, cl->in_len,
-                    JSON_DECODE_ANY | JSON_DISABLE_EOF_CHECK | JSON_REJECT_DUPLICATES, &je);
-                size_t used;
-                if (!v) {
-                        /*
-                         * A request cut by the read boundary inside a token ("tru",
-                         * "\u00", half a UTF-8 sequence) is not premature EOF to
-                         * jansson but an error at the very end of what it had; only
-                         * an error with bytes past it that could not complete the
-                         * token is final.
-                         */
-                        if (json_error_code(&je) == json_error_premature_end_of_input ||
-                            je.position < 0 || (size_t)je.position + 4 > cl->in_len)
-                                return; /* wait for more bytes */
-                        char msg[256];
-                        snprintf(msg, sizeof(msg), "parse error: %s at byte %d", je.text,
-                                 je.position);
-                        client_queue(cl, dump_response(make_error(NULL, RPC_PARSE_ERROR, msg)));
-                        /* Resynchronise at the next line, or drop the connection. */
-                        char *nl = memchr(cl->in, '\n', cl->in_len);
-                        if (!nl) {
-                                cl->closing = true;
-                                cl->in_len = 0;
-                                return;
+        while (!cl->closing && cl->scan_pos < cl->in_len) {
+                size_t i = cl->scan_pos, end = 0;
+                if (cl->mode == 0) {
+                        while (i < cl->in_len && isspace((unsigned char)cl->in[i]))
+                                i++;
+                        if (i) {
+                                client_consume(cl, i);
+                                continue;
                         }
-                        used = (size_t)(nl - cl->in) + 1;
-                } else {
-                        used = (size_t)je.position;
-                        if (used == 0 || used > cl->in_len)
-                                used = cl->in_len;
-                        client_queue(cl, dump_response(handle_value(v)));
-                        json_decref(v);
+                        cl->mode = (cl->in[0] == '{' || cl->in[0] == '[') ? 'S' : 'L';
                 }
-                memmove(cl->in, cl->in + used, cl->in_len - used);
-                cl->in_len -= used;
+                for (; i < cl->in_len && !end; i++) {
+                        char ch = cl->in[i];
+                        if (cl->mode == 'L') {
+                                if (ch == '\n')
+                                        end = i + 1;
+                        } else if (cl->in_str) {
+                                if (cl->esc)
+                                        cl->esc = false;
+                                else if (ch == '\\')
+                                        cl->esc = true;
+                                else if (ch == '"')
+                                        cl->in_str = false;
+                        } else if (ch == '"') {
+                                cl->in_str = true;
+                        } else if (ch == '{' || ch == '[') {
+                                cl->depth++;
+                        } else if ((ch == '}' || ch == ']') && --cl->depth <= 0) {
+                                end = i + 1;
+                        }
+                }
+                cl->scan_pos = i;
+                if (!end) {
+                        if (cl->in_len > MGMT_RPC_MAX_REQ)
+                                client_reject_oversize(cl);
+                        return; /* wait for more bytes */
+                }
+                if (end > MGMT_RPC_MAX_REQ) {
+                        client_reject_oversize(cl);
+                        return;
+                }
+                client_queue(cl, mgmt_rpc_handle(cl->in, end));
+                client_consume(cl, end);
         }
 }
 
@@ -968,18 +995,11 @@ static void client_read(struct rpc_client *cl)
 {
         if (cl->in_cap - cl->in_len < 4096) {
                 size_t ncap = cl->in_cap ? cl->in_cap * 2 : 8192;
-                if (ncap > MGMT_RPC_MAX_REQ + 4096)
-                        ncap = MGMT_RPC_MAX_REQ + 4096;
-                if (ncap <= cl->in_len) {
-                        client_queue(
-                            cl, dump_response(make_error(NULL, RPC_INVALID_REQUEST,
-                                                         "invalid request: larger than 1 MiB")));
-                        cl->closing = true;
-                        return;
-                }
-                char *nb = realloc(cl->in, ncap);
+                if (ncap > MGMT_RPC_MAX_REQ + 8192)
+                        ncap = MGMT_RPC_MAX_REQ + 8192;
+                char *nb = ncap > cl->in_len ? realloc(cl->in, ncap) : NULL;
                 if (!nb) {
-                        cl->closing = true;
+                        client_reject_oversize(cl);
                         return;
                 }
                 cl->in = nb;
@@ -989,23 +1009,17 @@ static void client_read(struct rpc_client *cl)
         if (n < 0 && (errno == EAGAIN || errno == EINTR))
                 return;
         if (n <= 0) {
-                /* Peer closed its side: answer what is buffered, then close. */
+                /* Peer closed its side: answer what is buffered (a last unterminated line too). */
                 client_process(cl);
                 if (cl->in_len && !cl->closing)
-                        client_queue(cl,
-                                     dump_response(make_error(NULL, RPC_PARSE_ERROR,
-                                                              "parse error: truncated request")));
+                        client_queue(cl, mgmt_rpc_handle(cl->in, cl->in_len));
+                cl->in_len = 0;
                 cl->closing = true;
                 return;
         }
         cl->in_len += (size_t)n;
         clock_gettime(CLOCK_MONOTONIC, &cl->last);
         client_process(cl);
-        if (cl->in_len > MGMT_RPC_MAX_REQ) {
-                client_queue(cl, dump_response(make_error(NULL, RPC_INVALID_REQUEST,
-                                                          "invalid request: larger than 1 MiB")));
-                cl->closing = true;
-        }
 }
 
 static void client_write(struct rpc_client *cl)
@@ -1067,10 +1081,13 @@ static void *server_main(void *arg)
                                 client_close(cl);
                                 continue;
                         }
-                        /* A client mid-request or not reading its answer for too long is dropped.
+                        /*
+                         * A client mid-request or not reading its answer is dropped
+                         * after MGMT_RPC_IDLE_MS, an idle one after MGMT_RPC_KEEP_MS,
+                         * so stalled clients cannot hold every slot.
                          */
-                        if ((cl->in_len || cl->out_len || cl->closing) &&
-                            ms_since(&cl->last) > MGMT_RPC_IDLE_MS) {
+                        bool busy = cl->in_len || cl->out_len || cl->closing;
+                        if (ms_since(&cl->last) > (busy ? MGMT_RPC_IDLE_MS : MGMT_RPC_KEEP_MS)) {
                                 LOG_WARN("mgmt", "rpc client timed out");
                                 client_close(cl);
                                 continue;
