@@ -69,6 +69,7 @@ group_build() {
 	log=$SLATE_LOGDIR/build-asan.log
 	{
 		if [ ! -f build-asan/build.ninja ]; then
+			rm -rf build-asan/meson-private build-asan/meson-info
 			meson setup build-asan -Db_sanitize=address,undefined -Dbuildtype=debug
 		fi && ninja -C build-asan -j "$jobs_n"
 	} >"$log" 2>&1 && slate_result PASS build.asan || {
@@ -81,6 +82,7 @@ group_build() {
 			clang -fsanitize=fuzzer "$SLATE_LOGDIR/fuzzprobe.c" -o "$SLATE_LOGDIR/fuzzprobe" &&
 			echo "clang -fsanitize=fuzzer links" &&
 			if [ ! -f build-fuzz/build.ninja ]; then
+				rm -rf build-fuzz
 				CC=clang meson setup build-fuzz -Dfuzz=true -Db_sanitize=address,undefined \
 					-Db_lundef=false -Dbuildtype=debug
 			fi && ninja -C build-fuzz -j "$jobs_n"
