@@ -1,0 +1,1595 @@
+/*
+ * One iSCSI connection on one reactor (RFC 7143 full feature phase, 4.2,
+ * 11.3-11.19): the PDU receive state machine, the send queue, the task
+ * pool, and the full-feature PDUs -- SCSI Command with immediate and
+ * unsolicited data, R2T/Data-Out, Data-In with status piggy-backing, SCSI
+ * Response with sense and residuals, CmdSN windowing, NOP, Text
+ * (SendTargets), Task Management, Logout and Reject.
+ *
+ * I/O: the socket is non-blocking; io_uring POLL_ADD tells us when it is
+ * readable (re-armed) or writable again (only while the send queue is
+ * stuck), and recv()/sendmsg() move the bytes -- data lands directly in
+ * the task's buffer and is sent from it.
+ *
+ * Task lifetime: a task holds references -- its owner (dropped when the
+ * exchange is over or aborted), one per queued tx, one while inside
+ * scsi_cmd_exec().  The connection is freed only when every task is back
+ * on the free list and no poll is in flight, so a command whose backend
+ * I/O is running is never freed under it.
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <arpa/inet.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "iscsi/internal.h"
+#include "rt/log.h"
+
+/* ------------------------------------------------------------------ */
+/* Helpers                                                              */
+
+void iscsi_conn_warn(struct iscsi_conn *c, const char *fmt, ...)
+{
+        if (c->warned)
+                return;
+        c->warned = true;
+        char msg[256];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        LOG_WARN(ISCSI_MOD, "%s: protocol violation: %s", c->peer, msg);
+}
+
+static uint32_t min_u32(uint32_t a, uint32_t b)
+{
+        return a < b ? a : b;
+}
+
+void iscsi_conn_update_window(struct iscsi_conn *c)
+{
+        struct iscsi_session *s = c->sess;
+        if (!s)
+                return;
+        uint32_t free_slots =
+            c->outstanding < ISCSI_QUEUE_DEPTH ? ISCSI_QUEUE_DEPTH - c->outstanding : 0;
+        uint32_t max = s->exp_cmdsn - 1 + free_slots;
+        /* MaxCmdSN never moves backwards (RFC 7143 4.2.2.1). */
+        if (iscsi_sn_gt(max, s->max_cmdsn))
+                s->max_cmdsn = max;
+}
+
+void iscsi_conn_fill_sn(struct iscsi_conn *c, be32 *statsn, be32 *exp_cmdsn, be32 *max_cmdsn,
+                        bool with_status)
+{
+        if (statsn)
+                put_be32(statsn, with_status ? c->statsn++ : c->statsn);
+        if (c->sess) {
+                iscsi_conn_update_window(c);
+                put_be32(exp_cmdsn, c->sess->exp_cmdsn);
+                put_be32(max_cmdsn, c->sess->max_cmdsn);
+        }
+}
+
+void iscsi_tx_seal(struct iscsi_conn *c, struct iscsi_tx *tx)
+{
+        struct iscsi_bhs *h = (struct iscsi_bhs *)tx->hdr;
+        put_be24(&h->data_segment_len, tx->data_len);
+        tx->hdr_len = ISCSI_BHS_LEN;
+        if (c->hdigest) {
+                iscsi_digest_put(tx->hdr + ISCSI_BHS_LEN, iscsi_crc32c(tx->hdr, ISCSI_BHS_LEN));
+                tx->hdr_len += ISCSI_DIGEST_LEN;
+        }
+        uint32_t pad = (4 - (tx->data_len & 3)) & 3;
+        memset(tx->trailer, 0, sizeof(tx->trailer));
+        tx->trailer_len = pad;
+        if (c->ddigest && tx->data_len) {
+                uint32_t crc = iscsi_crc32c_update(ISCSI_CRC_INIT, tx->data, tx->data_len);
+                crc = iscsi_crc32c_update(crc, tx->trailer, pad);
+                iscsi_digest_put(tx->trailer + pad, iscsi_crc32c_final(crc));
+                tx->trailer_len += ISCSI_DIGEST_LEN;
+        }
+        tx->sent = 0;
+}
+
+void iscsi_conn_enqueue(struct iscsi_conn *c, struct iscsi_tx *tx)
+{
+        tx->next = NULL;
+        tx->queued = true;
+        if (c->txq_tail)
+                c->txq_tail->next = tx;
+        else
+                c->txq_head = tx;
+        c->txq_tail = tx;
+}
+
+static uint32_t tx_total(const struct iscsi_tx *tx)
+{
+        return tx->hdr_len + tx->data_len + tx->trailer_len;
+}
+
+static struct iscsi_tx *txq_pop(struct iscsi_conn *c)
+{
+        struct iscsi_tx *tx = c->txq_head;
+        c->txq_head = tx->next;
+        if (!c->txq_head)
+                c->txq_tail = NULL;
+        tx->next = NULL;
+        tx->queued = false;
+        return tx;
+}
+
+/* ------------------------------------------------------------------ */
+/* Reactor plumbing                                                     */
+
+static void conn_try_free(struct iscsi_conn *c);
+static void rx_process(struct iscsi_conn *c);
+
+static void arm_poll(struct iscsi_conn *c, bool out)
+{
+        if (c->fuzz || c->state == ISCSI_CONN_CLOSING)
+                return;
+        bool *armed = out ? &c->poll_out : &c->poll_in;
+        if (*armed)
+                return;
+        *armed = true;
+        struct io_uring_sqe *sqe = rt_sqe(c->r);
+        io_uring_prep_poll_add(sqe, c->fd, out ? POLLOUT : POLLIN);
+        io_uring_sqe_set_data(sqe, out ? &c->ev_out : &c->ev_in);
+}
+
+static void rx_arm(struct iscsi_conn *c)
+{
+        if (c->state != ISCSI_CONN_CLOSING && c->rx_state != ISCSI_RX_STOP &&
+            c->rx_state != ISCSI_RX_HDR)
+                arm_poll(c, false);
+}
+
+void iscsi_conn_flush(struct iscsi_conn *c)
+{
+        if (c->flushing || c->state == ISCSI_CONN_CLOSING)
+                return;
+        c->flushing = true;
+        while (c->txq_head && c->state != ISCSI_CONN_CLOSING) {
+                struct iovec iov[64];
+                int n = 0;
+                size_t total = 0;
+                for (struct iscsi_tx *tx = c->txq_head; tx && n <= 61; tx = tx->next) {
+                        uint32_t skip = tx == c->txq_head ? tx->sent : 0;
+                        const uint8_t *parts[3] = {tx->hdr, tx->data, tx->trailer};
+                        uint32_t lens[3] = {tx->hdr_len, tx->data_len, tx->trailer_len};
+                        for (int i = 0; i < 3; i++) {
+                                if (skip >= lens[i]) {
+                                        skip -= lens[i];
+                                        continue;
+                                }
+                                iov[n].iov_base = (void *)(parts[i] + skip);
+                                iov[n].iov_len = lens[i] - skip;
+                                total += iov[n].iov_len;
+                                skip = 0;
+                                n++;
+                        }
+                }
+                ssize_t w;
+                if (c->fuzz) {
+                        w = (ssize_t)total;
+                } else {
+                        struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)n};
+                        w = sendmsg(c->fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+                        if (w < 0) {
+                                if (errno == EINTR)
+                                        continue;
+                                if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                                        arm_poll(c, true);
+                                        break;
+                                }
+                                c->flushing = false;
+                                iscsi_conn_close(c, "send error");
+                                return;
+                        }
+                }
+                size_t left = (size_t)w;
+                while (left && c->txq_head) {
+                        struct iscsi_tx *tx = c->txq_head;
+                        uint32_t rem = tx_total(tx) - tx->sent;
+                        if (left >= rem) {
+                                left -= rem;
+                                txq_pop(c);
+                                if (tx->done)
+                                        tx->done(c, tx);
+                                if (c->state == ISCSI_CONN_CLOSING)
+                                        break;
+                        } else {
+                                tx->sent += (uint32_t)left;
+                                left = 0;
+                        }
+                }
+        }
+        c->flushing = false;
+}
+
+static void ev_in_fn(struct rt_event *ev, int res)
+{
+        struct iscsi_conn *c =
+            (struct iscsi_conn *)((char *)ev - offsetof(struct iscsi_conn, ev_in));
+        (void)res;
+        c->poll_in = false;
+        if (c->state == ISCSI_CONN_CLOSING) {
+                conn_try_free(c);
+                return;
+        }
+        rx_process(c);
+        if (c->state == ISCSI_CONN_CLOSING)
+                return;
+        iscsi_conn_flush(c);
+        rx_arm(c);
+}
+
+static void ev_out_fn(struct rt_event *ev, int res)
+{
+        struct iscsi_conn *c =
+            (struct iscsi_conn *)((char *)ev - offsetof(struct iscsi_conn, ev_out));
+        (void)res;
+        c->poll_out = false;
+        if (c->state == ISCSI_CONN_CLOSING) {
+                conn_try_free(c);
+                return;
+        }
+        iscsi_conn_flush(c);
+}
+
+static void rx_defer_fn(struct rt_defer *d)
+{
+        struct iscsi_conn *c =
+            (struct iscsi_conn *)((char *)d - offsetof(struct iscsi_conn, rx_defer));
+        c->rx_defer_armed = false;
+        if (c->state == ISCSI_CONN_CLOSING) {
+                conn_try_free(c);
+                return;
+        }
+        rx_process(c);
+        if (c->state == ISCSI_CONN_CLOSING)
+                return;
+        iscsi_conn_flush(c);
+        rx_arm(c);
+}
+
+static void rx_kick(struct iscsi_conn *c)
+{
+        if (c->fuzz || c->rx_defer_armed)
+                return;
+        c->rx_defer_armed = true;
+        rt_defer(c->r, &c->rx_defer);
+}
+
+/* ------------------------------------------------------------------ */
+/* Tasks                                                                */
+
+static struct iscsi_task *task_get(struct iscsi_conn *c, bool immediate)
+{
+        struct iscsi_task *t = c->free_tasks;
+        if (!t)
+                return NULL;
+        /* Keep the reserve for immediate PDUs so NOP/TMF still flow at a full window. */
+        if (!immediate && c->outstanding >= ISCSI_QUEUE_DEPTH &&
+            c->nr_free <= ISCSI_TASK_RESERVE / 2)
+                return NULL;
+        c->free_tasks = t->next_free;
+        c->nr_free--;
+        uint8_t *buf = t->buf;
+        uint32_t idx = t->idx, gen = t->r2t_gen;
+        memset(t, 0, offsetof(struct iscsi_task, cmd));
+        t->conn = c;
+        t->idx = idx;
+        t->buf = buf;
+        t->r2t_gen = gen;
+        t->refs = 1;
+        t->immediate = immediate;
+        t->ttt = ISCSI_RESERVED_TAG;
+        t->state = ISCSI_TASK_CTL;
+        if (!immediate)
+                c->outstanding++;
+        return t;
+}
+
+static void logout_check(struct iscsi_conn *c);
+
+static void task_put(struct iscsi_task *t)
+{
+        struct iscsi_conn *c = t->conn;
+        if (--t->refs > 0)
+                return;
+        t->state = ISCSI_TASK_FREE;
+        t->next_free = c->free_tasks;
+        c->free_tasks = t;
+        c->nr_free++;
+        if (!t->immediate && c->outstanding)
+                c->outstanding--;
+        if (c->state == ISCSI_CONN_CLOSING) {
+                conn_try_free(c);
+                return;
+        }
+        if (c->rx_state == ISCSI_RX_HDR)
+                rx_kick(c);
+        if (c->state == ISCSI_CONN_LOGOUT)
+                logout_check(c);
+}
+
+/* Drop the owner reference once. */
+static void task_finish(struct iscsi_task *t)
+{
+        if (t->finished)
+                return;
+        t->finished = true;
+        task_put(t);
+}
+
+static void task_send(struct iscsi_task *t, struct iscsi_tx *tx,
+                      void (*done)(struct iscsi_conn *, struct iscsi_tx *))
+{
+        tx->done = done;
+        tx->arg = t;
+        t->refs++;
+        iscsi_tx_seal(t->conn, tx);
+        iscsi_conn_enqueue(t->conn, tx);
+}
+
+/* ------------------------------------------------------------------ */
+/* Responses to SCSI commands                                           */
+
+static void scsi_tx_done(struct iscsi_conn *c, struct iscsi_tx *tx);
+
+static void build_scsi_rsp(struct iscsi_task *t)
+{
+        struct iscsi_conn *c = t->conn;
+        struct scsi_cmd *cmd = &t->cmd;
+        struct iscsi_scsi_rsp *r = (struct iscsi_scsi_rsp *)t->tx.hdr;
+        memset(r, 0, sizeof(*r));
+        r->opcode = ISCSI_OP_SCSI_RSP;
+        r->flags = ISCSI_FLAG_FINAL | t->rsp_flags;
+        r->response = ISCSI_RESPONSE_COMPLETED;
+        r->status = cmd->status;
+        put_be32(&r->itt, t->itt);
+        iscsi_conn_fill_sn(c, &r->statsn, &r->exp_cmdsn, &r->max_cmdsn, true);
+        put_be32(&r->exp_datasn, t->datain_sn + t->r2tsn);
+        put_be32(&r->residual, t->residual);
+        t->tx.data = NULL;
+        t->tx.data_len = 0;
+        if (cmd->sense_len && cmd->status != SAM_STAT_GOOD) {
+                uint32_t sl = cmd->sense_len > SCSI_SENSE_MAX ? SCSI_SENSE_MAX : cmd->sense_len;
+                t->rsp_data[0] = (uint8_t)(sl >> 8);
+                t->rsp_data[1] = (uint8_t)sl;
+                memcpy(t->rsp_data + 2, cmd->sense, sl);
+                t->tx.data = t->rsp_data;
+                t->tx.data_len = 2 + sl;
+        }
+        t->rsp_sent = true;
+        task_send(t, &t->tx, scsi_tx_done);
+}
+
+static void build_datain(struct iscsi_task *t, bool piggyback)
+{
+        struct iscsi_conn *c = t->conn;
+        struct iscsi_params *p = &c->sess->params;
+        uint32_t off = t->datain_off;
+        uint32_t len = min_u32(t->datain_total - off, c->mrdsl_out);
+        uint32_t burst = p->max_burst ? p->max_burst : 262144;
+        len = min_u32(len, burst - (off % burst));
+        bool last = off + len == t->datain_total;
+
+        struct iscsi_data_in *d = (struct iscsi_data_in *)t->tx.hdr;
+        memset(d, 0, sizeof(*d));
+        d->opcode = ISCSI_OP_DATA_IN;
+        if (last || (off + len) % burst == 0)
+                d->flags |= ISCSI_FLAG_FINAL;
+        memcpy(d->lun, t->lun_raw, 8);
+        put_be32(&d->itt, t->itt);
+        put_be32(&d->ttt, ISCSI_RESERVED_TAG);
+        if (last && piggyback) {
+                d->flags |= ISCSI_DATAIN_STATUS | ISCSI_FLAG_FINAL | t->rsp_flags;
+                d->status = t->cmd.status;
+                put_be32(&d->residual, t->residual);
+                iscsi_conn_fill_sn(c, &d->statsn, &d->exp_cmdsn, &d->max_cmdsn, true);
+                t->rsp_sent = true;
+        } else {
+                iscsi_conn_fill_sn(c, NULL, &d->exp_cmdsn, &d->max_cmdsn, false);
+        }
+        put_be32(&d->datasn, t->datain_sn++);
+        put_be32(&d->buffer_offset, off);
+        t->tx.data = t->buf + off;
+        t->tx.data_len = len;
+        t->datain_off = off + len;
+        task_send(t, &t->tx, scsi_tx_done);
+}
+
+static bool task_piggyback(const struct iscsi_task *t)
+{
+        return t->cmd.status == SAM_STAT_GOOD || !t->cmd.sense_len;
+}
+
+/* Next PDU of a SCSI task's answer, or the end of the task. */
+static void scsi_tx_next(struct iscsi_task *t)
+{
+        if (t->datain_off < t->datain_total)
+                build_datain(t, task_piggyback(t));
+        else if (!t->rsp_sent)
+                build_scsi_rsp(t);
+        else
+                task_finish(t);
+}
+
+static void scsi_tx_done(struct iscsi_conn *c, struct iscsi_tx *tx)
+{
+        struct iscsi_task *t = tx->arg;
+        if (c->state == ISCSI_CONN_CLOSING || t->aborted)
+                task_finish(t);
+        else
+                scsi_tx_next(t);
+        task_put(t);
+}
+
+static void task_respond(struct iscsi_task *t)
+{
+        struct scsi_cmd *cmd = &t->cmd;
+        t->state = ISCSI_TASK_TX;
+        uint32_t sent = 0;
+        if (cmd->dir_read && cmd->data_in_len) {
+                sent = min_u32(cmd->data_in_len, t->edtl);
+                sent = min_u32(sent, cmd->buf_len);
+        }
+        if (!t->rsp_preset) {
+                /* RFC 7143 11.4.5: residuals against the expected data transfer length. */
+                bool reads = cmd->dir_read || cmd->data_in_len;
+                if (cmd->xfer_len > t->edtl) {
+                        t->rsp_flags = ISCSI_RSP_OVERFLOW;
+                        t->residual = cmd->xfer_len - t->edtl;
+                } else if (reads && sent < t->edtl) {
+                        t->rsp_flags = ISCSI_RSP_UNDERFLOW;
+                        t->residual = t->edtl - sent;
+                } else if (!reads && t->edtl > cmd->xfer_len) {
+                        t->rsp_flags = ISCSI_RSP_UNDERFLOW;
+                        t->residual = t->edtl - cmd->xfer_len;
+                }
+        }
+        t->datain_total = sent;
+        t->datain_off = 0;
+        scsi_tx_next(t);
+}
+
+/* ------------------------------------------------------------------ */
+/* SCSI execution                                                       */
+
+static void tmf_respond(struct iscsi_task *tmf);
+
+static void scsi_done(struct scsi_cmd *cmd)
+{
+        struct iscsi_task *t = cmd->priv;
+        struct iscsi_conn *c = t->conn;
+        t->exec_pending = false;
+        c->exec_count--;
+        if (t->aborted || c->state == ISCSI_CONN_CLOSING) {
+                struct iscsi_task *tmf = t->tmf;
+                t->tmf = NULL;
+                if (tmf && tmf->tmf_wait && --tmf->tmf_wait == 0 && c->state != ISCSI_CONN_CLOSING)
+                        tmf_respond(tmf);
+                task_finish(t);
+                task_put(t);
+                if (c->state != ISCSI_CONN_CLOSING)
+                        iscsi_conn_flush(c);
+                return;
+        }
+        task_respond(t);
+        task_put(t);
+        iscsi_conn_flush(c);
+}
+
+static void task_exec(struct iscsi_task *t)
+{
+        struct iscsi_conn *c = t->conn;
+        t->state = ISCSI_TASK_EXEC;
+        t->exec_pending = true;
+        t->refs++;
+        c->exec_count++;
+        if (c->fuzz) {
+                /* No backend while fuzzing the transport: pretend success. */
+                t->cmd.status = SAM_STAT_GOOD;
+                t->cmd.sense_len = 0;
+                t->cmd.data_in_len = t->cmd.dir_read ? min_u32(t->edtl, 65536) : 0;
+                scsi_done(&t->cmd);
+                return;
+        }
+        scsi_cmd_exec(&t->cmd);
+}
+
+static void r2t_tx_done(struct iscsi_conn *c, struct iscsi_tx *tx);
+
+static void send_r2t(struct iscsi_task *t)
+{
+        struct iscsi_conn *c = t->conn;
+        if (t->tx_r2t.queued) {
+                t->r2t_wanted = true;
+                return;
+        }
+        struct iscsi_params *p = &c->sess->params;
+        t->r2t_off = t->next_off;
+        t->r2t_len = min_u32(t->want - t->next_off, p->max_burst ? p->max_burst : 262144);
+        t->r2t_gen = (t->r2t_gen + 1) & 0x7fff;
+        t->ttt = (t->r2t_gen << 16) | t->idx;
+        t->datasn = 0;
+
+        struct iscsi_r2t *r = (struct iscsi_r2t *)t->tx_r2t.hdr;
+        memset(r, 0, sizeof(*r));
+        r->opcode = ISCSI_OP_R2T;
+        r->flags = ISCSI_FLAG_FINAL;
+        memcpy(r->lun, t->lun_raw, 8);
+        put_be32(&r->itt, t->itt);
+        put_be32(&r->ttt, t->ttt);
+        iscsi_conn_fill_sn(c, &r->statsn, &r->exp_cmdsn, &r->max_cmdsn, false);
+        put_be32(&r->r2tsn, t->r2tsn++);
+        put_be32(&r->buffer_offset, t->r2t_off);
+        put_be32(&r->desired_len, t->r2t_len);
+        t->tx_r2t.data = NULL;
+        t->tx_r2t.data_len = 0;
+        task_send(t, &t->tx_r2t, r2t_tx_done);
+}
+
+/* Data moved for a SCSI task: ask for more, or run it. */
+static void task_data_progress(struct iscsi_task *t)
+{
+        if (t->aborted || t->state != ISCSI_TASK_RX_DATA)
+                return;
+        if (!t->unsol_done)
+                return; /* unsolicited Data-Out still to come */
+        if (t->next_off < t->want) {
+                if (t->ttt == ISCSI_RESERVED_TAG)
+                        send_r2t(t);
+                return;
+        }
+        if (t->parse_done)
+                task_respond(t);
+        else
+                task_exec(t);
+}
+
+static void r2t_tx_done(struct iscsi_conn *c, struct iscsi_tx *tx)
+{
+        struct iscsi_task *t = tx->arg;
+        if (c->state != ISCSI_CONN_CLOSING && t->r2t_wanted && !t->aborted) {
+                t->r2t_wanted = false;
+                t->ttt = ISCSI_RESERVED_TAG;
+                task_data_progress(t);
+        }
+        task_put(t);
+}
+
+/* ------------------------------------------------------------------ */
+/* Control answers                                                      */
+
+static void ctl_tx_done(struct iscsi_conn *c, struct iscsi_tx *tx)
+{
+        struct iscsi_task *t = tx->arg;
+        bool close_after =
+            c->state != ISCSI_CONN_CLOSING && (t->tmf_close || t->opcode == ISCSI_OP_LOGOUT_REQ);
+        task_finish(t);
+        task_put(t);
+        if (close_after)
+                iscsi_conn_close(c,
+                                 t->opcode == ISCSI_OP_LOGOUT_REQ ? "logout" : "target cold reset");
+}
+
+static void send_reject(struct iscsi_task *t, uint8_t reason, const uint8_t *bhs)
+{
+        struct iscsi_conn *c = t->conn;
+        memcpy(t->buf, bhs, ISCSI_BHS_LEN);
+        struct iscsi_reject *r = (struct iscsi_reject *)t->tx.hdr;
+        memset(r, 0, sizeof(*r));
+        r->opcode = ISCSI_OP_REJECT;
+        r->flags = ISCSI_FLAG_FINAL;
+        r->reason = reason;
+        put_be32(&r->itt, ISCSI_RESERVED_TAG);
+        iscsi_conn_fill_sn(c, &r->statsn, &r->exp_cmdsn, &r->max_cmdsn, true);
+        t->tx.data = t->buf;
+        t->tx.data_len = ISCSI_BHS_LEN;
+        t->opcode = ISCSI_OP_REJECT;
+        task_send(t, &t->tx, ctl_tx_done);
+}
+
+static void tmf_respond(struct iscsi_task *t)
+{
+        struct iscsi_conn *c = t->conn;
+        struct iscsi_tmf_rsp *r = (struct iscsi_tmf_rsp *)t->tx.hdr;
+        memset(r, 0, sizeof(*r));
+        r->opcode = ISCSI_OP_TASK_MGMT_RSP;
+        r->flags = ISCSI_FLAG_FINAL;
+        r->response = t->tmf_response;
+        put_be32(&r->itt, t->itt);
+        iscsi_conn_fill_sn(c, &r->statsn, &r->exp_cmdsn, &r->max_cmdsn, true);
+        t->tx.data = NULL;
+        t->tx.data_len = 0;
+        task_send(t, &t->tx, ctl_tx_done);
+}
+
+static void send_logout_rsp(struct iscsi_task *t, uint8_t response)
+{
+        struct iscsi_conn *c = t->conn;
+        struct iscsi_logout_rsp *r = (struct iscsi_logout_rsp *)t->tx.hdr;
+        memset(r, 0, sizeof(*r));
+        r->opcode = ISCSI_OP_LOGOUT_RSP;
+        r->flags = ISCSI_FLAG_FINAL;
+        r->response = response;
+        put_be32(&r->itt, t->itt);
+        iscsi_conn_fill_sn(c, &r->statsn, &r->exp_cmdsn, &r->max_cmdsn, true);
+        if (response == ISCSI_LOGOUT_RSP_OK) {
+                put_be16(&r->time2wait, (uint16_t)c->sess->params.time2wait);
+                put_be16(&r->time2retain, (uint16_t)c->sess->params.time2retain);
+        }
+        t->tx.data = NULL;
+        t->tx.data_len = 0;
+        task_send(t, &t->tx, ctl_tx_done);
+}
+
+/* Logout: answer once only the logout task is left. */
+static void logout_check(struct iscsi_conn *c)
+{
+        if (c->logout_rsp_sent || !c->logout_task)
+                return;
+        if (c->nr_free + 1 < c->nr_tasks)
+                return;
+        c->logout_rsp_sent = true;
+        LOG_INFO(ISCSI_MOD, "%s: logout (initiator %s)", c->peer, c->sess->initiator);
+        send_logout_rsp(c->logout_task, ISCSI_LOGOUT_RSP_OK);
+        if (!c->flushing)
+                iscsi_conn_flush(c);
+}
+
+/* ------------------------------------------------------------------ */
+/* Receive: header stage (choose where the data goes)                   */
+
+enum { HDR_OK = 0, HDR_PARK = 1 };
+
+/* CmdSN window check (RFC 7143 3.2.2.1); no state change. */
+static bool cmdsn_ok(struct iscsi_conn *c, bool immediate, uint32_t cmdsn)
+{
+        struct iscsi_session *s = c->sess;
+        if (immediate)
+                return true;
+        return !iscsi_sn_lt(cmdsn, s->exp_cmdsn) && !iscsi_sn_gt(cmdsn, s->max_cmdsn);
+}
+
+static void cmdsn_advance(struct iscsi_conn *c, bool immediate, uint32_t cmdsn)
+{
+        struct iscsi_session *s = c->sess;
+        if (!immediate && !iscsi_sn_lt(cmdsn, s->exp_cmdsn))
+                s->exp_cmdsn = cmdsn + 1;
+}
+
+static void set_check_condition(struct scsi_cmd *cmd, uint8_t key, uint8_t asc, uint8_t ascq)
+{
+        /* Fixed-format sense (SPC-5 4.4.3) for transport-detected errors. */
+        memset(cmd->sense, 0, 18);
+        cmd->sense[0] = 0x70;
+        cmd->sense[2] = key;
+        cmd->sense[7] = 10;
+        cmd->sense[12] = asc;
+        cmd->sense[13] = ascq;
+        cmd->sense_len = 18;
+        cmd->status = SAM_STAT_CHECK_CONDITION;
+        cmd->data_in_len = 0;
+}
+
+static int cdb_from_pdu(struct iscsi_conn *c, struct scsi_cmd *cmd)
+{
+        const struct iscsi_scsi_cmd *h = (const struct iscsi_scsi_cmd *)c->bhs;
+        memcpy(cmd->cdb, h->cdb, 16);
+        cmd->cdb_len = 16;
+        uint32_t off = 0;
+        while (off + 4 <= c->ahs_len) {
+                const struct iscsi_ahs_hdr *a = (const struct iscsi_ahs_hdr *)(c->ahs + off);
+                uint32_t alen = get_be16(&a->ahs_len);
+                uint32_t total = (4 + alen + 3) & ~3u;
+                if (alen == 0 || off + 3 + alen > c->ahs_len)
+                        return -EPROTO;
+                if (a->ahs_type == ISCSI_AHS_EXTENDED_CDB) {
+                        uint32_t ext = alen - 1; /* the reserved byte counts in AHSLength */
+                        if (16 + ext > SCSI_CDB_MAX)
+                                return -EPROTO;
+                        memcpy(cmd->cdb + 16, c->ahs + off + 4, ext);
+                        cmd->cdb_len = (uint16_t)(16 + ext);
+                }
+                off += total;
+        }
+        return 0;
+}
+
+static int hdr_scsi_cmd(struct iscsi_conn *c)
+{
+        const struct iscsi_scsi_cmd *h = (const struct iscsi_scsi_cmd *)c->bhs;
+        struct iscsi_session *s = c->sess;
+        bool immediate = h->opcode & ISCSI_OP_IMMEDIATE;
+        uint32_t cmdsn = get_be32(&h->cmdsn);
+
+        c->rx_dst = NULL;
+        if (!cmdsn_ok(c, immediate, cmdsn))
+                return HDR_OK; /* outside the window: silently dropped */
+
+        struct iscsi_task *t = task_get(c, immediate);
+        if (!t)
+                return HDR_PARK;
+        cmdsn_advance(c, immediate, cmdsn);
+        t->opcode = ISCSI_OP_SCSI_CMD;
+        t->itt = get_be32(&h->itt);
+        t->cmdsn = cmdsn;
+        memcpy(t->lun_raw, h->lun, 8);
+        c->rx_task = t;
+
+        if (s->type != ISCSI_SESS_NORMAL) {
+                iscsi_conn_warn(c, "SCSI command in a discovery session");
+                t->opcode = ISCSI_OP_REJECT; /* answered at dispatch */
+                return HDR_OK;
+        }
+
+        bool w = h->flags & ISCSI_CMD_WRITE;
+        uint32_t imm = c->dsl;
+        t->is_scsi = true;
+        t->edtl = get_be32(&h->edtl);
+        if (imm &&
+            (!w || !s->params.immediate_data || imm > s->params.first_burst || imm > t->edtl)) {
+                iscsi_conn_warn(c, "bad immediate data (%u bytes)", imm);
+                t->is_scsi = false;
+                t->opcode = ISCSI_OP_REJECT;
+                return HDR_OK;
+        }
+
+        struct scsi_cmd *cmd = &t->cmd;
+        memset(cmd, 0, offsetof(struct scsi_cmd, req));
+        if (cdb_from_pdu(c, cmd)) {
+                iscsi_conn_warn(c, "bad AHS");
+                t->is_scsi = false;
+                t->opcode = ISCSI_OP_REJECT;
+                return HDR_OK;
+        }
+        uint64_t lun = iscsi_lun_decode(h->lun);
+        cmd->lun = lun;
+        cmd->task_attr = h->flags & ISCSI_CMD_ATTR_MASK;
+        cmd->nexus = &s->nexus;
+        cmd->edtl = t->edtl;
+        cmd->dir_read = h->flags & ISCSI_CMD_READ;
+        cmd->dir_write = w;
+        cmd->buf = t->buf;
+        cmd->buf_len = ISCSI_TASK_BUF_LEN;
+        cmd->reactor = c->r;
+        cmd->done = scsi_done;
+        cmd->priv = t;
+
+        t->unsol_len = 0;
+        if (w) {
+                t->unsol_len = imm;
+                if (!s->params.initial_r2t)
+                        t->unsol_len = min_u32(t->edtl, s->params.first_burst);
+                if (t->unsol_len < imm)
+                        t->unsol_len = imm;
+        }
+        t->unsol_done = t->unsol_len == imm;
+
+        if (scsi_cmd_parse(cmd) == SCSI_PARSE_DONE) {
+                t->parse_done = true;
+                t->want = 0;
+        } else if (cmd->data_out_len > cmd->buf_len) {
+                set_check_condition(cmd, 0x05, 0x24, 0x00);
+                t->parse_done = true;
+        } else if (cmd->data_out_len && (!w || cmd->data_out_len > t->edtl)) {
+                /* The initiator would send less than the command needs
+                 * (FCP-4 9.4.2 b): write nothing, report the overflow. */
+                set_check_condition(cmd, 0x05, 0x0e, 0x03);
+                t->parse_done = true;
+                t->rsp_preset = true;
+                uint32_t need =
+                    cmd->xfer_len > cmd->data_out_len ? cmd->xfer_len : cmd->data_out_len;
+                t->rsp_flags = ISCSI_RSP_OVERFLOW;
+                t->residual = need - (w ? t->edtl : 0);
+        } else {
+                t->want = cmd->data_out_len;
+        }
+        t->state = ISCSI_TASK_RX_DATA;
+        c->rx_dst = t->buf;
+        return HDR_OK;
+}
+
+static struct iscsi_task *find_unsol_task(struct iscsi_conn *c, uint32_t itt)
+{
+        for (uint32_t i = 0; i < c->nr_tasks; i++) {
+                struct iscsi_task *t = &c->tasks[i];
+                if (t->state == ISCSI_TASK_RX_DATA && t->itt == itt && !t->unsol_done &&
+                    !t->aborted)
+                        return t;
+        }
+        return NULL;
+}
+
+static int hdr_data_out(struct iscsi_conn *c)
+{
+        const struct iscsi_data_out *h = (const struct iscsi_data_out *)c->bhs;
+        uint32_t itt = get_be32(&h->itt), ttt = get_be32(&h->ttt);
+        uint32_t off = get_be32(&h->buffer_offset), datasn = get_be32(&h->datasn);
+        struct iscsi_task *t = NULL;
+
+        c->rx_dst = NULL;
+        c->rx_task = NULL;
+        if (ttt == ISCSI_RESERVED_TAG) {
+                t = find_unsol_task(c, itt);
+                if (!t)
+                        return HDR_OK; /* aborted or unknown: discard */
+                if (off != t->next_off || (uint64_t)off + c->dsl > t->unsol_len ||
+                    datasn != t->datasn)
+                        goto bad;
+        } else {
+                uint32_t idx = ttt & 0xffff;
+                if (idx >= c->nr_tasks)
+                        return HDR_OK;
+                t = &c->tasks[idx];
+                if (t->state != ISCSI_TASK_RX_DATA || t->ttt != ttt || t->itt != itt || t->aborted)
+                        return HDR_OK;
+                if (off != t->next_off ||
+                    (uint64_t)off + c->dsl > (uint64_t)t->r2t_off + t->r2t_len ||
+                    datasn != t->datasn)
+                        goto bad;
+        }
+        if ((uint64_t)off + c->dsl > ISCSI_TASK_BUF_LEN)
+                goto bad;
+        c->rx_task = t;
+        c->rx_dst = t->buf + off;
+        return HDR_OK;
+bad:
+        iscsi_conn_warn(c, "Data-Out ITT 0x%x: DataSN %u / offset %u out of sequence", itt, datasn,
+                        off);
+        return -EPROTO;
+}
+
+static void dispatch_data_out(struct iscsi_conn *c)
+{
+        struct iscsi_task *t = c->rx_task;
+        const struct iscsi_data_out *h = (const struct iscsi_data_out *)c->bhs;
+        if (!t)
+                return;
+        c->rx_task = NULL;
+        t->next_off += c->dsl;
+        t->datasn++;
+        if (get_be32(&h->ttt) == ISCSI_RESERVED_TAG) {
+                if ((h->flags & ISCSI_FLAG_FINAL) || t->next_off >= t->unsol_len) {
+                        t->unsol_done = true;
+                        if (t->next_off < t->unsol_len && t->next_off < t->want)
+                                t->unsol_len = t->next_off;
+                        t->datasn = 0;
+                }
+        } else if (t->next_off >= t->r2t_off + t->r2t_len) {
+                t->ttt = ISCSI_RESERVED_TAG;
+        }
+        task_data_progress(t);
+}
+
+/* PDUs answered through a task: NOP-Out (ping), Text, TMF, Logout, Reject. */
+static int hdr_ctl(struct iscsi_conn *c, uint8_t op, bool immediate, uint32_t cmdsn, bool need_task)
+{
+        c->rx_dst = NULL;
+        c->rx_task = NULL;
+        if (!cmdsn_ok(c, immediate, cmdsn))
+                return HDR_OK;
+        if (!need_task) {
+                cmdsn_advance(c, immediate, cmdsn);
+                return HDR_OK;
+        }
+        struct iscsi_task *t = task_get(c, immediate);
+        if (!t)
+                return HDR_PARK;
+        cmdsn_advance(c, immediate, cmdsn);
+        t->opcode = op;
+        t->itt = get_be32(&((const struct iscsi_bhs *)c->bhs)->itt);
+        t->cmdsn = cmdsn;
+        memcpy(t->lun_raw, ((const struct iscsi_bhs *)c->bhs)->lun, 8);
+        c->rx_task = t;
+        return HDR_OK;
+}
+
+static int rx_header(struct iscsi_conn *c)
+{
+        const struct iscsi_bhs *h = (const struct iscsi_bhs *)c->bhs;
+        uint8_t op = h->opcode & ISCSI_OPCODE_MASK;
+        bool immediate = h->opcode & ISCSI_OP_IMMEDIATE;
+        uint32_t cmdsn = slate_be32(c->bhs + 24);
+        int rc;
+
+        c->rx_dst = NULL;
+        c->rx_task = NULL;
+        if (c->state == ISCSI_CONN_LOGIN) {
+                if (c->text_in_len + c->dsl > ISCSI_TEXT_MAX)
+                        return -EMSGSIZE;
+                c->rx_dst = (uint8_t *)c->text_in + c->text_in_len;
+                return HDR_OK;
+        }
+        if (c->rx_unknown_op) {
+                rc = hdr_ctl(c, ISCSI_OP_REJECT, true, 0, true);
+                if (rc == HDR_OK && c->rx_task)
+                        c->rx_task->opcode = ISCSI_OP_REJECT;
+                return rc;
+        }
+        switch (op) {
+        case ISCSI_OP_SCSI_CMD:
+                return hdr_scsi_cmd(c);
+        case ISCSI_OP_DATA_OUT:
+                return hdr_data_out(c);
+        case ISCSI_OP_NOP_OUT: {
+                bool reply = get_be32(&h->itt) != ISCSI_RESERVED_TAG;
+                rc = hdr_ctl(c, op, immediate, cmdsn, reply);
+                if (rc == HDR_OK && c->rx_task)
+                        c->rx_dst = c->rx_task->buf;
+                return rc;
+        }
+        case ISCSI_OP_TEXT_REQ:
+                if (c->text_in_len + c->dsl > ISCSI_TEXT_MAX)
+                        return -EMSGSIZE;
+                rc = hdr_ctl(c, op, immediate, cmdsn, true);
+                if (rc == HDR_OK && c->rx_task)
+                        c->rx_dst = (uint8_t *)c->text_in + c->text_in_len;
+                return rc;
+        case ISCSI_OP_TASK_MGMT_REQ:
+        case ISCSI_OP_LOGOUT_REQ:
+                return hdr_ctl(c, op, immediate, cmdsn, true);
+        default: /* SNACK (ERL 0), Login in full feature phase */
+                rc = hdr_ctl(c, op, true, 0, true);
+                if (rc == HDR_OK && c->rx_task)
+                        c->rx_task->opcode = ISCSI_OP_REJECT;
+                return rc;
+        }
+}
+
+/* ------------------------------------------------------------------ */
+/* Receive: dispatch of a complete PDU                                  */
+
+static void dispatch_nop(struct iscsi_conn *c, struct iscsi_task *t)
+{
+        if (!t)
+                return;
+        struct iscsi_nop *r = (struct iscsi_nop *)t->tx.hdr;
+        memset(r, 0, sizeof(*r));
+        r->opcode = ISCSI_OP_NOP_IN;
+        r->flags = ISCSI_FLAG_FINAL;
+        memcpy(r->lun, t->lun_raw, 8);
+        put_be32(&r->itt, t->itt);
+        put_be32(&r->ttt, ISCSI_RESERVED_TAG);
+        iscsi_conn_fill_sn(c, &r->sn, &r->exp_sn, &r->max_cmdsn, true);
+        t->tx.data = t->buf;
+        t->tx.data_len = min_u32(c->dsl, c->mrdsl_out);
+        task_send(t, &t->tx, ctl_tx_done);
+}
+
+static int text_key_cb(void *arg, const char *key, const char *val)
+{
+        struct iscsi_conn *c = arg;
+        if (!strcmp(key, "SendTargets")) {
+                bool discovery = c->sess->type == ISCSI_SESS_DISCOVERY;
+                if (!*val && discovery)
+                        return 0; /* empty SendTargets only means "this target" in a normal session
+                                   */
+                int rc = iscsi_send_targets(&c->text_out, val, c->sess->target_name, &c->local,
+                                            discovery);
+                return rc == -ENOSPC ? 0 : rc;
+        }
+        int rc = iscsi_text_add(&c->text_out, key, "NotUnderstood");
+        return rc == -ENOSPC ? 0 : rc;
+}
+
+static void send_text_chunk(struct iscsi_conn *c, struct iscsi_task *t)
+{
+        uint32_t rem = c->text_out.len - c->text_out_off;
+        uint32_t len = min_u32(rem, c->mrdsl_out);
+        bool more = len < rem;
+        struct iscsi_text *r = (struct iscsi_text *)t->tx.hdr;
+        memset(r, 0, sizeof(*r));
+        r->opcode = ISCSI_OP_TEXT_RSP;
+        r->flags = more ? ISCSI_FLAG_CONTINUE : ISCSI_FLAG_FINAL;
+        memcpy(r->lun, t->lun_raw, 8);
+        put_be32(&r->itt, t->itt);
+        if (more) {
+                c->text_ttt = 0x10000u | (++c->text_gen & 0xffff);
+                put_be32(&r->ttt, c->text_ttt);
+        } else {
+                c->text_ttt = ISCSI_RESERVED_TAG;
+                put_be32(&r->ttt, ISCSI_RESERVED_TAG);
+        }
+        iscsi_conn_fill_sn(c, &r->sn, &r->exp_sn, &r->max_cmdsn, true);
+        /* The response text is copied into the task so a new request cannot change it mid-send. */
+        memcpy(t->buf, c->text_out.buf + c->text_out_off, len);
+        t->tx.data = t->buf;
+        t->tx.data_len = len;
+        c->text_out_off += len;
+        if (!more) {
+                c->text_out.len = 0;
+                c->text_out_off = 0;
+        }
+        task_send(t, &t->tx, ctl_tx_done);
+}
+
+static void dispatch_text(struct iscsi_conn *c, struct iscsi_task *t)
+{
+        const struct iscsi_text *h = (const struct iscsi_text *)c->bhs;
+        uint32_t ttt = get_be32(&h->ttt);
+        c->text_in_len += c->dsl;
+
+        if (h->flags & ISCSI_FLAG_CONTINUE) {
+                /* More request text follows: answer empty (RFC 7143 11.10.2). */
+                c->text_out.len = 0;
+                c->text_out_off = 0;
+                send_text_chunk(c, t);
+                return;
+        }
+        if (ttt != ISCSI_RESERVED_TAG && ttt == c->text_ttt && c->text_out_off < c->text_out.len &&
+            c->text_in_len == 0) {
+                send_text_chunk(c, t); /* continuation of a long response */
+                return;
+        }
+        c->text_out.len = 0;
+        c->text_out_off = 0;
+        if (iscsi_text_parse(c->text_in, c->text_in_len, text_key_cb, c)) {
+                c->text_in_len = 0;
+                send_reject(t, ISCSI_REJECT_PROTOCOL_ERROR, c->bhs);
+                return;
+        }
+        c->text_in_len = 0;
+        send_text_chunk(c, t);
+}
+
+static bool lun_exists(struct iscsi_conn *c, uint64_t lun)
+{
+        struct iscsi_session *s = c->sess;
+        if (!s->tgt || lun >= SCSI_MAX_LUNS)
+                return false;
+        return atomic_load(&s->tgt->scsi.luns[lun]) != NULL;
+}
+
+static void abort_one(struct iscsi_task *x, struct iscsi_task *tmf)
+{
+        x->aborted = true;
+        switch (x->state) {
+        case ISCSI_TASK_RX_DATA:
+                task_finish(x);
+                break;
+        case ISCSI_TASK_EXEC:
+                if (tmf && !x->tmf) {
+                        x->tmf = tmf;
+                        tmf->tmf_wait++;
+                }
+                break;
+        default:
+                break;
+        }
+}
+
+/* Abort every SCSI task (of one LUN, or all when lun == UINT64_MAX) not already answering. */
+static void abort_tasks(struct iscsi_conn *c, uint64_t lun, struct iscsi_task *tmf)
+{
+        for (uint32_t i = 0; i < c->nr_tasks; i++) {
+                struct iscsi_task *x = &c->tasks[i];
+                if (x == tmf || !x->is_scsi || x->finished || x->aborted)
+                        continue;
+                if (x->state != ISCSI_TASK_RX_DATA && x->state != ISCSI_TASK_EXEC)
+                        continue;
+                if (lun != UINT64_MAX && iscsi_lun_decode(x->lun_raw) != lun)
+                        continue;
+                abort_one(x, tmf);
+        }
+}
+
+static void dispatch_tmf(struct iscsi_conn *c, struct iscsi_task *t)
+{
+        const struct iscsi_tmf_req *h = (const struct iscsi_tmf_req *)c->bhs;
+        uint8_t func = h->function & ISCSI_TMF_FUNC_MASK;
+        uint64_t lun = iscsi_lun_decode(h->lun);
+        uint32_t rtt = get_be32(&h->rtt);
+        struct iscsi_session *s = c->sess;
+        uint8_t resp = ISCSI_TMF_RSP_COMPLETE;
+
+        t->tmf_wait = 0;
+        if (s->type != ISCSI_SESS_NORMAL) {
+                t->tmf_response = ISCSI_TMF_RSP_NOT_SUPPORTED;
+                tmf_respond(t);
+                return;
+        }
+        switch (func) {
+        case ISCSI_TMF_ABORT_TASK: {
+                struct iscsi_task *x = NULL;
+                for (uint32_t i = 0; i < c->nr_tasks; i++) {
+                        struct iscsi_task *y = &c->tasks[i];
+                        if (y != t && y->is_scsi && y->itt == rtt && !y->finished && !y->aborted &&
+                            (y->state == ISCSI_TASK_RX_DATA || y->state == ISCSI_TASK_EXEC)) {
+                                x = y;
+                                break;
+                        }
+                }
+                if (!x)
+                        resp = ISCSI_TMF_RSP_NO_TASK;
+                else
+                        abort_one(x, t);
+                break;
+        }
+        case ISCSI_TMF_ABORT_TASK_SET:
+        case ISCSI_TMF_CLEAR_TASK_SET:
+                if (!lun_exists(c, lun)) {
+                        resp = ISCSI_TMF_RSP_NO_LUN;
+                        break;
+                }
+                abort_tasks(c, lun, t);
+                break;
+        case ISCSI_TMF_LUN_RESET:
+                if (!lun_exists(c, lun)) {
+                        resp = ISCSI_TMF_RSP_NO_LUN;
+                        break;
+                }
+                abort_tasks(c, lun, t);
+                if (!c->fuzz)
+                        scsi_lun_reset(&s->nexus, lun);
+                break;
+        case ISCSI_TMF_TARGET_WARM_RESET:
+        case ISCSI_TMF_TARGET_COLD_RESET:
+                abort_tasks(c, UINT64_MAX, t);
+                if (!c->fuzz)
+                        scsi_target_reset(&s->nexus, func == ISCSI_TMF_TARGET_COLD_RESET);
+                t->tmf_close = func == ISCSI_TMF_TARGET_COLD_RESET;
+                break;
+        case ISCSI_TMF_CLEAR_ACA:
+                resp = ISCSI_TMF_RSP_NOT_SUPPORTED;
+                break;
+        case ISCSI_TMF_TASK_REASSIGN:
+                resp = ISCSI_TMF_RSP_NO_REASSIGN;
+                break;
+        default:
+                resp = ISCSI_TMF_RSP_REJECTED;
+                break;
+        }
+        t->tmf_response = resp;
+        if (t->tmf_wait == 0)
+                tmf_respond(t);
+}
+
+static void dispatch_logout(struct iscsi_conn *c, struct iscsi_task *t)
+{
+        const struct iscsi_logout_req *h = (const struct iscsi_logout_req *)c->bhs;
+        uint8_t reason = h->reason & ISCSI_LOGOUT_REASON_MASK;
+        if (reason == ISCSI_LOGOUT_REMOVE_FOR_RECOVERY) {
+                t->opcode = ISCSI_OP_NOP_OUT; /* answer without closing */
+                send_logout_rsp(t, ISCSI_LOGOUT_RSP_RECOVERY_UNSUP);
+                return;
+        }
+        if (reason == ISCSI_LOGOUT_CLOSE_CONNECTION && get_be16(&h->cid) != c->cid) {
+                t->opcode = ISCSI_OP_NOP_OUT;
+                send_logout_rsp(t, ISCSI_LOGOUT_RSP_CID_NOT_FOUND);
+                return;
+        }
+        /* Stop reading; commands waiting for data are over; answer when the
+         * commands in the backend have completed (and sent their status). */
+        c->state = ISCSI_CONN_LOGOUT;
+        c->rx_state = ISCSI_RX_STOP;
+        c->logout_task = t;
+        for (uint32_t i = 0; i < c->nr_tasks; i++) {
+                struct iscsi_task *x = &c->tasks[i];
+                if (x->is_scsi && x->state == ISCSI_TASK_RX_DATA && !x->finished) {
+                        x->aborted = true;
+                        task_finish(x);
+                }
+        }
+        logout_check(c);
+}
+
+static void rx_dispatch(struct iscsi_conn *c)
+{
+        const struct iscsi_bhs *h = (const struct iscsi_bhs *)c->bhs;
+        uint8_t op = h->opcode & ISCSI_OPCODE_MASK;
+        struct iscsi_task *t = c->rx_task;
+
+        if (c->state == ISCSI_CONN_LOGIN) {
+                c->text_in_len += c->dsl;
+                iscsi_login_rx(c);
+                return;
+        }
+        if (c->rx_unknown_op) {
+                c->rx_unknown_op = false;
+                if (t) {
+                        c->rx_task = NULL;
+                        send_reject(t, ISCSI_REJECT_CMD_NOT_SUPPORTED, c->bhs);
+                }
+                return;
+        }
+        if (op == ISCSI_OP_DATA_OUT) {
+                dispatch_data_out(c);
+                return;
+        }
+        c->rx_task = NULL;
+        if (!t)
+                return;
+        if (t->opcode == ISCSI_OP_REJECT) {
+                send_reject(t,
+                            op == ISCSI_OP_SCSI_CMD || op == ISCSI_OP_SNACK_REQ ||
+                                    op == ISCSI_OP_LOGIN_REQ
+                                ? ISCSI_REJECT_PROTOCOL_ERROR
+                                : ISCSI_REJECT_CMD_NOT_SUPPORTED,
+                            c->bhs);
+                return;
+        }
+        switch (op) {
+        case ISCSI_OP_SCSI_CMD:
+                if (t->state == ISCSI_TASK_RX_DATA) {
+                        t->next_off = c->dsl;
+                        task_data_progress(t);
+                }
+                break;
+        case ISCSI_OP_NOP_OUT:
+                dispatch_nop(c, t);
+                break;
+        case ISCSI_OP_TEXT_REQ:
+                dispatch_text(c, t);
+                break;
+        case ISCSI_OP_TASK_MGMT_REQ:
+                dispatch_tmf(c, t);
+                break;
+        case ISCSI_OP_LOGOUT_REQ:
+                dispatch_logout(c, t);
+                break;
+        default:
+                send_reject(t, ISCSI_REJECT_PROTOCOL_ERROR, c->bhs);
+                break;
+        }
+}
+
+/* ------------------------------------------------------------------ */
+/* Receive state machine                                                */
+
+/* Read more of the current piece: 1 complete, 0 would block, -1 EOF/error. */
+static int rx_fill(struct iscsi_conn *c, uint8_t *buf, uint32_t len)
+{
+        while (c->rx_off < len) {
+                ssize_t n;
+                size_t want = len - c->rx_off;
+                if (c->fuzz) {
+                        n = (ssize_t)(want < c->fz_len ? want : c->fz_len);
+                        if (n == 0)
+                                return -1;
+                        memcpy(buf + c->rx_off, c->fz_data, (size_t)n);
+                        c->fz_data += n;
+                        c->fz_len -= (size_t)n;
+                } else {
+                        n = recv(c->fd, buf + c->rx_off, want, MSG_DONTWAIT);
+                        if (n == 0)
+                                return -1;
+                        if (n < 0) {
+                                if (errno == EINTR)
+                                        continue;
+                                if (errno == EAGAIN || errno == EWOULDBLOCK)
+                                        return 0;
+                                return -1;
+                        }
+                }
+                c->rx_off += (uint32_t)n;
+        }
+        return 1;
+}
+
+static void rx_process(struct iscsi_conn *c)
+{
+        int r;
+        while (c->state != ISCSI_CONN_CLOSING && c->rx_state != ISCSI_RX_STOP) {
+                switch (c->rx_state) {
+                case ISCSI_RX_BHS: {
+                        r = rx_fill(c, c->bhs, ISCSI_BHS_LEN);
+                        if (r <= 0)
+                                goto out;
+                        struct iscsi_conn_limits lim = {
+                            .login_phase = c->state == ISCSI_CONN_LOGIN,
+                            .max_recv = c->mrdsl_in,
+                        };
+                        int rc = iscsi_pdu_check_bhs(c->bhs, &lim, &c->ahs_len, &c->dsl);
+                        c->rx_unknown_op = false;
+                        if (rc == -EOPNOTSUPP) {
+                                iscsi_conn_warn(c, "unknown opcode 0x%02x", c->bhs[0]);
+                                c->rx_unknown_op = true;
+                        } else if (rc) {
+                                iscsi_conn_warn(c, "bad header (opcode 0x%02x, %u data bytes)",
+                                                c->bhs[0], c->dsl);
+                                iscsi_conn_close(c, "protocol error");
+                                return;
+                        }
+                        c->rx_off = 0;
+                        c->rx_state = c->ahs_len   ? ISCSI_RX_AHS
+                                      : c->hdigest ? ISCSI_RX_HDIGEST
+                                                   : ISCSI_RX_HDR;
+                        break;
+                }
+                case ISCSI_RX_AHS:
+                        r = rx_fill(c, c->ahs, c->ahs_len);
+                        if (r <= 0)
+                                goto out;
+                        c->rx_off = 0;
+                        c->rx_state = c->hdigest ? ISCSI_RX_HDIGEST : ISCSI_RX_HDR;
+                        break;
+                case ISCSI_RX_HDIGEST: {
+                        r = rx_fill(c, c->dig, ISCSI_DIGEST_LEN);
+                        if (r <= 0)
+                                goto out;
+                        uint32_t crc = iscsi_crc32c_update(ISCSI_CRC_INIT, c->bhs, ISCSI_BHS_LEN);
+                        crc = iscsi_crc32c_final(iscsi_crc32c_update(crc, c->ahs, c->ahs_len));
+                        if (!c->fuzz && crc != iscsi_digest_get(c->dig)) {
+                                iscsi_conn_warn(c, "header digest error");
+                                iscsi_conn_close(c, "header digest error");
+                                return;
+                        }
+                        c->rx_off = 0;
+                        c->rx_state = ISCSI_RX_HDR;
+                        break;
+                }
+                case ISCSI_RX_HDR: {
+                        int rc = rx_header(c);
+                        if (rc == HDR_PARK)
+                                return; /* resumed by rx_kick() when a task frees */
+                        if (rc < 0) {
+                                if (rc == -EMSGSIZE)
+                                        iscsi_conn_warn(c, "text request too long");
+                                iscsi_conn_close(c, "protocol error");
+                                return;
+                        }
+                        c->rx_off = 0;
+                        c->rx_crc = ISCSI_CRC_INIT;
+                        c->rx_state = c->dsl ? ISCSI_RX_DATA : ISCSI_RX_DISPATCH;
+                        break;
+                }
+                case ISCSI_RX_DATA: {
+                        uint32_t before = c->rx_off;
+                        if (c->rx_dst) {
+                                r = rx_fill(c, c->rx_dst, c->dsl);
+                                if (c->ddigest && c->rx_off > before)
+                                        c->rx_crc = iscsi_crc32c_update(
+                                            c->rx_crc, c->rx_dst + before, c->rx_off - before);
+                        } else {
+                                /* Discard through the scratch buffer, one chunk at a time. */
+                                uint32_t chunk = min_u32(c->dsl - c->rx_off, sizeof(c->scratch));
+                                uint32_t base = c->rx_off;
+                                c->rx_off = 0;
+                                r = rx_fill(c, c->scratch, chunk);
+                                uint32_t got = c->rx_off;
+                                if (c->ddigest && got)
+                                        c->rx_crc = iscsi_crc32c_update(c->rx_crc, c->scratch, got);
+                                c->rx_off = base + got;
+                                if (r > 0 && c->rx_off < c->dsl)
+                                        continue;
+                        }
+                        if (r <= 0)
+                                goto out;
+                        c->rx_off = 0;
+                        if (c->dsl & 3)
+                                c->rx_state = ISCSI_RX_PAD;
+                        else
+                                c->rx_state = c->ddigest ? ISCSI_RX_DDIGEST : ISCSI_RX_DISPATCH;
+                        break;
+                }
+                case ISCSI_RX_PAD: {
+                        uint32_t pad = 4 - (c->dsl & 3);
+                        r = rx_fill(c, c->dig, pad);
+                        if (r <= 0)
+                                goto out;
+                        if (c->ddigest)
+                                c->rx_crc = iscsi_crc32c_update(c->rx_crc, c->dig, pad);
+                        c->rx_off = 0;
+                        c->rx_state = c->ddigest ? ISCSI_RX_DDIGEST : ISCSI_RX_DISPATCH;
+                        break;
+                }
+                case ISCSI_RX_DDIGEST:
+                        r = rx_fill(c, c->dig, ISCSI_DIGEST_LEN);
+                        if (r <= 0)
+                                goto out;
+                        if (!c->fuzz && iscsi_crc32c_final(c->rx_crc) != iscsi_digest_get(c->dig)) {
+                                /* ERL 0: no recovery within the connection. */
+                                iscsi_conn_warn(c, "data digest error");
+                                iscsi_conn_close(c, "data digest error");
+                                return;
+                        }
+                        c->rx_off = 0;
+                        c->rx_state = ISCSI_RX_DISPATCH;
+                        break;
+                case ISCSI_RX_DISPATCH:
+                        c->rx_off = 0;
+                        c->rx_state = ISCSI_RX_BHS;
+                        rx_dispatch(c);
+                        break;
+                case ISCSI_RX_STOP:
+                        return;
+                }
+        }
+        return;
+out:
+        if (r < 0)
+                iscsi_conn_close(c, c->state == ISCSI_CONN_LOGIN ? "closed during login"
+                                                                 : "closed by initiator");
+}
+
+/* ------------------------------------------------------------------ */
+/* Lifetime                                                             */
+
+struct iscsi_conn *iscsi_conn_new(int fd, bool fuzz)
+{
+        struct iscsi_conn *c = calloc(1, sizeof(*c));
+        if (!c)
+                return NULL;
+        c->fd = fd;
+        c->fuzz = fuzz;
+        c->ev_in.fn = ev_in_fn;
+        c->ev_out.fn = ev_out_fn;
+        c->rx_defer.fn = rx_defer_fn;
+        c->mrdsl_in = ISCSI_LOGIN_MRDSL;
+        c->mrdsl_out = ISCSI_LOGIN_MRDSL;
+        c->text_ttt = ISCSI_RESERVED_TAG;
+        snprintf(c->peer, sizeof(c->peer), "fd%d", fd);
+        c->text_in = malloc(ISCSI_TEXT_MAX);
+        c->text_out.buf = malloc(ISCSI_TEXT_MAX);
+        c->text_out.cap = ISCSI_TEXT_MAX;
+        c->nr_tasks = fuzz ? 8 : ISCSI_QUEUE_DEPTH + ISCSI_TASK_RESERVE;
+        c->tasks = calloc(c->nr_tasks, sizeof(*c->tasks));
+        /* One lazily backed region: untouched task buffers cost no memory. */
+        c->region_len = (size_t)c->nr_tasks * ISCSI_TASK_BUF_LEN;
+        c->region = mmap(NULL, c->region_len, PROT_READ | PROT_WRITE,
+                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (!c->text_in || !c->text_out.buf || !c->tasks || c->region == MAP_FAILED) {
+                if (c->region != MAP_FAILED && c->region)
+                        munmap(c->region, c->region_len);
+                free(c->tasks);
+                free(c->text_in);
+                free(c->text_out.buf);
+                free(c);
+                return NULL;
+        }
+        for (uint32_t i = c->nr_tasks; i-- > 0;) {
+                struct iscsi_task *t = &c->tasks[i];
+                t->conn = c;
+                t->idx = i;
+                t->buf = c->region + (size_t)i * ISCSI_TASK_BUF_LEN;
+                t->next_free = c->free_tasks;
+                c->free_tasks = t;
+        }
+        c->nr_free = c->nr_tasks;
+        return c;
+}
+
+static void sockaddr_str(const struct sockaddr_storage *ss, char *out, size_t len)
+{
+        char a[INET6_ADDRSTRLEN] = "?";
+        uint16_t port = 0;
+        if (ss->ss_family == AF_INET) {
+                const struct sockaddr_in *s4 = (const struct sockaddr_in *)ss;
+                inet_ntop(AF_INET, &s4->sin_addr, a, sizeof(a));
+                port = ntohs(s4->sin_port);
+                snprintf(out, len, "%s:%u", a, port);
+        } else if (ss->ss_family == AF_INET6) {
+                const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)ss;
+                inet_ntop(AF_INET6, &s6->sin6_addr, a, sizeof(a));
+                port = ntohs(s6->sin6_port);
+                snprintf(out, len, "[%s]:%u", a, port);
+        } else {
+                snprintf(out, len, "?");
+        }
+}
+
+void iscsi_conn_start(void *arg)
+{
+        struct iscsi_conn *c = arg;
+        c->r = rt_current();
+        struct sockaddr_storage peer;
+        socklen_t sl = sizeof(peer);
+        if (getpeername(c->fd, (struct sockaddr *)&peer, &sl) == 0)
+                sockaddr_str(&peer, c->peer, sizeof(c->peer));
+        sl = sizeof(c->local);
+        getsockname(c->fd, (struct sockaddr *)&c->local, &sl);
+        int one = 1;
+        setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        LOG_DEBUG(ISCSI_MOD, "%s: connection accepted", c->peer);
+        arm_poll(c, false);
+}
+
+static void conn_free(struct iscsi_conn *c)
+{
+        if (c->sess)
+                iscsi_session_release(c->sess);
+        else if (c->login.tgt)
+                iscsi_tgt_put(c->login.tgt);
+        c->sess = NULL;
+        c->login.tgt = NULL;
+        if (!c->fuzz && c->fd >= 0)
+                close(c->fd);
+        munmap(c->region, c->region_len);
+        free(c->tasks);
+        free(c->text_in);
+        free(c->text_out.buf);
+        free(c);
+}
+
+static bool conn_drained(const struct iscsi_conn *c)
+{
+        return !c->poll_in && !c->poll_out && !c->rx_defer_armed && c->nr_free == c->nr_tasks &&
+               !c->txq_head;
+}
+
+static void close_defer_fn(struct rt_defer *d)
+{
+        struct iscsi_conn *c =
+            (struct iscsi_conn *)((char *)d - offsetof(struct iscsi_conn, close_defer));
+        c->close_deferred = false;
+        if (conn_drained(c))
+                conn_free(c);
+}
+
+static void conn_try_free(struct iscsi_conn *c)
+{
+        /* Freed from a later loop iteration, never under a caller's feet. */
+        if (c->fuzz || c->close_deferred || !conn_drained(c))
+                return;
+        c->close_deferred = true;
+        rt_defer(c->r, &c->close_defer);
+}
+
+void iscsi_conn_close(struct iscsi_conn *c, const char *reason)
+{
+        if (c->state == ISCSI_CONN_CLOSING)
+                return;
+        c->state = ISCSI_CONN_CLOSING;
+        c->rx_state = ISCSI_RX_STOP;
+        c->close_defer.fn = close_defer_fn;
+        snprintf(c->close_reason, sizeof(c->close_reason), "%s", reason);
+        if (!c->fuzz)
+                LOG_INFO(ISCSI_MOD, "%s: connection closed (%s)", c->peer, reason);
+        if (!c->fuzz && c->fd >= 0)
+                shutdown(c->fd, SHUT_RDWR);
+        /* Queued PDUs will never go out: release what they hold. */
+        while (c->txq_head) {
+                struct iscsi_tx *tx = txq_pop(c);
+                if (tx->done)
+                        tx->done(c, tx);
+        }
+        /* Every task not inside the backend ends now; those inside end in scsi_done. */
+        for (uint32_t i = 0; i < c->nr_tasks; i++) {
+                struct iscsi_task *t = &c->tasks[i];
+                if (t->state == ISCSI_TASK_FREE)
+                        continue;
+                t->aborted = true;
+                if (!t->exec_pending)
+                        task_finish(t);
+        }
+        conn_try_free(c);
+}
+
+/* ------------------------------------------------------------------ */
+/* Fuzzing                                                              */
+
+int iscsi_conn_fuzz_feed(const uint8_t *data, size_t len)
+{
+        static bool target_ready;
+        if (!target_ready) {
+                char err[128];
+                iscsi_init();
+                iscsi_target_add("iqn.2024-01.org.slate:fuzz", err, sizeof(err));
+                target_ready = true;
+        }
+        struct iscsi_conn *c = iscsi_conn_new(-1, true);
+        if (!c)
+                return -ENOMEM;
+        c->fz_data = data;
+        c->fz_len = len;
+        c->local.ss_family = AF_INET;
+        rx_process(c);
+        iscsi_conn_flush(c);
+        iscsi_conn_close(c, "fuzz input done");
+        conn_free(c);
+        return 0;
+}

@@ -1,0 +1,407 @@
+/*
+ * Internals of the iSCSI transport (RFC 7143), shared by pdu.c, params.c,
+ * login.c, conn.c, session.c and target.c only: negotiated parameters,
+ * target nodes, portals, sessions, connections with their receive state
+ * machine, send queue and task pool.
+ *
+ * Threading: a connection, its session and its tasks live on one reactor
+ * and are touched only from that reactor's thread.  The lists of targets,
+ * portals and sessions are control-path state behind iscsi_lock.
+ */
+#ifndef ISCSI_INTERNAL_H
+#define ISCSI_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "iscsi/iscsi.h"
+#include "rt/reactor.h"
+#include "scsi/scsi.h"
+#include "slate/spec/iscsi.h"
+
+#define ISCSI_MOD "iscsi"
+
+/* Limits we offer or enforce. */
+#define ISCSI_QUEUE_DEPTH     128 /* CmdSN window advertised through MaxCmdSN */
+#define ISCSI_TASK_RESERVE    16  /* extra tasks for immediate PDUs (NOP, TMF, ...) */
+#define ISCSI_TASK_BUF_LEN    (2u * CORE_MAX_TRANSFER_BYTES)
+#define ISCSI_OUR_MRDSL       262144u /* MaxRecvDataSegmentLength we declare */
+#define ISCSI_OUR_MAX_BURST   CORE_MAX_TRANSFER_BYTES
+#define ISCSI_OUR_FIRST_BURST 262144u
+#define ISCSI_LOGIN_MRDSL     8192u  /* RFC default, in force during login */
+#define ISCSI_TEXT_MAX        65536u /* accumulated login/text request or response */
+#define ISCSI_KEY_MAX         63     /* RFC 7143 6.1: key names up to 63 bytes */
+#define ISCSI_VALUE_MAX       8192   /* longest value we accept (binary values) */
+#define ISCSI_NAME_MAX        224    /* iSCSI names are at most 223 bytes */
+#define ISCSI_AHS_MAX         1020   /* TotalAHSLength is a byte count of words */
+#define ISCSI_DEFAULT_TPGT    1
+
+/* Serial number arithmetic (RFC 1982, as RFC 7143 3.2.2.1 uses it). */
+static inline bool iscsi_sn_lt(uint32_t a, uint32_t b)
+{
+        return a != b && (int32_t)(a - b) < 0;
+}
+static inline bool iscsi_sn_le(uint32_t a, uint32_t b)
+{
+        return a == b || iscsi_sn_lt(a, b);
+}
+static inline bool iscsi_sn_gt(uint32_t a, uint32_t b)
+{
+        return iscsi_sn_lt(b, a);
+}
+
+/* ---- pdu.c ---- */
+
+/* What iscsi_pdu_check_bhs() enforces. */
+struct iscsi_conn_limits {
+        bool login_phase;  /* only Login Requests are valid */
+        uint32_t max_recv; /* our MaxRecvDataSegmentLength for this phase */
+};
+
+/*
+ * Validate a received BHS before any of its lengths are used.  Fills
+ * *ahs_len (bytes) and *dsl.  Returns 0, -EMSGSIZE (a length beyond limits:
+ * close the connection), -EPROTO (unusable header: close), or -EOPNOTSUPP
+ * (unknown opcode: skip its data and answer with a Reject).
+ */
+int iscsi_pdu_check_bhs(const uint8_t bhs[ISCSI_BHS_LEN], const struct iscsi_conn_limits *lim,
+                        uint32_t *ahs_len, uint32_t *dsl);
+/* RFC 3720 CRC32C as used for iSCSI digests; chain with iscsi_crc32c_update. */
+#define ISCSI_CRC_INIT 0xffffffffu
+uint32_t iscsi_crc32c_update(uint32_t crc, const void *buf, size_t len);
+static inline uint32_t iscsi_crc32c_final(uint32_t crc)
+{
+        return crc ^ 0xffffffffu;
+}
+uint32_t iscsi_crc32c(const void *buf, size_t len);
+/* Digests go on the wire least significant byte first (RFC 3720 B.4). */
+void iscsi_digest_put(uint8_t out[4], uint32_t crc);
+uint32_t iscsi_digest_get(const uint8_t in[4]);
+/* SAM LUN (single level, peripheral or flat addressing) to a LUN number; UINT64_MAX if not. */
+uint64_t iscsi_lun_decode(const uint8_t lun[8]);
+void iscsi_lun_encode(uint8_t lun[8], uint64_t l);
+
+/* ---- params.c ---- */
+
+struct iscsi_params {
+        bool header_digest, data_digest;
+        uint32_t mrdsl_initiator; /* what the initiator receives: our Data-In limit */
+        uint32_t mrdsl_target;    /* what we receive */
+        bool immediate_data, initial_r2t;
+        uint32_t first_burst, max_burst;
+        uint32_t max_outstanding_r2t;
+        uint32_t max_connections;
+        uint32_t time2wait, time2retain;
+        uint32_t erl;
+        bool data_pdu_in_order, data_seq_in_order;
+};
+
+void iscsi_params_defaults(struct iscsi_params *p);
+
+enum iscsi_session_type { ISCSI_SESS_NONE = 0, ISCSI_SESS_NORMAL, ISCSI_SESS_DISCOVERY };
+
+/* A growing text response: key=value\0 pairs. */
+struct iscsi_textbuf {
+        char *buf;
+        uint32_t len, cap;
+};
+int iscsi_text_add(struct iscsi_textbuf *tb, const char *key, const char *val);
+
+/*
+ * Split key=value\0 pairs; calls cb for each.  The last pair may lack its
+ * NUL.  Returns 0, or -EINVAL for a malformed pair (no '=', empty or too
+ * long key, too long value), or what cb returned if non-zero.
+ */
+int iscsi_text_parse(const char *buf, size_t len,
+                     int (*cb)(void *arg, const char *key, const char *val), void *arg);
+
+/* Negotiation state for one login (or FFP text negotiation). */
+struct iscsi_neg {
+        struct iscsi_params p;
+        int stage; /* ISCSI_STAGE_SECURITY / OPERATIONAL */
+        enum iscsi_session_type type;
+        char initiator_name[ISCSI_NAME_MAX];
+        char initiator_alias[256];
+        char target_name[ISCSI_NAME_MAX];
+        bool have_initiator, have_target, have_type;
+        bool auth_offered, auth_none_ok;
+        bool mrdsl_declared;
+        uint16_t status; /* login status on a fatal negotiation error, else 0 */
+        struct iscsi_textbuf *out;
+};
+
+/*
+ * Handle one key from the initiator: record it, append our answer to
+ * n->out.  Returns 0 (also for NotUnderstood/Reject answers), -ENOSPC if
+ * the response is full, -EPROTO if the login must fail (n->status set).
+ */
+int iscsi_neg_key(struct iscsi_neg *n, const char *key, const char *val);
+/* The keys we declare ourselves (MaxRecvDataSegmentLength...), once. */
+int iscsi_neg_declare(struct iscsi_neg *n);
+/* Parse a whole login text and answer every key. */
+int iscsi_neg_text(struct iscsi_neg *n, const char *buf, size_t len);
+
+/* ---- target.c ---- */
+
+struct iscsi_tgt {
+        struct iscsi_tgt *next;
+        char name[ISCSI_NAME_MAX];
+        struct scsi_target scsi;
+        atomic_uint nr_sessions;
+};
+
+struct iscsi_portal {
+        struct iscsi_portal *next;
+        char addr[64];
+        uint16_t port;
+        int fd;
+        bool closing;
+        bool armed;
+        struct rt_event ev;
+        struct sockaddr_storage peer;
+        socklen_t peer_len;
+};
+
+extern pthread_mutex_t iscsi_lock;
+
+/* Find a target by name and count a session on it (iscsi_lock taken inside). */
+struct iscsi_tgt *iscsi_tgt_get(const char *name);
+void iscsi_tgt_put(struct iscsi_tgt *t);
+/* SendTargets answer for name ("All" or a target name); local = this connection's address. */
+int iscsi_send_targets(struct iscsi_textbuf *tb, const char *what, const char *cur_target,
+                       const struct sockaddr_storage *local, bool discovery);
+
+/* ---- session.c ---- */
+
+struct iscsi_conn;
+
+struct iscsi_session {
+        struct iscsi_session *next; /* global list (iscsi_lock) */
+        atomic_int refs;
+        uint16_t tsih;
+        uint8_t isid[6];
+        enum iscsi_session_type type;
+        char initiator[ISCSI_NAME_MAX];
+        char target_name[ISCSI_NAME_MAX];
+        struct iscsi_tgt *tgt; /* NULL for discovery */
+        struct iscsi_params params;
+        struct scsi_nexus nexus;
+        bool nexus_live;
+        struct rt_reactor *reactor;
+        struct iscsi_conn *conn; /* the one connection (MaxConnections=1), reactor-owned */
+        uint32_t exp_cmdsn, max_cmdsn;
+};
+
+struct iscsi_session *iscsi_session_create(struct iscsi_conn *c, const struct iscsi_neg *n,
+                                           const uint8_t isid[6], struct iscsi_tgt *tgt);
+/* Close any session with the same initiator, ISID and target (reinstatement). */
+void iscsi_session_reinstate(const char *initiator, const uint8_t isid[6], const char *target,
+                             const struct iscsi_session *except);
+bool iscsi_session_exists(uint16_t tsih);
+void iscsi_session_release(struct iscsi_session *s); /* conn teardown: nexus fini, unlink, put */
+void iscsi_close_all_sessions(void);
+
+/* ---- conn.c ---- */
+
+/* One item on a connection's send queue: one PDU. */
+struct iscsi_tx {
+        struct iscsi_tx *next;
+        uint8_t hdr[ISCSI_BHS_LEN + ISCSI_DIGEST_LEN];
+        uint32_t hdr_len;
+        const uint8_t *data;
+        uint32_t data_len;
+        uint8_t trailer[8]; /* padding + data digest */
+        uint32_t trailer_len;
+        uint32_t sent;
+        bool queued;
+        void (*done)(struct iscsi_conn *c, struct iscsi_tx *tx);
+        void *arg;
+};
+
+enum iscsi_task_state {
+        ISCSI_TASK_FREE = 0, /* on the free list */
+        ISCSI_TASK_RX_DATA,  /* SCSI command waiting for its Data-Out (or data to discard) */
+        ISCSI_TASK_EXEC,     /* in scsi_cmd_exec(): backend I/O may be in flight */
+        ISCSI_TASK_TX,       /* response (Data-In/status) being sent */
+        ISCSI_TASK_CTL,      /* carrying a NOP/Text/TMF/Logout/Reject exchange */
+};
+
+struct iscsi_task {
+        struct iscsi_conn *conn;
+        struct iscsi_task *next_free;
+        enum iscsi_task_state state;
+        uint32_t idx;
+        int refs; /* owner + queued tx + exec */
+        uint32_t itt;
+        uint32_t cmdsn;
+        uint8_t lun_raw[8];
+        bool immediate;  /* outside the CmdSN window */
+        bool aborted;    /* suppress the response */
+        bool parse_done; /* final status known before data (check condition, discard data) */
+        bool exec_pending;
+        bool finished;   /* owner reference dropped */
+        bool rsp_preset; /* residual flags decided at parse time */
+        bool is_scsi;
+        uint8_t opcode;
+
+        /* Data-Out bookkeeping. */
+        uint32_t edtl;
+        uint32_t want;      /* bytes we keep: min(data_out_len, edtl) or 0 */
+        uint32_t next_off;  /* next expected buffer offset */
+        uint32_t unsol_len; /* unsolicited bytes the initiator will send (incl. immediate) */
+        bool unsol_done;
+        uint32_t datasn; /* next expected Data-Out DataSN in the current sequence */
+        uint32_t ttt;    /* current R2T's tag, ISCSI_RESERVED_TAG if none */
+        uint32_t r2t_off, r2t_len;
+        uint32_t r2tsn;
+        uint32_t r2t_gen;
+        bool r2t_wanted; /* an R2T must be sent once tx_r2t is free */
+
+        /* Data-In / response. */
+        uint32_t datain_sn;
+        uint32_t datain_off, datain_total;
+        bool rsp_sent;
+        uint8_t rsp_flags; /* O/U bits */
+        uint32_t residual;
+        uint8_t rsp_data[2 + SCSI_SENSE_MAX];
+
+        /* TMF waiting for aborted tasks to leave the backend. */
+        struct iscsi_task *tmf;
+        uint32_t tmf_wait;
+        uint8_t tmf_response;
+        bool tmf_close;
+
+        struct iscsi_tx tx;     /* Data-In, SCSI Response, or the CTL answer */
+        struct iscsi_tx tx_r2t; /* R2T */
+        uint8_t *buf;
+        struct scsi_cmd cmd;
+};
+
+/* Receive states: one PDU after the other (RFC 7143 11.2). */
+enum iscsi_rx_state {
+        ISCSI_RX_BHS = 0,      /* reading the 48-byte BHS */
+        ISCSI_RX_AHS = 1,      /* reading TotalAHSLength*4 bytes of AHS */
+        ISCSI_RX_HDIGEST = 2,  /* reading and checking the header digest */
+        ISCSI_RX_HDR = 3,      /* header complete: pick a data destination (may park) */
+        ISCSI_RX_DATA = 4,     /* data segment into the task buffer or discarded */
+        ISCSI_RX_PAD = 5,      /* 0-3 padding bytes */
+        ISCSI_RX_DDIGEST = 6,  /* data digest */
+        ISCSI_RX_DISPATCH = 7, /* whole PDU in: act on it */
+        ISCSI_RX_STOP = 8,     /* no more input (logout, closing) */
+};
+
+enum iscsi_conn_state {
+        ISCSI_CONN_LOGIN = 0,   /* login phase */
+        ISCSI_CONN_FULL = 1,    /* full feature phase */
+        ISCSI_CONN_LOGOUT = 2,  /* logout received: draining, then respond and close */
+        ISCSI_CONN_CLOSING = 3, /* tearing down: waiting for polls and tasks */
+};
+
+struct iscsi_login_state {
+        bool started;
+        uint8_t isid[6];
+        uint16_t tsih;
+        uint32_t itt;
+        uint16_t cid;
+        int cur_stage;
+        bool final_sent;
+        bool fail_close;
+        struct iscsi_neg neg;
+        struct iscsi_tgt *tgt;
+};
+
+struct iscsi_conn {
+        int fd;
+        struct rt_reactor *r;
+        enum iscsi_conn_state state;
+        struct iscsi_session *sess;
+        bool hdigest, ddigest;
+        uint32_t mrdsl_out; /* longest data segment we may send */
+        uint32_t mrdsl_in;  /* longest data segment we accept */
+        uint32_t statsn;
+        uint16_t cid;
+        char peer[80];
+        struct sockaddr_storage local;
+        char close_reason[64];
+        bool warned;
+
+        /* Receive state machine. */
+        enum iscsi_rx_state rx_state;
+        uint8_t bhs[ISCSI_BHS_LEN];
+        uint8_t ahs[ISCSI_AHS_MAX];
+        uint8_t dig[ISCSI_DIGEST_LEN];
+        uint32_t rx_off;
+        uint32_t ahs_len, dsl;
+        uint8_t *rx_dst; /* NULL: discard */
+        uint32_t rx_crc;
+        bool rx_unknown_op;
+        struct iscsi_task *rx_task;
+        uint8_t scratch[4096];
+
+        /* Send queue. */
+        struct iscsi_tx *txq_head, *txq_tail;
+        struct iscsi_tx login_tx;
+
+        /* Tasks. */
+        struct iscsi_task *tasks;
+        uint32_t nr_tasks;
+        struct iscsi_task *free_tasks;
+        uint32_t nr_free;
+        uint32_t outstanding; /* non-immediate tasks in the CmdSN window */
+        uint8_t *region;
+        size_t region_len;
+        uint32_t exec_count; /* tasks inside scsi_cmd_exec */
+
+        /* Login and text exchanges. */
+        struct iscsi_login_state login;
+        char *text_in;
+        uint32_t text_in_len;
+        struct iscsi_textbuf text_out;
+        uint32_t text_out_off;
+        uint32_t text_ttt;
+        struct iscsi_task *logout_task;
+
+        /* Reactor plumbing. */
+        struct rt_event ev_in, ev_out;
+        bool poll_in, poll_out;
+        struct rt_defer close_defer;
+        bool close_deferred;
+        struct rt_defer rx_defer; /* resume a parked receive once a task frees */
+        bool rx_defer_armed;
+        bool flushing;
+        bool logout_rsp_sent;
+        uint32_t text_gen;
+
+        /* Fuzzing: input from memory, output discarded. */
+        bool fuzz;
+        const uint8_t *fz_data;
+        size_t fz_len;
+};
+
+struct iscsi_conn *iscsi_conn_new(int fd, bool fuzz);
+void iscsi_conn_start(void *arg); /* rt_msg_send target: runs on the conn's reactor */
+void iscsi_conn_close(struct iscsi_conn *c, const char *reason);
+void iscsi_conn_warn(struct iscsi_conn *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void iscsi_conn_enqueue(struct iscsi_conn *c, struct iscsi_tx *tx);
+void iscsi_conn_flush(struct iscsi_conn *c);
+/* Fill the digest/padding of a prepared tx (hdr[0..47], data, data_len set). */
+void iscsi_tx_seal(struct iscsi_conn *c, struct iscsi_tx *tx);
+/* StatSN/ExpCmdSN/MaxCmdSN for a response (advances StatSN when with_status). */
+void iscsi_conn_fill_sn(struct iscsi_conn *c, be32 *statsn, be32 *exp_cmdsn, be32 *max_cmdsn,
+                        bool with_status);
+void iscsi_conn_update_window(struct iscsi_conn *c);
+
+/* ---- login.c ---- */
+
+/* A complete Login Request (text in c->text_in) arrived. */
+void iscsi_login_rx(struct iscsi_conn *c);
+
+/* Fuzzing entry point: drive one connection from bytes. */
+int iscsi_conn_fuzz_feed(const uint8_t *data, size_t len);
+
+#endif

@@ -1,0 +1,235 @@
+/*
+ * The target side of the iSCSI login phase (RFC 7143 6.3 and 11.12-11.13):
+ * stage transitions (CSG/NSG with the T bit), request text spanning
+ * several PDUs (C bit), security negotiation with AuthMethod=None,
+ * operational negotiation (params.c), the login status classes, TSIH
+ * assignment and session reinstatement, and the switch to full feature
+ * phase.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "iscsi/internal.h"
+#include "rt/log.h"
+
+static void login_tx_done(struct iscsi_conn *c, struct iscsi_tx *tx)
+{
+        (void)tx;
+        if (c->login.fail_close && c->state != ISCSI_CONN_CLOSING)
+                iscsi_conn_close(c, "login failed");
+}
+
+static void login_send(struct iscsi_conn *c, uint8_t flags, uint16_t tsih, uint16_t status)
+{
+        struct iscsi_login_state *L = &c->login;
+        const struct iscsi_login_req *req = (const struct iscsi_login_req *)c->bhs;
+        struct iscsi_tx *tx = &c->login_tx;
+        struct iscsi_login_rsp *r = (struct iscsi_login_rsp *)tx->hdr;
+
+        memset(r, 0, sizeof(*r));
+        r->opcode = ISCSI_OP_LOGIN_RSP;
+        r->flags = flags;
+        r->version_max = 0;
+        r->version_active = 0;
+        memcpy(r->isid, L->isid, 6);
+        put_be16(&r->tsih, tsih);
+        put_be32(&r->itt, get_be32(&req->itt));
+        put_be32(&r->statsn, c->statsn++);
+        uint32_t exp = c->sess ? c->sess->exp_cmdsn : get_be32(&req->cmdsn);
+        uint32_t max = c->sess ? c->sess->max_cmdsn : exp;
+        put_be32(&r->exp_cmdsn, exp);
+        put_be32(&r->max_cmdsn, max);
+        r->status_class = (uint8_t)(status >> 8);
+        r->status_detail = (uint8_t)status;
+        tx->data = status ? NULL : (const uint8_t *)c->text_out.buf;
+        tx->data_len = status ? 0 : c->text_out.len;
+        tx->done = login_tx_done;
+        tx->arg = NULL;
+        iscsi_tx_seal(c, tx);
+        iscsi_conn_enqueue(c, tx);
+}
+
+static void login_fail(struct iscsi_conn *c, uint16_t status)
+{
+        struct iscsi_login_state *L = &c->login;
+        L->fail_close = true;
+        c->rx_state = ISCSI_RX_STOP;
+        LOG_INFO(ISCSI_MOD, "%s: login rejected, status 0x%04x (initiator %s, target %s)", c->peer,
+                 status, L->neg.initiator_name[0] ? L->neg.initiator_name : "?",
+                 L->neg.target_name[0] ? L->neg.target_name : "-");
+        c->text_out.len = 0;
+        login_send(c, 0, 0, status);
+}
+
+/* Checks once the first request's keys are known (RFC 7143 6.3.1). */
+static uint16_t login_first_checks(struct iscsi_conn *c)
+{
+        struct iscsi_login_state *L = &c->login;
+        struct iscsi_neg *n = &L->neg;
+        if (!n->have_initiator)
+                return ISCSI_LOGIN_MISSING_PARAMETER;
+        if (n->type == ISCSI_SESS_NONE)
+                n->type = ISCSI_SESS_NORMAL;
+        if (n->type == ISCSI_SESS_NORMAL) {
+                if (!n->have_target)
+                        return ISCSI_LOGIN_MISSING_PARAMETER;
+                L->tgt = iscsi_tgt_get(n->target_name);
+                if (!L->tgt)
+                        return ISCSI_LOGIN_NOT_FOUND;
+        }
+        return 0;
+}
+
+static void login_complete(struct iscsi_conn *c, uint8_t flags)
+{
+        struct iscsi_login_state *L = &c->login;
+        struct iscsi_neg *n = &L->neg;
+        struct iscsi_session *s = iscsi_session_create(c, n, L->isid, L->tgt);
+        if (!s) {
+                login_fail(c, ISCSI_LOGIN_OUT_OF_RESOURCES);
+                return;
+        }
+        L->tgt = NULL; /* the session owns the target reference now */
+        c->sess = s;
+        s->exp_cmdsn = get_be32(&((const struct iscsi_login_req *)c->bhs)->cmdsn);
+        s->max_cmdsn = s->exp_cmdsn - 1;
+        iscsi_conn_update_window(c);
+        login_send(c, flags, s->tsih, 0);
+
+        /* Digests and the declared lengths apply from the next PDU on. */
+        c->hdigest = n->p.header_digest;
+        c->ddigest = n->p.data_digest;
+        c->mrdsl_out = n->p.mrdsl_initiator;
+        c->mrdsl_in = n->mrdsl_declared ? ISCSI_OUR_MRDSL : ISCSI_LOGIN_MRDSL;
+        if (c->mrdsl_in < ISCSI_LOGIN_MRDSL)
+                c->mrdsl_in = ISCSI_LOGIN_MRDSL;
+        c->state = ISCSI_CONN_FULL;
+        L->final_sent = true;
+        LOG_INFO(ISCSI_MOD,
+                 "%s: login ok: initiator %s, target %s, %s session, tsih %u, "
+                 "digests hdr=%s data=%s, MRDSL %u/%u, burst %u/%u, immediate %s, initialR2T %s",
+                 c->peer, s->initiator, s->type == ISCSI_SESS_DISCOVERY ? "-" : s->target_name,
+                 s->type == ISCSI_SESS_DISCOVERY ? "discovery" : "normal", s->tsih,
+                 c->hdigest ? "CRC32C" : "None", c->ddigest ? "CRC32C" : "None", c->mrdsl_out,
+                 c->mrdsl_in, s->params.first_burst, s->params.max_burst,
+                 s->params.immediate_data ? "Yes" : "No", s->params.initial_r2t ? "Yes" : "No");
+}
+
+void iscsi_login_rx(struct iscsi_conn *c)
+{
+        struct iscsi_login_state *L = &c->login;
+        const struct iscsi_login_req *req = (const struct iscsi_login_req *)c->bhs;
+        uint8_t flags = req->flags;
+        bool transit = flags & ISCSI_LOGIN_TRANSIT;
+        bool cont = flags & ISCSI_LOGIN_CONTINUE;
+        int csg = (flags & ISCSI_LOGIN_CSG_MASK) >> ISCSI_LOGIN_CSG_SHIFT;
+        int nsg = flags & ISCSI_LOGIN_NSG_MASK;
+
+        if (c->login_tx.queued) {
+                /* A new request before our previous answer left: not a valid exchange. */
+                iscsi_conn_warn(c, "login request while a login response is pending");
+                iscsi_conn_close(c, "protocol error");
+                return;
+        }
+        if (!L->started) {
+                L->started = true;
+                memcpy(L->isid, req->isid, 6);
+                L->tsih = get_be16(&req->tsih);
+                L->cid = get_be16(&req->cid);
+                L->cur_stage = csg;
+                c->cid = L->cid;
+                c->statsn = get_be32(&req->exp_statsn);
+                iscsi_params_defaults(&L->neg.p);
+                L->neg.out = &c->text_out;
+                if (req->version_min > 0) {
+                        login_fail(c, ISCSI_LOGIN_UNSUPPORTED_VERSION);
+                        return;
+                }
+                if (L->tsih) {
+                        /* We run one connection per session: no connection joins an existing one.
+                         */
+                        login_fail(c, iscsi_session_exists(L->tsih)
+                                          ? ISCSI_LOGIN_TOO_MANY_CONNECTIONS
+                                          : ISCSI_LOGIN_SESSION_NOT_EXIST);
+                        return;
+                }
+        } else if (memcmp(L->isid, req->isid, 6) || L->tsih != get_be16(&req->tsih) ||
+                   L->cid != get_be16(&req->cid)) {
+                login_fail(c, ISCSI_LOGIN_INITIATOR_ERROR);
+                return;
+        }
+
+        c->text_out.len = 0;
+        if (cont) {
+                /* Request text continues in the next PDU: acknowledge with an empty response. */
+                if (transit) {
+                        login_fail(c, ISCSI_LOGIN_INITIATOR_ERROR);
+                        return;
+                }
+                login_send(c, (uint8_t)(csg << ISCSI_LOGIN_CSG_SHIFT), 0, 0);
+                return;
+        }
+
+        if (csg == 2 || csg == 3 || csg < L->cur_stage || (transit && (nsg == 2 || nsg <= csg))) {
+                login_fail(c, ISCSI_LOGIN_INITIATOR_ERROR);
+                return;
+        }
+        L->cur_stage = csg;
+        L->neg.stage = csg;
+
+        bool first = !L->neg.have_initiator && !L->neg.have_type;
+        int rc = iscsi_neg_text(&L->neg, c->text_in, c->text_in_len);
+        c->text_in_len = 0;
+        if (rc == -ENOSPC) {
+                login_fail(c, ISCSI_LOGIN_OUT_OF_RESOURCES);
+                return;
+        }
+        if (rc) {
+                login_fail(c, L->neg.status ? L->neg.status : ISCSI_LOGIN_INITIATOR_ERROR);
+                return;
+        }
+        if (first) {
+                uint16_t st = login_first_checks(c);
+                if (st) {
+                        login_fail(c, st);
+                        return;
+                }
+                /* The first response carries the portal group tag (RFC 7143 13.9). */
+                if (L->neg.type == ISCSI_SESS_NORMAL) {
+                        char tag[8];
+                        snprintf(tag, sizeof(tag), "%u", ISCSI_DEFAULT_TPGT);
+                        if (iscsi_text_add(&c->text_out, "TargetPortalGroupTag", tag)) {
+                                login_fail(c, ISCSI_LOGIN_OUT_OF_RESOURCES);
+                                return;
+                        }
+                }
+        }
+        if (csg == ISCSI_STAGE_SECURITY && transit && L->neg.auth_offered && !L->neg.auth_none_ok) {
+                login_fail(c, ISCSI_LOGIN_AUTH_FAILED);
+                return;
+        }
+        if (csg == ISCSI_STAGE_OPERATIONAL || (transit && nsg == ISCSI_STAGE_FULL)) {
+                if (iscsi_neg_declare(&L->neg)) {
+                        login_fail(c, ISCSI_LOGIN_OUT_OF_RESOURCES);
+                        return;
+                }
+        }
+        if (c->text_out.len > ISCSI_LOGIN_MRDSL) {
+                login_fail(c, ISCSI_LOGIN_OUT_OF_RESOURCES);
+                return;
+        }
+
+        uint8_t rflags = (uint8_t)(csg << ISCSI_LOGIN_CSG_SHIFT);
+        if (!transit) {
+                login_send(c, rflags, 0, 0);
+                return;
+        }
+        rflags |= ISCSI_LOGIN_TRANSIT | (uint8_t)nsg;
+        if (nsg == ISCSI_STAGE_FULL) {
+                login_complete(c, rflags);
+                return;
+        }
+        L->cur_stage = nsg;
+        login_send(c, rflags, 0, 0);
+}

@@ -1,0 +1,489 @@
+/*
+ * iSCSI control path (RFC 7143 3.2.6 target nodes and portals, 12.2
+ * SendTargets): the list of target nodes, each embedding the SCSI target
+ * port with its LUN map; portals (listening sockets accepted on reactor 0,
+ * each accepted connection handed round robin to a reactor); the
+ * SendTargets answer; and the JSON views the RPCs return.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <jansson.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "iscsi/internal.h"
+#include "rt/log.h"
+
+pthread_mutex_t iscsi_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct iscsi_tgt *targets;
+static struct iscsi_portal *portals;
+static unsigned next_reactor;
+
+#define ERR(...) snprintf(err, errlen, __VA_ARGS__)
+
+int iscsi_init(void)
+{
+        return 0;
+}
+
+void iscsi_fini(void)
+{
+        pthread_mutex_lock(&iscsi_lock);
+        struct iscsi_portal *p = portals;
+        portals = NULL;
+        pthread_mutex_unlock(&iscsi_lock);
+        while (p) {
+                struct iscsi_portal *next = p->next;
+                p->closing = true;
+                if (p->fd >= 0)
+                        shutdown(p->fd, SHUT_RDWR);
+                if (!p->armed) {
+                        if (p->fd >= 0)
+                                close(p->fd);
+                        free(p);
+                }
+                p = next;
+        }
+        iscsi_close_all_sessions();
+}
+
+/* ---- targets ---- */
+
+static struct iscsi_tgt *tgt_find(const char *name)
+{
+        for (struct iscsi_tgt *t = targets; t; t = t->next)
+                if (!strcmp(t->name, name))
+                        return t;
+        return NULL;
+}
+
+static bool iqn_valid(const char *n)
+{
+        size_t l = strlen(n);
+        if (l < 4 || l >= ISCSI_NAME_MAX)
+                return false;
+        if (strncmp(n, "iqn.", 4) && strncmp(n, "eui.", 4) && strncmp(n, "naa.", 4))
+                return false;
+        for (const char *p = n; *p; p++)
+                if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '.' ||
+                      *p == '-' || *p == ':' || (*p >= 'A' && *p <= 'F' && strncmp(n, "iqn.", 4))))
+                        return false;
+        return true;
+}
+
+struct iscsi_tgt *iscsi_tgt_get(const char *name)
+{
+        pthread_mutex_lock(&iscsi_lock);
+        struct iscsi_tgt *t = tgt_find(name);
+        if (t)
+                atomic_fetch_add(&t->nr_sessions, 1);
+        pthread_mutex_unlock(&iscsi_lock);
+        return t;
+}
+
+void iscsi_tgt_put(struct iscsi_tgt *t)
+{
+        atomic_fetch_sub(&t->nr_sessions, 1);
+}
+
+int iscsi_target_add(const char *iqn, char *err, size_t errlen)
+{
+        if (!iqn || !iqn_valid(iqn)) {
+                ERR("invalid iSCSI name '%s'", iqn ? iqn : "");
+                return -EINVAL;
+        }
+        struct iscsi_tgt *t = calloc(1, sizeof(*t));
+        if (!t) {
+                ERR("out of memory");
+                return -ENOMEM;
+        }
+        snprintf(t->name, sizeof(t->name), "%s", iqn);
+        scsi_target_init(&t->scsi, iqn, ISCSI_DEFAULT_TPGT);
+        pthread_mutex_lock(&iscsi_lock);
+        if (tgt_find(iqn)) {
+                pthread_mutex_unlock(&iscsi_lock);
+                free(t);
+                ERR("target %s exists", iqn);
+                return -EEXIST;
+        }
+        t->next = targets;
+        targets = t;
+        pthread_mutex_unlock(&iscsi_lock);
+        LOG_INFO(ISCSI_MOD, "target %s added", iqn);
+        return 0;
+}
+
+int iscsi_target_del(const char *iqn, char *err, size_t errlen)
+{
+        pthread_mutex_lock(&iscsi_lock);
+        struct iscsi_tgt **pp = &targets;
+        while (*pp && strcmp((*pp)->name, iqn))
+                pp = &(*pp)->next;
+        struct iscsi_tgt *t = *pp;
+        if (!t) {
+                pthread_mutex_unlock(&iscsi_lock);
+                ERR("no target %s", iqn);
+                return -ENOENT;
+        }
+        if (atomic_load(&t->nr_sessions)) {
+                pthread_mutex_unlock(&iscsi_lock);
+                ERR("target %s has sessions", iqn);
+                return -EBUSY;
+        }
+        *pp = t->next;
+        pthread_mutex_unlock(&iscsi_lock);
+        for (uint32_t l = 0; l < SCSI_MAX_LUNS; l++)
+                if (atomic_load(&t->scsi.luns[l]))
+                        scsi_target_unmap_lun(&t->scsi, l);
+        free(t);
+        LOG_INFO(ISCSI_MOD, "target %s deleted", iqn);
+        return 0;
+}
+
+int iscsi_lun_map(const char *iqn, uint32_t lun, const char *ns_name, char *err, size_t errlen)
+{
+        if (lun >= SCSI_MAX_LUNS) {
+                ERR("LUN %u out of range (0..%u)", lun, SCSI_MAX_LUNS - 1);
+                return -EINVAL;
+        }
+        struct core_ns *ns = core_ns_find(ns_name);
+        if (!ns) {
+                ERR("no namespace %s", ns_name);
+                return -ENOENT;
+        }
+        pthread_mutex_lock(&iscsi_lock);
+        struct iscsi_tgt *t = tgt_find(iqn);
+        int rc;
+        if (!t) {
+                ERR("no target %s", iqn);
+                rc = -ENOENT;
+        } else if (atomic_load(&t->scsi.luns[lun])) {
+                ERR("LUN %u of %s is mapped", lun, iqn);
+                rc = -EEXIST;
+        } else {
+                rc = scsi_target_map_lun(&t->scsi, lun, ns);
+                if (rc)
+                        ERR("mapping LUN %u failed: %s", lun, strerror(-rc));
+        }
+        pthread_mutex_unlock(&iscsi_lock);
+        return rc;
+}
+
+int iscsi_lun_unmap(const char *iqn, uint32_t lun, char *err, size_t errlen)
+{
+        if (lun >= SCSI_MAX_LUNS) {
+                ERR("LUN %u out of range", lun);
+                return -EINVAL;
+        }
+        pthread_mutex_lock(&iscsi_lock);
+        struct iscsi_tgt *t = tgt_find(iqn);
+        int rc;
+        if (!t) {
+                ERR("no target %s", iqn);
+                rc = -ENOENT;
+        } else if (!atomic_load(&t->scsi.luns[lun])) {
+                ERR("LUN %u of %s is not mapped", lun, iqn);
+                rc = -ENOENT;
+        } else {
+                rc = scsi_target_unmap_lun(&t->scsi, lun);
+                if (rc)
+                        ERR("unmapping LUN %u failed: %s", lun, strerror(-rc));
+        }
+        pthread_mutex_unlock(&iscsi_lock);
+        return rc;
+}
+
+int iscsi_ns_in_use(const struct core_ns *ns)
+{
+        int used = 0;
+        pthread_mutex_lock(&iscsi_lock);
+        for (struct iscsi_tgt *t = targets; t && !used; t = t->next)
+                for (uint32_t l = 0; l < SCSI_MAX_LUNS; l++)
+                        if (atomic_load(&t->scsi.luns[l]) == ns) {
+                                used = 1;
+                                break;
+                        }
+        pthread_mutex_unlock(&iscsi_lock);
+        return used;
+}
+
+json_t *iscsi_targets_json(void)
+{
+        json_t *arr = json_array();
+        pthread_mutex_lock(&iscsi_lock);
+        for (struct iscsi_tgt *t = targets; t; t = t->next) {
+                json_t *luns = json_array();
+                for (uint32_t l = 0; l < SCSI_MAX_LUNS; l++) {
+                        struct core_ns *ns = atomic_load(&t->scsi.luns[l]);
+                        if (ns)
+                                json_array_append_new(luns,
+                                                      json_pack("{s:i, s:s}", "lun", (json_int_t)l,
+                                                                "namespace", ns->name));
+                }
+                json_array_append_new(arr, json_pack("{s:s, s:o, s:i}", "name", t->name, "luns",
+                                                     luns, "sessions",
+                                                     (json_int_t)atomic_load(&t->nr_sessions)));
+        }
+        pthread_mutex_unlock(&iscsi_lock);
+        return arr;
+}
+
+/* ---- SendTargets ---- */
+
+static void addr_str(const struct sockaddr_storage *ss, char *out, size_t len)
+{
+        char a[INET6_ADDRSTRLEN] = "0.0.0.0";
+        if (ss->ss_family == AF_INET6) {
+                inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)ss)->sin6_addr, a, sizeof(a));
+                snprintf(out, len, "[%s]", a);
+        } else {
+                inet_ntop(AF_INET, &((const struct sockaddr_in *)ss)->sin_addr, a, sizeof(a));
+                snprintf(out, len, "%s", a);
+        }
+}
+
+static bool wildcard(const char *addr)
+{
+        return !strcmp(addr, "0.0.0.0") || !strcmp(addr, "::") || !strcmp(addr, "[::]");
+}
+
+static int add_target_records(struct iscsi_textbuf *tb, const struct iscsi_tgt *t,
+                              const struct sockaddr_storage *local)
+{
+        int rc = iscsi_text_add(tb, "TargetName", t->name);
+        for (struct iscsi_portal *p = portals; p && !rc; p = p->next) {
+                char host[80], val[128];
+                if (wildcard(p->addr))
+                        addr_str(local, host, sizeof(host));
+                else if (strchr(p->addr, ':'))
+                        snprintf(host, sizeof(host), "[%s]", p->addr);
+                else
+                        snprintf(host, sizeof(host), "%s", p->addr);
+                snprintf(val, sizeof(val), "%s:%u,%u", host, p->port, ISCSI_DEFAULT_TPGT);
+                rc = iscsi_text_add(tb, "TargetAddress", val);
+        }
+        return rc;
+}
+
+int iscsi_send_targets(struct iscsi_textbuf *tb, const char *what, const char *cur_target,
+                       const struct sockaddr_storage *local, bool discovery)
+{
+        int rc = 0;
+        pthread_mutex_lock(&iscsi_lock);
+        if (!strcmp(what, "All")) {
+                if (discovery) {
+                        for (struct iscsi_tgt *t = targets; t && !rc; t = t->next)
+                                rc = add_target_records(tb, t, local);
+                } else {
+                        /* A normal session reports only its own target (RFC 7143 12.2 allows this).
+                         */
+                        struct iscsi_tgt *t = tgt_find(cur_target);
+                        if (t)
+                                rc = add_target_records(tb, t, local);
+                }
+        } else {
+                const char *name = *what ? what : cur_target;
+                struct iscsi_tgt *t = tgt_find(name);
+                if (t)
+                        rc = add_target_records(tb, t, local);
+        }
+        pthread_mutex_unlock(&iscsi_lock);
+        return rc;
+}
+
+/* ---- portals ---- */
+
+static void portal_arm(struct iscsi_portal *p);
+
+static void portal_free(struct iscsi_portal *p)
+{
+        if (p->fd >= 0)
+                close(p->fd);
+        free(p);
+}
+
+static void portal_accept_fn(struct rt_event *ev, int res)
+{
+        struct iscsi_portal *p =
+            (struct iscsi_portal *)((char *)ev - offsetof(struct iscsi_portal, ev));
+        p->armed = false;
+        if (p->closing) {
+                if (res >= 0)
+                        close(res);
+                portal_free(p);
+                return;
+        }
+        if (res >= 0) {
+                struct iscsi_conn *c = iscsi_conn_new(res, false);
+                if (!c) {
+                        LOG_WARN(ISCSI_MOD, "out of memory for a new connection");
+                        close(res);
+                } else {
+                        struct rt_reactor *r = rt_get(next_reactor++ % rt_count());
+                        if (rt_msg_send(r, iscsi_conn_start, c)) {
+                                close(res);
+                                free(c);
+                        }
+                }
+        } else if (res != -EINTR && res != -EAGAIN && res != -ECONNABORTED && res != -EMFILE &&
+                   res != -ENFILE && res != -ENOBUFS && res != -ENOMEM) {
+                LOG_WARN(ISCSI_MOD, "accept on %s:%u failed: %s", p->addr, p->port, strerror(-res));
+        }
+        portal_arm(p);
+}
+
+static void portal_arm(struct iscsi_portal *p)
+{
+        if (p->closing) {
+                portal_free(p);
+                return;
+        }
+        p->armed = true;
+        p->peer_len = sizeof(p->peer);
+        struct io_uring_sqe *sqe = rt_sqe(rt_current());
+        io_uring_prep_accept(sqe, p->fd, (struct sockaddr *)&p->peer, &p->peer_len,
+                             SOCK_NONBLOCK | SOCK_CLOEXEC);
+        io_uring_sqe_set_data(sqe, &p->ev);
+}
+
+static void portal_arm_msg(void *arg)
+{
+        portal_arm(arg);
+}
+
+static int parse_addr(const char *addr, uint16_t port, struct sockaddr_storage *ss, socklen_t *len)
+{
+        memset(ss, 0, sizeof(*ss));
+        struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
+        struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
+        char tmp[64];
+        snprintf(tmp, sizeof(tmp), "%s", addr);
+        if (tmp[0] == '[') {
+                memmove(tmp, tmp + 1, strlen(tmp));
+                char *e = strchr(tmp, ']');
+                if (e)
+                        *e = 0;
+        }
+        if (inet_pton(AF_INET, tmp, &s4->sin_addr) == 1) {
+                s4->sin_family = AF_INET;
+                s4->sin_port = htons(port);
+                *len = sizeof(*s4);
+                return 0;
+        }
+        if (inet_pton(AF_INET6, tmp, &s6->sin6_addr) == 1) {
+                s6->sin6_family = AF_INET6;
+                s6->sin6_port = htons(port);
+                *len = sizeof(*s6);
+                return 0;
+        }
+        return -EINVAL;
+}
+
+int iscsi_portal_add(const char *addr, uint16_t port, char *err, size_t errlen)
+{
+        struct sockaddr_storage ss;
+        socklen_t sl;
+        if (!addr || strlen(addr) >= 64 || parse_addr(addr, port, &ss, &sl)) {
+                ERR("invalid address '%s'", addr ? addr : "");
+                return -EINVAL;
+        }
+        pthread_mutex_lock(&iscsi_lock);
+        for (struct iscsi_portal *p = portals; p; p = p->next)
+                if (!strcmp(p->addr, addr) && p->port == port) {
+                        pthread_mutex_unlock(&iscsi_lock);
+                        ERR("portal %s:%u exists", addr, port);
+                        return -EEXIST;
+                }
+        pthread_mutex_unlock(&iscsi_lock);
+
+        int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0) {
+                int e = errno;
+                ERR("socket: %s", strerror(e));
+                return -e;
+        }
+        int one = 1;
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+        if (bind(fd, (struct sockaddr *)&ss, sl) || listen(fd, 128)) {
+                int e = errno;
+                close(fd);
+                ERR("cannot listen on %s:%u: %s", addr, port, strerror(e));
+                return -e;
+        }
+        struct iscsi_portal *p = calloc(1, sizeof(*p));
+        if (!p) {
+                close(fd);
+                ERR("out of memory");
+                return -ENOMEM;
+        }
+        snprintf(p->addr, sizeof(p->addr), "%s", addr);
+        p->port = port;
+        p->fd = fd;
+        p->ev.fn = portal_accept_fn;
+        pthread_mutex_lock(&iscsi_lock);
+        p->next = portals;
+        portals = p;
+        pthread_mutex_unlock(&iscsi_lock);
+        p->armed = true; /* owned by reactor 0 from here on */
+        if (rt_msg_send(rt_get(0), portal_arm_msg, p)) {
+                pthread_mutex_lock(&iscsi_lock);
+                for (struct iscsi_portal **pp = &portals; *pp; pp = &(*pp)->next)
+                        if (*pp == p) {
+                                *pp = p->next;
+                                break;
+                        }
+                pthread_mutex_unlock(&iscsi_lock);
+                portal_free(p);
+                ERR("cannot reach reactor 0");
+                return -ENOMEM;
+        }
+        LOG_INFO(ISCSI_MOD, "portal listening on %s:%u", addr, port);
+        return 0;
+}
+
+static void portal_close_msg(void *arg)
+{
+        struct iscsi_portal *p = arg;
+        /* On reactor 0: the pending accept completes with an error after shutdown(). */
+        p->closing = true;
+        shutdown(p->fd, SHUT_RDWR);
+        if (!p->armed)
+                portal_free(p);
+}
+
+int iscsi_portal_del(const char *addr, uint16_t port, char *err, size_t errlen)
+{
+        pthread_mutex_lock(&iscsi_lock);
+        struct iscsi_portal **pp = &portals;
+        while (*pp && !(!strcmp((*pp)->addr, addr) && (*pp)->port == port))
+                pp = &(*pp)->next;
+        struct iscsi_portal *p = *pp;
+        if (p)
+                *pp = p->next;
+        pthread_mutex_unlock(&iscsi_lock);
+        if (!p) {
+                ERR("no portal %s:%u", addr, port);
+                return -ENOENT;
+        }
+        if (rt_msg_send(rt_get(0), portal_close_msg, p)) {
+                ERR("cannot reach reactor 0");
+                return -ENOMEM;
+        }
+        LOG_INFO(ISCSI_MOD, "portal %s:%u removed", addr, port);
+        return 0;
+}
+
+json_t *iscsi_portals_json(void)
+{
+        json_t *arr = json_array();
+        pthread_mutex_lock(&iscsi_lock);
+        for (struct iscsi_portal *p = portals; p; p = p->next)
+                json_array_append_new(
+                    arr, json_pack("{s:s, s:i}", "addr", p->addr, "port", (json_int_t)p->port));
+        pthread_mutex_unlock(&iscsi_lock);
+        return arr;
+}
