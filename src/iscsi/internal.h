@@ -43,7 +43,8 @@
 /* Serial number arithmetic (RFC 1982, as RFC 7143 3.2.2.1 uses it). */
 static inline bool iscsi_sn_lt(uint32_t a, uint32_t b)
 {
-        return a != b && (int32_t)(a - b) < 0;
+        /* Undefined when exactly 2^31 apart: then neither is less. */
+        return (a < b && b - a < 0x80000000u) || (a > b && a - b > 0x80000000u);
 }
 static inline bool iscsi_sn_le(uint32_t a, uint32_t b)
 {
