@@ -1,0 +1,545 @@
+/*
+ * slate-perf: an initiator-side load generator for block storage targets,
+ * in the manner of spdk_nvme_perf and iscsi-perf.  It speaks NVMe/TCP with
+ * its own user-space initiator (nvme_tcp.c) or iSCSI through libiscsi
+ * (iscsi.c), keeps a fixed queue depth of reads and writes per queue, and
+ * reports IOPS, throughput and the latency distribution (hist.c) as text or
+ * JSON.  This file holds the driver: options, workload generation, threads,
+ * the measurement window and the report.  No standard section.
+ */
+#include "perf.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct perf_run perf_run;
+
+static void usage(FILE *f)
+{
+        fprintf(f,
+                "usage: slate-perf [options]\n"
+                "  -t, --transport nvme-tcp|iscsi   (default nvme-tcp)\n"
+                "  -a, --addr ADDR          NVMe/TCP target address (default 127.0.0.1)\n"
+                "  -p, --port PORT          NVMe/TCP port (default 4420)\n"
+                "  -n, --nqn NQN            NVMe subsystem NQN\n"
+                "      --hostnqn NQN        host NQN (default a fixed slate-perf NQN)\n"
+                "      --nsid N             namespace id (default 1)\n"
+                "  -u, --url URL            iSCSI URL iscsi://HOST[:PORT]/IQN/LUN\n"
+                "  -q, --qd N               queue depth per queue (default 32)\n"
+                "  -b, --bs SIZE            I/O size, e.g. 4k, 128k, 1m (default 4k)\n"
+                "  -M, --mix PCT            percentage of reads (default 100)\n"
+                "  -r, --pattern rand|seq   access pattern (default rand)\n"
+                "  -d, --duration SECS      measured run time (default 10)\n"
+                "  -Q, --queues N           I/O queues / connections, one thread each (default 1)\n"
+                "  -s, --span SIZE          use only the first SIZE bytes of the namespace\n"
+                "      --hdgst, --ddgst     NVMe/TCP header / data digests (iSCSI: --hdgst only)\n"
+                "      --cpu LIST           pin worker i to CPU LIST[i %% n], e.g. 0 or 0,1\n"
+                "      --kato MS            NVMe keep-alive timeout (default 10000)\n"
+                "      --poll               busy-poll the sockets instead of sleeping in poll()\n"
+                "      --json               machine-readable report on stdout\n"
+                "  -v, --verbose            log connection steps to stderr\n"
+                "  -h, --help\n");
+}
+
+/* "4k", "128K", "1m", "1G", "512" -> bytes.  0 or -EINVAL. */
+static int parse_size(const char *s, uint64_t *out)
+{
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(s, &end, 0);
+        if (errno || end == s)
+                return -EINVAL;
+        unsigned shift = 0;
+        switch (*end) {
+        case 'k':
+        case 'K':
+                shift = 10;
+                end++;
+                break;
+        case 'm':
+        case 'M':
+                shift = 20;
+                end++;
+                break;
+        case 'g':
+        case 'G':
+                shift = 30;
+                end++;
+                break;
+        case 't':
+        case 'T':
+                shift = 40;
+                end++;
+                break;
+        case '\0':
+                break;
+        default:
+                return -EINVAL;
+        }
+        if (*end == 'i' || *end == 'I')
+                end++;
+        if (*end == 'b' || *end == 'B')
+                end++;
+        if (*end || (shift && v > (UINT64_MAX >> shift)))
+                return -EINVAL;
+        *out = (uint64_t)v << shift;
+        return 0;
+}
+
+static int parse_uint(const char *s, unsigned min, unsigned max, unsigned *out)
+{
+        char *end;
+        errno = 0;
+        unsigned long v = strtoul(s, &end, 0);
+        if (errno || end == s || *end || v < min || v > max)
+                return -EINVAL;
+        *out = (unsigned)v;
+        return 0;
+}
+
+static int parse_cpus(const char *s, struct perf_opts *o)
+{
+        char buf[256];
+        snprintf(buf, sizeof(buf), "%s", s);
+        o->ncpus = 0;
+        for (char *save, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+                unsigned c;
+                if (o->ncpus == 64 || parse_uint(tok, 0, CPU_SETSIZE - 1, &c))
+                        return -EINVAL;
+                o->cpus[o->ncpus++] = (int)c;
+        }
+        return o->ncpus ? 0 : -EINVAL;
+}
+
+static uint64_t rng_next(uint64_t *s)
+{
+        /* xorshift64*: cheap, good enough to scatter LBAs. */
+        uint64_t x = *s;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        *s = x;
+        return x * 0x2545F4914F6CDD1DULL;
+}
+
+void perf_next_io(struct perf_worker *w, struct perf_io *io)
+{
+        const struct perf_opts *o = w->o;
+        uint64_t slots = w->region_blocks / w->io_blocks;
+        uint64_t slot;
+        if (o->random) {
+                slot = rng_next(&w->rng) % slots;
+        } else {
+                slot = w->seq_next++;
+                if (w->seq_next >= slots)
+                        w->seq_next = 0;
+        }
+        io->lba = w->region_lo + slot * w->io_blocks;
+        if (o->read_pct >= 100)
+                io->write = false;
+        else if (o->read_pct == 0)
+                io->write = true;
+        else
+                io->write = (rng_next(&w->rng) % 100) >= o->read_pct;
+}
+
+bool perf_io_done(struct perf_worker *w, bool write, uint64_t start_ns, uint64_t now_ns, bool ok)
+{
+        bool running = perf_running(now_ns);
+        if (!running)
+                return false;
+        if (!ok) {
+                w->st.errors++;
+                return true;
+        }
+        uint64_t lat = now_ns - start_ns;
+        perf_hist_record(&w->st.lat, lat);
+        if (write) {
+                w->st.writes++;
+                w->st.write_bytes += w->o->bs;
+                perf_hist_record(&w->st.wlat, lat);
+        } else {
+                w->st.reads++;
+                w->st.read_bytes += w->o->bs;
+                perf_hist_record(&w->st.rlat, lat);
+        }
+        return true;
+}
+
+int perf_worker_ready(struct perf_worker *w)
+{
+        (void)w;
+        atomic_fetch_add(&perf_run.ready, 1);
+        while (!atomic_load(&perf_run.go))
+                usleep(200);
+        return atomic_load(&perf_run.failed) ? -ECANCELED : 0;
+}
+
+void perf_worker_fail(struct perf_worker *w, int rc, const char *fmt, ...)
+{
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(w->err, sizeof(w->err), fmt, ap);
+        va_end(ap);
+        w->rc = rc ? rc : -EIO;
+        atomic_fetch_add(&perf_run.failed, 1);
+}
+
+void perf_fill_pattern(void *buf, uint32_t len, uint64_t seed)
+{
+        uint64_t *p = buf;
+        for (uint32_t i = 0; i < len / 8; i++)
+                p[i] = seed ^ (0x736c617465ULL + i);
+}
+
+static void *worker_main(void *arg)
+{
+        struct perf_worker *w = arg;
+        extern const struct perf_transport *perf_tr;
+        if (w->o->ncpus) {
+                cpu_set_t set;
+                CPU_ZERO(&set);
+                CPU_SET(w->o->cpus[w->id % w->o->ncpus], &set);
+                pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+        }
+        perf_tr->worker(w);
+        return NULL;
+}
+
+const struct perf_transport *perf_tr;
+
+static void stats_add(struct perf_stats *d, const struct perf_stats *s)
+{
+        d->reads += s->reads;
+        d->writes += s->writes;
+        d->errors += s->errors;
+        d->read_bytes += s->read_bytes;
+        d->write_bytes += s->write_bytes;
+        perf_hist_merge(&d->lat, &s->lat);
+        perf_hist_merge(&d->rlat, &s->rlat);
+        perf_hist_merge(&d->wlat, &s->wlat);
+}
+
+static json_t *lat_json(const struct perf_hist *h)
+{
+        return json_pack(
+            "{s:I,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "count", (json_int_t)h->count, "mean_us",
+            perf_hist_mean(h) / 1e3, "min_us", h->count ? (double)h->min / 1e3 : 0.0, "p50_us",
+            (double)perf_hist_percentile(h, 50) / 1e3, "p99_us",
+            (double)perf_hist_percentile(h, 99) / 1e3, "p99_9_us",
+            (double)perf_hist_percentile(h, 99.9) / 1e3, "max_us", (double)h->max / 1e3,
+            "p99_99_us", (double)perf_hist_percentile(h, 99.99) / 1e3);
+}
+
+static void print_lat(const char *what, const struct perf_hist *h)
+{
+        if (!h->count)
+                return;
+        printf("  %-6s lat (us): mean %.1f  min %.1f  p50 %.1f  p99 %.1f  p99.9 %.1f  max %.1f\n",
+               what, perf_hist_mean(h) / 1e3, (double)h->min / 1e3,
+               (double)perf_hist_percentile(h, 50) / 1e3, (double)perf_hist_percentile(h, 99) / 1e3,
+               (double)perf_hist_percentile(h, 99.9) / 1e3, (double)h->max / 1e3);
+}
+
+int main(int argc, char **argv)
+{
+        static struct perf_opts o = {
+            .transport = PERF_NVME_TCP,
+            .addr = "127.0.0.1",
+            .port = "4420",
+            .hostnqn = "nqn.2026-12.io.slate:slate-perf",
+            .nsid = 1,
+            .qd = 32,
+            .bs = 4096,
+            .read_pct = 100,
+            .random = true,
+            .duration = 10,
+            .nqueues = 1,
+            .kato_ms = 10000,
+        };
+        enum { O_HDGST = 256, O_DDGST, O_CPU, O_JSON, O_HOSTNQN, O_NSID, O_KATO, O_POLL };
+        static const struct option lopts[] = {
+            {"transport", required_argument, 0, 't'},
+            {"addr", required_argument, 0, 'a'},
+            {"port", required_argument, 0, 'p'},
+            {"nqn", required_argument, 0, 'n'},
+            {"url", required_argument, 0, 'u'},
+            {"qd", required_argument, 0, 'q'},
+            {"bs", required_argument, 0, 'b'},
+            {"mix", required_argument, 0, 'M'},
+            {"pattern", required_argument, 0, 'r'},
+            {"duration", required_argument, 0, 'd'},
+            {"queues", required_argument, 0, 'Q'},
+            {"span", required_argument, 0, 's'},
+            {"hdgst", no_argument, 0, O_HDGST},
+            {"ddgst", no_argument, 0, O_DDGST},
+            {"cpu", required_argument, 0, O_CPU},
+            {"json", no_argument, 0, O_JSON},
+            {"hostnqn", required_argument, 0, O_HOSTNQN},
+            {"nsid", required_argument, 0, O_NSID},
+            {"kato", required_argument, 0, O_KATO},
+            {"poll", no_argument, 0, O_POLL},
+            {"verbose", no_argument, 0, 'v'},
+            {"help", no_argument, 0, 'h'},
+            {0, 0, 0, 0},
+        };
+        int c;
+        uint64_t v;
+        unsigned u;
+        while ((c = getopt_long(argc, argv, "t:a:p:n:u:q:b:M:r:d:Q:s:vh", lopts, NULL)) != -1) {
+                switch (c) {
+                case 't':
+                        if (!strcmp(optarg, "nvme-tcp") || !strcmp(optarg, "nvmf") ||
+                            !strcmp(optarg, "tcp"))
+                                o.transport = PERF_NVME_TCP;
+                        else if (!strcmp(optarg, "iscsi"))
+                                o.transport = PERF_ISCSI;
+                        else
+                                goto bad;
+                        break;
+                case 'a':
+                        o.addr = optarg;
+                        break;
+                case 'p':
+                        o.port = optarg;
+                        break;
+                case 'n':
+                        o.subnqn = optarg;
+                        break;
+                case 'u':
+                        o.url = optarg;
+                        break;
+                case 'q':
+                        if (parse_uint(optarg, 1, 4096, &o.qd))
+                                goto bad;
+                        break;
+                case 'b':
+                        if (parse_size(optarg, &v) || v < 512 || v > (64u << 20))
+                                goto bad;
+                        o.bs = (uint32_t)v;
+                        break;
+                case 'M':
+                        if (parse_uint(optarg, 0, 100, &o.read_pct))
+                                goto bad;
+                        break;
+                case 'r':
+                        if (!strcmp(optarg, "rand") || !strcmp(optarg, "random"))
+                                o.random = true;
+                        else if (!strcmp(optarg, "seq") || !strcmp(optarg, "sequential"))
+                                o.random = false;
+                        else
+                                goto bad;
+                        break;
+                case 'd': {
+                        char *end;
+                        o.duration = strtod(optarg, &end);
+                        if (*end || !(o.duration > 0) || o.duration > 1e6)
+                                goto bad;
+                        break;
+                }
+                case 'Q':
+                        if (parse_uint(optarg, 1, 64, &o.nqueues))
+                                goto bad;
+                        break;
+                case 's':
+                        if (parse_size(optarg, &o.span_bytes))
+                                goto bad;
+                        break;
+                case O_HDGST:
+                        o.hdgst = true;
+                        break;
+                case O_DDGST:
+                        o.ddgst = true;
+                        break;
+                case O_CPU:
+                        if (parse_cpus(optarg, &o))
+                                goto bad;
+                        break;
+                case O_JSON:
+                        o.json = true;
+                        break;
+                case O_HOSTNQN:
+                        o.hostnqn = optarg;
+                        break;
+                case O_NSID:
+                        if (parse_uint(optarg, 1, 0xfffffffeu, &u))
+                                goto bad;
+                        o.nsid = u;
+                        break;
+                case O_KATO:
+                        if (parse_uint(optarg, 0, 3600000, &o.kato_ms))
+                                goto bad;
+                        break;
+                case O_POLL:
+                        o.busy_poll = true;
+                        break;
+                case 'v':
+                        o.verbose = true;
+                        break;
+                case 'h':
+                        usage(stdout);
+                        return 0;
+                default:
+                        usage(stderr);
+                        return 2;
+                }
+                continue;
+        bad:
+                fprintf(stderr, "slate-perf: bad value for -%c: %s\n", c < 256 ? c : '-', optarg);
+                return 2;
+        }
+        if (optind != argc) {
+                usage(stderr);
+                return 2;
+        }
+        if (o.transport == PERF_NVME_TCP && !o.subnqn) {
+                fprintf(stderr, "slate-perf: NVMe/TCP needs -n SUBSYSTEM-NQN\n");
+                return 2;
+        }
+        if (o.transport == PERF_ISCSI && !o.url) {
+                fprintf(stderr, "slate-perf: iSCSI needs -u iscsi://HOST[:PORT]/IQN/LUN\n");
+                return 2;
+        }
+        if (o.ddgst && o.transport == PERF_ISCSI) {
+                fprintf(stderr, "slate-perf: libiscsi has no data digest; use --hdgst only\n");
+                return 2;
+        }
+        perf_tr = o.transport == PERF_NVME_TCP ? &perf_nvme_tcp : &perf_iscsi;
+
+        struct perf_geom g = {0};
+        void *tctx = NULL;
+        int rc = perf_tr->probe(&o, &g, &tctx);
+        if (rc) {
+                fprintf(stderr, "slate-perf: cannot reach the target: %s\n", strerror(-rc));
+                return 1;
+        }
+        if (o.bs % g.lba_size) {
+                fprintf(stderr, "slate-perf: I/O size %u is not a multiple of the %u-byte block\n",
+                        o.bs, g.lba_size);
+                perf_tr->close(tctx);
+                return 1;
+        }
+        if (g.max_io && o.bs > g.max_io) {
+                fprintf(stderr, "slate-perf: I/O size %u exceeds the target's limit %u\n", o.bs,
+                        g.max_io);
+                perf_tr->close(tctx);
+                return 1;
+        }
+        uint64_t span_blocks = g.nblocks;
+        if (o.span_bytes && o.span_bytes / g.lba_size < span_blocks)
+                span_blocks = o.span_bytes / g.lba_size;
+        uint32_t io_blocks = o.bs / g.lba_size;
+        uint64_t per_worker = o.random ? span_blocks : span_blocks / o.nqueues;
+        if (per_worker < io_blocks) {
+                fprintf(stderr, "slate-perf: namespace too small for %u queues of %u-byte I/O\n",
+                        o.nqueues, o.bs);
+                perf_tr->close(tctx);
+                return 1;
+        }
+
+        struct perf_worker *ws = calloc(o.nqueues, sizeof(*ws));
+        pthread_t *th = calloc(o.nqueues, sizeof(*th));
+        if (!ws || !th) {
+                perf_tr->close(tctx);
+                return 1;
+        }
+        atomic_store(&perf_run.end_ns, UINT64_MAX);
+        uint64_t seed = perf_now_ns() ^ ((uint64_t)getpid() << 32);
+        for (unsigned i = 0; i < o.nqueues; i++) {
+                struct perf_worker *w = &ws[i];
+                w->id = i;
+                w->o = &o;
+                w->g = &g;
+                w->tctx = tctx;
+                w->rng = (seed + 0x9E3779B97F4A7C15ULL * (i + 1)) | 1;
+                w->io_blocks = io_blocks;
+                w->region_lo = o.random ? 0 : (uint64_t)i * per_worker;
+                w->region_blocks = per_worker;
+                perf_hist_init(&w->st.lat);
+                perf_hist_init(&w->st.rlat);
+                perf_hist_init(&w->st.wlat);
+        }
+        unsigned started = 0;
+        for (; started < o.nqueues; started++)
+                if (pthread_create(&th[started], NULL, worker_main, &ws[started])) {
+                        atomic_fetch_add(&perf_run.failed, 1);
+                        break;
+                }
+        while (atomic_load(&perf_run.ready) + atomic_load(&perf_run.failed) < (int)started)
+                usleep(1000);
+        uint64_t start = perf_now_ns();
+        atomic_store(&perf_run.start_ns, start);
+        atomic_store(&perf_run.end_ns, start + (uint64_t)(o.duration * 1e9));
+        if (atomic_load(&perf_run.failed))
+                atomic_store(&perf_run.end_ns, 0);
+        atomic_store(&perf_run.go, true);
+        for (unsigned i = 0; i < started; i++)
+                pthread_join(th[i], NULL);
+        perf_tr->close(tctx);
+
+        int status = 0;
+        struct perf_stats tot = {0};
+        perf_hist_init(&tot.lat);
+        perf_hist_init(&tot.rlat);
+        perf_hist_init(&tot.wlat);
+        for (unsigned i = 0; i < o.nqueues; i++) {
+                if (ws[i].rc) {
+                        fprintf(stderr, "slate-perf: queue %u: %s\n", i,
+                                ws[i].err[0] ? ws[i].err : strerror(-ws[i].rc));
+                        status = 1;
+                }
+                stats_add(&tot, &ws[i].st);
+        }
+        if (started < o.nqueues)
+                status = 1;
+        double secs = o.duration;
+        uint64_t ios = tot.reads + tot.writes;
+        double iops = (double)ios / secs;
+        double mibs = (double)(tot.read_bytes + tot.write_bytes) / secs / (1024.0 * 1024.0);
+        if (tot.errors)
+                status = 1;
+
+        if (o.json) {
+                json_t *j = json_pack(
+                    "{s:s,s:s,s:{s:i,s:i,s:i,s:s,s:i,s:f,s:b,s:b},s:{s:i,s:I},s:f,s:I,s:I,s:I,"
+                    "s:f,s:f,s:f,s:o,s:o,s:o,s:i}",
+                    "transport", perf_tr->name, "target", g.desc, "params", "qd", (int)o.qd, "bs",
+                    (int)o.bs, "read_pct", (int)o.read_pct, "pattern", o.random ? "rand" : "seq",
+                    "queues", (int)o.nqueues, "duration_s", o.duration, "hdgst", o.hdgst, "ddgst",
+                    o.ddgst, "geometry", "lba_size", (int)g.lba_size, "nblocks",
+                    (json_int_t)g.nblocks, "seconds", secs, "ios", (json_int_t)ios, "reads",
+                    (json_int_t)tot.reads, "writes", (json_int_t)tot.writes, "iops", iops, "mib_s",
+                    mibs, "read_iops", (double)tot.reads / secs, "latency", lat_json(&tot.lat),
+                    "read_latency", lat_json(&tot.rlat), "write_latency", lat_json(&tot.wlat),
+                    "errors", (int)tot.errors);
+                if (j) {
+                        json_dumpf(j, stdout,
+                                   JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
+                        putchar('\n');
+                        json_decref(j);
+                }
+        } else {
+                printf("slate-perf %s %s: %s %u%% read, bs %u, qd %u x %u queues, %.1fs%s%s\n",
+                       perf_tr->name, g.desc, o.random ? "random" : "sequential", o.read_pct, o.bs,
+                       o.qd, o.nqueues, secs, o.hdgst ? ", hdgst" : "", o.ddgst ? ", ddgst" : "");
+                printf("  IOPS %.0f  MiB/s %.1f  (reads %llu, writes %llu, errors %llu)\n", iops,
+                       mibs, (unsigned long long)tot.reads, (unsigned long long)tot.writes,
+                       (unsigned long long)tot.errors);
+                print_lat("all", &tot.lat);
+                if (tot.reads && tot.writes) {
+                        print_lat("read", &tot.rlat);
+                        print_lat("write", &tot.wlat);
+                }
+        }
+        free(ws);
+        free(th);
+        return status;
+}

@@ -1,0 +1,134 @@
+/*
+ * slate-perf internals shared by the driver (main.c) and the transports
+ * (nvme_tcp.c: our own NVMe/TCP initiator; iscsi.c: libiscsi's async API).
+ * The driver parses options, learns the namespace geometry through the
+ * transport, starts one worker thread per queue/connection and merges their
+ * counters; a transport's worker owns its socket and runs its own event loop,
+ * asking perf_next_io() what to submit and calling perf_io_done() on each
+ * completion.  No standard section; the wire protocols are in the transport
+ * files.
+ */
+#ifndef SLATE_PERF_H
+#define SLATE_PERF_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "hist.h"
+
+enum perf_transport_kind {
+        PERF_NVME_TCP,
+        PERF_ISCSI,
+};
+
+struct perf_opts {
+        enum perf_transport_kind transport;
+        const char *addr;   /* NVMe/TCP target address */
+        const char *port;   /* NVMe/TCP service (default 4420) */
+        const char *subnqn; /* NVMe subsystem NQN */
+        const char *hostnqn;
+        uint32_t nsid;
+        const char *url; /* iSCSI URL iscsi://host[:port]/iqn/lun */
+        unsigned qd;     /* outstanding I/Os per queue */
+        uint32_t bs;     /* bytes per I/O */
+        unsigned read_pct;
+        bool random;
+        double duration; /* seconds */
+        unsigned nqueues;
+        bool hdgst, ddgst;
+        int cpus[64]; /* --cpu list; ncpus == 0: not pinned */
+        unsigned ncpus;
+        bool json;
+        bool verbose;
+        bool busy_poll;
+        uint64_t span_bytes; /* 0: whole namespace */
+        uint32_t kato_ms;
+};
+
+/* Geometry learnt from the target before the workers start. */
+struct perf_geom {
+        uint32_t lba_size;
+        uint64_t nblocks;
+        uint32_t max_io; /* largest transfer in bytes the target takes, 0 = no limit */
+        char desc[256];  /* one line describing the target, for the report */
+};
+
+struct perf_stats {
+        uint64_t reads, writes, errors;
+        uint64_t read_bytes, write_bytes;
+        struct perf_hist lat; /* all I/Os */
+        struct perf_hist rlat;
+        struct perf_hist wlat;
+};
+
+struct perf_worker {
+        unsigned id;
+        const struct perf_opts *o;
+        const struct perf_geom *g;
+        void *tctx; /* transport context shared by all workers (e.g. NVMe controller) */
+        uint64_t rng;
+        uint64_t seq_next;                 /* next LBA for sequential access */
+        uint64_t region_lo, region_blocks; /* LBA range this worker uses */
+        uint32_t io_blocks;
+        struct perf_stats st;
+        int rc; /* worker's exit status, 0 or -errno */
+        char err[256];
+};
+
+/* Run-wide clock and phases (written by main, read by workers). */
+struct perf_run {
+        atomic_int ready;  /* workers connected */
+        atomic_int failed; /* workers that could not connect */
+        atomic_bool go;    /* start submitting */
+        atomic_uint_fast64_t start_ns, end_ns;
+};
+extern struct perf_run perf_run;
+
+static inline uint64_t perf_now_ns(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+struct perf_io {
+        uint64_t lba;
+        bool write;
+};
+
+/* Pick the next I/O of the workload for worker w. */
+void perf_next_io(struct perf_worker *w, struct perf_io *io);
+/*
+ * Account one completed I/O submitted at start_ns.  Completions after the
+ * measurement window are not counted.  Returns true while the worker should
+ * keep submitting.
+ */
+bool perf_io_done(struct perf_worker *w, bool write, uint64_t start_ns, uint64_t now_ns, bool ok);
+/* True while the measurement window is open (now before end). */
+static inline bool perf_running(uint64_t now_ns)
+{
+        return now_ns < atomic_load_explicit(&perf_run.end_ns, memory_order_relaxed);
+}
+/* Called by a worker once connected; then blocks until the run starts. 0 or -errno. */
+int perf_worker_ready(struct perf_worker *w);
+void perf_worker_fail(struct perf_worker *w, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Fill an I/O buffer with a recognisable pattern. */
+void perf_fill_pattern(void *buf, uint32_t len, uint64_t seed);
+
+struct perf_transport {
+        const char *name;
+        /* Connect once from the main thread, learn the geometry; *tctx for workers. */
+        int (*probe)(const struct perf_opts *o, struct perf_geom *g, void **tctx);
+        /* Worker thread body: connect queue w->id, run the workload, drain. */
+        void (*worker)(struct perf_worker *w);
+        /* Tear down what probe() made. */
+        void (*close)(void *tctx);
+};
+
+extern const struct perf_transport perf_nvme_tcp;
+extern const struct perf_transport perf_iscsi;
+
+#endif
