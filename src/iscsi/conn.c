@@ -848,9 +848,19 @@ static int hdr_data_out(struct iscsi_conn *c)
         c->rx_dst = t->buf + off;
         return HDR_OK;
 bad:
+        /* ERL 0 offers no recovery of the sequence: the command fails with
+         * ABORTED COMMAND, DATA PHASE ERROR; the rest of its data is dropped
+         * and the connection stays up. */
         iscsi_conn_warn(c, "Data-Out ITT 0x%x: DataSN %u / offset %u out of sequence", itt, datasn,
                         off);
-        return -EPROTO;
+        set_check_condition(&t->cmd, 0x0b, 0x4b, 0x00);
+        t->parse_done = true;
+        t->rsp_preset = true;
+        t->want = 0;
+        t->unsol_done = true;
+        t->ttt = ISCSI_RESERVED_TAG;
+        task_respond(t);
+        return HDR_OK;
 }
 
 static void dispatch_data_out(struct iscsi_conn *c)
