@@ -1,0 +1,1615 @@
+/*
+ * The NVMe/TCP transport, target side (NVM Express TCP Transport
+ * Specification 1.0: 3.3 connection setup, 3.4 capsules and data
+ * transfers, 3.5 digests, 3.6 PDUs, 3.6.2.4 fatal errors).  Listeners
+ * accept on reactor 0 and hand each connection (one queue pair) to a
+ * reactor round robin.  Each queue pair receives PDUs through one explicit
+ * state machine (common header, rest of header + digest + pad, data
+ * straight into the command's buffer, data digest), fed by non-blocking
+ * recv after an io_uring POLL_ADD, and sends through a queue of iovec items
+ * flushed with sendmsg (POLLOUT re-armed when the socket is full).  Every
+ * length from the wire is checked against the negotiated limits before
+ * anything is read into a buffer.  Commands come from a pool sized at
+ * connection time (NVME_TRANSPORT_QUEUE_DEPTH, announced as CAP.MQES), each
+ * with a 2 * CORE_MAX_TRANSFER_BYTES buffer carved from one MAP_NORESERVE
+ * mapping; the personality (nvme/) parses and executes them.
+ */
+#include "nvmf/nvmf.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <isa-l.h>
+#include <jansson.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "nvme/nvme.h"
+#include "nvmf/tcp_internal.h"
+#include "rt/log.h"
+#include "rt/reactor.h"
+#include "slate/spec/nvme.h"
+#include "slate/spec/nvmf.h"
+#include "slate/spec/nvme_tcp.h"
+
+#define MOD "nvmf-tcp"
+
+#define TCP_POOL      NVME_TRANSPORT_QUEUE_DEPTH
+#define TCP_ICD_MAX   NVME_TRANSPORT_ICD_BYTES
+#define TCP_BUF_LEN   (2u * CORE_MAX_TRANSFER_BYTES)
+#define TCP_RX_BUDGET (4u << 20) /* bytes read per wake-up before yielding to others */
+#define TCP_TX_IOV    64
+#define TCP_CLOSE_MS  1000 /* after a C2HTermReq, close even if it could not be sent */
+
+#define container_of(p, T, m) ((T *)((char *)(p)-offsetof(T, m)))
+
+uint32_t nvmf_tcp_crc32c(const void *buf, size_t len)
+{
+        return crc32_iscsi((unsigned char *)buf, (int)len, 0xffffffffu) ^ 0xffffffffu;
+}
+
+/* ------------------------------------------------------------------ */
+/* Objects                                                             */
+
+struct tcp_queue;
+struct tcp_cmd;
+
+/* One PDU (or part of one) waiting to be sent. */
+struct tx_item {
+        struct iovec iov[3];
+        int iovcnt;
+        size_t len, off;
+        bool queued;
+        bool last;           /* the command's final PDU */
+        struct tcp_cmd *cmd; /* NULL for queue-level PDUs */
+        struct tx_item *next;
+};
+
+/* Command life cycle in the transport. */
+enum cmd_state {
+        CMD_FREE = 0, /* in the free stack */
+        CMD_RECV = 1, /* capsule or its in-capsule data being received */
+        CMD_H2C = 2,  /* R2T outstanding, H2CData expected */
+        CMD_EXEC = 3, /* owned by the personality until done() */
+        CMD_SEND = 4, /* response PDUs queued; freed when the last one is sent */
+};
+
+struct tcp_cmd {
+        struct nvme_cmd nc;
+        struct tcp_queue *q;
+        enum cmd_state state;
+        uint16_t ttag; /* index in the pool */
+        uint16_t cid;
+        uint32_t sgl_len;
+        uint8_t sgl_id;
+        uint32_t r2to, r2tl; /* current R2T */
+        uint32_t r2t_got;    /* bytes of it received */
+        uint32_t h2c_done;   /* bytes of host data in buf */
+        bool ddgst_err;
+        bool finished; /* final PDU queued */
+        int tx_refs;   /* items of this command in the send queue */
+        struct tx_item r2t_it, data_it, resp_it;
+        uint8_t r2t_hdr[sizeof(struct nvme_tcp_r2t) + NVME_TCP_DIGEST_LEN];
+        uint8_t data_hdr[128]; /* C2HData header, digest and pad up to PDO */
+        uint8_t data_dgst[NVME_TCP_DIGEST_LEN];
+        uint8_t resp_hdr[sizeof(struct nvme_tcp_rsp) + NVME_TCP_DIGEST_LEN];
+};
+
+enum q_state {
+        Q_WAIT_IC = 0, /* waiting for ICReq */
+        Q_LIVE = 1,    /* ICResp sent; capsules flow */
+        Q_CLOSING = 2, /* fatal error: C2HTermReq being sent, nothing more read */
+        Q_DEAD = 3,    /* socket shut; freed once polls, defers and commands drain */
+};
+
+/* PDU receive state machine (one process loop: rx_process). */
+enum rx_state {
+        RX_CH = 0,    /* reading the 8-byte common header */
+        RX_PSH = 1,   /* reading the rest of the header (HLEN), its digest and the pad to PDO */
+        RX_DATA = 2,  /* reading PDU data straight into its destination */
+        RX_DDGST = 3, /* reading the 4-byte data digest */
+        RX_STOP = 4,  /* fatal error or closing: read nothing more */
+};
+
+struct tcp_queue {
+        struct nvme_queue nq;
+        int fd;
+        enum q_state state;
+        uint64_t gen;
+        char peer[80];
+        bool warned;
+        bool fini_done;
+
+        /* Negotiated at ICReq. */
+        bool hdgst, ddgst;
+        uint8_t hpda;
+        bool sqflow_off; /* the host disabled SQ flow control at Connect */
+        uint16_t sqhd;
+
+        /* Receive. */
+        enum rx_state rx;
+        uint8_t rx_hdr[256 + 8]; /* CH, PSH, header digest, pad (PDO <= 255) */
+        uint8_t *rx_dst;
+        uint32_t rx_need, rx_got;
+        uint32_t rx_dlen; /* data bytes of the current PDU (without digest) */
+        uint8_t rx_ddgst[NVME_TCP_DIGEST_LEN];
+        uint8_t rx_scratch[NVME_TCP_TERM_MAX_PLEN];
+        struct tcp_cmd *rx_cmd;
+        bool rx_stalled; /* a capsule waits for a free command */
+
+        /* Fuzzing: input from memory, output dropped. */
+        bool fuzz;
+        uint8_t *fz_data;
+        size_t fz_len, fz_off;
+
+        /* Reactor plumbing. */
+        struct rt_event rx_ev, tx_ev;
+        bool rx_armed, tx_armed;
+        struct rt_defer kick;
+        bool kick_pending;
+        struct rt_timer close_timer;
+
+        /* Send queue. */
+        struct tx_item *txq_head, *txq_tail;
+        struct tx_item ic_it, term_it;
+        uint8_t ic_buf[sizeof(struct nvme_tcp_icresp)];
+        uint8_t term_buf[NVME_TCP_TERM_MAX_PLEN];
+
+        /* Command pool. */
+        struct tcp_cmd *cmds;
+        uint8_t *bufs;
+        size_t bufs_len;
+        uint16_t free_stack[TCP_POOL];
+        unsigned nfree;
+        unsigned nexec;
+
+        struct tcp_queue *reg_prev, *reg_next;
+};
+
+/* Registry of live queues (teardown from other threads, fini). */
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct tcp_queue *reg_head;
+static uint64_t reg_gen;
+static unsigned reg_count;
+
+static void queue_close(struct tcp_queue *q, const char *reason);
+static void rx_process(struct tcp_queue *q);
+static void tx_flush(struct tcp_queue *q);
+static void queue_kick(struct tcp_queue *q);
+
+/* ------------------------------------------------------------------ */
+/* Common header check (pure)                                          */
+
+static int ch_err(uint16_t *fes, uint32_t *fei, uint16_t f, uint32_t i)
+{
+        *fes = f;
+        *fei = i;
+        return -EPROTO;
+}
+
+int nvmf_tcp_check_ch(const struct nvme_tcp_ch *ch, bool ic_done, bool hdgst, bool ddgst,
+                      uint32_t *dlen, uint16_t *fes, uint32_t *fei)
+{
+        uint32_t plen = get_le32(&ch->plen);
+        uint8_t valid_flags, hlen;
+        bool digests = true;
+
+        *dlen = 0;
+        /* Type, lowest field first (errors report the first bad field). */
+        switch (ch->pdu_type) {
+        case NVME_TCP_PDU_ICREQ:
+                if (ic_done)
+                        return ch_err(fes, fei, NVME_TCP_FES_PDU_SEQUENCE, NVME_TCP_OFF_TYPE);
+                valid_flags = 0;
+                hlen = sizeof(struct nvme_tcp_icreq);
+                digests = false;
+                break;
+        case NVME_TCP_PDU_H2C_TERM_REQ:
+                /* 3.6.2.4: a TermReq with a bad length drops the connection, no report. */
+                if (plen < sizeof(struct nvme_tcp_term_req) || plen > NVME_TCP_TERM_MAX_PLEN)
+                        return -ECONNRESET;
+                valid_flags = 0;
+                hlen = sizeof(struct nvme_tcp_term_req);
+                digests = false;
+                break;
+        case NVME_TCP_PDU_CAPSULE_CMD:
+                valid_flags = NVME_TCP_F_HDGSTF | NVME_TCP_F_DDGSTF;
+                hlen = sizeof(struct nvme_tcp_cmd);
+                break;
+        case NVME_TCP_PDU_H2C_DATA:
+                valid_flags = NVME_TCP_F_HDGSTF | NVME_TCP_F_DDGSTF | NVME_TCP_F_DATA_LAST;
+                hlen = sizeof(struct nvme_tcp_data);
+                break;
+        default:
+                return ch_err(fes, fei, NVME_TCP_FES_INVALID_HEADER, NVME_TCP_OFF_TYPE);
+        }
+        if (!ic_done && ch->pdu_type != NVME_TCP_PDU_ICREQ &&
+            ch->pdu_type != NVME_TCP_PDU_H2C_TERM_REQ)
+                return ch_err(fes, fei, NVME_TCP_FES_PDU_SEQUENCE, NVME_TCP_OFF_TYPE);
+
+        /* Flags: only the type's bits; digests present exactly when negotiated. */
+        if (ch->flags & ~valid_flags)
+                return ch_err(fes, fei, NVME_TCP_FES_INVALID_HEADER, NVME_TCP_OFF_FLAGS);
+        uint32_t hd = (digests && hdgst) ? NVME_TCP_DIGEST_LEN : 0;
+        if (digests && !!(ch->flags & NVME_TCP_F_HDGSTF) != hdgst)
+                return ch_err(fes, fei, NVME_TCP_FES_INVALID_HEADER, NVME_TCP_OFF_FLAGS);
+
+        if (ch->hlen != hlen)
+                return ch_err(fes, fei, NVME_TCP_FES_INVALID_HEADER, NVME_TCP_OFF_HLEN);
+
+        bool has_data = digests && plen > hlen + hd;
+        if (digests && !!(ch->flags & NVME_TCP_F_DDGSTF) != (ddgst && has_data))
+                return ch_err(fes, fei, NVME_TCP_FES_INVALID_HEADER, NVME_TCP_OFF_FLAGS);
+
+        /* PDO: data starts after header and digest, aligned to our CPDA. */
+        if (has_data) {
+                uint32_t align = (NVMF_TCP_CPDA + 1) * 4;
+                if (ch->pdo < hlen + hd || ch->pdo > plen || ch->pdo % align)
+                        return ch_err(fes, fei, NVME_TCP_FES_INVALID_HEADER, NVME_TCP_OFF_PDO);
+        } else if (ch->pdo != 0 && !(digests && ch->pdo == hlen + hd)) {
+                return ch_err(fes, fei, NVME_TCP_FES_INVALID_HEADER, NVME_TCP_OFF_PDO);
+        }
+
+        /* PLEN. */
+        switch (ch->pdu_type) {
+        case NVME_TCP_PDU_ICREQ:
+                if (plen != hlen)
+                        return ch_err(fes, fei, NVME_TCP_FES_INVALID_HEADER, NVME_TCP_OFF_PLEN);
+                break;
+        case NVME_TCP_PDU_H2C_TERM_REQ:
+                *dlen = plen - hlen;
+                break;
+        default:
+                if (plen < hlen + hd)
+                        return ch_err(fes, fei, NVME_TCP_FES_INVALID_HEADER, NVME_TCP_OFF_PLEN);
+                if (has_data) {
+                        uint32_t dd = (ch->flags & NVME_TCP_F_DDGSTF) ? NVME_TCP_DIGEST_LEN : 0;
+                        if (plen - ch->pdo <= dd)
+                                return ch_err(fes, fei, NVME_TCP_FES_INVALID_HEADER,
+                                              NVME_TCP_OFF_PLEN);
+                        *dlen = plen - ch->pdo - dd;
+                }
+                /* Cap against what we accept before anything is read. */
+                if (ch->pdu_type == NVME_TCP_PDU_CAPSULE_CMD && *dlen > TCP_ICD_MAX)
+                        return ch_err(fes, fei, NVME_TCP_FES_DATA_LIMIT, NVME_TCP_OFF_PLEN);
+                if (ch->pdu_type == NVME_TCP_PDU_H2C_DATA && *dlen > NVMF_TCP_MAXH2CDATA)
+                        return ch_err(fes, fei, NVME_TCP_FES_DATA_LIMIT, NVME_TCP_OFF_PLEN);
+                if (ch->pdu_type == NVME_TCP_PDU_H2C_DATA && *dlen == 0)
+                        return ch_err(fes, fei, NVME_TCP_FES_INVALID_HEADER, NVME_TCP_OFF_PLEN);
+                break;
+        }
+        return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Send queue                                                          */
+
+static void put_ch(void *p, uint8_t type, uint8_t flags, uint8_t hlen, uint8_t pdo, uint32_t plen)
+{
+        struct nvme_tcp_ch *ch = p;
+        ch->pdu_type = type;
+        ch->flags = flags;
+        ch->hlen = hlen;
+        ch->pdo = pdo;
+        put_le32(&ch->plen, plen);
+}
+
+/* Append the header digest right after hlen bytes of header. */
+static void put_hdgst(struct tcp_queue *q, uint8_t *hdr, uint8_t hlen)
+{
+        if (q->hdgst) {
+                le32 d;
+                put_le32(&d, nvmf_tcp_crc32c(hdr, hlen));
+                memcpy(hdr + hlen, &d, sizeof(d));
+        }
+}
+
+static void tx_queue(struct tcp_queue *q, struct tx_item *it)
+{
+        it->len = 0;
+        for (int i = 0; i < it->iovcnt; i++)
+                it->len += it->iov[i].iov_len;
+        it->off = 0;
+        it->next = NULL;
+        it->queued = true;
+        if (it->cmd)
+                it->cmd->tx_refs++;
+        if (q->txq_tail)
+                q->txq_tail->next = it;
+        else
+                q->txq_head = it;
+        q->txq_tail = it;
+}
+
+static void cmd_release(struct tcp_cmd *c)
+{
+        struct tcp_queue *q = c->q;
+        c->state = CMD_FREE;
+        q->free_stack[q->nfree++] = c->ttag;
+        if (q->rx_stalled)
+                queue_kick(q);
+}
+
+static void tx_item_sent(struct tcp_queue *q, struct tx_item *it)
+{
+        it->queued = false;
+        struct tcp_cmd *c = it->cmd;
+        if (c) {
+                c->tx_refs--;
+                if (it->last)
+                        c->finished = true;
+                if (c->finished && c->tx_refs == 0 && c->state == CMD_SEND)
+                        cmd_release(c);
+        } else if (it == &q->term_it) {
+                queue_close(q, "fatal transport error reported");
+        }
+}
+
+static void tx_ev_fn(struct rt_event *ev, int res)
+{
+        struct tcp_queue *q = container_of(ev, struct tcp_queue, tx_ev);
+        (void)res;
+        q->tx_armed = false;
+        if (q->state == Q_DEAD) {
+                queue_kick(q);
+                return;
+        }
+        tx_flush(q);
+}
+
+static void tx_flush(struct tcp_queue *q)
+{
+        while (q->txq_head && q->state != Q_DEAD) {
+                struct iovec iov[TCP_TX_IOV];
+                int n = 0;
+                size_t total = 0;
+                for (struct tx_item *it = q->txq_head; it && n < TCP_TX_IOV; it = it->next) {
+                        size_t skip = it == q->txq_head ? it->off : 0;
+                        for (int i = 0; i < it->iovcnt && n < TCP_TX_IOV; i++) {
+                                size_t l = it->iov[i].iov_len;
+                                if (skip >= l) {
+                                        skip -= l;
+                                        continue;
+                                }
+                                iov[n].iov_base = (uint8_t *)it->iov[i].iov_base + skip;
+                                iov[n].iov_len = l - skip;
+                                total += l - skip;
+                                skip = 0;
+                                n++;
+                        }
+                }
+                ssize_t sent;
+                if (q->fuzz) {
+                        sent = (ssize_t)total;
+                } else {
+                        struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)n};
+                        sent = sendmsg(q->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+                        if (sent < 0) {
+                                if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
+                                        if (!q->tx_armed) {
+                                                struct io_uring_sqe *sqe = rt_sqe(q->nq.reactor);
+                                                io_uring_prep_poll_add(sqe, q->fd, POLLOUT);
+                                                io_uring_sqe_set_data(sqe, &q->tx_ev);
+                                                q->tx_armed = true;
+                                        }
+                                        return;
+                                }
+                                char why[96];
+                                snprintf(why, sizeof(why), "send failed: %s", strerror(errno));
+                                queue_close(q, why);
+                                return;
+                        }
+                }
+                size_t left = (size_t)sent;
+                while (q->txq_head) {
+                        struct tx_item *it = q->txq_head;
+                        size_t rem = it->len - it->off;
+                        if (left < rem) {
+                                it->off += left;
+                                break;
+                        }
+                        left -= rem;
+                        q->txq_head = it->next;
+                        if (!q->txq_head)
+                                q->txq_tail = NULL;
+                        tx_item_sent(q, it);
+                        if (q->state == Q_DEAD)
+                                return;
+                }
+        }
+}
+
+/* ------------------------------------------------------------------ */
+/* Queue life cycle                                                    */
+
+static void queue_warn(struct tcp_queue *q, const char *fmt, const char *what, unsigned a,
+                       unsigned b)
+{
+        if (q->warned)
+                return;
+        q->warned = true;
+        char msg[160];
+        snprintf(msg, sizeof(msg), fmt, what, a, b);
+        LOG_WARN(MOD, "%s qid %u: %s", q->peer, q->nq.qid, msg);
+}
+
+/* Report a fatal transport error with a C2HTermReq, then close (3.6.2.4). */
+static void queue_fatal(struct tcp_queue *q, uint16_t fes, uint32_t fei, const char *what)
+{
+        if (q->state >= Q_CLOSING)
+                return;
+        queue_warn(q, "protocol violation: %s (FES %u, FEI %u); closing", what, fes, fei);
+        q->state = Q_CLOSING;
+        q->rx = RX_STOP;
+        /* Data of the TermReq: the offending header, as much as fits. */
+        struct nvme_tcp_ch *rch = (struct nvme_tcp_ch *)q->rx_hdr;
+        uint32_t copy = q->rx_got;
+        if (q->rx_dst != q->rx_hdr)
+                copy = rch->hlen;
+        if (copy > sizeof(q->rx_hdr))
+                copy = sizeof(q->rx_hdr);
+        if (copy > NVME_TCP_TERM_MAX_PLEN - sizeof(struct nvme_tcp_term_req))
+                copy = NVME_TCP_TERM_MAX_PLEN - sizeof(struct nvme_tcp_term_req);
+        struct nvme_tcp_term_req *t = (struct nvme_tcp_term_req *)q->term_buf;
+        memset(t, 0, sizeof(*t));
+        put_ch(t, NVME_TCP_PDU_C2H_TERM_REQ, 0, sizeof(*t), 0, (uint32_t)(sizeof(*t) + copy));
+        put_le16(&t->fes, fes);
+        put_le32(&t->fei, fei);
+        memcpy(q->term_buf + sizeof(*t), q->rx_hdr, copy);
+        q->term_it.iov[0].iov_base = q->term_buf;
+        q->term_it.iov[0].iov_len = sizeof(*t) + copy;
+        q->term_it.iovcnt = 1;
+        q->term_it.cmd = NULL;
+        tx_queue(q, &q->term_it);
+        rt_timer_arm(q->nq.reactor, &q->close_timer, TCP_CLOSE_MS);
+        queue_kick(q);
+}
+
+static void close_timer_fn(struct rt_timer *t)
+{
+        struct tcp_queue *q = container_of(t, struct tcp_queue, close_timer);
+        queue_close(q, "C2HTermReq not delivered in time");
+}
+
+static void queue_free(struct tcp_queue *q)
+{
+        pthread_mutex_lock(&reg_lock);
+        if (q->reg_prev)
+                q->reg_prev->reg_next = q->reg_next;
+        else
+                reg_head = q->reg_next;
+        if (q->reg_next)
+                q->reg_next->reg_prev = q->reg_prev;
+        reg_count--;
+        pthread_mutex_unlock(&reg_lock);
+        if (q->fd >= 0)
+                close(q->fd);
+        if (q->bufs)
+                munmap(q->bufs, q->bufs_len);
+        free(q->cmds);
+        free(q->fz_data);
+        free(q);
+}
+
+/* Free once nothing refers to the queue any more (called from callbacks' tails only). */
+static bool queue_try_free(struct tcp_queue *q)
+{
+        if (q->state != Q_DEAD || q->rx_armed || q->tx_armed || q->kick_pending || q->nexec)
+                return false;
+        queue_free(q);
+        return true;
+}
+
+static void kick_fn(struct rt_defer *d)
+{
+        struct tcp_queue *q = container_of(d, struct tcp_queue, kick);
+        q->kick_pending = false;
+        if (q->state == Q_DEAD) {
+                queue_try_free(q);
+                return;
+        }
+        tx_flush(q);
+        if (q->state == Q_DEAD) {
+                queue_kick(q);
+                return;
+        }
+        if (q->rx_stalled && q->nfree) {
+                q->rx_stalled = false;
+                rx_process(q);
+        }
+}
+
+/* Run kick_fn on a later loop iteration (flush, resume rx, or free). */
+static void queue_kick(struct tcp_queue *q)
+{
+        if (q->kick_pending)
+                return;
+        q->kick_pending = true;
+        rt_defer(q->nq.reactor, &q->kick);
+}
+
+/*
+ * Close the connection: drop unsent PDUs, release every command the
+ * personality does not own, tell the personality, and free the queue once
+ * in-flight commands (backend I/O) have called done.  Never frees inline.
+ */
+static void queue_close(struct tcp_queue *q, const char *reason)
+{
+        if (q->state == Q_DEAD)
+                return;
+        if (q->nq.ctrl || q->state == Q_CLOSING)
+                LOG_INFO(MOD, "%s qid %u closed: %s", q->peer, q->nq.qid, reason);
+        else
+                LOG_DEBUG(MOD, "%s closed before Connect: %s", q->peer, reason);
+        q->state = Q_DEAD;
+        q->rx = RX_STOP;
+        rt_timer_cancel(q->nq.reactor, &q->close_timer);
+        if (q->fd >= 0) {
+                shutdown(q->fd, SHUT_RDWR);
+                if (q->rx_armed) {
+                        struct io_uring_sqe *sqe = rt_sqe(q->nq.reactor);
+                        io_uring_prep_poll_remove(sqe, (uint64_t)(uintptr_t)&q->rx_ev);
+                        io_uring_sqe_set_data(sqe, NULL);
+                }
+                if (q->tx_armed) {
+                        struct io_uring_sqe *sqe = rt_sqe(q->nq.reactor);
+                        io_uring_prep_poll_remove(sqe, (uint64_t)(uintptr_t)&q->tx_ev);
+                        io_uring_sqe_set_data(sqe, NULL);
+                }
+        }
+        while (q->txq_head) {
+                struct tx_item *it = q->txq_head;
+                q->txq_head = it->next;
+                it->queued = false;
+                if (it->cmd)
+                        it->cmd->tx_refs--;
+        }
+        q->txq_tail = NULL;
+        for (unsigned i = 0; i < TCP_POOL; i++) {
+                struct tcp_cmd *c = &q->cmds[i];
+                if (c->state != CMD_FREE && c->state != CMD_EXEC)
+                        cmd_release(c);
+        }
+        if (!q->fini_done) {
+                /* The personality drops the controller reference and finishes parked AERs. */
+                q->fini_done = true;
+                nvme_queue_fini(&q->nq);
+        }
+        queue_kick(q);
+}
+
+struct teardown_msg {
+        struct tcp_queue *q;
+        uint64_t gen;
+        const char *reason;
+};
+
+static void teardown_msg_fn(void *arg)
+{
+        struct teardown_msg *m = arg;
+        bool live = false;
+        pthread_mutex_lock(&reg_lock);
+        for (struct tcp_queue *q = reg_head; q; q = q->reg_next)
+                if (q == m->q && q->gen == m->gen)
+                        live = true;
+        pthread_mutex_unlock(&reg_lock);
+        if (live)
+                queue_close(m->q, m->reason);
+        free(m);
+}
+
+/* Close q on its reactor, later (safe from any thread and from inside callbacks). */
+static void queue_close_async(struct tcp_queue *q, const char *reason)
+{
+        struct teardown_msg *m = malloc(sizeof(*m));
+        if (!m)
+                return;
+        m->q = q;
+        m->gen = q->gen;
+        m->reason = reason;
+        if (rt_msg_send(q->nq.reactor, teardown_msg_fn, m) < 0)
+                free(m);
+}
+
+/* nvme_queue.teardown: the personality dropped the controller (KATO, reset, delete). */
+static void tcp_teardown(struct nvme_queue *nq)
+{
+        struct tcp_queue *q = container_of(nq, struct tcp_queue, nq);
+        queue_close_async(q, "controller teardown");
+}
+
+/* ------------------------------------------------------------------ */
+/* Commands                                                            */
+
+static struct tcp_cmd *cmd_get(struct tcp_queue *q)
+{
+        if (!q->nfree)
+                return NULL;
+        struct tcp_cmd *c = &q->cmds[q->free_stack[--q->nfree]];
+        uint8_t *buf = c->nc.buf;
+        memset(&c->nc, 0, sizeof(c->nc));
+        c->nc.buf = buf;
+        c->nc.buf_len = TCP_BUF_LEN;
+        c->nc.queue = &q->nq;
+        c->nc.reactor = q->nq.reactor;
+        c->nc.priv = c;
+        c->state = CMD_RECV;
+        c->sgl_len = 0;
+        c->sgl_id = 0;
+        c->r2to = c->r2tl = c->r2t_got = c->h2c_done = 0;
+        c->ddgst_err = false;
+        c->finished = false;
+        c->tx_refs = 0;
+        return c;
+}
+
+static void cmd_send_resp(struct tcp_cmd *c);
+
+/* Complete with a transport-made status (SGL checks, digest errors). */
+static void cmd_fail(struct tcp_cmd *c, uint8_t sct, uint8_t sc, bool dnr)
+{
+        memset(c->nc.cqe, 0, sizeof(c->nc.cqe));
+        struct nvme_cqe *cqe = (struct nvme_cqe *)c->nc.cqe;
+        put_le16(&cqe->status, (uint16_t)((sc << 1) | ((sct & 7) << 9) | (dnr ? 0x8000 : 0)));
+        c->nc.data_len = 0;
+        cmd_send_resp(c);
+}
+
+static void log_connect(struct tcp_queue *q, struct tcp_cmd *c, bool ok)
+{
+        const struct nvmf_connect_cmd *cc = (const struct nvmf_connect_cmd *)c->nc.sqe;
+        char hostnqn[NVMF_NQN_MAX_LEN + 1] = "?", subnqn[NVMF_NQN_MAX_LEN + 1] = "?";
+        if (c->nc.icd_len >= sizeof(struct nvmf_connect_data)) {
+                const struct nvmf_connect_data *d = (const struct nvmf_connect_data *)c->nc.buf;
+                snprintf(hostnqn, sizeof(hostnqn), "%.*s", NVMF_NQN_MAX_LEN, d->hostnqn);
+                snprintf(subnqn, sizeof(subnqn), "%.*s", NVMF_NQN_MAX_LEN, d->subnqn);
+        }
+        uint16_t qid = get_le16(&cc->qid);
+        if (ok) {
+                q->sqflow_off = (cc->cattr & (1u << 2)) != 0;
+                LOG_INFO(MOD, "%s connected: host %s subsystem %s qid %u sqsize %u%s%s", q->peer,
+                         hostnqn, subnqn, qid, get_le16(&cc->sqsize), q->hdgst ? " hdgst" : "",
+                         q->ddgst ? " ddgst" : "");
+        } else {
+                struct nvme_cqe *cqe = (struct nvme_cqe *)c->nc.cqe;
+                LOG_INFO(MOD, "%s Connect refused: host %s subsystem %s qid %u status 0x%04x",
+                         q->peer, hostnqn, subnqn, qid, get_le16(&cqe->status) >> 1);
+        }
+}
+
+/* Queue C2HData (if any) and CapsuleResp for a finished command. */
+static void cmd_send_resp(struct tcp_cmd *c)
+{
+        struct tcp_queue *q = c->q;
+        struct nvme_cmd *nc = &c->nc;
+        struct nvme_cqe *cqe = (struct nvme_cqe *)nc->cqe;
+        c->state = CMD_SEND;
+        put_le16(&cqe->cid, c->cid);
+        put_le16(&cqe->sqid, q->nq.qid);
+        put_le16(&cqe->sqhd, q->sqflow_off ? 0xffff : q->sqhd);
+        bool ok = (get_le16(&cqe->status) & 0xfffe) == 0;
+
+        if (nc->sqe[0] == NVME_OPC_FABRICS && nc->sqe[4] == NVMF_FCTYPE_CONNECT)
+                log_connect(q, c, ok);
+
+        bool success_flag = false;
+        uint32_t dlen = nc->data_len;
+        if (dlen > c->sgl_len)
+                dlen = c->sgl_len; /* never more than the host's buffer */
+        /* In-capsule SGL: data went host to controller, never echo it back. */
+        if (!nc->h2c && dlen > 0 && ok && c->sgl_id != NVME_TCP_SGL_ICD) {
+                /* C2HData: header, digest, pad to the host's HPDA, data, data digest. */
+                uint32_t hd = q->hdgst ? NVME_TCP_DIGEST_LEN : 0;
+                uint32_t align = ((uint32_t)q->hpda + 1) * 4;
+                uint32_t pdo = (uint32_t)sizeof(struct nvme_tcp_data) + hd;
+                pdo = (pdo + align - 1) / align * align;
+                uint32_t dd = q->ddgst ? NVME_TCP_DIGEST_LEN : 0;
+                success_flag =
+                    q->sqflow_off; /* C2H success optimization only without SQ flow control */
+                uint8_t flags =
+                    (uint8_t)((q->hdgst ? NVME_TCP_F_HDGSTF : 0) |
+                              (q->ddgst ? NVME_TCP_F_DDGSTF : 0) | NVME_TCP_F_DATA_LAST |
+                              (success_flag ? NVME_TCP_F_DATA_SUCCESS : 0));
+                memset(c->data_hdr, 0, pdo);
+                struct nvme_tcp_data *d = (struct nvme_tcp_data *)c->data_hdr;
+                put_ch(d, NVME_TCP_PDU_C2H_DATA, flags, sizeof(*d), (uint8_t)pdo, pdo + dlen + dd);
+                put_le16(&d->cccid, c->cid);
+                put_le32(&d->datao, 0);
+                put_le32(&d->datal, dlen);
+                put_hdgst(q, c->data_hdr, sizeof(*d));
+                struct tx_item *it = &c->data_it;
+                it->iov[0].iov_base = c->data_hdr;
+                it->iov[0].iov_len = pdo;
+                it->iov[1].iov_base = nc->buf;
+                it->iov[1].iov_len = dlen;
+                it->iovcnt = 2;
+                if (dd) {
+                        le32 v;
+                        put_le32(&v, nvmf_tcp_crc32c(nc->buf, dlen));
+                        memcpy(c->data_dgst, &v, sizeof(v));
+                        it->iov[2].iov_base = c->data_dgst;
+                        it->iov[2].iov_len = dd;
+                        it->iovcnt = 3;
+                }
+                it->cmd = c;
+                it->last = success_flag;
+                tx_queue(q, it);
+        }
+        if (!success_flag) {
+                uint32_t hd = q->hdgst ? NVME_TCP_DIGEST_LEN : 0;
+                struct nvme_tcp_rsp *r = (struct nvme_tcp_rsp *)c->resp_hdr;
+                put_ch(r, NVME_TCP_PDU_CAPSULE_RESP, q->hdgst ? NVME_TCP_F_HDGSTF : 0, sizeof(*r),
+                       0, (uint32_t)sizeof(*r) + hd);
+                memcpy(r->cqe, nc->cqe, sizeof(r->cqe));
+                put_hdgst(q, c->resp_hdr, sizeof(*r));
+                struct tx_item *it = &c->resp_it;
+                it->iov[0].iov_base = c->resp_hdr;
+                it->iov[0].iov_len = sizeof(*r) + hd;
+                it->iovcnt = 1;
+                it->cmd = c;
+                it->last = true;
+                tx_queue(q, it);
+        }
+        queue_kick(q);
+}
+
+/* nvme_cmd.done: the personality finished executing (on this queue's reactor). */
+static void cmd_done(struct nvme_cmd *nc)
+{
+        struct tcp_cmd *c = nc->priv;
+        struct tcp_queue *q = c->q;
+        if (c->state != CMD_EXEC)
+                return; /* a second done would be a personality bug; ignore it */
+        q->nexec--;
+        if (q->state >= Q_CLOSING) {
+                cmd_release(c);
+                if (q->state == Q_DEAD)
+                        queue_kick(q); /* maybe the last one: free from the defer */
+                return;
+        }
+        cmd_send_resp(c);
+}
+
+static void cmd_exec(struct tcp_cmd *c)
+{
+        c->state = CMD_EXEC;
+        c->q->nexec++;
+        nvme_cmd_exec(&c->nc);
+}
+
+/* Ask for the next piece of host data (3.4.2): R2TL <= MAXH2CDATA. */
+static void cmd_r2t(struct tcp_cmd *c)
+{
+        struct tcp_queue *q = c->q;
+        uint32_t left = c->nc.data_len - c->h2c_done;
+        c->state = CMD_H2C;
+        c->r2to = c->h2c_done;
+        c->r2tl = left < NVMF_TCP_MAXH2CDATA ? left : NVMF_TCP_MAXH2CDATA;
+        c->r2t_got = 0;
+        uint32_t hd = q->hdgst ? NVME_TCP_DIGEST_LEN : 0;
+        struct nvme_tcp_r2t *r = (struct nvme_tcp_r2t *)c->r2t_hdr;
+        memset(r, 0, sizeof(*r));
+        put_ch(r, NVME_TCP_PDU_R2T, q->hdgst ? NVME_TCP_F_HDGSTF : 0, sizeof(*r), 0,
+               (uint32_t)sizeof(*r) + hd);
+        put_le16(&r->cccid, c->cid);
+        put_le16(&r->ttag, c->ttag);
+        put_le32(&r->r2to, c->r2to);
+        put_le32(&r->r2tl, c->r2tl);
+        put_hdgst(q, c->r2t_hdr, sizeof(*r));
+        struct tx_item *it = &c->r2t_it;
+        it->iov[0].iov_base = c->r2t_hdr;
+        it->iov[0].iov_len = sizeof(*r) + hd;
+        it->iovcnt = 1;
+        it->cmd = c;
+        it->last = false;
+        tx_queue(q, it);
+        queue_kick(q);
+}
+
+/* A whole capsule (SQE and in-capsule data) is in: check the SGL, parse, move data, execute. */
+static void capsule_ready(struct tcp_queue *q, struct tcp_cmd *c)
+{
+        struct nvme_cmd *nc = &c->nc;
+        const struct nvme_sqe *sqe = (const struct nvme_sqe *)nc->sqe;
+        c->cid = get_le16(&sqe->cid);
+        uint32_t depth = (uint32_t)q->nq.sqsize + 1;
+        q->sqhd = (uint16_t)((q->sqhd + 1u) % (depth > 1 ? depth : 65536u));
+
+        if (c->ddgst_err) {
+                cmd_fail(c, NVME_SCT_GENERIC, NVME_SC_TRANSIENT_TRANSPORT, false);
+                return;
+        }
+        /* Fabrics data pointer: one SGL descriptor (PSDT 01b), of a kind TCP carries. */
+        c->sgl_len = get_le32(&sqe->dptr.length);
+        c->sgl_id = sqe->dptr.type;
+        uint8_t type = c->sgl_id >> 4, sub = c->sgl_id & 0xf;
+        if ((sqe->flags >> 6) != NVME_PSDT_SGL_MPTR) {
+                cmd_fail(c, NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD, true);
+                return;
+        }
+        if (type == NVME_SGL_TYPE_DATA_BLOCK) {
+                if (sub != NVME_SGL_SUBTYPE_OFFSET) {
+                        cmd_fail(c, NVME_SCT_GENERIC, NVME_SC_SGL_INVALID_SUBTYPE, true);
+                        return;
+                }
+                if (get_le64(&sqe->dptr.addr) != 0) {
+                        cmd_fail(c, NVME_SCT_GENERIC, NVME_SC_SGL_INVALID_OFFSET, true);
+                        return;
+                }
+                if (c->sgl_len != nc->icd_len) {
+                        cmd_fail(c, NVME_SCT_GENERIC, NVME_SC_SGL_INVALID_DATA_LEN, true);
+                        return;
+                }
+        } else if (type == NVME_SGL_TYPE_TRANSPORT_DATA_BLOCK) {
+                if (sub != NVME_SGL_SUBTYPE_TRANSPORT) {
+                        cmd_fail(c, NVME_SCT_GENERIC, NVME_SC_SGL_INVALID_SUBTYPE, true);
+                        return;
+                }
+                if (nc->icd_len || c->sgl_len > TCP_BUF_LEN) {
+                        cmd_fail(c, NVME_SCT_GENERIC, NVME_SC_SGL_INVALID_DATA_LEN, true);
+                        return;
+                }
+        } else {
+                cmd_fail(c, NVME_SCT_GENERIC, NVME_SC_SGL_INVALID_TYPE, true);
+                return;
+        }
+
+        nc->done = cmd_done;
+        if (nvme_cmd_parse(nc) == NVME_PARSE_DONE) {
+                cmd_send_resp(c);
+                return;
+        }
+        if (nc->data_len > nc->buf_len || (nc->h2c && nc->data_len != c->sgl_len) ||
+            (!nc->h2c && nc->data_len > c->sgl_len)) {
+                cmd_fail(c, NVME_SCT_GENERIC, NVME_SC_SGL_INVALID_DATA_LEN, true);
+                return;
+        }
+        if (nc->h2c && nc->data_len > nc->icd_len) {
+                c->h2c_done = 0;
+                cmd_r2t(c);
+                return;
+        }
+        cmd_exec(c);
+}
+
+/* H2CData fully received (and its digest checked). */
+static void h2c_ready(struct tcp_cmd *c)
+{
+        c->r2t_got += c->q->rx_dlen;
+        if (c->r2t_got < c->r2tl)
+                return;
+        c->h2c_done += c->r2tl;
+        if (c->h2c_done < c->nc.data_len) {
+                cmd_r2t(c);
+                return;
+        }
+        if (c->ddgst_err) {
+                cmd_fail(c, NVME_SCT_GENERIC, NVME_SC_TRANSIENT_TRANSPORT, false);
+                return;
+        }
+        cmd_exec(c);
+}
+
+/* ------------------------------------------------------------------ */
+/* Receive state machine                                               */
+
+static void rx_expect(struct tcp_queue *q, enum rx_state st, uint8_t *dst, uint32_t got,
+                      uint32_t need)
+{
+        q->rx = st;
+        q->rx_dst = dst;
+        q->rx_got = got;
+        q->rx_need = need;
+}
+
+static void rx_next_pdu(struct tcp_queue *q)
+{
+        rx_expect(q, RX_CH, q->rx_hdr, 0, sizeof(struct nvme_tcp_ch));
+        q->rx_cmd = NULL;
+}
+
+static void handle_icreq(struct tcp_queue *q)
+{
+        const struct nvme_tcp_icreq *ic = (const struct nvme_tcp_icreq *)q->rx_hdr;
+        if (get_le16(&ic->pfv) != NVME_TCP_PFV_1_0) {
+                queue_fatal(q, NVME_TCP_FES_UNSUPPORTED_PARAM, NVME_TCP_OFF_PFV, "ICReq PFV");
+                return;
+        }
+        if (ic->hpda > 31) {
+                queue_fatal(q, NVME_TCP_FES_UNSUPPORTED_PARAM, NVME_TCP_OFF_HPDA, "ICReq HPDA");
+                return;
+        }
+        q->hpda = ic->hpda;
+        q->hdgst = ic->dgst & NVME_TCP_DGST_HDR;
+        q->ddgst = ic->dgst & NVME_TCP_DGST_DATA;
+        struct nvme_tcp_icresp *r = (struct nvme_tcp_icresp *)q->ic_buf;
+        memset(r, 0, sizeof(*r));
+        put_ch(r, NVME_TCP_PDU_ICRESP, 0, sizeof(*r), 0, sizeof(*r));
+        put_le16(&r->pfv, NVME_TCP_PFV_1_0);
+        r->cpda = NVMF_TCP_CPDA;
+        r->dgst =
+            (uint8_t)((q->hdgst ? NVME_TCP_DGST_HDR : 0) | (q->ddgst ? NVME_TCP_DGST_DATA : 0));
+        put_le32(&r->maxh2cdata, NVMF_TCP_MAXH2CDATA);
+        q->ic_it.iov[0].iov_base = q->ic_buf;
+        q->ic_it.iov[0].iov_len = sizeof(*r);
+        q->ic_it.iovcnt = 1;
+        q->ic_it.cmd = NULL;
+        tx_queue(q, &q->ic_it);
+        q->state = Q_LIVE;
+        LOG_DEBUG(MOD, "%s ICReq: hpda %u digests %s%s", q->peer, q->hpda, q->hdgst ? "H" : "-",
+                  q->ddgst ? "D" : "-");
+        queue_kick(q);
+        rx_next_pdu(q);
+}
+
+/* Common header in: validate it and read the rest of the header. */
+static int rx_ch_done(struct tcp_queue *q)
+{
+        const struct nvme_tcp_ch *ch = (const struct nvme_tcp_ch *)q->rx_hdr;
+        uint16_t fes;
+        uint32_t fei, dlen;
+        int rc =
+            nvmf_tcp_check_ch(ch, q->state != Q_WAIT_IC, q->hdgst, q->ddgst, &dlen, &fes, &fei);
+        if (rc == -ECONNRESET) {
+                queue_warn(q, "%s (type %u, plen %u)", "malformed H2CTermReq", ch->pdu_type,
+                           get_le32(&ch->plen));
+                queue_close(q, "malformed H2CTermReq");
+                return -1;
+        }
+        if (rc < 0) {
+                queue_fatal(q, fes, fei, "bad PDU header");
+                return -1;
+        }
+        q->rx_dlen = dlen;
+        uint32_t need = ch->hlen;
+        if (ch->flags & NVME_TCP_F_HDGSTF)
+                need += NVME_TCP_DIGEST_LEN;
+        if (dlen && ch->pdo > need)
+                need = ch->pdo; /* pad up to PDO lands in rx_hdr too (PDO <= 255) */
+        rx_expect(q, RX_PSH, q->rx_hdr, sizeof(*ch), need);
+        return 0;
+}
+
+/* Whole header (+ digest + pad) in: check the digest and pick where the data goes. */
+static int rx_psh_done(struct tcp_queue *q)
+{
+        const struct nvme_tcp_ch *ch = (const struct nvme_tcp_ch *)q->rx_hdr;
+        if (ch->flags & NVME_TCP_F_HDGSTF) {
+                le32 got;
+                memcpy(&got, q->rx_hdr + ch->hlen, sizeof(got));
+                uint32_t want = nvmf_tcp_crc32c(q->rx_hdr, ch->hlen);
+                if (get_le32(&got) != want) {
+                        queue_fatal(q, NVME_TCP_FES_HDR_DIGEST, get_le32(&got), "header digest");
+                        return -1;
+                }
+        }
+        switch (ch->pdu_type) {
+        case NVME_TCP_PDU_ICREQ:
+                handle_icreq(q);
+                return 0;
+        case NVME_TCP_PDU_H2C_TERM_REQ: {
+                const struct nvme_tcp_term_req *t = (const struct nvme_tcp_term_req *)q->rx_hdr;
+                char why[96];
+                snprintf(why, sizeof(why), "host sent H2CTermReq (FES %u, FEI %u)",
+                         get_le16(&t->fes), get_le32(&t->fei));
+                queue_close(q, why);
+                return -1;
+        }
+        case NVME_TCP_PDU_CAPSULE_CMD: {
+                struct tcp_cmd *c = cmd_get(q);
+                if (!c) {
+                        /* More capsules than our queue depth: stop reading until one frees. */
+                        q->rx_stalled = true;
+                        return 1;
+                }
+                const struct nvme_tcp_cmd *pc = (const struct nvme_tcp_cmd *)q->rx_hdr;
+                memcpy(c->nc.sqe, pc->sqe, sizeof(c->nc.sqe));
+                c->nc.icd_len = q->rx_dlen;
+                q->rx_cmd = c;
+                if (q->rx_dlen) {
+                        rx_expect(q, RX_DATA, c->nc.buf, 0, q->rx_dlen);
+                        return 0;
+                }
+                rx_next_pdu(q);
+                capsule_ready(q, c);
+                return 0;
+        }
+        case NVME_TCP_PDU_H2C_DATA: {
+                const struct nvme_tcp_data *d = (const struct nvme_tcp_data *)q->rx_hdr;
+                uint16_t ttag = get_le16(&d->ttag);
+                uint32_t datao = get_le32(&d->datao), datal = get_le32(&d->datal);
+                struct tcp_cmd *c = ttag < TCP_POOL ? &q->cmds[ttag] : NULL;
+                if (!c || c->state != CMD_H2C) {
+                        queue_fatal(q, NVME_TCP_FES_INVALID_HEADER, NVME_TCP_OFF_TTAG,
+                                    "H2CData for an unknown transfer tag");
+                        return -1;
+                }
+                if (get_le16(&d->cccid) != c->cid) {
+                        queue_fatal(q, NVME_TCP_FES_INVALID_HEADER, NVME_TCP_OFF_CCCID,
+                                    "H2CData CCCID does not match its R2T");
+                        return -1;
+                }
+                if (c->r2t_it.queued) {
+                        queue_fatal(q, NVME_TCP_FES_PDU_SEQUENCE, NVME_TCP_OFF_TYPE,
+                                    "H2CData before its R2T was sent");
+                        return -1;
+                }
+                if (datao != c->r2to + c->r2t_got) {
+                        queue_fatal(q, NVME_TCP_FES_DATA_OUT_OF_RANGE, NVME_TCP_OFF_DATAO,
+                                    "H2CData offset outside its R2T");
+                        return -1;
+                }
+                if (datal != q->rx_dlen) {
+                        queue_fatal(q, NVME_TCP_FES_INVALID_HEADER, NVME_TCP_OFF_DATAL,
+                                    "H2CData DATAL does not match PLEN");
+                        return -1;
+                }
+                if (datal > c->r2tl - c->r2t_got) {
+                        queue_fatal(q, NVME_TCP_FES_DATA_OUT_OF_RANGE, NVME_TCP_OFF_DATAL,
+                                    "H2CData beyond its R2T");
+                        return -1;
+                }
+                q->rx_cmd = c;
+                rx_expect(q, RX_DATA, c->nc.buf + datao, 0, datal);
+                return 0;
+        }
+        }
+        queue_fatal(q, NVME_TCP_FES_INVALID_HEADER, NVME_TCP_OFF_TYPE, "PDU type");
+        return -1;
+}
+
+static void rx_pdu_done(struct tcp_queue *q)
+{
+        const struct nvme_tcp_ch *ch = (const struct nvme_tcp_ch *)q->rx_hdr;
+        struct tcp_cmd *c = q->rx_cmd;
+        uint8_t type = ch->pdu_type;
+        uint32_t dlen = q->rx_dlen;
+        rx_next_pdu(q);
+        q->rx_dlen = dlen;
+        if (type == NVME_TCP_PDU_CAPSULE_CMD)
+                capsule_ready(q, c);
+        else
+                h2c_ready(c);
+}
+
+static int rx_data_done(struct tcp_queue *q)
+{
+        const struct nvme_tcp_ch *ch = (const struct nvme_tcp_ch *)q->rx_hdr;
+        if (ch->flags & NVME_TCP_F_DDGSTF) {
+                rx_expect(q, RX_DDGST, q->rx_ddgst, 0, NVME_TCP_DIGEST_LEN);
+                return 0;
+        }
+        rx_pdu_done(q);
+        return 0;
+}
+
+static int rx_ddgst_done(struct tcp_queue *q)
+{
+        struct tcp_cmd *c = q->rx_cmd;
+        const struct nvme_tcp_ch *ch = (const struct nvme_tcp_ch *)q->rx_hdr;
+        uint8_t *data =
+            ch->pdu_type == NVME_TCP_PDU_CAPSULE_CMD ? c->nc.buf : c->nc.buf + c->r2to + c->r2t_got;
+        le32 got;
+        memcpy(&got, q->rx_ddgst, sizeof(got));
+        if (get_le32(&got) != nvmf_tcp_crc32c(data, q->rx_dlen)) {
+                /* Not fatal (3.5): the command completes with Transient Transport Error. */
+                queue_warn(q, "%s (cid %u, %u bytes): command fails", "data digest error", c->cid,
+                           q->rx_dlen);
+                c->ddgst_err = true;
+        }
+        rx_pdu_done(q);
+        return 0;
+}
+
+static ssize_t rx_read(struct tcp_queue *q, uint8_t *dst, size_t len)
+{
+        if (q->fuzz) {
+                size_t left = q->fz_len - q->fz_off;
+                if (!left)
+                        return 0;
+                if (len > left)
+                        len = left;
+                memcpy(dst, q->fz_data + q->fz_off, len);
+                q->fz_off += len;
+                return (ssize_t)len;
+        }
+        ssize_t n = recv(q->fd, dst, len, MSG_DONTWAIT);
+        if (n < 0)
+                return errno == EWOULDBLOCK ? -EAGAIN : -errno;
+        return n;
+}
+
+static void rx_ev_fn(struct rt_event *ev, int res)
+{
+        struct tcp_queue *q = container_of(ev, struct tcp_queue, rx_ev);
+        (void)res;
+        q->rx_armed = false;
+        if (q->state == Q_DEAD) {
+                queue_kick(q);
+                return;
+        }
+        rx_process(q);
+}
+
+static void rx_arm(struct tcp_queue *q)
+{
+        if (q->rx_armed || q->fuzz)
+                return;
+        struct io_uring_sqe *sqe = rt_sqe(q->nq.reactor);
+        io_uring_prep_poll_add(sqe, q->fd, POLLIN);
+        io_uring_sqe_set_data(sqe, &q->rx_ev);
+        q->rx_armed = true;
+}
+
+/*
+ * The one receive loop: read what the current state needs, then act on the
+ * completed step.  Returns when the socket is drained (poll re-armed), the
+ * budget is spent, a capsule waits for a free command, or the queue closes.
+ */
+static void rx_process(struct tcp_queue *q)
+{
+        size_t budget = TCP_RX_BUDGET;
+        while (q->rx != RX_STOP && q->state < Q_CLOSING) {
+                if (q->rx_got < q->rx_need) {
+                        ssize_t n = rx_read(q, q->rx_dst + q->rx_got, q->rx_need - q->rx_got);
+                        if (n == -EAGAIN || n == -EINTR) {
+                                rx_arm(q);
+                                return;
+                        }
+                        if (n <= 0) {
+                                char why[96];
+                                snprintf(why, sizeof(why), "%s",
+                                         n == 0 ? "connection closed by host" : strerror((int)-n));
+                                queue_close(q, why);
+                                return;
+                        }
+                        q->rx_got += (uint32_t)n;
+                        budget = (size_t)n < budget ? budget - (size_t)n : 0;
+                        if (q->rx_got < q->rx_need)
+                                continue;
+                }
+                int rc = 0;
+                switch (q->rx) {
+                case RX_CH:
+                        rc = rx_ch_done(q);
+                        break;
+                case RX_PSH:
+                        rc = rx_psh_done(q);
+                        break;
+                case RX_DATA:
+                        rc = rx_data_done(q);
+                        break;
+                case RX_DDGST:
+                        rc = rx_ddgst_done(q);
+                        break;
+                case RX_STOP:
+                        return;
+                }
+                if (rc != 0)
+                        return; /* stalled (1) or closing (-1) */
+                if (!budget && !q->fuzz && q->rx == RX_CH) {
+                        rx_arm(q); /* more may be waiting: the poll fires again at once */
+                        return;
+                }
+        }
+}
+
+/* ------------------------------------------------------------------ */
+/* Queue creation                                                      */
+
+static struct tcp_queue *queue_new(int fd, struct rt_reactor *r, bool fuzz)
+{
+        struct tcp_queue *q = calloc(1, sizeof(*q));
+        if (!q)
+                return NULL;
+        q->fd = fd;
+        q->fuzz = fuzz;
+        q->cmds = calloc(TCP_POOL, sizeof(*q->cmds));
+        q->bufs_len = (size_t)TCP_POOL * TCP_BUF_LEN;
+        q->bufs = mmap(NULL, q->bufs_len, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (q->bufs == MAP_FAILED)
+                q->bufs = NULL;
+        if (!q->cmds || !q->bufs) {
+                q->fd = -1; /* the caller keeps its fd */
+                free(q->cmds);
+                if (q->bufs)
+                        munmap(q->bufs, q->bufs_len);
+                free(q);
+                return NULL;
+        }
+        for (unsigned i = 0; i < TCP_POOL; i++) {
+                struct tcp_cmd *c = &q->cmds[i];
+                c->q = q;
+                c->ttag = (uint16_t)i;
+                c->nc.buf = q->bufs + (size_t)i * TCP_BUF_LEN;
+                q->free_stack[i] = (uint16_t)(TCP_POOL - 1 - i);
+        }
+        q->nfree = TCP_POOL;
+        q->nq.reactor = r;
+        q->nq.teardown = tcp_teardown;
+        q->nq.transport_priv = q;
+        q->rx_ev.fn = rx_ev_fn;
+        q->tx_ev.fn = tx_ev_fn;
+        q->kick.fn = kick_fn;
+        q->close_timer.fn = close_timer_fn;
+        q->state = Q_WAIT_IC;
+        rx_next_pdu(q);
+        snprintf(q->peer, sizeof(q->peer), "fuzz");
+
+        if (!fuzz) {
+                int one = 1;
+                setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+                struct sockaddr_storage ss;
+                socklen_t sl = sizeof(ss);
+                char host[INET6_ADDRSTRLEN] = "?";
+                if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0) {
+                        if (ss.ss_family == AF_INET) {
+                                struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
+                                inet_ntop(AF_INET, &sin->sin_addr, q->nq.local_addr,
+                                          sizeof(q->nq.local_addr));
+                                q->nq.local_port = ntohs(sin->sin_port);
+                        } else if (ss.ss_family == AF_INET6) {
+                                struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+                                inet_ntop(AF_INET6, &s6->sin6_addr, q->nq.local_addr,
+                                          sizeof(q->nq.local_addr));
+                                q->nq.local_port = ntohs(s6->sin6_port);
+                        }
+                }
+                sl = sizeof(ss);
+                uint16_t pport = 0;
+                if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0) {
+                        if (ss.ss_family == AF_INET) {
+                                struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
+                                inet_ntop(AF_INET, &sin->sin_addr, host, sizeof(host));
+                                pport = ntohs(sin->sin_port);
+                        } else if (ss.ss_family == AF_INET6) {
+                                struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+                                inet_ntop(AF_INET6, &s6->sin6_addr, host, sizeof(host));
+                                pport = ntohs(s6->sin6_port);
+                        }
+                }
+                snprintf(q->peer, sizeof(q->peer), "%s:%u", host, pport);
+        }
+
+        pthread_mutex_lock(&reg_lock);
+        q->gen = ++reg_gen;
+        q->reg_next = reg_head;
+        if (reg_head)
+                reg_head->reg_prev = q;
+        reg_head = q;
+        reg_count++;
+        pthread_mutex_unlock(&reg_lock);
+        return q;
+}
+
+struct attach_msg {
+        int fd;
+        struct rt_reactor *r;
+};
+
+static void attach_on_reactor(void *arg)
+{
+        struct attach_msg *m = arg;
+        struct tcp_queue *q = queue_new(m->fd, m->r, false);
+        if (!q) {
+                LOG_WARN(MOD, "no memory for a new queue pair; connection refused");
+                close(m->fd);
+        } else {
+                rx_process(q);
+        }
+        free(m);
+}
+
+int nvmf_tcp_attach_fd(int fd, unsigned r_idx)
+{
+        struct rt_reactor *r = rt_get(r_idx % (rt_count() ? rt_count() : 1));
+        if (!r)
+                return -ENODEV;
+        struct attach_msg *m = malloc(sizeof(*m));
+        if (!m)
+                return -ENOMEM;
+        m->fd = fd;
+        m->r = r;
+        int rc = rt_msg_send(r, attach_on_reactor, m);
+        if (rc < 0)
+                free(m);
+        return rc;
+}
+
+unsigned nvmf_tcp_live_queues(void)
+{
+        pthread_mutex_lock(&reg_lock);
+        unsigned n = reg_count;
+        pthread_mutex_unlock(&reg_lock);
+        return n;
+}
+
+/* ------------------------------------------------------------------ */
+/* Listeners                                                           */
+
+struct tcp_listener {
+        char addr[64];
+        uint16_t port;
+        int fd;
+        bool closing;
+        struct rt_event ev;
+        struct rt_timer retry;
+        struct tcp_listener *next;
+};
+
+static pthread_mutex_t lis_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct tcp_listener *lis_head;
+static atomic_uint next_reactor;
+
+static void listener_arm(struct tcp_listener *l)
+{
+        struct rt_reactor *r = rt_get(0);
+        struct io_uring_sqe *sqe = rt_sqe(r);
+        io_uring_prep_accept(sqe, l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        io_uring_sqe_set_data(sqe, &l->ev);
+}
+
+static void listener_retry(struct rt_timer *t)
+{
+        struct tcp_listener *l = container_of(t, struct tcp_listener, retry);
+        if (l->closing) {
+                close(l->fd);
+                free(l);
+                return;
+        }
+        listener_arm(l);
+}
+
+static void listener_accepted(struct rt_event *ev, int res)
+{
+        struct tcp_listener *l = container_of(ev, struct tcp_listener, ev);
+        if (l->closing) {
+                if (res >= 0)
+                        close(res);
+                close(l->fd);
+                free(l);
+                return;
+        }
+        if (res < 0) {
+                LOG_WARN(MOD, "accept on %s:%u: %s", l->addr, l->port, strerror(-res));
+                rt_timer_arm(rt_get(0), &l->retry, 100); /* e.g. EMFILE: do not spin */
+                return;
+        }
+        unsigned idx = atomic_fetch_add(&next_reactor, 1) % rt_count();
+        if (nvmf_tcp_attach_fd(res, idx) < 0)
+                close(res);
+        listener_arm(l);
+}
+
+static void listener_start_fn(void *arg)
+{
+        listener_arm(arg);
+}
+
+static void listener_stop_fn(void *arg)
+{
+        struct tcp_listener *l = arg;
+        l->closing = true;
+        if (l->retry.armed) {
+                rt_timer_cancel(rt_get(0), &l->retry);
+                close(l->fd);
+                free(l);
+                return;
+        }
+        /* The accept completes with -ECANCELED; its callback frees l. */
+        struct io_uring_sqe *sqe = rt_sqe(rt_get(0));
+        io_uring_prep_cancel(sqe, &l->ev, 0);
+        io_uring_sqe_set_data(sqe, NULL);
+        shutdown(l->fd, SHUT_RDWR);
+}
+
+int nvmf_tcp_listener_add(const char *addr, uint16_t port, char *err, size_t errlen)
+{
+        struct sockaddr_storage ss;
+        socklen_t sl;
+        memset(&ss, 0, sizeof(ss));
+        if (!addr || strlen(addr) >= sizeof(((struct tcp_listener *)0)->addr)) {
+                snprintf(err, errlen, "invalid address");
+                return -EINVAL;
+        }
+        struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
+        struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+        if (inet_pton(AF_INET, addr, &sin->sin_addr) == 1) {
+                sin->sin_family = AF_INET;
+                sin->sin_port = htons(port);
+                sl = sizeof(*sin);
+        } else if (inet_pton(AF_INET6, addr, &s6->sin6_addr) == 1) {
+                s6->sin6_family = AF_INET6;
+                s6->sin6_port = htons(port);
+                sl = sizeof(*s6);
+        } else {
+                snprintf(err, errlen, "invalid address '%s' (numeric IPv4 or IPv6)", addr);
+                return -EINVAL;
+        }
+        if (!rt_count()) {
+                snprintf(err, errlen, "reactors not running");
+                return -ENODEV;
+        }
+        pthread_mutex_lock(&lis_lock);
+        for (struct tcp_listener *l = lis_head; l; l = l->next) {
+                if (l->port == port && strcmp(l->addr, addr) == 0) {
+                        pthread_mutex_unlock(&lis_lock);
+                        snprintf(err, errlen, "listener %s:%u exists", addr, port);
+                        return -EEXIST;
+                }
+        }
+        pthread_mutex_unlock(&lis_lock);
+
+        int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0) {
+                int e = errno;
+                snprintf(err, errlen, "socket: %s", strerror(e));
+                return -e;
+        }
+        int one = 1;
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+        if (bind(fd, (struct sockaddr *)&ss, sl) < 0 || listen(fd, 128) < 0) {
+                int e = errno;
+                snprintf(err, errlen, "listen on %s:%u: %s", addr, port, strerror(e));
+                close(fd);
+                return -e;
+        }
+        int rc = nvme_listener_register("tcp", addr, port);
+        if (rc < 0) {
+                snprintf(err, errlen, "cannot register listener: %s", strerror(-rc));
+                close(fd);
+                return rc;
+        }
+        struct tcp_listener *l = calloc(1, sizeof(*l));
+        if (!l) {
+                nvme_listener_unregister("tcp", addr, port);
+                close(fd);
+                snprintf(err, errlen, "out of memory");
+                return -ENOMEM;
+        }
+        snprintf(l->addr, sizeof(l->addr), "%s", addr);
+        l->port = port;
+        l->fd = fd;
+        l->ev.fn = listener_accepted;
+        l->retry.fn = listener_retry;
+        pthread_mutex_lock(&lis_lock);
+        l->next = lis_head;
+        lis_head = l;
+        pthread_mutex_unlock(&lis_lock);
+        rc = rt_msg_send(rt_get(0), listener_start_fn, l);
+        if (rc < 0) {
+                /* Unlikely (no memory for a message); leave it listed so del cleans up. */
+                snprintf(err, errlen, "cannot start accepting");
+                return rc;
+        }
+        LOG_INFO(MOD, "NVMe/TCP listener up on %s:%u", addr, port);
+        return 0;
+}
+
+int nvmf_tcp_listener_del(const char *addr, uint16_t port, char *err, size_t errlen)
+{
+        pthread_mutex_lock(&lis_lock);
+        struct tcp_listener **pp = &lis_head, *l = NULL;
+        for (; *pp; pp = &(*pp)->next) {
+                if ((*pp)->port == port && addr && strcmp((*pp)->addr, addr) == 0) {
+                        l = *pp;
+                        *pp = l->next;
+                        break;
+                }
+        }
+        pthread_mutex_unlock(&lis_lock);
+        if (!l) {
+                snprintf(err, errlen, "no listener %s:%u", addr ? addr : "?", port);
+                return -ENOENT;
+        }
+        nvme_listener_unregister("tcp", l->addr, l->port);
+        LOG_INFO(MOD, "NVMe/TCP listener on %s:%u removed", l->addr, l->port);
+        if (rt_msg_call(rt_get(0), listener_stop_fn, l) < 0) {
+                snprintf(err, errlen, "cannot stop listener");
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+struct json_t *nvmf_tcp_listeners_json(void)
+{
+        json_t *a = json_array();
+        pthread_mutex_lock(&lis_lock);
+        for (struct tcp_listener *l = lis_head; l; l = l->next)
+                json_array_append_new(a, json_pack("{s:s, s:s, s:i}", "trtype", "tcp", "addr",
+                                                   l->addr, "port", (int)l->port));
+        pthread_mutex_unlock(&lis_lock);
+        return a;
+}
+
+int nvmf_tcp_init(void)
+{
+        return 0;
+}
+
+void nvmf_tcp_fini(void)
+{
+        for (;;) {
+                pthread_mutex_lock(&lis_lock);
+                struct tcp_listener *l = lis_head;
+                pthread_mutex_unlock(&lis_lock);
+                if (!l)
+                        break;
+                char err[128];
+                char addr[64];
+                snprintf(addr, sizeof(addr), "%s", l->addr);
+                if (nvmf_tcp_listener_del(addr, l->port, err, sizeof(err)) < 0)
+                        break;
+        }
+        pthread_mutex_lock(&reg_lock);
+        for (struct tcp_queue *q = reg_head; q; q = q->reg_next)
+                queue_close_async(q, "shutting down");
+        pthread_mutex_unlock(&reg_lock);
+        /* Give queues a moment to drain in-flight I/O (bounded). */
+        for (int i = 0; i < 200 && nvmf_tcp_live_queues(); i++)
+                usleep(10000);
+}
+
+/* ------------------------------------------------------------------ */
+/* Fuzzing entry                                                       */
+
+struct fuzz_ctx {
+        const uint8_t *data;
+        size_t len;
+        int rc;
+};
+
+static void fuzz_on_reactor(void *arg)
+{
+        struct fuzz_ctx *f = arg;
+        struct tcp_queue *q = queue_new(-1, rt_get(0), true);
+        if (!q) {
+                f->rc = -ENOMEM;
+                return;
+        }
+        q->fz_data = malloc(f->len ? f->len : 1);
+        if (!q->fz_data) {
+                queue_close(q, "fuzz: no memory");
+                f->rc = -ENOMEM;
+                return;
+        }
+        memcpy(q->fz_data, f->data, f->len);
+        q->fz_len = f->len;
+        rx_process(q);
+        /* End of input is end of connection, unless a capsule waits for a command. */
+        if (!q->rx_stalled)
+                queue_close(q, "fuzz input consumed");
+        f->rc = 0;
+}
+
+static void fuzz_noop(void *arg)
+{
+        (void)arg;
+}
+
+int nvmf_tcp_fuzz_feed(const uint8_t *data, size_t len)
+{
+        struct rt_reactor *r = rt_get(0);
+        if (!r)
+                return -ENODEV;
+        unsigned before = nvmf_tcp_live_queues();
+        struct fuzz_ctx f = {.data = data, .len = len, .rc = 0};
+        int rc = rt_msg_call(r, fuzz_on_reactor, &f);
+        if (rc < 0)
+                return rc;
+        for (int i = 0; i < 5000 && nvmf_tcp_live_queues() > before; i++) {
+                rt_msg_call(r, fuzz_noop, NULL);
+                usleep(100);
+        }
+        return f.rc;
+}

@@ -1,0 +1,45 @@
+/*
+ * NVMe/TCP transport internals shared with its unit tests and fuzz target:
+ * the digest, the common-header check (pure, synchronous) and entry points
+ * that attach a queue pair to an existing socket or drive the PDU state
+ * machine from a byte buffer without a socket.
+ */
+#ifndef NVMF_TCP_INTERNAL_H
+#define NVMF_TCP_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "slate/spec/nvme_tcp.h"
+
+#define NVMF_TCP_MAXH2CDATA (128u * 1024) /* announced in ICResp */
+#define NVMF_TCP_CPDA       0             /* we ask no data alignment of the host */
+
+/* CRC32C as NVMe/TCP digests use it (ISA-L crc32_iscsi, seed and result inverted). */
+uint32_t nvmf_tcp_crc32c(const void *buf, size_t len);
+
+/*
+ * Check a received common header against the PDU type rules (3.6.1, 3.6.2)
+ * and the negotiated state.  ic_done: ICReq/ICResp already exchanged;
+ * hdgst/ddgst: digests enabled.  Returns 0 and *dlen (data bytes, without
+ * digest) when valid; -EPROTO with *fes and *fei for a C2HTermReq; -ECONNRESET
+ * when the connection must drop without a TermReq (bad TermReq length).
+ */
+int nvmf_tcp_check_ch(const struct nvme_tcp_ch *ch, bool ic_done, bool hdgst, bool ddgst,
+                      uint32_t *dlen, uint16_t *fes, uint32_t *fei);
+
+/* Make a queue pair of a connected socket on reactor r_idx (takes the fd). 0 or -errno. */
+int nvmf_tcp_attach_fd(int fd, unsigned r_idx);
+
+/* Number of queue pairs alive (not yet freed). */
+unsigned nvmf_tcp_live_queues(void);
+
+/*
+ * Fuzzing: feed bytes to a fresh queue pair (no socket; what it sends is
+ * dropped) on reactor 0 and wait until it is freed.  Reactors must be
+ * running; call from a non-reactor thread.  Returns 0 or -errno.
+ */
+int nvmf_tcp_fuzz_feed(const uint8_t *data, size_t len);
+
+#endif
