@@ -390,6 +390,7 @@ enum scsi_parse_result scsi_sbc_write_same(struct scsi_cmd *cmd)
         }
         req_init(cmd, CORE_OP_WRITE_SAME, f.lba, f.nlb, 0);
         req_data(cmd, bs);
+        req_scratch(cmd); /* the core replicates the block there */
         cmd->data_out_len = bs;
         return SCSI_PARSE_EXEC;
 }
