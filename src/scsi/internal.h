@@ -48,6 +48,7 @@ enum scsi_dir { SCSI_DIR_NONE = 0, SCSI_DIR_IN, SCSI_DIR_OUT };
 #define SCSI_OPF_MEDIUM    (1u << 4) /* needs the LU started (NOT READY when stopped) */
 #define SCSI_OPF_PR_EXEMPT (1u << 5) /* never a reservation conflict (INQUIRY, PR IN/OUT ...) */
 #define SCSI_OPF_WP_CHECK  (1u << 6) /* DATA PROTECT when write protected */
+#define SCSI_OPF_SANITIZE_OK (1u << 7) /* runs while a sanitize is in progress (SBC-4 4.11) */
 
 struct scsi_op {
         const char *name;
@@ -63,6 +64,8 @@ struct scsi_op {
         /* Asynchronous part after the data-out arrived; NULL = submit cmd->req. */
         void (*exec)(struct scsi_cmd *cmd);
         uint8_t usage[16]; /* CDB usage data for REPORT SUPPORTED OPERATION CODES */
+        /* Task management aborted the command during exec; NULL = it runs to its end. */
+        void (*abort)(struct scsi_cmd *cmd);
 };
 
 /* Looks an opcode (and service action) up.  *sa_unknown: the opcode exists
@@ -75,11 +78,38 @@ bool scsi_op_has_sa(uint8_t opcode);
 /* Find by opcode + service action for REPORT SUPPORTED OPERATION CODES. */
 const struct scsi_op *scsi_op_lookup(uint8_t opcode, uint16_t sa);
 
+/*
+ * A sanitize operation (sanitize.c): runs in the background on the reactor
+ * of the command that started it, independent of that command, its
+ * connection and task management.  Fields below `active` belong to that
+ * reactor while active is set.
+ */
+struct scsi_sanitize {
+        _Atomic bool active;       /* SANITIZE IN PROGRESS */
+        _Atomic uint16_t progress; /* done fraction, 0..65535 (sense-key-specific) */
+        _Atomic bool failed;       /* failure mode: medium access gets 31h/03h */
+        _Atomic bool ause;         /* the failed command allowed EXIT FAILURE MODE */
+        struct core_ns *ns;
+        struct scsi_cmd *waiter; /* IMMED=0: the command that completes at the end */
+        struct rt_reactor *reactor;
+        uint8_t *pattern;         /* one block of the initialization pattern */
+        uint8_t *scratch;         /* write-same replication buffer */
+        uint32_t scratch_len;
+        uint8_t passes_left;
+        bool invert, cmd_ause;
+        uint64_t next_lba, done_blocks, total_blocks;
+        uint64_t start_ns;
+        struct core_req req;
+        struct rt_timer timer;
+        struct rt_defer defer;
+};
+
 /* ---- Per-LU SCSI state, hung off core_ns.scsi_state (target.c) ---- */
 struct scsi_lu_state {
         bool d_sense; /* control page: descriptor format sense */
         bool swp;     /* control page: software write protect */
         bool stopped; /* START STOP UNIT START=0 */
+        struct scsi_sanitize san;
 };
 
 /* Returns the LU's state, allocating it on first use; NULL only on ENOMEM. */
@@ -133,6 +163,21 @@ enum scsi_parse_result scsi_sbc_read_capacity10(struct scsi_cmd *cmd);
 enum scsi_parse_result scsi_sbc_read_capacity16(struct scsi_cmd *cmd);
 enum scsi_parse_result scsi_sbc_read_defect(struct scsi_cmd *cmd);
 void scsi_sbc_verify_exec(struct scsi_cmd *cmd);
+
+/* sanitize.c: SANITIZE (SBC-4 5.30) and the LU's sanitize state. */
+enum scsi_parse_result scsi_sanitize_parse(struct scsi_cmd *cmd);
+void scsi_sanitize_exec(struct scsi_cmd *cmd);
+void scsi_sanitize_abort(struct scsi_cmd *cmd);
+/* REQUEST SENSE: progress of a sanitize in progress, else scsi_spc_request_sense(). */
+enum scsi_parse_result scsi_sanitize_request_sense(struct scsi_cmd *cmd);
+/* Dispatcher: NOT READY 04h/1Bh while a sanitize runs; true when cmd got that status. */
+bool scsi_sanitize_busy(struct scsi_cmd *cmd);
+/* Dispatcher: MEDIUM ERROR 31h/03h for medium access in sanitize failure mode. */
+bool scsi_sanitize_failed(struct scsi_cmd *cmd);
+/* OVERWRITE parameter list check (SBC-4 5.30.3): 0, or -EINVAL with the
+ * offending byte and bit of the parameter list in *byte and *bit. */
+int scsi_sanitize_check_overwrite(const uint8_t *p, uint32_t len, uint32_t block_size,
+                                  uint16_t *byte, int *bit);
 /* Core completion for commands that submitted cmd->req. */
 void scsi_sbc_req_done(struct core_req *req);
 

@@ -5,7 +5,7 @@
  * handler, CDB length, data direction, flags (unit attention, reservation
  * and medium behaviour), nominal timeout and the CDB usage data bitmap.
  * Opcodes with service actions (9Eh SERVICE ACTION IN(16), A3h MAINTENANCE
- * IN, 5Eh/5Fh PERSISTENT RESERVE IN/OUT) have sub-tables.  Commands of
+ * IN, 5Eh/5Fh PERSISTENT RESERVE IN/OUT, 48h SANITIZE) have sub-tables.  Commands of
  * later issues (UNMAP, GET LBA STATUS, EXTENDED COPY, WRITE ATOMIC, 7Fh
  * variable-length CDBs) are simply absent, so they are reported as
  * unsupported and never executed.
@@ -17,7 +17,11 @@
 #define T_SHORT 10
 #define T_IO    30
 
-#define F_INFO  (SCSI_OPF_NO_LUN | SCSI_OPF_UA_OK | SCSI_OPF_PR_EXEMPT)
+#define T_SANITIZE 3600 /* a whole-medium overwrite */
+
+/* INQUIRY, REQUEST SENSE, REPORT LUNS: also the commands SBC-4 4.11.3 lets
+ * run while a sanitize is in progress. */
+#define F_INFO  (SCSI_OPF_NO_LUN | SCSI_OPF_UA_OK | SCSI_OPF_PR_EXEMPT | SCSI_OPF_SANITIZE_OK)
 #define F_READ  (SCSI_OPF_READS | SCSI_OPF_MEDIUM)
 #define F_WRITE (SCSI_OPF_WRITES | SCSI_OPF_MEDIUM | SCSI_OPF_WP_CHECK)
 
@@ -42,7 +46,7 @@ static const struct scsi_op ops[256] = {
                                SCSI_DIR_IN,
                                F_INFO,
                                T_SHORT,
-                               scsi_spc_request_sense,
+                               scsi_sanitize_request_sense,
                                NULL,
                                {0x03, 0x01, 0, 0, 0xff, CTL}},
     [SCSI_OP_READ_6] = {"READ(6)",
@@ -507,6 +511,25 @@ static const struct scsi_op pr_out_ops[] = {
     PROUT(0x07, "PERSISTENT RESERVE OUT/REGISTER AND MOVE"),
 };
 
+/*
+ * SANITIZE (SBC-4 5.30): OVERWRITE and EXIT FAILURE MODE.  BLOCK ERASE is
+ * absent: it means deallocating every block (LBPME=1, GET LBA STATUS
+ * reporting deallocated), which needs thin provisioning.  CRYPTOGRAPHIC
+ * ERASE is absent: nothing is encrypted, so there is no key to change.
+ */
+#define SANITIZE_OP(sa_, n)                                                                        \
+        {                                                                                          \
+                .name = n, .opcode = 0x48, .sa = sa_, .has_sa = true, .cdb_len = 10,              \
+                .dir = SCSI_DIR_OUT, .flags = SCSI_OPF_WRITES | SCSI_OPF_WP_CHECK,                 \
+                .timeout = T_SANITIZE, .parse = scsi_sanitize_parse,                               \
+                .exec = scsi_sanitize_exec, .abort = scsi_sanitize_abort,                          \
+                .usage = {0x48, 0xa0 | sa_, 0, 0, 0, 0, 0, 0xff, 0xff, CTL},                       \
+        }
+static const struct scsi_op sanitize_ops[] = {
+    SANITIZE_OP(SCSI_SANITIZE_OVERWRITE, "SANITIZE/OVERWRITE"),
+    SANITIZE_OP(SCSI_SANITIZE_EXIT_FAILURE, "SANITIZE/EXIT FAILURE MODE"),
+};
+
 struct sa_table {
         const struct scsi_op *ops;
         unsigned n;
@@ -518,6 +541,7 @@ struct sa_table {
                 t, sizeof(t) / sizeof(t[0]), 0x1f                                                  \
         }
 static const struct sa_table sa_tables[256] = {
+    [SCSI_OP_SANITIZE] = SA_TABLE(sanitize_ops),
     [SCSI_OP_PR_IN] = SA_TABLE(pr_in_ops),
     [SCSI_OP_PR_OUT] = SA_TABLE(pr_out_ops),
     [SCSI_OP_SERVICE_ACTION_IN_16] = SA_TABLE(sai16_ops),

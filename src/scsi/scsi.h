@@ -117,6 +117,14 @@ enum scsi_parse_result { SCSI_PARSE_DONE = 0, SCSI_PARSE_EXEC = 1 };
 
 enum scsi_parse_result scsi_cmd_parse(struct scsi_cmd *cmd);
 void scsi_cmd_exec(struct scsi_cmd *cmd);
+/*
+ * Task management aborted cmd while it was executing (after scsi_cmd_exec,
+ * before done).  Optional for the transport; lets a long-running command
+ * (SANITIZE with IMMED=0) call done soon with SAM_STAT_TASK_ABORTED while
+ * its operation continues.  Other commands still call done when they end.
+ * Call on the reactor the command runs on.
+ */
+void scsi_cmd_abort(struct scsi_cmd *cmd);
 
 /* Nexus lifetime: called by the transport at login and at session end. */
 void scsi_nexus_init(struct scsi_nexus *nx, struct scsi_target *tgt, const char *initiator_port,

@@ -314,12 +314,19 @@ enum scsi_parse_result scsi_cmd_parse(struct scsi_cmd *cmd)
         }
         if (cmd->ns) {
                 struct scsi_lu_state *st = cmd->ns->scsi_state;
+                /* SBC-4 4.11.3: while a sanitize runs, only the commands the
+                 * table marks SANITIZE_OK are processed; a pending unit
+                 * attention waits until it is over. */
+                if (!(op->flags & SCSI_OPF_SANITIZE_OK) && scsi_sanitize_busy(cmd))
+                        return SCSI_PARSE_DONE;
                 if (!(op->flags & SCSI_OPF_UA_OK) && ua_take(cmd))
                         return SCSI_PARSE_DONE;
                 if ((op->flags & SCSI_OPF_MEDIUM) && st->stopped) {
                         scsi_sense_set(cmd, SK_NOT_READY, 0x04, 0x02);
                         return SCSI_PARSE_DONE;
                 }
+                if ((op->flags & SCSI_OPF_MEDIUM) && scsi_sanitize_failed(cmd))
+                        return SCSI_PARSE_DONE;
                 if (!(op->flags & SCSI_OPF_PR_EXEMPT) &&
                     scsi_pr_conflict(cmd, op->flags & SCSI_OPF_READS,
                                      op->flags & SCSI_OPF_WRITES)) {
@@ -345,6 +352,13 @@ void scsi_cmd_exec(struct scsi_cmd *cmd)
                 return;
         }
         core_req_submit(&cmd->req);
+}
+
+void scsi_cmd_abort(struct scsi_cmd *cmd)
+{
+        const struct scsi_op *op = cmd->op;
+        if (op && op->abort)
+                op->abort(cmd);
 }
 
 /* ---- fuzz entry point ---- */
