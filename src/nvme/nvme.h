@@ -37,6 +37,9 @@
 struct nvme_ctrl;
 struct nvme_subsys;
 
+/* I/O queues per controller (Set Features Number of Queues grants at most this). */
+#define NVME_MAX_IO_QUEUES 64
+
 /*
  * Transport limits the personality advertises: CAP.MQES is
  * NVME_TRANSPORT_QUEUE_DEPTH - 1 (the transport's per-queue command pool,
@@ -88,7 +91,15 @@ enum nvme_parse_result { NVME_PARSE_DONE = 0, NVME_PARSE_EXEC = 1 };
 enum nvme_parse_result nvme_cmd_parse(struct nvme_cmd *cmd);
 void nvme_cmd_exec(struct nvme_cmd *cmd);
 
-/* A queue is going away (connection closed): drop its controller reference. */
+/*
+ * A queue is going away (connection closed): drop its controller reference.
+ * Call on the queue's reactor.  Parked Asynchronous Event Requests of an
+ * admin queue complete (done, Command Aborted due to SQ Deletion) from
+ * inside this call; commands still in the core complete later as usual
+ * (with queue->ctrl already NULL).  Closing the admin queue ends the
+ * association (the I/O queues get teardown).  teardown callbacks are always
+ * invoked on the queue's own reactor.
+ */
 void nvme_queue_fini(struct nvme_queue *q);
 
 /*

@@ -1,0 +1,516 @@
+/*
+ * NVMe wire layouts (NVM Express Base Specification 2.0 / 1.4, NVM Command
+ * Set Specification 1.0): the submission and completion queue entries, SGL
+ * descriptors, Identify Controller/Namespace, the log pages Slate serves
+ * (Error Information, SMART/Health, Firmware Slot, Changed Namespace List,
+ * Commands Supported and Effects), the namespace identification descriptor
+ * and the opcode, status and feature numbers.  Layouts only: no code, all
+ * multi-byte fields little-endian wrapper types, every size checked.
+ */
+#ifndef SLATE_SPEC_NVME_H
+#define SLATE_SPEC_NVME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "slate/byteorder.h"
+
+/* ---- Opcodes (Base 2.0 fig. 28 admin, NVM 1.0 fig. 16 I/O) ---- */
+enum {
+        NVME_ADM_GET_LOG_PAGE = 0x02,
+        NVME_ADM_IDENTIFY = 0x06,
+        NVME_ADM_ABORT = 0x08,
+        NVME_ADM_SET_FEATURES = 0x09,
+        NVME_ADM_GET_FEATURES = 0x0a,
+        NVME_ADM_ASYNC_EVENT = 0x0c,
+        NVME_ADM_KEEP_ALIVE = 0x18,
+        NVME_OPC_FABRICS = 0x7f,
+};
+
+enum {
+        NVME_IO_FLUSH = 0x00,
+        NVME_IO_WRITE = 0x01,
+        NVME_IO_READ = 0x02,
+        NVME_IO_COMPARE = 0x05,
+        NVME_IO_WRITE_ZEROES = 0x08,
+        NVME_IO_DSM = 0x09,
+        NVME_IO_VERIFY = 0x0c,
+};
+
+/* ---- Submission queue entry (Base 2.0 4.2) ---- */
+struct nvme_sgl_desc {
+        le64 addr;
+        le32 length;
+        uint8_t rsvd[3];
+        uint8_t type; /* bits 7:4 descriptor type, 3:0 subtype */
+};
+_Static_assert(sizeof(struct nvme_sgl_desc) == 16, "SGL descriptor");
+
+enum {
+        NVME_SGL_TYPE_DATA_BLOCK = 0x0,
+        NVME_SGL_TYPE_BIT_BUCKET = 0x1,
+        NVME_SGL_TYPE_SEGMENT = 0x2,
+        NVME_SGL_TYPE_LAST_SEGMENT = 0x3,
+        NVME_SGL_TYPE_KEYED_DATA_BLOCK = 0x4,
+        NVME_SGL_TYPE_TRANSPORT_DATA_BLOCK = 0x5,
+};
+enum {
+        NVME_SGL_SUBTYPE_ADDRESS = 0x0,
+        NVME_SGL_SUBTYPE_OFFSET = 0x1,
+        NVME_SGL_SUBTYPE_TRANSPORT = 0xa,
+};
+
+struct nvme_sqe {
+        uint8_t opc;
+        uint8_t flags; /* bits 1:0 FUSE, 7:6 PSDT */
+        le16 cid;
+        le32 nsid;
+        le32 cdw2;
+        le32 cdw3;
+        le64 mptr;
+        struct nvme_sgl_desc dptr;
+        le32 cdw10;
+        le32 cdw11;
+        le32 cdw12;
+        le32 cdw13;
+        le32 cdw14;
+        le32 cdw15;
+};
+_Static_assert(sizeof(struct nvme_sqe) == 64, "SQE");
+_Static_assert(offsetof(struct nvme_sqe, dptr) == 24, "SQE dptr");
+_Static_assert(offsetof(struct nvme_sqe, cdw10) == 40, "SQE cdw10");
+
+#define NVME_SQE_OFF_CDW(n) (40 + 4 * ((n)-10))
+#define NVME_PSDT_PRP       0
+#define NVME_PSDT_SGL_MPTR  1
+#define NVME_PSDT_SGL_SGL   2
+
+/* ---- Completion queue entry (Base 2.0 4.6) ---- */
+struct nvme_cqe {
+        le32 dw0;
+        le32 dw1;
+        le16 sqhd;
+        le16 sqid;
+        le16 cid;
+        le16 status; /* bit 0 phase, 8:1 SC, 11:9 SCT, 13:12 CRD, 14 M, 15 DNR */
+};
+_Static_assert(sizeof(struct nvme_cqe) == 16, "CQE");
+
+/* Status code types and codes (Base 2.0 fig. 94..97, NVM 1.0 fig. 18/19). */
+enum {
+        NVME_SCT_GENERIC = 0,
+        NVME_SCT_CMD_SPECIFIC = 1,
+        NVME_SCT_MEDIA = 2,
+        NVME_SCT_PATH = 3,
+};
+enum {
+        NVME_SC_SUCCESS = 0x00,
+        NVME_SC_INVALID_OPCODE = 0x01,
+        NVME_SC_INVALID_FIELD = 0x02,
+        NVME_SC_CID_CONFLICT = 0x03,
+        NVME_SC_DATA_XFER_ERROR = 0x04,
+        NVME_SC_INTERNAL = 0x06,
+        NVME_SC_ABORT_REQ = 0x07,
+        NVME_SC_ABORT_SQ_DELETION = 0x08,
+        NVME_SC_FUSED_FAIL = 0x09,
+        NVME_SC_INVALID_NS = 0x0b,
+        NVME_SC_CMD_SEQ_ERROR = 0x0c,
+        NVME_SC_SGL_INVALID_LAST = 0x0d,
+        NVME_SC_SGL_INVALID_COUNT = 0x0e,
+        NVME_SC_SGL_INVALID_DATA_LEN = 0x0f,
+        NVME_SC_SGL_INVALID_METADATA_LEN = 0x10,
+        NVME_SC_SGL_INVALID_TYPE = 0x11,
+        NVME_SC_SGL_INVALID_OFFSET = 0x16,
+        NVME_SC_SGL_INVALID_SUBTYPE = 0x17,
+        NVME_SC_HOSTID_INCONSISTENT = 0x18,
+        NVME_SC_KA_EXPIRED = 0x19,
+        NVME_SC_KA_INVALID = 0x1a,
+        NVME_SC_NS_WRITE_PROTECTED = 0x20,
+        NVME_SC_CMD_INTERRUPTED = 0x21,
+        NVME_SC_TRANSIENT_TRANSPORT = 0x22,
+        NVME_SC_LBA_RANGE = 0x80,
+        NVME_SC_CAP_EXCEEDED = 0x81,
+        NVME_SC_NS_NOT_READY = 0x82,
+        NVME_SC_RESERVATION_CONFLICT = 0x83,
+};
+enum {
+        NVME_SC_CQ_INVALID = 0x00,
+        NVME_SC_QID_INVALID = 0x01,
+        NVME_SC_QUEUE_SIZE = 0x02,
+        NVME_SC_ABORT_LIMIT = 0x03,
+        NVME_SC_AER_LIMIT = 0x05,
+        NVME_SC_INVALID_LOG_PAGE = 0x09,
+        NVME_SC_FEATURE_NOT_SAVEABLE = 0x0d,
+        NVME_SC_FEATURE_NOT_CHANGEABLE = 0x0e,
+        NVME_SC_FEATURE_NOT_PER_NS = 0x0f,
+        NVME_SC_CONFLICTING_ATTRS = 0x80, /* NVM: DSM / write zeroes attributes */
+};
+enum {
+        NVME_SC_WRITE_FAULT = 0x80,
+        NVME_SC_READ_ERROR = 0x81,
+        NVME_SC_GUARD_CHECK = 0x82,
+        NVME_SC_APPTAG_CHECK = 0x83,
+        NVME_SC_REFTAG_CHECK = 0x84,
+        NVME_SC_COMPARE_FAILED = 0x85,
+        NVME_SC_ACCESS_DENIED = 0x86,
+};
+
+#define NVME_STATUS_DNR (1u << 15)
+#define NVME_STATUS_M   (1u << 14)
+
+/* ---- Identify (Base 2.0 5.17) ---- */
+enum {
+        NVME_CNS_NS = 0x00,
+        NVME_CNS_CTRL = 0x01,
+        NVME_CNS_ACTIVE_NS_LIST = 0x02,
+        NVME_CNS_NS_DESC_LIST = 0x03,
+        NVME_CNS_NVMSET_LIST = 0x04,
+        NVME_CNS_CSI_NS = 0x05,
+        NVME_CNS_CSI_CTRL = 0x06,
+        NVME_CNS_CSI_ACTIVE_NS_LIST = 0x07,
+        NVME_CNS_NS_INDEPENDENT = 0x08,
+};
+
+struct nvme_power_state {
+        le16 mp;
+        uint8_t rsvd2;
+        uint8_t flags;
+        le32 enlat;
+        le32 exlat;
+        uint8_t rrt, rrl, rwt, rwl;
+        le16 idlp;
+        uint8_t ips;
+        uint8_t rsvd19;
+        le16 actp;
+        uint8_t apws;
+        uint8_t rsvd23[9];
+};
+_Static_assert(sizeof(struct nvme_power_state) == 32, "power state descriptor");
+
+struct nvme_id_ctrl {
+        le16 vid;
+        le16 ssvid;
+        char sn[20];
+        char mn[40];
+        char fr[8];
+        uint8_t rab;
+        uint8_t ieee[3];
+        uint8_t cmic;
+        uint8_t mdts;
+        le16 cntlid;
+        le32 ver;
+        le32 rtd3r;
+        le32 rtd3e;
+        le32 oaes;
+        le32 ctratt;
+        le16 rrls;
+        uint8_t rsvd102[9];
+        uint8_t cntrltype;
+        uint8_t fguid[16];
+        le16 crdt1, crdt2, crdt3;
+        uint8_t rsvd134[119];
+        uint8_t nvmsr;
+        uint8_t vwci;
+        uint8_t mec;
+        le16 oacs;
+        uint8_t acl;
+        uint8_t aerl;
+        uint8_t frmw;
+        uint8_t lpa;
+        uint8_t elpe;
+        uint8_t npss;
+        uint8_t avscc;
+        uint8_t apsta;
+        le16 wctemp;
+        le16 cctemp;
+        le16 mtfa;
+        le32 hmpre;
+        le32 hmmin;
+        uint8_t tnvmcap[16];
+        uint8_t unvmcap[16];
+        le32 rpmbs;
+        le16 edstt;
+        uint8_t dsto;
+        uint8_t fwug;
+        le16 kas;
+        le16 hctma;
+        le16 mntmt;
+        le16 mxtmt;
+        le32 sanicap;
+        le32 hmminds;
+        le16 hmmaxd;
+        le16 nsetidmax;
+        le16 endgidmax;
+        uint8_t anatt;
+        uint8_t anacap;
+        le32 anagrpmax;
+        le32 nanagrpid;
+        le32 pels;
+        le16 domainid;
+        uint8_t rsvd358[10];
+        uint8_t megcap[16];
+        uint8_t rsvd384[128];
+        uint8_t sqes;
+        uint8_t cqes;
+        le16 maxcmd;
+        le32 nn;
+        le16 oncs;
+        le16 fuses;
+        uint8_t fna;
+        uint8_t vwc;
+        le16 awun;
+        le16 awupf;
+        uint8_t icsvscc;
+        uint8_t nwpc;
+        le16 acwu;
+        le16 ocfs;
+        le32 sgls;
+        le32 mnan;
+        uint8_t maxdna[16];
+        le32 maxcna;
+        uint8_t rsvd564[204];
+        char subnqn[256];
+        uint8_t rsvd1024[768];
+        /* Fabrics (NVMe-oF 1.1 4.2) */
+        le32 ioccsz;
+        le32 iorcsz;
+        le16 icdoff;
+        uint8_t fcatt;
+        uint8_t msdbd;
+        le16 ofcs;
+        uint8_t dctype;
+        uint8_t rsvd1807[241];
+        struct nvme_power_state psd[32];
+        uint8_t vs[1024];
+};
+_Static_assert(sizeof(struct nvme_id_ctrl) == 4096, "Identify Controller");
+_Static_assert(offsetof(struct nvme_id_ctrl, cntrltype) == 111, "cntrltype");
+_Static_assert(offsetof(struct nvme_id_ctrl, oacs) == 256, "oacs");
+_Static_assert(offsetof(struct nvme_id_ctrl, kas) == 320, "kas");
+_Static_assert(offsetof(struct nvme_id_ctrl, sqes) == 512, "sqes");
+_Static_assert(offsetof(struct nvme_id_ctrl, sgls) == 536, "sgls");
+_Static_assert(offsetof(struct nvme_id_ctrl, subnqn) == 768, "subnqn");
+_Static_assert(offsetof(struct nvme_id_ctrl, ioccsz) == 1792, "ioccsz");
+_Static_assert(offsetof(struct nvme_id_ctrl, psd) == 2048, "psd");
+
+#define NVME_CTRL_TYPE_IO   1
+#define NVME_CTRL_TYPE_DISC 2
+
+/* OAES / AEC bits */
+#define NVME_AEN_CFG_NS_ATTR     (1u << 8)
+#define NVME_AEN_CFG_DISC_CHANGE (1u << 31)
+
+/* ONCS bits */
+#define NVME_ONCS_COMPARE      (1u << 0)
+#define NVME_ONCS_DSM          (1u << 2)
+#define NVME_ONCS_WRITE_ZEROES (1u << 3)
+#define NVME_ONCS_SAVE_SELECT  (1u << 4)
+#define NVME_ONCS_VERIFY       (1u << 7)
+
+struct nvme_lbaf {
+        le16 ms;
+        uint8_t lbads;
+        uint8_t rp;
+};
+_Static_assert(sizeof(struct nvme_lbaf) == 4, "LBA format");
+
+struct nvme_id_ns {
+        le64 nsze;
+        le64 ncap;
+        le64 nuse;
+        uint8_t nsfeat;
+        uint8_t nlbaf;
+        uint8_t flbas;
+        uint8_t mc;
+        uint8_t dpc;
+        uint8_t dps;
+        uint8_t nmic;
+        uint8_t rescap;
+        uint8_t fpi;
+        uint8_t dlfeat;
+        le16 nawun;
+        le16 nawupf;
+        le16 nacwu;
+        le16 nabsn;
+        le16 nabo;
+        le16 nabspf;
+        le16 noiob;
+        uint8_t nvmcap[16];
+        le16 npwg;
+        le16 npwa;
+        le16 npdg;
+        le16 npda;
+        le16 nows;
+        le16 mssrl;
+        le32 mcl;
+        uint8_t msrc;
+        uint8_t rsvd81;
+        uint8_t nulbaf;
+        uint8_t rsvd83[9];
+        le32 anagrpid;
+        uint8_t rsvd96[3];
+        uint8_t nsattr;
+        le16 nvmsetid;
+        le16 endgid;
+        uint8_t nguid[16];
+        uint8_t eui64[8];
+        struct nvme_lbaf lbaf[64];
+        uint8_t vs[3712];
+};
+_Static_assert(sizeof(struct nvme_id_ns) == 4096, "Identify Namespace");
+_Static_assert(offsetof(struct nvme_id_ns, nguid) == 104, "nguid");
+_Static_assert(offsetof(struct nvme_id_ns, eui64) == 120, "eui64");
+_Static_assert(offsetof(struct nvme_id_ns, lbaf) == 128, "lbaf");
+
+/* I/O Command Set Independent Identify Namespace (CNS 08h) */
+struct nvme_id_ns_indep {
+        uint8_t nsfeat;
+        uint8_t nmic;
+        uint8_t rescap;
+        uint8_t fpi;
+        le32 anagrpid;
+        uint8_t nsattr;
+        uint8_t rsvd9;
+        le16 nvmsetid;
+        le16 endgid;
+        uint8_t nstat;
+        uint8_t rsvd15[4081];
+};
+_Static_assert(sizeof(struct nvme_id_ns_indep) == 4096, "Identify NS independent");
+
+/* Namespace Identification Descriptor (CNS 03h) header; NIDL bytes follow. */
+struct nvme_ns_id_desc {
+        uint8_t nidt;
+        uint8_t nidl;
+        uint8_t rsvd[2];
+};
+_Static_assert(sizeof(struct nvme_ns_id_desc) == 4, "NS id descriptor");
+enum { NVME_NIDT_EUI64 = 1, NVME_NIDT_NGUID = 2, NVME_NIDT_UUID = 3, NVME_NIDT_CSI = 4 };
+#define NVME_CSI_NVM 0
+
+/* ---- Log pages (Base 2.0 5.16) ---- */
+enum {
+        NVME_LOG_ERROR = 0x01,
+        NVME_LOG_SMART = 0x02,
+        NVME_LOG_FW_SLOT = 0x03,
+        NVME_LOG_CHANGED_NS = 0x04,
+        NVME_LOG_CMD_EFFECTS = 0x05,
+        NVME_LOG_DISCOVERY = 0x70,
+};
+
+struct nvme_error_log {
+        le64 error_count;
+        le16 sqid;
+        le16 cmdid;
+        le16 status;    /* bit 0 phase, 15:1 status field */
+        le16 param_loc; /* 7:0 byte, 10:8 bit */
+        le64 lba;
+        le32 nsid;
+        uint8_t vs;
+        uint8_t trtype;
+        uint8_t rsvd30[2];
+        le64 cs;
+        le16 trtype_info;
+        uint8_t rsvd42[22];
+};
+_Static_assert(sizeof(struct nvme_error_log) == 64, "error information entry");
+
+struct nvme_smart_log {
+        uint8_t critical_warning;
+        le16 temperature;
+        uint8_t avail_spare;
+        uint8_t spare_thresh;
+        uint8_t percent_used;
+        uint8_t endu_grp_crit_warn;
+        uint8_t rsvd7[25];
+        uint8_t data_units_read[16];
+        uint8_t data_units_written[16];
+        uint8_t host_reads[16];
+        uint8_t host_writes[16];
+        uint8_t ctrl_busy_time[16];
+        uint8_t power_cycles[16];
+        uint8_t power_on_hours[16];
+        uint8_t unsafe_shutdowns[16];
+        uint8_t media_errors[16];
+        uint8_t num_err_log_entries[16];
+        le32 warning_temp_time;
+        le32 critical_comp_time;
+        le16 temp_sensor[8];
+        le32 thm_temp1_trans_count;
+        le32 thm_temp2_trans_count;
+        le32 thm_temp1_total_time;
+        le32 thm_temp2_total_time;
+        uint8_t rsvd232[280];
+};
+_Static_assert(sizeof(struct nvme_smart_log) == 512, "SMART / health log");
+_Static_assert(offsetof(struct nvme_smart_log, data_units_read) == 32, "smart dur");
+_Static_assert(offsetof(struct nvme_smart_log, warning_temp_time) == 192, "smart wtt");
+
+struct nvme_fw_slot_log {
+        uint8_t afi;
+        uint8_t rsvd1[7];
+        char frs[7][8];
+        uint8_t rsvd64[448];
+};
+_Static_assert(sizeof(struct nvme_fw_slot_log) == 512, "firmware slot log");
+
+struct nvme_effects_log {
+        le32 acs[256];
+        le32 iocs[256];
+        uint8_t rsvd2048[2048];
+};
+_Static_assert(sizeof(struct nvme_effects_log) == 4096, "commands supported and effects log");
+
+#define NVME_EFFECTS_CSUPP     (1u << 0)
+#define NVME_EFFECTS_LBCC      (1u << 1)
+#define NVME_EFFECTS_NCC       (1u << 2)
+#define NVME_EFFECTS_NIC       (1u << 3)
+#define NVME_EFFECTS_CCC       (1u << 4)
+#define NVME_EFFECTS_CSE_SHIFT 16
+
+/* Asynchronous event types (Base 2.0 fig. 146) */
+enum { NVME_AER_TYPE_ERROR = 0, NVME_AER_TYPE_SMART = 1, NVME_AER_TYPE_NOTICE = 2 };
+enum { NVME_AER_NOTICE_NS_CHANGED = 0x00, NVME_AER_NOTICE_DISC_CHANGED = 0xf0 };
+
+/* ---- Features (Base 2.0 5.27.1) ---- */
+enum {
+        NVME_FEAT_ARBITRATION = 0x01,
+        NVME_FEAT_POWER_MGMT = 0x02,
+        NVME_FEAT_TEMP_THRESH = 0x04,
+        NVME_FEAT_ERR_RECOVERY = 0x05,
+        NVME_FEAT_VOLATILE_WC = 0x06,
+        NVME_FEAT_NUM_QUEUES = 0x07,
+        NVME_FEAT_IRQ_COALESCE = 0x08,
+        NVME_FEAT_IRQ_CONFIG = 0x09,
+        NVME_FEAT_WRITE_ATOMIC = 0x0a,
+        NVME_FEAT_ASYNC_EVENT = 0x0b,
+        NVME_FEAT_TIMESTAMP = 0x0e,
+        NVME_FEAT_KATO = 0x0f,
+        NVME_FEAT_HOST_BEHAVIOR = 0x16,
+        NVME_FEAT_HOST_ID = 0x81,
+};
+enum { NVME_SEL_CURRENT = 0, NVME_SEL_DEFAULT = 1, NVME_SEL_SAVED = 2, NVME_SEL_SUPPORTED = 3 };
+#define NVME_FEAT_CAP_SAVEABLE   (1u << 0)
+#define NVME_FEAT_CAP_NS         (1u << 1)
+#define NVME_FEAT_CAP_CHANGEABLE (1u << 2)
+
+struct nvme_host_behavior {
+        uint8_t acre;
+        uint8_t etdas;
+        uint8_t lbafee;
+        uint8_t rsvd3[509];
+};
+_Static_assert(sizeof(struct nvme_host_behavior) == 512, "host behavior support");
+
+/* Dataset Management range (NVM 1.0 fig. 39) */
+struct nvme_dsm_range {
+        le32 cattr;
+        le32 nlb;
+        le64 slba;
+};
+_Static_assert(sizeof(struct nvme_dsm_range) == 16, "DSM range");
+#define NVME_DSM_IDR (1u << 0)
+#define NVME_DSM_IDW (1u << 1)
+#define NVME_DSM_AD  (1u << 2)
+
+#endif

@@ -1,0 +1,186 @@
+/*
+ * Admin commands without a file of their own (NVMe Base 2.0 5.1 Abort,
+ * 5.2 Asynchronous Event Request, 5.25 Keep Alive) and the asynchronous
+ * event machinery: events are raised from any thread, queued per
+ * controller, and delivered on the admin queue's reactor into parked AER
+ * commands; a delivered event type stays masked until the host reads its
+ * log page with RAE cleared (Base 2.0 5.2, 5.16 "Retain Asynchronous Event").
+ */
+#include <string.h>
+#include <time.h>
+
+#include "nvme/internal.h"
+#include "rt/reactor.h"
+
+uint64_t nvme_uptime_s(void)
+{
+        static _Atomic uint64_t start;
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        uint64_t now = (uint64_t)ts.tv_sec, zero = 0;
+        atomic_compare_exchange_strong(&start, &zero, now);
+        return now - atomic_load(&start);
+}
+
+enum nvme_parse_result nvme_keep_alive_parse(struct nvme_cmd *cmd)
+{
+        /* The dispatcher already stamped last_cmd_ns; nothing else to do. */
+        (void)cmd;
+        return NVME_PARSE_DONE;
+}
+
+enum nvme_parse_result nvme_abort_parse(struct nvme_cmd *cmd)
+{
+        /* Commands run to completion quickly; report "not aborted" (dword 0 bit 0). */
+        nvme_cqe_dw0(cmd, 1);
+        return NVME_PARSE_DONE;
+}
+
+enum nvme_parse_result nvme_aer_parse(struct nvme_cmd *cmd)
+{
+        (void)cmd;
+        return NVME_PARSE_EXEC;
+}
+
+static const struct {
+        uint32_t evt;
+        uint8_t type, info, lid;
+} events[] = {
+    {NVME_EVT_NS_CHANGED, NVME_AER_TYPE_NOTICE, NVME_AER_NOTICE_NS_CHANGED, NVME_LOG_CHANGED_NS},
+    {NVME_EVT_DISC_CHANGED, NVME_AER_TYPE_NOTICE, NVME_AER_NOTICE_DISC_CHANGED, NVME_LOG_DISCOVERY},
+};
+
+/* On the admin reactor: pair pending, unmasked events with parked AERs. */
+static void aen_deliver(struct nvme_ctrl *ctrl)
+{
+        struct nvme_cmd *out[NVME_AERL];
+        uint32_t dw0[NVME_AERL];
+        unsigned n = 0;
+
+        pthread_mutex_lock(&ctrl->lock);
+        ctrl->aen_defer_pending = false;
+        for (unsigned i = 0; i < sizeof(events) / sizeof(events[0]) && ctrl->naer > 0; i++) {
+                uint32_t bit = events[i].evt;
+                if (!(ctrl->aen_pending & bit) || (ctrl->aen_masked & bit))
+                        continue;
+                out[n] = ctrl->aer[0];
+                memmove(&ctrl->aer[0], &ctrl->aer[1], (ctrl->naer - 1) * sizeof(ctrl->aer[0]));
+                ctrl->naer--;
+                dw0[n++] = events[i].type | ((uint32_t)events[i].info << 8) |
+                           ((uint32_t)events[i].lid << 16);
+                ctrl->aen_pending &= ~bit;
+                ctrl->aen_masked |= bit;
+        }
+        pthread_mutex_unlock(&ctrl->lock);
+        for (unsigned i = 0; i < n; i++) {
+                nvme_set_status(out[i], 0, 0, false);
+                nvme_cqe_dw0(out[i], dw0[i]);
+                nvme_cmd_complete(out[i]);
+        }
+}
+
+static void aen_defer_fn(struct rt_defer *d)
+{
+        struct nvme_ctrl *ctrl =
+            (struct nvme_ctrl *)((char *)d - offsetof(struct nvme_ctrl, aen_defer));
+        aen_deliver(ctrl);
+        nvme_ctrl_put(ctrl);
+}
+
+static void aen_msg_fn(void *arg)
+{
+        struct nvme_ctrl *ctrl = arg;
+        aen_deliver(ctrl);
+        nvme_ctrl_put(ctrl);
+}
+
+/* Schedule delivery on the admin reactor (never inline: AER exec must not complete itself). */
+static void aen_kick(struct nvme_ctrl *ctrl)
+{
+        if (!ctrl->admin_reactor || atomic_load(&ctrl->dead))
+                return;
+        pthread_mutex_lock(&ctrl->lock);
+        bool go =
+            !ctrl->aen_defer_pending && ctrl->naer > 0 && (ctrl->aen_pending & ~ctrl->aen_masked);
+        if (go)
+                ctrl->aen_defer_pending = true;
+        pthread_mutex_unlock(&ctrl->lock);
+        if (!go)
+                return;
+        if (!nvme_ctrl_tryget(ctrl)) { /* being freed: nobody left to tell */
+                pthread_mutex_lock(&ctrl->lock);
+                ctrl->aen_defer_pending = false;
+                pthread_mutex_unlock(&ctrl->lock);
+                return;
+        }
+        if (rt_current() == ctrl->admin_reactor) {
+                ctrl->aen_defer.fn = aen_defer_fn;
+                ctrl->aen_defer.next = NULL;
+                rt_defer(ctrl->admin_reactor, &ctrl->aen_defer);
+        } else if (rt_msg_send(ctrl->admin_reactor, aen_msg_fn, ctrl) != 0) {
+                pthread_mutex_lock(&ctrl->lock);
+                ctrl->aen_defer_pending = false;
+                pthread_mutex_unlock(&ctrl->lock);
+                atomic_fetch_sub(&ctrl->refs, 1); /* may run under nvme_lock: never free here */
+        }
+}
+
+void nvme_aer_exec(struct nvme_cmd *cmd)
+{
+        struct nvme_ctrl *ctrl = cmd->queue->ctrl;
+        pthread_mutex_lock(&ctrl->lock);
+        if (ctrl->naer >= NVME_AERL) {
+                pthread_mutex_unlock(&ctrl->lock);
+                nvme_reject(cmd, NVME_SCT_CMD_SPECIFIC, NVME_SC_AER_LIMIT, NVME_LOC_NONE, -1);
+                nvme_cmd_complete_deferred(cmd);
+                return;
+        }
+        ctrl->aer[ctrl->naer++] = cmd;
+        pthread_mutex_unlock(&ctrl->lock);
+        aen_kick(ctrl);
+}
+
+void nvme_ctrl_raise(struct nvme_ctrl *ctrl, uint32_t evt, uint32_t nsid)
+{
+        pthread_mutex_lock(&ctrl->lock);
+        uint32_t enable = 0;
+        if (evt & NVME_EVT_NS_CHANGED) {
+                bool dup = false;
+                for (unsigned i = 0; i < ctrl->nchanged && i < 1024; i++)
+                        dup |= ctrl->changed_ns[i] == nsid;
+                if (!dup) {
+                        if (ctrl->nchanged < 1024)
+                                ctrl->changed_ns[ctrl->nchanged] = nsid;
+                        ctrl->nchanged++;
+                }
+                if (ctrl->aec & NVME_AEN_CFG_NS_ATTR)
+                        enable |= NVME_EVT_NS_CHANGED;
+        }
+        if ((evt & NVME_EVT_DISC_CHANGED) && (ctrl->aec & NVME_AEN_CFG_DISC_CHANGE))
+                enable |= NVME_EVT_DISC_CHANGED;
+        ctrl->aen_pending |= enable;
+        pthread_mutex_unlock(&ctrl->lock);
+        if (enable)
+                aen_kick(ctrl);
+}
+
+void nvme_ctrl_log_read(struct nvme_ctrl *ctrl, uint8_t lid)
+{
+        uint32_t bit = 0;
+        for (unsigned i = 0; i < sizeof(events) / sizeof(events[0]); i++)
+                if (events[i].lid == lid)
+                        bit = events[i].evt;
+        if (!bit)
+                return;
+        pthread_mutex_lock(&ctrl->lock);
+        ctrl->aen_masked &= ~bit;
+        pthread_mutex_unlock(&ctrl->lock);
+        aen_kick(ctrl);
+}
+
+void nvme_ctrl_drop_aers(struct nvme_ctrl *ctrl)
+{
+        pthread_mutex_lock(&ctrl->lock);
+        ctrl->naer = 0;
+        pthread_mutex_unlock(&ctrl->lock);
+}

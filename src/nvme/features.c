@@ -1,0 +1,249 @@
+/*
+ * Get Features / Set Features (NVMe Base 2.0 5.15, 5.27): Arbitration,
+ * Power Management, Temperature Threshold, Error Recovery, Volatile Write
+ * Cache (the namespaces' shared wce, the same bit SCSI's WCE shows),
+ * Number of Queues, Asynchronous Event Configuration, Keep Alive Timer,
+ * Host Behavior Support and Host Identifier.  Nothing is saveable; SEL
+ * current/default/saved/supported-capabilities are all answered.
+ */
+#include <string.h>
+
+#include "nvme/internal.h"
+
+struct feat {
+        bool io, disc; /* available on I/O / discovery controllers */
+        bool changeable;
+};
+
+static const struct feat feats[256] = {
+    [NVME_FEAT_ARBITRATION] = {true, false, true},   [NVME_FEAT_POWER_MGMT] = {true, false, true},
+    [NVME_FEAT_TEMP_THRESH] = {true, false, true},   [NVME_FEAT_ERR_RECOVERY] = {true, false, true},
+    [NVME_FEAT_VOLATILE_WC] = {true, false, true},   [NVME_FEAT_NUM_QUEUES] = {true, false, true},
+    [NVME_FEAT_ASYNC_EVENT] = {true, true, true},    [NVME_FEAT_KATO] = {true, true, true},
+    [NVME_FEAT_HOST_BEHAVIOR] = {true, false, true}, [NVME_FEAT_HOST_ID] = {true, false, false},
+};
+
+static bool feat_ok(struct nvme_ctrl *ctrl, uint8_t fid)
+{
+        return ctrl->subsys->discovery ? feats[fid].disc : feats[fid].io;
+}
+
+static uint32_t aec_mask(struct nvme_ctrl *ctrl)
+{
+        return ctrl->subsys->discovery ? NVME_AEN_CFG_DISC_CHANGE : NVME_AEN_CFG_NS_ATTR;
+}
+
+/* The write cache setting of the first attached namespace (all are set together). */
+static bool vwc_current(struct nvme_subsys *s, uint32_t nsid)
+{
+        struct core_ns *ns = nvme_ns_lookup(s, nsid);
+        for (uint32_t i = 1; !ns && i <= NVME_MAX_NSID; i++)
+                ns = nvme_ns_lookup(s, i);
+        if (!ns)
+                return true;
+        bool wce = atomic_load(&ns->wce);
+        core_ns_put(ns);
+        return wce;
+}
+
+enum nvme_parse_result nvme_get_features_parse(struct nvme_cmd *cmd)
+{
+        struct nvme_ctrl *ctrl = cmd->queue->ctrl;
+        uint32_t cdw10 = nvme_cdw(cmd, 10), cdw11 = nvme_cdw(cmd, 11);
+        uint8_t fid = cdw10 & 0xff, sel = (cdw10 >> 8) & 7;
+        uint32_t dw0 = 0, len = 0;
+
+        if (!feat_ok(ctrl, fid))
+                return nvme_invalid_field(cmd, NVME_SQE_OFF_CDW(10));
+        if (sel > NVME_SEL_SUPPORTED)
+                return nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD,
+                                   NVME_SQE_OFF_CDW(10) + 1, 0);
+        if (fid == NVME_FEAT_HOST_BEHAVIOR && sel != NVME_SEL_SUPPORTED)
+                len = sizeof(struct nvme_host_behavior);
+        if (fid == NVME_FEAT_HOST_ID && sel != NVME_SEL_SUPPORTED) {
+                if (!(cdw11 & 1)) /* EXHID: fabrics use the 128-bit identifier */
+                        return nvme_invalid_field(cmd, NVME_SQE_OFF_CDW(11));
+                len = 16;
+        }
+        if (!nvme_xfer(cmd, len, false))
+                return NVME_PARSE_DONE;
+        if (sel == NVME_SEL_SUPPORTED) {
+                nvme_cqe_dw0(cmd, feats[fid].changeable ? NVME_FEAT_CAP_CHANGEABLE : 0);
+                return NVME_PARSE_DONE;
+        }
+        bool cur = sel == NVME_SEL_CURRENT;
+
+        pthread_mutex_lock(&ctrl->lock);
+        switch (fid) {
+        case NVME_FEAT_ARBITRATION:
+                dw0 = cur ? ctrl->feat_arb : 0;
+                break;
+        case NVME_FEAT_POWER_MGMT:
+                dw0 = cur ? ctrl->feat_pm : 0;
+                break;
+        case NVME_FEAT_TEMP_THRESH: {
+                uint32_t thsel = (cdw11 >> 20) & 3;
+                if (thsel > 1) {
+                        pthread_mutex_unlock(&ctrl->lock);
+                        return nvme_invalid_field(cmd, NVME_SQE_OFF_CDW(11) + 2);
+                }
+                if (thsel == 0)
+                        dw0 = cur ? ctrl->temp_over : NVME_WCTEMP;
+                else
+                        dw0 = cur ? ctrl->temp_under : 0;
+                dw0 |= cdw11 & (0x3fu << 16);
+                break;
+        }
+        case NVME_FEAT_ERR_RECOVERY:
+                dw0 = cur ? ctrl->feat_err_rec : 0;
+                break;
+        case NVME_FEAT_VOLATILE_WC:
+                dw0 = cur ? vwc_current(ctrl->subsys, nvme_nsid(cmd)) : 1;
+                break;
+        case NVME_FEAT_NUM_QUEUES: {
+                uint32_t n = (cur ? ctrl->nr_io_queues : NVME_MAX_IO_QUEUES) - 1u;
+                dw0 = n | (n << 16);
+                break;
+        }
+        case NVME_FEAT_ASYNC_EVENT:
+                dw0 = cur ? ctrl->aec : 0;
+                break;
+        case NVME_FEAT_KATO:
+                dw0 = cur ? ctrl->kato_ms : 0;
+                break;
+        case NVME_FEAT_HOST_BEHAVIOR:
+                if (cur)
+                        memcpy(cmd->buf, &ctrl->hb, sizeof(ctrl->hb));
+                else
+                        memset(cmd->buf, 0, sizeof(ctrl->hb));
+                break;
+        case NVME_FEAT_HOST_ID:
+                memcpy(cmd->buf, ctrl->hostid, 16);
+                break;
+        }
+        pthread_mutex_unlock(&ctrl->lock);
+        nvme_cqe_dw0(cmd, dw0);
+        return NVME_PARSE_DONE;
+}
+
+static void set_vwc(struct nvme_subsys *s, bool wce)
+{
+        for (uint32_t i = 1; i <= NVME_MAX_NSID; i++) {
+                struct core_ns *ns = nvme_ns_lookup(s, i);
+                if (ns) {
+                        atomic_store(&ns->wce, wce);
+                        core_ns_put(ns);
+                }
+        }
+}
+
+enum nvme_parse_result nvme_set_features_parse(struct nvme_cmd *cmd)
+{
+        struct nvme_ctrl *ctrl = cmd->queue->ctrl;
+        uint32_t cdw10 = nvme_cdw(cmd, 10), cdw11 = nvme_cdw(cmd, 11);
+        uint8_t fid = cdw10 & 0xff;
+        enum nvme_parse_result r = NVME_PARSE_DONE;
+        bool start_ka = false;
+
+        if (!feat_ok(ctrl, fid))
+                return nvme_invalid_field(cmd, NVME_SQE_OFF_CDW(10));
+        if (cdw10 & (1u << 31))
+                return nvme_reject(cmd, NVME_SCT_CMD_SPECIFIC, NVME_SC_FEATURE_NOT_SAVEABLE,
+                                   NVME_SQE_OFF_CDW(10) + 3, 7);
+        if (!feats[fid].changeable)
+                return nvme_reject(cmd, NVME_SCT_CMD_SPECIFIC, NVME_SC_FEATURE_NOT_CHANGEABLE,
+                                   NVME_SQE_OFF_CDW(10), -1);
+        if (!nvme_xfer(cmd, fid == NVME_FEAT_HOST_BEHAVIOR ? sizeof(struct nvme_host_behavior) : 0,
+                       true))
+                return NVME_PARSE_DONE;
+
+        pthread_mutex_lock(&ctrl->lock);
+        switch (fid) {
+        case NVME_FEAT_ARBITRATION:
+                ctrl->feat_arb = cdw11;
+                break;
+        case NVME_FEAT_POWER_MGMT:
+                if (cdw11 & 0x1f) { /* only power state 0 exists (NPSS = 0) */
+                        pthread_mutex_unlock(&ctrl->lock);
+                        return nvme_invalid_field(cmd, NVME_SQE_OFF_CDW(11));
+                }
+                ctrl->feat_pm = cdw11 & 0xff;
+                break;
+        case NVME_FEAT_TEMP_THRESH: {
+                uint32_t tmpsel = (cdw11 >> 16) & 0xf, thsel = (cdw11 >> 20) & 3;
+                if (thsel > 1 || (tmpsel > 1 && tmpsel != 0xf)) {
+                        pthread_mutex_unlock(&ctrl->lock);
+                        return nvme_invalid_field(cmd, NVME_SQE_OFF_CDW(11) + 2);
+                }
+                if (thsel == 0)
+                        ctrl->temp_over = cdw11 & 0xffff;
+                else
+                        ctrl->temp_under = cdw11 & 0xffff;
+                break;
+        }
+        case NVME_FEAT_ERR_RECOVERY:
+                if (cdw11 & (1u << 16)) { /* DULBE: deallocated/unwritten errors unsupported */
+                        pthread_mutex_unlock(&ctrl->lock);
+                        return nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD,
+                                           NVME_SQE_OFF_CDW(11) + 2, 0);
+                }
+                ctrl->feat_err_rec = cdw11 & 0xffff;
+                break;
+        case NVME_FEAT_VOLATILE_WC:
+                pthread_mutex_unlock(&ctrl->lock);
+                set_vwc(ctrl->subsys, cdw11 & 1);
+                return NVME_PARSE_DONE;
+        case NVME_FEAT_NUM_QUEUES: {
+                uint32_t nsq = cdw11 & 0xffff, ncq = cdw11 >> 16;
+                bool io_queues = false;
+                for (uint16_t i = 1; i <= ctrl->max_qid; i++)
+                        io_queues |= ctrl->queues[i] != NULL;
+                if (nsq == 0xffff || ncq == 0xffff) {
+                        pthread_mutex_unlock(&ctrl->lock);
+                        return nvme_invalid_field(cmd,
+                                                  NVME_SQE_OFF_CDW(11) + (nsq == 0xffff ? 0 : 2));
+                }
+                if (io_queues) {
+                        pthread_mutex_unlock(&ctrl->lock);
+                        return nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_CMD_SEQ_ERROR,
+                                           NVME_SQE_OFF_CDW(10), -1);
+                }
+                uint32_t n = (nsq > ncq ? nsq : ncq) + 1;
+                if (n > NVME_MAX_IO_QUEUES)
+                        n = NVME_MAX_IO_QUEUES;
+                ctrl->nr_io_queues = (uint16_t)n;
+                nvme_cqe_dw0(cmd, (n - 1) | ((n - 1) << 16));
+                break;
+        }
+        case NVME_FEAT_ASYNC_EVENT:
+                ctrl->aec = cdw11 & aec_mask(ctrl);
+                break;
+        case NVME_FEAT_KATO:
+                if (cdw11 == 0 && ctrl->subsys->discovery)
+                        cdw11 = NVME_DEFAULT_KATO_MS;
+                ctrl->kato_ms = cdw11;
+                start_ka = cdw11 != 0;
+                break;
+        case NVME_FEAT_HOST_BEHAVIOR:
+                r = NVME_PARSE_EXEC; /* the 512 bytes arrive before exec */
+                break;
+        }
+        pthread_mutex_unlock(&ctrl->lock);
+        if (start_ka)
+                nvme_ctrl_ka_start(ctrl);
+        return r;
+}
+
+void nvme_set_features_exec(struct nvme_cmd *cmd)
+{
+        struct nvme_ctrl *ctrl = cmd->queue->ctrl;
+        const struct nvme_host_behavior *hb = (const struct nvme_host_behavior *)cmd->buf;
+        if (hb->acre > 1 || hb->etdas > 1 || hb->lbafee > 1) {
+                nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD, NVME_LOC_NONE, -1);
+        } else {
+                pthread_mutex_lock(&ctrl->lock);
+                ctrl->hb = *hb;
+                pthread_mutex_unlock(&ctrl->lock);
+        }
+        nvme_cmd_complete_deferred(cmd);
+}

@@ -1,0 +1,188 @@
+/*
+ * Identify (NVMe Base 2.0 5.17; NVM Command Set 1.0 4.1.5): CNS 00h
+ * namespace, 01h controller (I/O or discovery), 02h/07h active NSID lists,
+ * 03h namespace identification descriptors, 05h/06h NVM command set
+ * specific namespace/controller, 08h I/O command set independent namespace.
+ * Every identifier derives from the core namespace identity: NGUID and
+ * UUID are ns->uuid, EUI-64 is ns->eui64 (the SCSI side's VPD 83h uses the
+ * same fields).  Identify finishes inline: the 4096 bytes go C2H from buf.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "nvme/internal.h"
+
+static void pad_copy(char *dst, size_t n, const char *src)
+{
+        size_t l = strlen(src);
+        memset(dst, ' ', n);
+        memcpy(dst, src, l < n ? l : n);
+}
+
+static unsigned mdts_shift(void)
+{
+        unsigned s = 0;
+        while ((4096u << (s + 1)) <= CORE_MAX_TRANSFER_BYTES)
+                s++;
+        return s;
+}
+
+static void id_ctrl(struct nvme_ctrl *ctrl, struct nvme_id_ctrl *id)
+{
+        struct nvme_subsys *s = ctrl->subsys;
+        bool disc = s->discovery;
+
+        pad_copy(id->sn, sizeof(id->sn), s->serial);
+        pad_copy(id->mn, sizeof(id->mn), s->model);
+        pad_copy(id->fr, sizeof(id->fr), s->fr);
+        id->rab = 6;
+        id->cmic = disc ? 0 : 0x02; /* the subsystem may have several controllers */
+        id->mdts = (uint8_t)mdts_shift();
+        put_le16(&id->cntlid, ctrl->cntlid);
+        put_le32(&id->ver, NVME_VS_1_4);
+        put_le32(&id->oaes, disc ? NVME_AEN_CFG_DISC_CHANGE : NVME_AEN_CFG_NS_ATTR);
+        put_le32(&id->ctratt, 1u << 0); /* 128-bit host identifier */
+        id->cntrltype = disc ? NVME_CTRL_TYPE_DISC : NVME_CTRL_TYPE_IO;
+        id->acl = 3;
+        id->aerl = NVME_AERL - 1;
+        id->frmw = (1u << 1) | 1u;                          /* one slot, read-only */
+        id->lpa = disc ? (1u << 2) : (1u << 1) | (1u << 2); /* effects log; extended data */
+        id->elpe = NVME_ERRLOG_ENTRIES - 1;
+        id->npss = 0;
+        put_le16(&id->wctemp, NVME_WCTEMP);
+        put_le16(&id->cctemp, NVME_CCTEMP);
+        put_le16(&id->kas, 10); /* 100 ms units: 1 s granularity */
+        id->sqes = (6 << 4) | 6;
+        id->cqes = (4 << 4) | 4;
+        put_le16(&id->maxcmd, NVME_TRANSPORT_QUEUE_DEPTH);
+        if (!disc) {
+                put_le32(&id->nn, NVME_MAX_NSID);
+                put_le16(&id->oncs, NVME_ONCS_COMPARE | NVME_ONCS_DSM | NVME_ONCS_WRITE_ZEROES |
+                                        NVME_ONCS_SAVE_SELECT | NVME_ONCS_VERIFY);
+                id->vwc = 0x01 | (0x2 << 1); /* present; Flush to FFFFFFFFh not supported */
+        }
+        put_le32(&id->sgls, (1u << 0) | (1u << 20)); /* SGLs; Offset (in-capsule) data blocks */
+        snprintf(id->subnqn, sizeof(id->subnqn), "%s", s->nqn);
+        put_le32(&id->ioccsz, (64 + NVME_TRANSPORT_ICD_BYTES) / 16);
+        put_le32(&id->iorcsz, 1);
+        id->msdbd = 1;
+        put_le16(&id->psd[0].mp, 1000); /* 10.00 W, nominal */
+}
+
+static void id_ns(struct core_ns *ns, struct nvme_id_ns *id)
+{
+        put_le64(&id->nsze, ns->num_blocks);
+        put_le64(&id->ncap, ns->num_blocks);
+        put_le64(&id->nuse, ns->num_blocks);
+        id->nlbaf = 0; /* one format: the namespace's block size */
+        id->flbas = 0;
+        id->dlfeat = 0; /* deallocated blocks are not reported to read as zeroes */
+        id->nmic = 1;   /* may be attached to several controllers */
+        id->nsattr = atomic_load(&ns->write_protect) ? 1 : 0;
+        memcpy(id->nguid, ns->uuid, 16);
+        slate_put_be(id->eui64, 8, ns->eui64);
+        id->lbaf[0].lbads = (uint8_t)ns->block_shift;
+}
+
+static uint32_t ns_desc_list(struct core_ns *ns, uint8_t *p)
+{
+        uint32_t off = 0;
+        struct nvme_ns_id_desc *d;
+
+        d = (struct nvme_ns_id_desc *)(p + off);
+        d->nidt = NVME_NIDT_EUI64;
+        d->nidl = 8;
+        slate_put_be(p + off + 4, 8, ns->eui64);
+        off += 4 + 8;
+        d = (struct nvme_ns_id_desc *)(p + off);
+        d->nidt = NVME_NIDT_NGUID;
+        d->nidl = 16;
+        memcpy(p + off + 4, ns->uuid, 16);
+        off += 4 + 16;
+        d = (struct nvme_ns_id_desc *)(p + off);
+        d->nidt = NVME_NIDT_UUID;
+        d->nidl = 16;
+        memcpy(p + off + 4, ns->uuid, 16);
+        off += 4 + 16;
+        d = (struct nvme_ns_id_desc *)(p + off);
+        d->nidt = NVME_NIDT_CSI;
+        d->nidl = 1;
+        p[off + 4] = NVME_CSI_NVM;
+        off += 4 + 1;
+        return off;
+}
+
+static void active_list(struct nvme_subsys *s, uint32_t after, uint8_t *p)
+{
+        unsigned n = 0;
+        for (uint32_t i = after + 1; i <= NVME_MAX_NSID && n < 1024; i++)
+                if (nvme_ns_active(s, i))
+                        slate_put_le(p + 4 * n++, 4, i);
+}
+
+enum nvme_parse_result nvme_identify_parse(struct nvme_cmd *cmd)
+{
+        struct nvme_ctrl *ctrl = cmd->queue->ctrl;
+        struct nvme_subsys *s = ctrl->subsys;
+        uint8_t cns = nvme_cdw(cmd, 10) & 0xff;
+        uint8_t csi = nvme_cdw(cmd, 11) >> 24;
+        uint32_t nsid = nvme_nsid(cmd);
+        uint8_t *p = cmd->buf;
+
+        if (!nvme_xfer(cmd, 4096, false))
+                return NVME_PARSE_DONE;
+        memset(p, 0, 4096);
+        if (s->discovery && cns != NVME_CNS_CTRL)
+                return nvme_invalid_field(cmd, NVME_SQE_OFF_CDW(10));
+
+        switch (cns) {
+        case NVME_CNS_CTRL:
+                id_ctrl(ctrl, (struct nvme_id_ctrl *)p);
+                break;
+        case NVME_CNS_NS:
+        case NVME_CNS_NS_DESC_LIST:
+        case NVME_CNS_NS_INDEPENDENT:
+        case NVME_CNS_CSI_NS: {
+                if (cns == NVME_CNS_CSI_NS && csi != NVME_CSI_NVM)
+                        return nvme_invalid_field(cmd, NVME_SQE_OFF_CDW(11) + 3);
+                if (nsid == 0 || nsid > NVME_MAX_NSID)
+                        return nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_INVALID_NS, 4, -1);
+                cmd->ns = nvme_ns_lookup(s, nsid);
+                if (!cmd->ns) {
+                        /* A valid but inactive NSID reads as zeroes for CNS 00h
+                         * (Base 2.0 5.17.2.1). */
+                        if (cns == NVME_CNS_NS)
+                                break;
+                        return nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_INVALID_NS, 4, -1);
+                }
+                if (cns == NVME_CNS_NS) {
+                        id_ns(cmd->ns, (struct nvme_id_ns *)p);
+                } else if (cns == NVME_CNS_NS_DESC_LIST) {
+                        ns_desc_list(cmd->ns, p);
+                } else if (cns == NVME_CNS_NS_INDEPENDENT) {
+                        struct nvme_id_ns_indep *id = (struct nvme_id_ns_indep *)p;
+                        id->nmic = 1;
+                        id->nsattr = atomic_load(&cmd->ns->write_protect) ? 1 : 0;
+                        id->nstat = 1; /* namespace ready */
+                }
+                /* CNS 05h for the NVM command set: nothing beyond zeroes (no PI, no ELBAS). */
+                break;
+        }
+        case NVME_CNS_ACTIVE_NS_LIST:
+        case NVME_CNS_CSI_ACTIVE_NS_LIST:
+                if (cns == NVME_CNS_CSI_ACTIVE_NS_LIST && csi != NVME_CSI_NVM)
+                        return nvme_invalid_field(cmd, NVME_SQE_OFF_CDW(11) + 3);
+                if (nsid >= 0xfffffffeu)
+                        return nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_INVALID_NS, 4, -1);
+                active_list(s, nsid, p);
+                break;
+        case NVME_CNS_CSI_CTRL:
+                if (csi != NVME_CSI_NVM)
+                        return nvme_invalid_field(cmd, NVME_SQE_OFF_CDW(11) + 3);
+                /* VSL/WZSL/WUSL/DMRL/DMRSL/DMSL = 0: no limits beyond MDTS. */
+                break;
+        default:
+                return nvme_invalid_field(cmd, NVME_SQE_OFF_CDW(10));
+        }
+        return NVME_PARSE_DONE;
+}

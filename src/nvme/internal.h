@@ -1,0 +1,262 @@
+/*
+ * Shared inside the NVMe personality (src/nvme/ and the fabrics side in
+ * src/nvmf/{fabrics,discovery,subsystem}.c) only; transports use nvme.h.
+ * Holds the subsystem and controller objects, the opcode table entry, and
+ * the helpers every command handler uses to reject with a located error
+ * (NVMe Base 2.0 5.16.1.2 Error Information: Parameter Error Location).
+ *
+ * Locking: nvme_lock (subsystem.c) guards the subsystem list, each
+ * subsystem's host list and controller list, listeners and CNTLID
+ * allocation.  ctrl->lock guards a controller's queues, features, AEN and
+ * error-log state.  Order: nvme_lock before ctrl->lock.  The I/O path takes
+ * neither: namespaces are looked up through atomics (nvme_ns_lookup).
+ */
+#ifndef NVME_INTERNAL_H
+#define NVME_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nvme/nvme.h"
+#include "slate/spec/nvme.h"
+#include "slate/spec/nvmf.h"
+
+#define NVME_MAX_NSID        1024   /* Identify Controller NN */
+#define NVME_AERL            4      /* AER slots (AERL is 0's based) */
+#define NVME_ERRLOG_ENTRIES  64     /* ELPE + 1 */
+#define NVME_KATO_SLACK_MS   2000   /* grace beyond KATO before tearing down */
+#define NVME_DEFAULT_KATO_MS 120000 /* discovery controllers with KATO 0 do not expire */
+#define NVME_VS_1_4          0x00010400u
+#define NVME_TEMP_KELVIN     308 /* 35 °C, reported as the composite temperature */
+#define NVME_WCTEMP          343
+#define NVME_CCTEMP          373
+
+/* Event bits for AEN pending/masked state. */
+#define NVME_EVT_NS_CHANGED   (1u << 0)
+#define NVME_EVT_DISC_CHANGED (1u << 1)
+
+struct nvme_subsys {
+        char nqn[NVMF_NQN_SIZE];
+        char serial[21];
+        char model[41];
+        char fr[9];
+        bool discovery;
+        /* Under nvme_lock. */
+        bool allow_any;
+        char (*hosts)[NVMF_NQN_SIZE];
+        unsigned nhosts, hosts_cap;
+        struct nvme_ctrl *ctrls;
+        int refs; /* list membership + controllers */
+        bool deleted;
+        struct nvme_subsys *next;
+        /* Namespaces: readers (any reactor) use nvme_ns_lookup(). */
+        _Atomic(struct core_ns *) ns[NVME_MAX_NSID + 1];
+        atomic_uint ns_lookups;
+};
+
+struct nvme_ctrl {
+        struct nvme_subsys *subsys; /* holds a reference */
+        uint16_t cntlid;
+        char hostnqn[NVMF_NQN_SIZE];
+        uint8_t hostid[16];
+        atomic_int refs; /* one per connected queue, per queued message/defer */
+        struct rt_reactor *admin_reactor;
+        _Atomic uint64_t last_cmd_ns;
+        _Atomic uint32_t cc, csts;
+        atomic_bool dead;
+
+        pthread_mutex_t lock;
+        struct nvme_queue **queues; /* [0..max_qid] */
+        uint16_t max_qid;           /* NVME_MAX_IO_QUEUES */
+        uint16_t nr_io_queues;      /* granted by Set Features Number of Queues */
+        uint32_t kato_ms;
+        struct rt_timer ka_timer;
+        bool ka_armed;
+        /* Features (current values). */
+        uint32_t feat_arb, feat_pm, feat_err_rec, aec;
+        uint16_t temp_over, temp_under;
+        struct nvme_host_behavior hb;
+        /* Asynchronous events. */
+        struct nvme_cmd *aer[NVME_AERL];
+        unsigned naer;
+        uint32_t aen_pending, aen_masked;
+        struct rt_defer aen_defer;
+        bool aen_defer_pending;
+        uint32_t changed_ns[1024];
+        unsigned nchanged; /* > 1024: overflow, report FFFFFFFFh */
+        /* Error information log ring (newest at err_head - 1). */
+        struct nvme_error_log errlog[NVME_ERRLOG_ENTRIES];
+        unsigned err_head;
+        uint64_t err_count;
+        /* SMART counters (atomics: I/O queues update them). */
+        _Atomic uint64_t host_reads, host_writes, media_errors;
+        _Atomic uint64_t dsm_cmds, dsm_ranges, dsm_ad, dsm_idr, dsm_idw, dsm_access_hints;
+        uint64_t created_ns;
+
+        struct nvme_ctrl *next; /* subsys->ctrls, under nvme_lock */
+};
+
+/* ---- Opcode tables (opcodes.c) ---- */
+enum nvme_dir { NVME_DIR_NONE = 0, NVME_DIR_H2C, NVME_DIR_C2H };
+
+#define NVME_OPF_DISC    (1u << 0) /* allowed on a discovery controller */
+#define NVME_OPF_NO_EN   (1u << 1) /* allowed while CC.EN = 0 / CSTS.RDY = 0 */
+#define NVME_OPF_NO_CTRL (1u << 2) /* allowed before Connect (Connect itself) */
+#define NVME_OPF_ADMIN_Q (1u << 3) /* fabrics command allowed on the admin queue only */
+
+struct nvme_op {
+        const char *name;
+        uint8_t opc; /* opcode, or FCTYPE for fabrics commands */
+        uint8_t dir; /* enum nvme_dir (what the command may transfer) */
+        uint32_t flags;
+        uint32_t effects; /* Commands Supported and Effects bits (CSUPP implied) */
+        /* Synchronous checks; may finish inline (NVME_PARSE_DONE). */
+        enum nvme_parse_result (*parse)(struct nvme_cmd *cmd);
+        /* After the host data arrived; NULL = submit cmd->req to the core. */
+        void (*exec)(struct nvme_cmd *cmd);
+};
+
+const struct nvme_op *nvme_admin_op(uint8_t opc);
+const struct nvme_op *nvme_io_op(uint8_t opc);
+const struct nvme_op *nvmf_fabrics_op(uint8_t fctype);
+
+/* ---- SQE field access ---- */
+static inline const struct nvme_sqe *nvme_sqe(const struct nvme_cmd *cmd)
+{
+        return (const struct nvme_sqe *)cmd->sqe;
+}
+static inline uint32_t nvme_cdw(const struct nvme_cmd *cmd, int n)
+{
+        return (uint32_t)slate_get_le(cmd->sqe + 4 * n, 4);
+}
+static inline uint32_t nvme_nsid(const struct nvme_cmd *cmd)
+{
+        return nvme_cdw(cmd, 1);
+}
+
+/* ---- Status and errors (status.c) ---- */
+#define NVME_LOC_NONE 0xffff
+/* Set the CQE status (DNR when dnr). */
+void nvme_set_status(struct nvme_cmd *cmd, uint8_t sct, uint8_t sc, bool dnr);
+/*
+ * Reject: status with DNR, plus an Error Information entry whose parameter
+ * location is SQE byte `byte` (bit `bit`, or -1).  Returns NVME_PARSE_DONE.
+ */
+enum nvme_parse_result nvme_reject(struct nvme_cmd *cmd, uint8_t sct, uint8_t sc, uint16_t byte,
+                                   int bit);
+static inline enum nvme_parse_result nvme_invalid_field(struct nvme_cmd *cmd, uint16_t byte)
+{
+        return nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD, byte, -1);
+}
+/* Core status -> CQE status (+ error log entry for failures). */
+void nvme_status_from_core(struct nvme_cmd *cmd, enum core_status st);
+struct nvme_status_map {
+        uint8_t sct, sc;
+        bool dnr;
+};
+const struct nvme_status_map *nvme_status_map(enum core_status st);
+uint16_t nvme_cqe_status(const struct nvme_cmd *cmd); /* 15-bit status, without phase */
+void nvme_ctrl_log_error(struct nvme_ctrl *ctrl, const struct nvme_cmd *cmd, uint16_t loc,
+                         uint64_t lba);
+
+/* ---- Command plumbing (opcodes.c) ---- */
+/* Check the SGL in the SQE for a transfer of len bytes; false = rejected. */
+bool nvme_xfer(struct nvme_cmd *cmd, uint32_t len, bool h2c);
+/* Finish an executed command on a later loop iteration (drops cmd->ns). */
+void nvme_cmd_complete_deferred(struct nvme_cmd *cmd);
+/* Finish now (from an async callback, never from inside exec). */
+void nvme_cmd_complete(struct nvme_cmd *cmd);
+static inline void nvme_cqe_dw0(struct nvme_cmd *cmd, uint32_t v)
+{
+        slate_put_le(cmd->cqe, 4, v);
+}
+static inline void nvme_cqe_dw1(struct nvme_cmd *cmd, uint32_t v)
+{
+        slate_put_le(cmd->cqe + 4, 4, v);
+}
+/* Copy src[0..len) into the command's c2h buffer at the log offset window. */
+void nvme_copy_window(uint8_t *dst, uint32_t dst_len, uint64_t win_off, const void *src,
+                      uint64_t src_off, uint32_t src_len);
+
+/* ---- Handlers ---- */
+enum nvme_parse_result nvme_identify_parse(struct nvme_cmd *cmd);
+enum nvme_parse_result nvme_get_log_parse(struct nvme_cmd *cmd);
+enum nvme_parse_result nvme_get_features_parse(struct nvme_cmd *cmd);
+enum nvme_parse_result nvme_set_features_parse(struct nvme_cmd *cmd);
+void nvme_set_features_exec(struct nvme_cmd *cmd);
+enum nvme_parse_result nvme_abort_parse(struct nvme_cmd *cmd);
+enum nvme_parse_result nvme_keep_alive_parse(struct nvme_cmd *cmd);
+enum nvme_parse_result nvme_aer_parse(struct nvme_cmd *cmd);
+void nvme_aer_exec(struct nvme_cmd *cmd);
+enum nvme_parse_result nvme_io_rw_parse(struct nvme_cmd *cmd);
+enum nvme_parse_result nvme_io_flush_parse(struct nvme_cmd *cmd);
+enum nvme_parse_result nvme_io_write_zeroes_parse(struct nvme_cmd *cmd);
+enum nvme_parse_result nvme_io_verify_parse(struct nvme_cmd *cmd);
+enum nvme_parse_result nvme_io_compare_parse(struct nvme_cmd *cmd);
+enum nvme_parse_result nvme_io_dsm_parse(struct nvme_cmd *cmd);
+void nvme_io_dsm_exec(struct nvme_cmd *cmd);
+void nvme_io_submit(struct nvme_cmd *cmd);
+enum nvme_parse_result nvmf_connect_parse(struct nvme_cmd *cmd);
+void nvmf_connect_exec(struct nvme_cmd *cmd);
+/* The synchronous body of Connect (data in buf): fills the CQE.  For tests. */
+void nvmf_connect_do(struct nvme_cmd *cmd);
+enum nvme_parse_result nvmf_property_get_parse(struct nvme_cmd *cmd);
+enum nvme_parse_result nvmf_property_set_parse(struct nvme_cmd *cmd);
+enum nvme_parse_result nvmf_disconnect_parse(struct nvme_cmd *cmd);
+
+/* ---- Logs and events (log.c, admin.c) ---- */
+void nvme_effects_log_build(struct nvme_effects_log *log);
+/* Raise events on a controller (any thread). */
+void nvme_ctrl_raise(struct nvme_ctrl *ctrl, uint32_t evt, uint32_t nsid);
+/* A log page was read with RAE = 0: unmask its event. */
+void nvme_ctrl_log_read(struct nvme_ctrl *ctrl, uint8_t lid);
+/* Drop parked AERs without completing them (queue going away). */
+void nvme_ctrl_drop_aers(struct nvme_ctrl *ctrl);
+uint64_t nvme_uptime_s(void);
+
+/* ---- Discovery (discovery.c) ---- */
+/* Fill buf[0..len) with the discovery log from byte offset off for this controller. */
+int nvmf_discovery_log(struct nvme_ctrl *ctrl, const struct nvme_queue *q, uint8_t *buf,
+                       uint32_t len, uint64_t off);
+uint64_t nvmf_discovery_genctr(void);
+/* Bump genctr and tell discovery controllers; call with nvme_lock held. */
+void nvmf_discovery_changed(void);
+
+/* ---- Subsystems and controllers (subsystem.c) ---- */
+extern pthread_mutex_t nvme_lock;
+extern struct nvme_subsys *nvme_subsystems; /* under nvme_lock */
+struct nvme_subsys *nvme_subsys_find_locked(const char *nqn);
+bool nvme_subsys_host_allowed_locked(const struct nvme_subsys *s, const char *hostnqn);
+/* Listener i of the registry (under nvme_lock); false past the end. */
+bool nvmf_listener_get_locked(unsigned i, const char **trtype, const char **addr, uint16_t *port,
+                              uint16_t *portid);
+/* Active namespace by NSID with a reference (core_ns_put when done), or NULL. */
+struct core_ns *nvme_ns_lookup(struct nvme_subsys *s, uint32_t nsid);
+/* Borrowed peek for control-path readers that only test activity. */
+bool nvme_ns_active(struct nvme_subsys *s, uint32_t nsid);
+/*
+ * Create a controller for the admin queue q (Connect) in subsystem subnqn:
+ * 0, -ENOENT (no such subsystem), -EACCES (host not allowed), -ENOMEM, -ENOSPC.
+ * Sets q->ctrl and takes the admin queue's controller reference.
+ */
+int nvme_ctrl_create(const char *subnqn, struct nvme_queue *q, const char *hostnqn,
+                     const uint8_t hostid[16], uint32_t kato_ms, struct nvme_ctrl **out);
+/* Find by subsystem NQN + CNTLID with a reference (I/O Connect), or NULL. */
+struct nvme_ctrl *nvme_ctrl_get_by_id(const char *subnqn, uint16_t cntlid);
+/* Attach q as I/O queue qid; 0, -EEXIST (qid in use) or -ENODEV (controller dying). */
+int nvme_ctrl_add_queue(struct nvme_ctrl *ctrl, struct nvme_queue *q);
+void nvme_ctrl_get(struct nvme_ctrl *ctrl);
+/* A reference unless the controller is already on its way out (refs 0). */
+bool nvme_ctrl_tryget(struct nvme_ctrl *ctrl);
+void nvme_ctrl_put(struct nvme_ctrl *ctrl);
+/* Ask the transport to tear down I/O queues (and the admin queue when all). */
+void nvme_ctrl_teardown(struct nvme_ctrl *ctrl, bool all);
+void nvme_ctrl_set_cc(struct nvme_ctrl *ctrl, uint32_t cc);
+void nvme_ctrl_reset_features(struct nvme_ctrl *ctrl);
+/* Arm the keep-alive timer (on the admin reactor). */
+void nvme_ctrl_ka_start(struct nvme_ctrl *ctrl);
+
+#endif

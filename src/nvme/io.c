@@ -1,0 +1,220 @@
+/*
+ * NVM command set I/O commands (NVM Command Set Specification 1.0 chapter
+ * 3): Read, Write, Compare, Write Zeroes, Verify, Flush and Dataset
+ * Management, each translated into one core request.  Parse checks the
+ * NSID, the LBA range (overflow-safe core_ns_range_ok), MDTS and the SGL;
+ * exec submits to the core and maps the core status with status.c.
+ */
+#include <string.h>
+
+#include "nvme/internal.h"
+#include "rt/reactor.h"
+
+#define CDW12_FUA    (1u << 30)
+#define CDW12_LR     (1u << 31)
+#define CDW12_PRINFO (0xfu << 26)
+#define CDW12_DTYPE  (0xfu << 20)
+#define CDW12_DEAC   (1u << 25)
+
+/* Looks up the command's namespace; false = rejected (Invalid Namespace or Format). */
+static bool io_ns(struct nvme_cmd *cmd)
+{
+        struct nvme_ctrl *ctrl = cmd->queue->ctrl;
+        cmd->ns = nvme_ns_lookup(ctrl->subsys, nvme_nsid(cmd));
+        if (!cmd->ns) {
+                nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_INVALID_NS, 4, -1);
+                return false;
+        }
+        return true;
+}
+
+static void io_req_init(struct nvme_cmd *cmd, enum core_op op, uint64_t lba, uint32_t nlb)
+{
+        struct core_req *req = &cmd->req;
+        memset(req, 0, sizeof(*req));
+        req->ns = cmd->ns;
+        req->op = op;
+        req->lba = lba;
+        req->nlb = nlb;
+        req->reactor = cmd->reactor;
+        req->cb_arg = cmd;
+}
+
+/* SLBA in CDW10/11, NLB (0's based) in CDW12 15:0: range and MDTS checks. */
+static bool io_range(struct nvme_cmd *cmd, uint64_t *lba, uint32_t *nlb, uint64_t *bytes)
+{
+        *lba = (uint64_t)nvme_cdw(cmd, 10) | ((uint64_t)nvme_cdw(cmd, 11) << 32);
+        *nlb = (nvme_cdw(cmd, 12) & 0xffff) + 1;
+        if (!core_ns_range_ok(cmd->ns, *lba, *nlb)) {
+                nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_LBA_RANGE, NVME_SQE_OFF_CDW(10), -1);
+                return false;
+        }
+        *bytes = (uint64_t)*nlb << cmd->ns->block_shift;
+        return true;
+}
+
+enum nvme_parse_result nvme_io_rw_parse(struct nvme_cmd *cmd)
+{
+        uint32_t cdw12 = nvme_cdw(cmd, 12);
+        bool write = cmd->sqe[0] == NVME_IO_WRITE;
+        uint64_t lba, bytes;
+        uint32_t nlb;
+
+        if (!io_ns(cmd))
+                return NVME_PARSE_DONE;
+        if (cdw12 & CDW12_PRINFO) /* no protection information formats */
+                return nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD, 51, 2);
+        if (cdw12 & CDW12_DTYPE) /* no directives enabled */
+                return nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD, 50, 4);
+        if (!io_range(cmd, &lba, &nlb, &bytes))
+                return NVME_PARSE_DONE;
+        if (bytes > CORE_MAX_TRANSFER_BYTES) /* MDTS */
+                return nvme_invalid_field(cmd, NVME_SQE_OFF_CDW(12));
+        if (!nvme_xfer(cmd, (uint32_t)bytes, write))
+                return NVME_PARSE_DONE;
+        io_req_init(cmd, write ? CORE_OP_WRITE : CORE_OP_READ, lba, nlb);
+        if (cdw12 & CDW12_FUA)
+                cmd->req.flags |= CORE_REQ_FUA;
+        cmd->req.iov[0].iov_base = cmd->buf;
+        cmd->req.iov[0].iov_len = bytes;
+        cmd->req.iovcnt = 1;
+        return NVME_PARSE_EXEC;
+}
+
+enum nvme_parse_result nvme_io_compare_parse(struct nvme_cmd *cmd)
+{
+        uint32_t cdw12 = nvme_cdw(cmd, 12);
+        uint64_t lba, bytes;
+        uint32_t nlb;
+
+        if (!io_ns(cmd))
+                return NVME_PARSE_DONE;
+        if (cdw12 & CDW12_PRINFO)
+                return nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD, 51, 2);
+        if (!io_range(cmd, &lba, &nlb, &bytes))
+                return NVME_PARSE_DONE;
+        /* The core reads the medium into scratch: the second half of buf. */
+        if (bytes > CORE_MAX_TRANSFER_BYTES || cmd->buf_len < CORE_MAX_TRANSFER_BYTES + bytes)
+                return nvme_invalid_field(cmd, NVME_SQE_OFF_CDW(12));
+        if (!nvme_xfer(cmd, (uint32_t)bytes, true))
+                return NVME_PARSE_DONE;
+        io_req_init(cmd, CORE_OP_COMPARE, lba, nlb);
+        cmd->req.iov[0].iov_base = cmd->buf;
+        cmd->req.iov[0].iov_len = bytes;
+        cmd->req.iovcnt = 1;
+        cmd->req.scratch = cmd->buf + CORE_MAX_TRANSFER_BYTES;
+        cmd->req.scratch_len = cmd->buf_len - CORE_MAX_TRANSFER_BYTES;
+        return NVME_PARSE_EXEC;
+}
+
+enum nvme_parse_result nvme_io_write_zeroes_parse(struct nvme_cmd *cmd)
+{
+        uint32_t cdw12 = nvme_cdw(cmd, 12);
+        uint64_t lba, bytes;
+        uint32_t nlb;
+
+        if (!io_ns(cmd))
+                return NVME_PARSE_DONE;
+        if (cdw12 & CDW12_PRINFO)
+                return nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD, 51, 2);
+        if (!io_range(cmd, &lba, &nlb, &bytes))
+                return NVME_PARSE_DONE;
+        /* DEAC: deallocation is a later feature; zeroes are written either way. */
+        io_req_init(cmd, CORE_OP_WRITE_ZEROES, lba, nlb);
+        if (cdw12 & CDW12_FUA)
+                cmd->req.flags |= CORE_REQ_FUA;
+        return NVME_PARSE_EXEC;
+}
+
+enum nvme_parse_result nvme_io_verify_parse(struct nvme_cmd *cmd)
+{
+        uint32_t cdw12 = nvme_cdw(cmd, 12);
+        uint64_t lba, bytes;
+        uint32_t nlb;
+
+        if (!io_ns(cmd))
+                return NVME_PARSE_DONE;
+        if (cdw12 & CDW12_PRINFO)
+                return nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD, 51, 2);
+        if (!io_range(cmd, &lba, &nlb, &bytes))
+                return NVME_PARSE_DONE;
+        io_req_init(cmd, CORE_OP_VERIFY, lba, nlb);
+        return NVME_PARSE_EXEC;
+}
+
+enum nvme_parse_result nvme_io_flush_parse(struct nvme_cmd *cmd)
+{
+        /* VWC bits 2:1 = 10b: NSID FFFFFFFFh is not supported for Flush. */
+        if (!io_ns(cmd))
+                return NVME_PARSE_DONE;
+        io_req_init(cmd, CORE_OP_FLUSH, 0, 0);
+        return NVME_PARSE_EXEC;
+}
+
+enum nvme_parse_result nvme_io_dsm_parse(struct nvme_cmd *cmd)
+{
+        uint32_t nr = (nvme_cdw(cmd, 10) & 0xff) + 1;
+        if (!io_ns(cmd))
+                return NVME_PARSE_DONE;
+        if (!nvme_xfer(cmd, nr * (uint32_t)sizeof(struct nvme_dsm_range), true))
+                return NVME_PARSE_DONE;
+        return NVME_PARSE_EXEC;
+}
+
+/* Ranges are in buf now: check them and count the hints; AD is accepted as a no-op. */
+void nvme_io_dsm_exec(struct nvme_cmd *cmd)
+{
+        struct nvme_ctrl *ctrl = cmd->queue->ctrl;
+        uint32_t attr = nvme_cdw(cmd, 11);
+        uint32_t nr = cmd->data_len / (uint32_t)sizeof(struct nvme_dsm_range);
+        const struct nvme_dsm_range *r = (const struct nvme_dsm_range *)cmd->buf;
+
+        for (uint32_t i = 0; i < nr; i++) {
+                uint64_t slba = get_le64(&r[i].slba);
+                uint32_t n = get_le32(&r[i].nlb);
+                if (!core_ns_range_ok(cmd->ns, slba, n)) {
+                        nvme_set_status(cmd, NVME_SCT_GENERIC, NVME_SC_LBA_RANGE, true);
+                        nvme_ctrl_log_error(ctrl, cmd, NVME_LOC_NONE, slba);
+                        nvme_cmd_complete_deferred(cmd);
+                        return;
+                }
+                if (get_le32(&r[i].cattr) & 0xff) /* access frequency/latency/sequential hints */
+                        atomic_fetch_add_explicit(&ctrl->dsm_access_hints, 1, memory_order_relaxed);
+        }
+        atomic_fetch_add_explicit(&ctrl->dsm_cmds, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&ctrl->dsm_ranges, nr, memory_order_relaxed);
+        if (attr & NVME_DSM_AD)
+                atomic_fetch_add_explicit(&ctrl->dsm_ad, 1, memory_order_relaxed);
+        if (attr & NVME_DSM_IDR)
+                atomic_fetch_add_explicit(&ctrl->dsm_idr, 1, memory_order_relaxed);
+        if (attr & NVME_DSM_IDW)
+                atomic_fetch_add_explicit(&ctrl->dsm_idw, 1, memory_order_relaxed);
+        nvme_set_status(cmd, 0, 0, false);
+        nvme_cmd_complete_deferred(cmd);
+}
+
+static void io_done(struct core_req *req)
+{
+        struct nvme_cmd *cmd = req->cb_arg;
+        struct nvme_ctrl *ctrl = cmd->queue->ctrl;
+
+        nvme_status_from_core(cmd, req->status);
+        if (ctrl && req->status == CORE_OK) {
+                if (req->op == CORE_OP_READ)
+                        atomic_fetch_add_explicit(&ctrl->host_reads, 1, memory_order_relaxed);
+                else if (req->op == CORE_OP_WRITE)
+                        atomic_fetch_add_explicit(&ctrl->host_writes, 1, memory_order_relaxed);
+        } else if (ctrl &&
+                   (req->status == CORE_E_MEDIUM_ERROR || req->status == CORE_E_WRITE_ERROR)) {
+                atomic_fetch_add_explicit(&ctrl->media_errors, 1, memory_order_relaxed);
+        }
+        nvme_cmd_complete(cmd);
+}
+
+void nvme_io_submit(struct nvme_cmd *cmd)
+{
+        cmd->req.cb = io_done;
+        cmd->req.cb_arg = cmd;
+        cmd->req.reactor = cmd->reactor;
+        core_req_submit(&cmd->req);
+}

@@ -1,0 +1,160 @@
+/*
+ * Get Log Page (NVMe Base 2.0 5.16): 01h Error Information, 02h SMART /
+ * Health Information, 03h Firmware Slot Information, 04h Changed Namespace
+ * List, 05h Commands Supported and Effects (from the opcode tables), and
+ * 70h Discovery on discovery controllers.  NUMDL/NUMDU give the length,
+ * LPOL/LPOU a dword-aligned offset (LPA bit 2); bytes past the end of a log
+ * read as zeroes.  RAE = 0 on 04h/70h unmasks the matching event.
+ */
+#include <string.h>
+
+#include "nvme/internal.h"
+
+static void put_u128(uint8_t *p, uint64_t v)
+{
+        memset(p, 0, 16);
+        slate_put_le(p, 8, v);
+}
+
+static void smart_log(struct nvme_ctrl *ctrl, struct nvme_smart_log *l)
+{
+        struct nvme_subsys *s = ctrl->subsys;
+        uint64_t rbytes = 0, wbytes = 0;
+        for (uint32_t i = 1; i <= NVME_MAX_NSID; i++) {
+                struct core_ns *ns = nvme_ns_lookup(s, i);
+                if (!ns)
+                        continue;
+                rbytes += atomic_load_explicit(&ns->stats.read_bytes, memory_order_relaxed);
+                wbytes += atomic_load_explicit(&ns->stats.write_bytes, memory_order_relaxed);
+                core_ns_put(ns);
+        }
+        pthread_mutex_lock(&ctrl->lock);
+        uint64_t errs = ctrl->err_count;
+        uint16_t over = ctrl->temp_over, under = ctrl->temp_under;
+        pthread_mutex_unlock(&ctrl->lock);
+
+        if (NVME_TEMP_KELVIN > over || NVME_TEMP_KELVIN < under)
+                l->critical_warning |= 1u << 1; /* temperature threshold */
+        put_le16(&l->temperature, NVME_TEMP_KELVIN);
+        l->avail_spare = 100;
+        l->spare_thresh = 10;
+        /* Data units: thousands of 512-byte units, rounded up (Base 2.0 fig. 207). */
+        put_u128(l->data_units_read, (rbytes / 512 + 999) / 1000);
+        put_u128(l->data_units_written, (wbytes / 512 + 999) / 1000);
+        put_u128(l->host_reads, atomic_load(&ctrl->host_reads));
+        put_u128(l->host_writes, atomic_load(&ctrl->host_writes));
+        put_u128(l->power_cycles, 1);
+        put_u128(l->power_on_hours, nvme_uptime_s() / 3600);
+        put_u128(l->media_errors, atomic_load(&ctrl->media_errors));
+        put_u128(l->num_err_log_entries, errs);
+        put_le16(&l->temp_sensor[0], NVME_TEMP_KELVIN);
+}
+
+static void error_log(struct nvme_ctrl *ctrl, struct nvme_error_log *out)
+{
+        pthread_mutex_lock(&ctrl->lock);
+        unsigned n =
+            ctrl->err_count < NVME_ERRLOG_ENTRIES ? (unsigned)ctrl->err_count : NVME_ERRLOG_ENTRIES;
+        for (unsigned i = 0; i < n; i++) /* newest first */
+                out[i] = ctrl->errlog[(ctrl->err_head + NVME_ERRLOG_ENTRIES - 1 - i) %
+                                      NVME_ERRLOG_ENTRIES];
+        pthread_mutex_unlock(&ctrl->lock);
+}
+
+static void changed_ns_log(struct nvme_ctrl *ctrl, uint8_t *p, bool clear)
+{
+        pthread_mutex_lock(&ctrl->lock);
+        if (ctrl->nchanged > 1024) {
+                slate_put_le(p, 4, 0xffffffffu);
+        } else {
+                for (unsigned i = 0; i < ctrl->nchanged; i++)
+                        slate_put_le(p + 4 * i, 4, ctrl->changed_ns[i]);
+        }
+        if (clear)
+                ctrl->nchanged = 0;
+        pthread_mutex_unlock(&ctrl->lock);
+}
+
+enum nvme_parse_result nvme_get_log_parse(struct nvme_cmd *cmd)
+{
+        struct nvme_ctrl *ctrl = cmd->queue->ctrl;
+        uint32_t cdw10 = nvme_cdw(cmd, 10), cdw11 = nvme_cdw(cmd, 11), cdw14 = nvme_cdw(cmd, 14);
+        uint8_t lid = cdw10 & 0xff;
+        bool rae = cdw10 & (1u << 15);
+        uint64_t numd = (((uint64_t)(cdw11 & 0xffff) << 16) | (cdw10 >> 16)) + 1;
+        uint64_t lpo = (uint64_t)nvme_cdw(cmd, 12) | ((uint64_t)nvme_cdw(cmd, 13) << 32);
+        uint8_t csi = cdw14 >> 24;
+
+        if (numd * 4 > CORE_MAX_TRANSFER_BYTES)
+                return nvme_invalid_field(cmd, NVME_SQE_OFF_CDW(10) + 2);
+        if (lpo & 3)
+                return nvme_invalid_field(cmd, NVME_SQE_OFF_CDW(12));
+        if (cdw14 & (1u << 23)) /* offset type: index (not supported) */
+                return nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD,
+                                   NVME_SQE_OFF_CDW(14) + 2, 7);
+        uint32_t len = (uint32_t)(numd * 4);
+        bool disc = ctrl->subsys->discovery;
+        if (disc != (lid == NVME_LOG_DISCOVERY))
+                return nvme_reject(cmd, NVME_SCT_CMD_SPECIFIC, NVME_SC_INVALID_LOG_PAGE,
+                                   NVME_SQE_OFF_CDW(10), -1);
+        if (!nvme_xfer(cmd, len, false))
+                return NVME_PARSE_DONE;
+        memset(cmd->buf, 0, len);
+
+        if (lid == NVME_LOG_DISCOVERY) {
+                int rc = nvmf_discovery_log(ctrl, cmd->queue, cmd->buf, len, lpo);
+                if (rc < 0)
+                        return nvme_invalid_field(cmd, NVME_SQE_OFF_CDW(12));
+                if (!rae)
+                        nvme_ctrl_log_read(ctrl, lid);
+                return NVME_PARSE_DONE;
+        }
+
+        union {
+                uint8_t raw[4096];
+                struct nvme_smart_log smart;
+                struct nvme_fw_slot_log fw;
+                struct nvme_effects_log effects;
+                struct nvme_error_log err[NVME_ERRLOG_ENTRIES];
+        } page;
+        uint32_t size;
+        memset(&page, 0, sizeof(page));
+
+        switch (lid) {
+        case NVME_LOG_ERROR:
+                error_log(ctrl, page.err);
+                size = sizeof(page.err);
+                break;
+        case NVME_LOG_SMART:
+                smart_log(ctrl, &page.smart);
+                size = sizeof(page.smart);
+                break;
+        case NVME_LOG_FW_SLOT:
+                page.fw.afi = 1;
+                memset(page.fw.frs[0], ' ', 8);
+                memcpy(page.fw.frs[0], ctrl->subsys->fr, strnlen(ctrl->subsys->fr, 8));
+                size = sizeof(page.fw);
+                break;
+        case NVME_LOG_CHANGED_NS:
+                size = 4096;
+                if (lpo > size)
+                        return nvme_invalid_field(cmd, NVME_SQE_OFF_CDW(12));
+                changed_ns_log(ctrl, page.raw, !rae);
+                break;
+        case NVME_LOG_CMD_EFFECTS:
+                if (csi != NVME_CSI_NVM)
+                        return nvme_invalid_field(cmd, NVME_SQE_OFF_CDW(14) + 3);
+                nvme_effects_log_build(&page.effects);
+                size = sizeof(page.effects);
+                break;
+        default:
+                return nvme_reject(cmd, NVME_SCT_CMD_SPECIFIC, NVME_SC_INVALID_LOG_PAGE,
+                                   NVME_SQE_OFF_CDW(10), -1);
+        }
+        if (lpo > size)
+                return nvme_invalid_field(cmd, NVME_SQE_OFF_CDW(12));
+        nvme_copy_window(cmd->buf, len, lpo, page.raw, 0, size);
+        if (!rae)
+                nvme_ctrl_log_read(ctrl, lid);
+        return NVME_PARSE_DONE;
+}

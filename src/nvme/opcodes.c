@@ -1,0 +1,248 @@
+/*
+ * The NVMe opcode tables (admin: Base 2.0 fig. 28; NVM I/O: NVM Command Set
+ * 1.0 fig. 16; Fabrics: Base 2.0 6.1 fig. 542) and the dispatcher built on
+ * them.  The tables are the single source of truth: they drive
+ * nvme_cmd_parse()/nvme_cmd_exec() and the Commands Supported and Effects
+ * log (Base 2.0 5.16.1.6), so what we advertise is what we execute.  Also
+ * the SGL checks of the SQE's data pointer for NVMe/TCP (Base 2.0 4.3.2,
+ * NVMe/TCP 1.0 3.3: in-capsule Data Block/Offset or Transport Data Block).
+ */
+#include <string.h>
+
+#include "nvme/internal.h"
+#include "rt/reactor.h"
+
+#define CSE_NONE 0u
+#define CSE_NS   (1u << NVME_EFFECTS_CSE_SHIFT) /* exclusive per namespace */
+
+static const struct nvme_op admin_ops[256] = {
+    [NVME_ADM_GET_LOG_PAGE] = {"get-log-page", NVME_ADM_GET_LOG_PAGE, NVME_DIR_C2H, NVME_OPF_DISC,
+                               0, nvme_get_log_parse, NULL},
+    [NVME_ADM_IDENTIFY] = {"identify", NVME_ADM_IDENTIFY, NVME_DIR_C2H, NVME_OPF_DISC, 0,
+                           nvme_identify_parse, NULL},
+    [NVME_ADM_ABORT] = {"abort", NVME_ADM_ABORT, NVME_DIR_NONE, 0, 0, nvme_abort_parse, NULL},
+    [NVME_ADM_SET_FEATURES] = {"set-features", NVME_ADM_SET_FEATURES, NVME_DIR_H2C, NVME_OPF_DISC,
+                               NVME_EFFECTS_CCC, nvme_set_features_parse, nvme_set_features_exec},
+    [NVME_ADM_GET_FEATURES] = {"get-features", NVME_ADM_GET_FEATURES, NVME_DIR_C2H, NVME_OPF_DISC,
+                               0, nvme_get_features_parse, NULL},
+    [NVME_ADM_ASYNC_EVENT] = {"async-event-request", NVME_ADM_ASYNC_EVENT, NVME_DIR_NONE,
+                              NVME_OPF_DISC, 0, nvme_aer_parse, nvme_aer_exec},
+    [NVME_ADM_KEEP_ALIVE] = {"keep-alive", NVME_ADM_KEEP_ALIVE, NVME_DIR_NONE, NVME_OPF_DISC, 0,
+                             nvme_keep_alive_parse, NULL},
+};
+
+static const struct nvme_op io_ops[256] = {
+    [NVME_IO_FLUSH] = {"flush", NVME_IO_FLUSH, NVME_DIR_NONE, 0, CSE_NONE, nvme_io_flush_parse,
+                       NULL},
+    [NVME_IO_WRITE] = {"write", NVME_IO_WRITE, NVME_DIR_H2C, 0, NVME_EFFECTS_LBCC, nvme_io_rw_parse,
+                       NULL},
+    [NVME_IO_READ] = {"read", NVME_IO_READ, NVME_DIR_C2H, 0, 0, nvme_io_rw_parse, NULL},
+    [NVME_IO_COMPARE] = {"compare", NVME_IO_COMPARE, NVME_DIR_H2C, 0, 0, nvme_io_compare_parse,
+                         NULL},
+    [NVME_IO_WRITE_ZEROES] = {"write-zeroes", NVME_IO_WRITE_ZEROES, NVME_DIR_NONE, 0,
+                              NVME_EFFECTS_LBCC, nvme_io_write_zeroes_parse, NULL},
+    [NVME_IO_DSM] = {"dataset-management", NVME_IO_DSM, NVME_DIR_H2C, 0, 0, nvme_io_dsm_parse,
+                     nvme_io_dsm_exec},
+    [NVME_IO_VERIFY] = {"verify", NVME_IO_VERIFY, NVME_DIR_NONE, 0, 0, nvme_io_verify_parse, NULL},
+};
+
+static const struct nvme_op fabrics_ops[256] = {
+    [NVMF_FCTYPE_PROPERTY_SET] = {"property-set", NVMF_FCTYPE_PROPERTY_SET, NVME_DIR_NONE,
+                                  NVME_OPF_DISC | NVME_OPF_NO_EN | NVME_OPF_ADMIN_Q, 0,
+                                  nvmf_property_set_parse, NULL},
+    [NVMF_FCTYPE_CONNECT] = {"connect", NVMF_FCTYPE_CONNECT, NVME_DIR_H2C,
+                             NVME_OPF_DISC | NVME_OPF_NO_EN | NVME_OPF_NO_CTRL, 0,
+                             nvmf_connect_parse, nvmf_connect_exec},
+    [NVMF_FCTYPE_PROPERTY_GET] = {"property-get", NVMF_FCTYPE_PROPERTY_GET, NVME_DIR_NONE,
+                                  NVME_OPF_DISC | NVME_OPF_NO_EN | NVME_OPF_ADMIN_Q, 0,
+                                  nvmf_property_get_parse, NULL},
+    [NVMF_FCTYPE_DISCONNECT] = {"disconnect", NVMF_FCTYPE_DISCONNECT, NVME_DIR_NONE,
+                                NVME_OPF_DISC | NVME_OPF_NO_EN, 0, nvmf_disconnect_parse, NULL},
+};
+
+const struct nvme_op *nvme_admin_op(uint8_t opc)
+{
+        return admin_ops[opc].parse ? &admin_ops[opc] : NULL;
+}
+
+const struct nvme_op *nvme_io_op(uint8_t opc)
+{
+        return io_ops[opc].parse ? &io_ops[opc] : NULL;
+}
+
+const struct nvme_op *nvmf_fabrics_op(uint8_t fctype)
+{
+        return fabrics_ops[fctype].parse ? &fabrics_ops[fctype] : NULL;
+}
+
+void nvme_effects_log_build(struct nvme_effects_log *log)
+{
+        memset(log, 0, sizeof(*log));
+        for (unsigned i = 0; i < 256; i++) {
+                if (admin_ops[i].parse)
+                        put_le32(&log->acs[i], NVME_EFFECTS_CSUPP | admin_ops[i].effects);
+                if (io_ops[i].parse)
+                        put_le32(&log->iocs[i], NVME_EFFECTS_CSUPP | io_ops[i].effects);
+        }
+        /* Fabrics commands share opcode 7Fh; Connect/Property commands are supported. */
+        put_le32(&log->acs[NVME_OPC_FABRICS], NVME_EFFECTS_CSUPP);
+}
+
+/*
+ * The SGL in the SQE (bytes 24..39) for a transfer of len bytes in the given
+ * direction.  NVMe/TCP carries exactly one descriptor: Data Block with the
+ * Offset subtype for in-capsule data, or Transport Data Block for R2T/C2H.
+ */
+bool nvme_xfer(struct nvme_cmd *cmd, uint32_t len, bool h2c)
+{
+        const struct nvme_sgl_desc *sgl = &nvme_sqe(cmd)->dptr;
+        uint8_t type = sgl->type >> 4, sub = sgl->type & 0xf;
+        uint32_t sgl_len = get_le32(&sgl->length);
+
+        if (len > cmd->buf_len) {
+                nvme_invalid_field(cmd, 24);
+                return false;
+        }
+        if (len == 0 && sgl_len == 0) {
+                cmd->data_len = 0;
+                cmd->h2c = false;
+                return true;
+        }
+        if (type == NVME_SGL_TYPE_DATA_BLOCK) {
+                if (sub != NVME_SGL_SUBTYPE_OFFSET) {
+                        nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_SGL_INVALID_SUBTYPE, 39, 0);
+                        return false;
+                }
+                if (!h2c) { /* in-capsule data only carries host-to-controller data */
+                        nvme_invalid_field(cmd, 39);
+                        return false;
+                }
+                if (get_le64(&sgl->addr) != 0) { /* ICDOFF = 0 */
+                        nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_SGL_INVALID_OFFSET, 24, -1);
+                        return false;
+                }
+                if (sgl_len > cmd->icd_len || sgl_len > NVME_TRANSPORT_ICD_BYTES) {
+                        nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_SGL_INVALID_OFFSET, 32, -1);
+                        return false;
+                }
+        } else if (type == NVME_SGL_TYPE_TRANSPORT_DATA_BLOCK) {
+                if (sub != NVME_SGL_SUBTYPE_TRANSPORT) {
+                        nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_SGL_INVALID_SUBTYPE, 39, 0);
+                        return false;
+                }
+        } else {
+                nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_SGL_INVALID_TYPE, 39, 4);
+                return false;
+        }
+        if (sgl_len != len) {
+                nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_SGL_INVALID_DATA_LEN, 32, -1);
+                return false;
+        }
+        cmd->data_len = len;
+        cmd->h2c = h2c && len > 0;
+        return true;
+}
+
+void nvme_copy_window(uint8_t *dst, uint32_t dst_len, uint64_t win_off, const void *src,
+                      uint64_t src_off, uint32_t src_len)
+{
+        /* dst holds log bytes [win_off, win_off + dst_len); src is log bytes [src_off, +src_len).
+         */
+        uint64_t lo = win_off > src_off ? win_off : src_off;
+        uint64_t hi_w = win_off + dst_len, hi_s = src_off + src_len;
+        uint64_t hi = hi_w < hi_s ? hi_w : hi_s;
+        if (lo >= hi)
+                return;
+        memcpy(dst + (lo - win_off), (const uint8_t *)src + (lo - src_off), hi - lo);
+}
+
+static void complete_fn(struct rt_defer *d)
+{
+        struct nvme_cmd *cmd = (struct nvme_cmd *)((char *)d - offsetof(struct nvme_cmd, defer));
+        nvme_cmd_complete(cmd);
+}
+
+void nvme_cmd_complete(struct nvme_cmd *cmd)
+{
+        if (cmd->ns) {
+                core_ns_put(cmd->ns);
+                cmd->ns = NULL;
+        }
+        cmd->done(cmd);
+}
+
+void nvme_cmd_complete_deferred(struct nvme_cmd *cmd)
+{
+        cmd->defer.fn = complete_fn;
+        cmd->defer.next = NULL;
+        rt_defer(cmd->reactor, &cmd->defer);
+}
+
+enum nvme_parse_result nvme_cmd_parse(struct nvme_cmd *cmd)
+{
+        struct nvme_queue *q = cmd->queue;
+        struct nvme_ctrl *ctrl = q ? q->ctrl : NULL;
+        const struct nvme_op *op;
+        uint8_t opc = cmd->sqe[0], flags = cmd->sqe[1];
+
+        memset(cmd->cqe, 0, sizeof(cmd->cqe));
+        memcpy(cmd->cqe + 12, cmd->sqe + 2, 2); /* CID */
+        slate_put_le(cmd->cqe + 10, 2, q ? q->qid : 0);
+        cmd->data_len = 0;
+        cmd->h2c = false;
+        cmd->ns = NULL;
+        cmd->op = NULL;
+        if (!q)
+                return nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_INTERNAL, NVME_LOC_NONE, -1);
+
+        if (opc == NVME_OPC_FABRICS) {
+                op = nvmf_fabrics_op(cmd->sqe[4]);
+                if (!op)
+                        return nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_INVALID_OPCODE, 4, -1);
+                if ((op->flags & NVME_OPF_ADMIN_Q) && q->qid != 0)
+                        return nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_INVALID_OPCODE, 4, -1);
+        } else if (!ctrl) {
+                return nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_CMD_SEQ_ERROR, 0, -1);
+        } else {
+                op = q->qid == 0 ? nvme_admin_op(opc) : nvme_io_op(opc);
+                if (!op || (ctrl->subsys->discovery && !(op->flags & NVME_OPF_DISC)))
+                        return nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_INVALID_OPCODE, 0, -1);
+        }
+        if (!ctrl && !(op->flags & NVME_OPF_NO_CTRL))
+                return nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_CMD_SEQ_ERROR, 0, -1);
+        if (ctrl) {
+                atomic_store_explicit(&ctrl->last_cmd_ns, rt_now_ns(), memory_order_relaxed);
+                if (!(op->flags & NVME_OPF_NO_EN) &&
+                    !(atomic_load_explicit(&ctrl->csts, memory_order_relaxed) & NVME_CSTS_RDY))
+                        return nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_CMD_SEQ_ERROR, 0, -1);
+        }
+        if (flags & 0x03) /* fused operations are not supported (FUSES = 0) */
+                return nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD, 1, 0);
+        if ((flags >> 6) != NVME_PSDT_SGL_MPTR && (flags >> 6) != NVME_PSDT_SGL_SGL)
+                return nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD, 1, 6);
+        cmd->op = op;
+        if (op->dir == NVME_DIR_NONE && !nvme_xfer(cmd, 0, false))
+                return NVME_PARSE_DONE;
+
+        enum nvme_parse_result r = op->parse(cmd);
+        if (r == NVME_PARSE_DONE && cmd->ns) {
+                core_ns_put(cmd->ns);
+                cmd->ns = NULL;
+        }
+        return r;
+}
+
+void nvme_cmd_exec(struct nvme_cmd *cmd)
+{
+        const struct nvme_op *op = cmd->op;
+        if (!op) { /* exec without a successful parse: finish with what parse left */
+                if (nvme_cqe_status(cmd) == 0)
+                        nvme_set_status(cmd, NVME_SCT_GENERIC, NVME_SC_INTERNAL, false);
+                nvme_cmd_complete_deferred(cmd);
+                return;
+        }
+        if (op->exec)
+                op->exec(cmd);
+        else
+                nvme_io_submit(cmd);
+}

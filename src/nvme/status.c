@@ -1,0 +1,97 @@
+/*
+ * NVMe status: the one table from the core's protocol-neutral status to an
+ * NVMe Status Code Type / Status Code (Base 2.0 4.6.1.2, NVM Command Set 1.0
+ * 4.1.1), the CQE status writer, and the Error Information log entries
+ * (Base 2.0 5.16.1.2) that every rejection records with the location of the
+ * offending field ("every rejection says where").
+ */
+#include <string.h>
+
+#include "nvme/internal.h"
+
+static const struct nvme_status_map status_map[CORE_STATUS_MAX] = {
+    [CORE_OK] = {NVME_SCT_GENERIC, NVME_SC_SUCCESS, false},
+    [CORE_E_LBA_RANGE] = {NVME_SCT_GENERIC, NVME_SC_LBA_RANGE, true},
+    [CORE_E_INVALID_FIELD] = {NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD, true},
+    [CORE_E_INVALID_PARAM] = {NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD, true},
+    [CORE_E_PARAM_LIST_LENGTH] = {NVME_SCT_GENERIC, NVME_SC_SGL_INVALID_DATA_LEN, true},
+    [CORE_E_INVALID_OPCODE] = {NVME_SCT_GENERIC, NVME_SC_INVALID_OPCODE, true},
+    [CORE_E_MISCOMPARE] = {NVME_SCT_MEDIA, NVME_SC_COMPARE_FAILED, true},
+    [CORE_E_WRITE_PROTECT] = {NVME_SCT_GENERIC, NVME_SC_NS_WRITE_PROTECTED, true},
+    [CORE_E_MEDIUM_ERROR] = {NVME_SCT_MEDIA, NVME_SC_READ_ERROR, false},
+    [CORE_E_WRITE_ERROR] = {NVME_SCT_MEDIA, NVME_SC_WRITE_FAULT, false},
+    [CORE_E_RESERVATION_CONFLICT] = {NVME_SCT_GENERIC, NVME_SC_RESERVATION_CONFLICT, true},
+    [CORE_E_NOT_READY] = {NVME_SCT_GENERIC, NVME_SC_NS_NOT_READY, false},
+    [CORE_E_NO_RESOURCES] = {NVME_SCT_GENERIC, NVME_SC_CMD_INTERRUPTED, false},
+    [CORE_E_ABORTED] = {NVME_SCT_GENERIC, NVME_SC_ABORT_REQ, false},
+    [CORE_E_INTERNAL] = {NVME_SCT_GENERIC, NVME_SC_INTERNAL, false},
+    [CORE_E_TRANSFER_TOO_LONG] = {NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD, true},
+    [CORE_E_SAVE_NOT_SUPPORTED] = {NVME_SCT_CMD_SPECIFIC, NVME_SC_FEATURE_NOT_SAVEABLE, true},
+    [CORE_E_PR_INSUFFICIENT_REG] = {NVME_SCT_GENERIC, NVME_SC_INTERNAL, true},
+};
+
+static const struct nvme_status_map internal_error = {NVME_SCT_GENERIC, NVME_SC_INTERNAL, false};
+
+const struct nvme_status_map *nvme_status_map(enum core_status st)
+{
+        if ((unsigned)st >= CORE_STATUS_MAX)
+                return &internal_error;
+        /* Rows left out of the table would read as success: never let them. */
+        if (st != CORE_OK && status_map[st].sct == 0 && status_map[st].sc == 0)
+                return &internal_error;
+        return &status_map[st];
+}
+
+void nvme_set_status(struct nvme_cmd *cmd, uint8_t sct, uint8_t sc, bool dnr)
+{
+        uint16_t v = (uint16_t)(((unsigned)sc << 1) | ((unsigned)(sct & 7) << 9));
+        if (dnr && (sct || sc))
+                v |= NVME_STATUS_DNR;
+        slate_put_le(cmd->cqe + 14, 2, v); /* phase bit 0: fabrics */
+}
+
+uint16_t nvme_cqe_status(const struct nvme_cmd *cmd)
+{
+        return (uint16_t)(slate_get_le(cmd->cqe + 14, 2) >> 1);
+}
+
+void nvme_ctrl_log_error(struct nvme_ctrl *ctrl, const struct nvme_cmd *cmd, uint16_t loc,
+                         uint64_t lba)
+{
+        if (!ctrl)
+                return;
+        pthread_mutex_lock(&ctrl->lock);
+        struct nvme_error_log *e = &ctrl->errlog[ctrl->err_head % NVME_ERRLOG_ENTRIES];
+        memset(e, 0, sizeof(*e));
+        ctrl->err_count++;
+        ctrl->err_head = (ctrl->err_head + 1) % NVME_ERRLOG_ENTRIES;
+        put_le64(&e->error_count, ctrl->err_count);
+        put_le16(&e->sqid, cmd->queue ? cmd->queue->qid : 0);
+        put_le16(&e->cmdid, (uint16_t)slate_get_le(cmd->sqe + 2, 2));
+        put_le16(&e->status, (uint16_t)slate_get_le(cmd->cqe + 14, 2));
+        put_le16(&e->param_loc, loc);
+        put_le64(&e->lba, lba);
+        put_le32(&e->nsid, nvme_nsid(cmd));
+        e->trtype = NVMF_TRTYPE_TCP;
+        pthread_mutex_unlock(&ctrl->lock);
+}
+
+enum nvme_parse_result nvme_reject(struct nvme_cmd *cmd, uint8_t sct, uint8_t sc, uint16_t byte,
+                                   int bit)
+{
+        nvme_set_status(cmd, sct, sc, true);
+        uint16_t loc = NVME_LOC_NONE;
+        if (byte != NVME_LOC_NONE)
+                loc = (uint16_t)((byte & 0xff) | ((bit >= 0 ? (unsigned)bit & 7 : 0) << 8));
+        if (cmd->queue)
+                nvme_ctrl_log_error(cmd->queue->ctrl, cmd, loc, 0);
+        return NVME_PARSE_DONE;
+}
+
+void nvme_status_from_core(struct nvme_cmd *cmd, enum core_status st)
+{
+        const struct nvme_status_map *m = nvme_status_map(st);
+        nvme_set_status(cmd, m->sct, m->sc, m->dnr);
+        if (st != CORE_OK && cmd->queue)
+                nvme_ctrl_log_error(cmd->queue->ctrl, cmd, NVME_LOC_NONE, cmd->req.lba);
+}
