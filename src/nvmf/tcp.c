@@ -95,6 +95,7 @@ struct tcp_cmd {
         uint32_t r2t_got;    /* bytes of it received */
         uint32_t h2c_done;   /* bytes of host data in buf */
         bool ddgst_err;
+        bool is_aer;   /* Asynchronous Event Request: may stay parked for a long time */
         bool finished; /* final PDU queued */
         int tx_refs;   /* items of this command in the send queue */
         struct tx_item r2t_it, data_it, resp_it;
@@ -170,7 +171,8 @@ struct tcp_queue {
         size_t bufs_len;
         uint16_t free_stack[TCP_POOL];
         unsigned nfree;
-        unsigned nexec;
+        unsigned nexec; /* commands the personality owns (done not yet called) */
+        unsigned naer;  /* of which parked AERs */
 
         struct tcp_queue *reg_prev, *reg_next;
 };
@@ -503,8 +505,28 @@ static void queue_free(struct tcp_queue *q)
 /* Free once nothing refers to the queue any more (called from callbacks' tails only). */
 static bool queue_try_free(struct tcp_queue *q)
 {
-        if (q->state != Q_DEAD || q->rx_armed || q->tx_armed || q->kick_pending || q->nexec)
+        if (q->state != Q_DEAD || q->rx_armed || q->tx_armed || q->kick_pending)
                 return false;
+        if (q->nexec > q->naer)
+                return false; /* backend I/O in flight: its done frees us later */
+        if (!q->fini_done) {
+                /*
+                 * nvme.h: called once every command but parked AERs has completed;
+                 * the personality drops those AERs without calling their done.
+                 */
+                q->fini_done = true;
+                nvme_queue_fini(&q->nq);
+                for (unsigned i = 0; i < TCP_POOL; i++) {
+                        struct tcp_cmd *c = &q->cmds[i];
+                        if (c->state == CMD_EXEC && c->is_aer) {
+                                c->state = CMD_FREE;
+                                q->nexec--;
+                                q->naer--;
+                        }
+                }
+                if (q->nexec || q->kick_pending)
+                        return false;
+        }
         queue_free(q);
         return true;
 }
@@ -579,11 +601,7 @@ static void queue_close(struct tcp_queue *q, const char *reason)
                 if (c->state != CMD_FREE && c->state != CMD_EXEC)
                         cmd_release(c);
         }
-        if (!q->fini_done) {
-                /* The personality drops the controller reference and finishes parked AERs. */
-                q->fini_done = true;
-                nvme_queue_fini(&q->nq);
-        }
+        /* nvme_queue_fini and the free happen in queue_try_free. */
         queue_kick(q);
 }
 
@@ -647,6 +665,7 @@ static struct tcp_cmd *cmd_get(struct tcp_queue *q)
         c->sgl_id = 0;
         c->r2to = c->r2tl = c->r2t_got = c->h2c_done = 0;
         c->ddgst_err = false;
+        c->is_aer = false;
         c->finished = false;
         c->tx_refs = 0;
         return c;
@@ -770,6 +789,8 @@ static void cmd_done(struct nvme_cmd *nc)
         if (c->state != CMD_EXEC)
                 return; /* a second done would be a personality bug; ignore it */
         q->nexec--;
+        if (c->is_aer)
+                q->naer--;
         if (q->state >= Q_CLOSING) {
                 cmd_release(c);
                 if (q->state == Q_DEAD)
@@ -783,6 +804,9 @@ static void cmd_exec(struct tcp_cmd *c)
 {
         c->state = CMD_EXEC;
         c->q->nexec++;
+        c->is_aer = c->q->nq.qid == 0 && c->nc.sqe[0] == NVME_ADM_ASYNC_EVENT;
+        if (c->is_aer)
+                c->q->naer++;
         nvme_cmd_exec(&c->nc);
 }
 
