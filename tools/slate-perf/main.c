@@ -15,6 +15,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -507,11 +508,17 @@ int main(int argc, char **argv)
         double mibs = (double)(tot.read_bytes + tot.write_bytes) / secs / (1024.0 * 1024.0);
         if (tot.errors)
                 status = 1;
+        /* Our own CPU per I/O, to show whether the load generator is the bottleneck. */
+        struct rusage ru;
+        getrusage(RUSAGE_SELF, &ru);
+        double cpu_s = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
+                       (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+        double cpu_us_io = ios ? cpu_s * 1e6 / (double)ios : 0.0;
 
         if (o.json) {
                 json_t *j = json_pack(
                     "{s:s,s:s,s:{s:i,s:i,s:i,s:s,s:i,s:f,s:b,s:b},s:{s:i,s:I},s:f,s:I,s:I,s:I,"
-                    "s:f,s:f,s:f,s:o,s:o,s:o,s:i}",
+                    "s:f,s:f,s:f,s:o,s:o,s:o,s:i,s:f}",
                     "transport", perf_tr->name, "target", g.desc, "params", "qd", (int)o.qd, "bs",
                     (int)o.bs, "read_pct", (int)o.read_pct, "pattern", o.random ? "rand" : "seq",
                     "queues", (int)o.nqueues, "duration_s", o.duration, "hdgst", o.hdgst, "ddgst",
@@ -520,7 +527,7 @@ int main(int argc, char **argv)
                     (json_int_t)tot.reads, "writes", (json_int_t)tot.writes, "iops", iops, "mib_s",
                     mibs, "read_iops", (double)tot.reads / secs, "latency", lat_json(&tot.lat),
                     "read_latency", lat_json(&tot.rlat), "write_latency", lat_json(&tot.wlat),
-                    "errors", (int)tot.errors);
+                    "errors", (int)tot.errors, "initiator_cpu_us_per_io", cpu_us_io);
                 if (j) {
                         json_dumpf(j, stdout,
                                    JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
@@ -535,6 +542,7 @@ int main(int argc, char **argv)
                        mibs, (unsigned long long)tot.reads, (unsigned long long)tot.writes,
                        (unsigned long long)tot.errors);
                 print_lat("all", &tot.lat);
+                printf("  slate-perf CPU: %.2f us per I/O (%.2f s)\n", cpu_us_io, cpu_s);
                 if (tot.reads && tot.writes) {
                         print_lat("read", &tot.rlat);
                         print_lat("write", &tot.wlat);
