@@ -101,7 +101,7 @@ slate_start() {
 	}
 	mkdir -p "$state"
 	# shellcheck disable=SC2086
-	"$bin" --config "$cfg" --state-dir "$state" $SLATED_EXTRA "$@" >>"$log" 2>&1 &
+	"$bin" --config "$cfg" --state-dir "$state" ${SLATED_EXTRA:-} "$@" >>"$log" 2>&1 &
 	SLATE_PID=$!
 	if ! slate_wait_port "$port" 30 "$SLATE_PID"; then
 		echo "slated did not start listening on port $port; log tail:" >&2
