@@ -318,12 +318,17 @@ enum scsi_parse_result scsi_sbc_caw(struct scsi_cmd *cmd)
         }
         if (!check_wp(cmd))
                 return SCSI_PARSE_DONE;
-        if (!f.nlb)
-                return good_done(cmd);
+        /*
+         * The data-out must be exactly the compare and write halves.  This
+         * also catches a 256-block request whose one-byte NUMBER OF LOGICAL
+         * BLOCKS wrapped to 0 while the initiator sends 256 blocks of data.
+         */
         if (cmd->edtl != bytes) {
                 scsi_sense_invalid_field(cmd, true, 13, 7);
                 return SCSI_PARSE_DONE;
         }
+        if (!f.nlb)
+                return good_done(cmd);
         req_init(cmd, CORE_OP_COMPARE_AND_WRITE, f.lba, f.nlb, io_flags(f.flags));
         req_data(cmd, (uint32_t)bytes);
         req_scratch(cmd);
