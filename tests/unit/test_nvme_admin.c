@@ -1,0 +1,674 @@
+/*
+ * NVMe personality without a transport: Connect validation (IATTR/IPO),
+ * Property Get/Set and enable, Identify contents (NN, MDTS, identity
+ * descriptors from a mem namespace's uuid), Get Log Page offsets/NUMD and
+ * the error log's parameter locations, features, RAE masking, the discovery
+ * log, SGL checks, I/O parse checks, the status table, and an I/O round
+ * trip (write, read, compare, miscompare) through nvme_cmd_exec on a reactor.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/ns.h"
+#include "nvme/internal.h"
+#include "rt/reactor.h"
+
+#define SUBNQN  "nqn.2024-01.io.slate:test"
+#define HOSTNQN "nqn.2014-08.org.nvmexpress:uuid:11111111-2222-3333-4444-555555555555"
+#define BUFLEN  (2 * CORE_MAX_TRANSFER_BYTES)
+
+static char state_dir[64];
+static struct core_ns *ns;
+static uint8_t *buf;
+
+/* Status as 15 bits: SC 7:0, SCT 10:8, DNR 14. */
+#define ST(sct, sc) ((uint16_t)(((sct) << 8) | (sc)))
+static uint16_t st(struct nvme_cmd *c)
+{
+        return nvme_cqe_status(c) & 0x7ff;
+}
+static uint32_t dw0(struct nvme_cmd *c)
+{
+        return (uint32_t)slate_get_le(c->cqe, 4);
+}
+
+static void sqe_init(struct nvme_cmd *c, struct nvme_queue *q, uint8_t opc, uint32_t nsid)
+{
+        memset(c, 0, sizeof(*c));
+        c->queue = q;
+        c->buf = buf;
+        c->buf_len = BUFLEN;
+        c->sqe[0] = opc;
+        c->sqe[1] = 0x40; /* PSDT = SGL */
+        slate_put_le(c->sqe + 2, 2, 0x1234);
+        slate_put_le(c->sqe + 4, 4, nsid);
+        c->sqe[39] = 0x5a; /* transport SGL data block */
+}
+static void cdw(struct nvme_cmd *c, int n, uint32_t v)
+{
+        slate_put_le(c->sqe + 4 * n, 4, v);
+}
+static void sgl_len(struct nvme_cmd *c, uint32_t len)
+{
+        slate_put_le(c->sqe + 32, 4, len);
+}
+
+static uint16_t do_connect(struct nvme_queue *q, uint16_t qid, uint16_t sqsize, uint16_t cntlid,
+                           const char *subnqn, const char *hostnqn, uint32_t *res)
+{
+        struct nvme_cmd c;
+        sqe_init(&c, q, NVME_OPC_FABRICS, 0);
+        c.sqe[4] = NVMF_FCTYPE_CONNECT;
+        c.sqe[39] = 0x01; /* in-capsule */
+        sgl_len(&c, 1024);
+        slate_put_le(c.sqe + 42, 2, qid);
+        slate_put_le(c.sqe + 44, 2, sqsize);
+        c.icd_len = 1024;
+        struct nvmf_connect_data *d = (struct nvmf_connect_data *)buf;
+        memset(d, 0, sizeof(*d));
+        d->hostid[0] = 0xab;
+        put_le16(&d->cntlid, cntlid);
+        snprintf(d->subnqn, sizeof(d->subnqn), "%s", subnqn);
+        snprintf(d->hostnqn, sizeof(d->hostnqn), "%s", hostnqn);
+        if (nvme_cmd_parse(&c) == NVME_PARSE_EXEC)
+                nvmf_connect_do(&c);
+        if (res)
+                *res = dw0(&c);
+        return st(&c);
+}
+
+static uint16_t prop_set_cc(struct nvme_queue *q, uint32_t cc)
+{
+        struct nvme_cmd c;
+        sqe_init(&c, q, NVME_OPC_FABRICS, 0);
+        c.sqe[4] = NVMF_FCTYPE_PROPERTY_SET;
+        slate_put_le(c.sqe + 44, 4, NVME_REG_CC);
+        slate_put_le(c.sqe + 48, 8, cc);
+        assert_int_equal(nvme_cmd_parse(&c), NVME_PARSE_DONE);
+        return st(&c);
+}
+
+static struct nvme_queue admin_q, io_q;
+
+static int setup(void **s)
+{
+        (void)s;
+        char err[256];
+        snprintf(state_dir, sizeof(state_dir), "/tmp/slate-test-nvme-XXXXXX");
+        if (!mkdtemp(state_dir))
+                return -1;
+        core_set_state_dir(state_dir);
+        if (rt_init(1) || rt_start())
+                return -1;
+        buf = aligned_alloc(4096, BUFLEN);
+        struct core_ns_params p = {
+            .name = "nvt", .backend = "mem", .size_bytes = 64 << 20, .block_size = 4096};
+        if (core_ns_create(&p, &ns, err, sizeof(err)))
+                return -1;
+        if (nvme_subsys_add(SUBNQN, "SN123", "Slate Test", err, sizeof(err)))
+                return -1;
+        if (nvme_ns_attach(SUBNQN, 1, "nvt", err, sizeof(err)))
+                return -1;
+        if (nvme_subsys_allow_host(SUBNQN, HOSTNQN, err, sizeof(err)))
+                return -1;
+        nvme_listener_register("tcp", "0.0.0.0", 4420);
+        return 0;
+}
+
+static void test_connect_validation(void **s)
+{
+        (void)s;
+        struct nvme_queue q;
+        uint32_t r;
+        memset(&q, 0, sizeof(q));
+        /* Unknown subsystem: Invalid Parameters, IATTR = data, IPO = SUBNQN. */
+        assert_int_equal(do_connect(&q, 0, 31, 0xffff, "nqn.2024-01.io.slate:nope", HOSTNQN, &r),
+                         ST(1, NVMF_SC_CONNECT_INVALID_PARAM));
+        assert_int_equal(r, NVMF_IATTR_DATA | 256);
+        /* Host not allowed: Invalid Host, IPO = HOSTNQN. */
+        assert_int_equal(do_connect(&q, 0, 31, 0xffff, SUBNQN, "nqn.2024-01.io.other:h", &r),
+                         ST(1, NVMF_SC_CONNECT_INVALID_HOST));
+        assert_int_equal(r, NVMF_IATTR_DATA | 512);
+        /* Static controller ID on the admin queue. */
+        assert_int_equal(do_connect(&q, 0, 31, 5, SUBNQN, HOSTNQN, &r),
+                         ST(1, NVMF_SC_CONNECT_INVALID_PARAM));
+        assert_int_equal(r, NVMF_IATTR_DATA | 16);
+        /* SQSIZE 0 and too large: IPO in the SQE (IATTR 0). */
+        assert_int_equal(do_connect(&q, 0, 0, 0xffff, SUBNQN, HOSTNQN, &r),
+                         ST(1, NVMF_SC_CONNECT_INVALID_PARAM));
+        assert_int_equal(r, 44);
+        assert_int_equal(do_connect(&q, 0, 4096, 0xffff, SUBNQN, HOSTNQN, &r),
+                         ST(1, NVMF_SC_CONNECT_INVALID_PARAM));
+        assert_null(q.ctrl);
+        /* Non-Connect before Connect: Command Sequence Error. */
+        struct nvme_cmd c;
+        sqe_init(&c, &q, NVME_ADM_KEEP_ALIVE, 0);
+        assert_int_equal(nvme_cmd_parse(&c), NVME_PARSE_DONE);
+        assert_int_equal(st(&c), ST(0, NVME_SC_CMD_SEQ_ERROR));
+}
+
+static void test_connect_enable_io(void **s)
+{
+        (void)s;
+        uint32_t cntlid, r;
+        memset(&admin_q, 0, sizeof(admin_q));
+        memset(&io_q, 0, sizeof(io_q));
+        assert_int_equal(do_connect(&admin_q, 0, 31, 0xffff, SUBNQN, HOSTNQN, &cntlid), 0);
+        assert_non_null(admin_q.ctrl);
+        assert_int_equal(cntlid, admin_q.ctrl->cntlid);
+        /* A second Connect on the same queue is a sequence error. */
+        assert_int_equal(do_connect(&admin_q, 0, 31, 0xffff, SUBNQN, HOSTNQN, NULL),
+                         ST(0, NVME_SC_CMD_SEQ_ERROR));
+        /* Admin commands before CC.EN: sequence error. */
+        struct nvme_cmd c;
+        sqe_init(&c, &admin_q, NVME_ADM_KEEP_ALIVE, 0);
+        nvme_cmd_parse(&c);
+        assert_int_equal(st(&c), ST(0, NVME_SC_CMD_SEQ_ERROR));
+        /* I/O Connect before enable is refused. */
+        assert_int_not_equal(do_connect(&io_q, 1, 127, (uint16_t)cntlid, SUBNQN, HOSTNQN, NULL), 0);
+        /* CAP via Property Get (8 bytes). */
+        sqe_init(&c, &admin_q, NVME_OPC_FABRICS, 0);
+        c.sqe[4] = NVMF_FCTYPE_PROPERTY_GET;
+        c.sqe[40] = 1;
+        slate_put_le(c.sqe + 44, 4, NVME_REG_CAP);
+        assert_int_equal(nvme_cmd_parse(&c), NVME_PARSE_DONE);
+        assert_int_equal(st(&c), 0);
+        assert_int_equal(dw0(&c) & 0xffff, NVME_TRANSPORT_QUEUE_DEPTH - 1);
+        assert_true(slate_get_le(c.cqe + 4, 4) & (1u << 5)); /* CSS NVM (bit 37) */
+        /* Enable: CSTS.RDY. */
+        assert_int_equal(prop_set_cc(&admin_q, 1 | (6 << 16) | (4 << 20)), 0);
+        assert_int_equal(atomic_load(&admin_q.ctrl->csts) & NVME_CSTS_RDY, NVME_CSTS_RDY);
+        /* I/O Connect with another host NQN: refused, IPO = HOSTNQN. */
+        assert_int_equal(
+            do_connect(&io_q, 1, 127, (uint16_t)cntlid, SUBNQN, "nqn.2024-01.io.other:h", &r),
+            ST(1, NVMF_SC_CONNECT_INVALID_PARAM));
+        assert_int_equal(r, NVMF_IATTR_DATA | 512);
+        /* Unknown CNTLID. */
+        assert_int_equal(do_connect(&io_q, 1, 127, 0x7777, SUBNQN, HOSTNQN, &r),
+                         ST(1, NVMF_SC_CONNECT_INVALID_PARAM));
+        assert_int_equal(r, NVMF_IATTR_DATA | 16);
+        assert_int_equal(do_connect(&io_q, 1, 127, (uint16_t)cntlid, SUBNQN, HOSTNQN, NULL), 0);
+        assert_ptr_equal(io_q.ctrl, admin_q.ctrl);
+        assert_int_equal(io_q.qid, 1);
+        /* The same QID twice. */
+        struct nvme_queue q2;
+        memset(&q2, 0, sizeof(q2));
+        assert_int_equal(do_connect(&q2, 1, 127, (uint16_t)cntlid, SUBNQN, HOSTNQN, NULL),
+                         ST(0, NVME_SC_CMD_SEQ_ERROR));
+}
+
+static void test_identify(void **s)
+{
+        (void)s;
+        struct nvme_cmd c;
+        sqe_init(&c, &admin_q, NVME_ADM_IDENTIFY, 0);
+        sgl_len(&c, 4096);
+        cdw(&c, 10, NVME_CNS_CTRL);
+        assert_int_equal(nvme_cmd_parse(&c), NVME_PARSE_DONE);
+        assert_int_equal(st(&c), 0);
+        assert_int_equal(c.data_len, 4096);
+        const struct nvme_id_ctrl *id = (const struct nvme_id_ctrl *)buf;
+        assert_int_equal(get_le32(&id->nn), NVME_MAX_NSID);
+        assert_int_equal(id->mdts, 8); /* 1 MiB in 4 KiB pages */
+        assert_int_equal(get_le16(&id->cntlid), admin_q.ctrl->cntlid);
+        assert_string_equal(id->subnqn, SUBNQN);
+        assert_int_equal(id->cntrltype, NVME_CTRL_TYPE_IO);
+        assert_memory_equal(id->sn, "SN123 ", 6);
+        assert_true(get_le16(&id->oncs) & NVME_ONCS_WRITE_ZEROES);
+        assert_true(get_le32(&id->sgls) & 1);
+        assert_int_equal(get_le32(&id->ioccsz), (64 + NVME_TRANSPORT_ICD_BYTES) / 16);
+
+        /* Namespace: size and the one LBA format; NGUID/EUI-64 from the core identity. */
+        sqe_init(&c, &admin_q, NVME_ADM_IDENTIFY, 1);
+        sgl_len(&c, 4096);
+        cdw(&c, 10, NVME_CNS_NS);
+        nvme_cmd_parse(&c);
+        assert_int_equal(st(&c), 0);
+        const struct nvme_id_ns *idn = (const struct nvme_id_ns *)buf;
+        assert_int_equal(get_le64(&idn->nsze), ns->num_blocks);
+        assert_int_equal(idn->lbaf[0].lbads, 12);
+        assert_memory_equal(idn->nguid, ns->uuid, 16);
+        assert_int_equal(slate_get_be(idn->eui64, 8), ns->eui64);
+
+        /* Descriptor list. */
+        sqe_init(&c, &admin_q, NVME_ADM_IDENTIFY, 1);
+        sgl_len(&c, 4096);
+        cdw(&c, 10, NVME_CNS_NS_DESC_LIST);
+        nvme_cmd_parse(&c);
+        assert_int_equal(st(&c), 0);
+        assert_int_equal(buf[0], NVME_NIDT_EUI64);
+        assert_int_equal(buf[1], 8);
+        assert_int_equal(slate_get_be(buf + 4, 8), ns->eui64);
+        assert_int_equal(buf[12], NVME_NIDT_NGUID);
+        assert_memory_equal(buf + 16, ns->uuid, 16);
+        assert_int_equal(buf[32], NVME_NIDT_UUID);
+        assert_memory_equal(buf + 36, ns->uuid, 16);
+        assert_int_equal(buf[52], NVME_NIDT_CSI);
+
+        /* Active list, inactive NSID, bad NSID, bad CNS. */
+        sqe_init(&c, &admin_q, NVME_ADM_IDENTIFY, 0);
+        sgl_len(&c, 4096);
+        cdw(&c, 10, NVME_CNS_ACTIVE_NS_LIST);
+        nvme_cmd_parse(&c);
+        assert_int_equal(slate_get_le(buf, 4), 1);
+        assert_int_equal(slate_get_le(buf + 4, 4), 0);
+        sqe_init(&c, &admin_q, NVME_ADM_IDENTIFY, 7);
+        sgl_len(&c, 4096);
+        nvme_cmd_parse(&c);
+        assert_int_equal(st(&c), 0); /* inactive: zeroes */
+        assert_int_equal(get_le64(&idn->nsze), 0);
+        sqe_init(&c, &admin_q, NVME_ADM_IDENTIFY, 7);
+        sgl_len(&c, 4096);
+        cdw(&c, 10, NVME_CNS_NS_DESC_LIST);
+        nvme_cmd_parse(&c);
+        assert_int_equal(st(&c), ST(0, NVME_SC_INVALID_NS));
+        sqe_init(&c, &admin_q, NVME_ADM_IDENTIFY, 0);
+        sgl_len(&c, 4096);
+        cdw(&c, 10, 0x42);
+        nvme_cmd_parse(&c);
+        assert_int_equal(st(&c), ST(0, NVME_SC_INVALID_FIELD));
+}
+
+static void test_sgl_checks(void **s)
+{
+        (void)s;
+        struct nvme_cmd c;
+        sqe_init(&c, &admin_q, NVME_ADM_IDENTIFY, 0);
+        sgl_len(&c, 4000); /* wrong length */
+        cdw(&c, 10, NVME_CNS_CTRL);
+        nvme_cmd_parse(&c);
+        assert_int_equal(st(&c), ST(0, NVME_SC_SGL_INVALID_DATA_LEN));
+        sqe_init(&c, &admin_q, NVME_ADM_IDENTIFY, 0);
+        sgl_len(&c, 4096);
+        c.sqe[39] = 0x40; /* keyed data block: not on TCP */
+        nvme_cmd_parse(&c);
+        assert_int_equal(st(&c), ST(0, NVME_SC_SGL_INVALID_TYPE));
+        sqe_init(&c, &admin_q, NVME_ADM_IDENTIFY, 0);
+        sgl_len(&c, 4096);
+        c.sqe[1] = 0; /* PRP */
+        nvme_cmd_parse(&c);
+        assert_int_equal(st(&c), ST(0, NVME_SC_INVALID_FIELD));
+        sqe_init(&c, &admin_q, NVME_ADM_IDENTIFY, 0);
+        sgl_len(&c, 4096);
+        c.sqe[39] = 0x01; /* in-capsule for controller-to-host data */
+        nvme_cmd_parse(&c);
+        assert_int_equal(st(&c), ST(0, NVME_SC_INVALID_FIELD));
+        sqe_init(&c, &admin_q, 0xee, 0); /* unknown opcode */
+        nvme_cmd_parse(&c);
+        assert_int_equal(st(&c), ST(0, NVME_SC_INVALID_OPCODE));
+}
+
+static void test_log_pages(void **s)
+{
+        (void)s;
+        struct nvme_cmd c;
+        /* Effects log read from offset 1024: the I/O command part. */
+        sqe_init(&c, &admin_q, NVME_ADM_GET_LOG_PAGE, 0);
+        cdw(&c, 10, NVME_LOG_CMD_EFFECTS | ((1024 / 4 - 1) << 16));
+        cdw(&c, 12, 1024);
+        sgl_len(&c, 1024);
+        nvme_cmd_parse(&c);
+        assert_int_equal(st(&c), 0);
+        assert_int_equal(c.data_len, 1024);
+        assert_int_equal(slate_get_le(buf + 4 * NVME_IO_WRITE, 4) & 3, 3); /* CSUPP | LBCC */
+        assert_int_equal(slate_get_le(buf + 4 * NVME_IO_READ, 4), 1);
+        assert_int_equal(slate_get_le(buf + 4 * 0x0d, 4), 0);
+        /* Unaligned offset: Invalid Field; the error log says where (CDW12 = byte 48). */
+        sqe_init(&c, &admin_q, NVME_ADM_GET_LOG_PAGE, 0);
+        cdw(&c, 10, NVME_LOG_SMART | (127u << 16));
+        cdw(&c, 12, 2);
+        sgl_len(&c, 512);
+        nvme_cmd_parse(&c);
+        assert_int_equal(st(&c), ST(0, NVME_SC_INVALID_FIELD));
+        sqe_init(&c, &admin_q, NVME_ADM_GET_LOG_PAGE, 0);
+        cdw(&c, 10, NVME_LOG_ERROR | (15u << 16)); /* one 64-byte entry */
+        sgl_len(&c, 64);
+        nvme_cmd_parse(&c);
+        assert_int_equal(st(&c), 0);
+        const struct nvme_error_log *e = (const struct nvme_error_log *)buf;
+        assert_int_equal(get_le16(&e->param_loc), 48);
+        assert_int_equal(get_le16(&e->cmdid), 0x1234);
+        assert_int_equal(get_le16(&e->status) >> 1, ST(0, NVME_SC_INVALID_FIELD) | 0x4000);
+        assert_true(get_le64(&e->error_count) > 0);
+        /* SMART: temperature and the error count; NUMD larger than the log reads zeroes. */
+        memset(buf, 0xff, 8192);
+        sqe_init(&c, &admin_q, NVME_ADM_GET_LOG_PAGE, 0xffffffff);
+        cdw(&c, 10, NVME_LOG_SMART | (1023u << 16));
+        sgl_len(&c, 4096);
+        nvme_cmd_parse(&c);
+        assert_int_equal(st(&c), 0);
+        const struct nvme_smart_log *sm = (const struct nvme_smart_log *)buf;
+        assert_int_equal(get_le16(&sm->temperature), 308);
+        assert_true(slate_get_le(sm->num_err_log_entries, 8) >= 1);
+        assert_int_equal(buf[4000], 0);
+        /* Offset beyond the log. */
+        sqe_init(&c, &admin_q, NVME_ADM_GET_LOG_PAGE, 0);
+        cdw(&c, 10, NVME_LOG_SMART | (3u << 16));
+        cdw(&c, 12, 4096);
+        sgl_len(&c, 16);
+        nvme_cmd_parse(&c);
+        assert_int_equal(st(&c), ST(0, NVME_SC_INVALID_FIELD));
+        /* Unsupported log page. */
+        sqe_init(&c, &admin_q, NVME_ADM_GET_LOG_PAGE, 0);
+        cdw(&c, 10, 0x0c | (3u << 16));
+        sgl_len(&c, 16);
+        nvme_cmd_parse(&c);
+        assert_int_equal(st(&c), ST(1, NVME_SC_INVALID_LOG_PAGE));
+}
+
+static uint32_t getfeat(uint8_t fid, uint8_t sel, uint16_t *status)
+{
+        struct nvme_cmd c;
+        sqe_init(&c, &admin_q, NVME_ADM_GET_FEATURES, 0);
+        cdw(&c, 10, fid | ((uint32_t)sel << 8));
+        nvme_cmd_parse(&c);
+        *status = st(&c);
+        return dw0(&c);
+}
+
+static uint16_t setfeat(uint8_t fid, uint32_t v, bool save, uint32_t *res)
+{
+        struct nvme_cmd c;
+        sqe_init(&c, &admin_q, NVME_ADM_SET_FEATURES, 0);
+        cdw(&c, 10, fid | (save ? 1u << 31 : 0));
+        cdw(&c, 11, v);
+        nvme_cmd_parse(&c);
+        if (res)
+                *res = dw0(&c);
+        return st(&c);
+}
+
+static void test_features(void **s)
+{
+        (void)s;
+        uint16_t status;
+        uint32_t r;
+        assert_int_equal(setfeat(NVME_FEAT_NUM_QUEUES, 3 | (3 << 16), false, &r),
+                         ST(0, NVME_SC_CMD_SEQ_ERROR)); /* I/O queue 1 exists */
+        assert_int_equal(setfeat(NVME_FEAT_ARBITRATION, 0x03020107, false, NULL), 0);
+        assert_int_equal(getfeat(NVME_FEAT_ARBITRATION, NVME_SEL_CURRENT, &status), 0x03020107);
+        assert_int_equal(getfeat(NVME_FEAT_ARBITRATION, NVME_SEL_DEFAULT, &status), 0);
+        assert_int_equal(getfeat(NVME_FEAT_ARBITRATION, NVME_SEL_SAVED, &status), 0);
+        assert_int_equal(getfeat(NVME_FEAT_ARBITRATION, NVME_SEL_SUPPORTED, &status),
+                         NVME_FEAT_CAP_CHANGEABLE);
+        assert_int_equal(setfeat(NVME_FEAT_ARBITRATION, 0, true, NULL),
+                         ST(1, NVME_SC_FEATURE_NOT_SAVEABLE));
+        /* Volatile write cache is the namespace's shared wce. */
+        assert_int_equal(setfeat(NVME_FEAT_VOLATILE_WC, 0, false, NULL), 0);
+        assert_false(atomic_load(&ns->wce));
+        assert_int_equal(getfeat(NVME_FEAT_VOLATILE_WC, 0, &status), 0);
+        assert_int_equal(setfeat(NVME_FEAT_VOLATILE_WC, 1, false, NULL), 0);
+        assert_true(atomic_load(&ns->wce));
+        assert_int_equal(getfeat(NVME_FEAT_VOLATILE_WC, 0, &status), 1);
+        /* Power state other than 0, DULBE, bad threshold selector. */
+        assert_int_equal(setfeat(NVME_FEAT_POWER_MGMT, 1, false, NULL),
+                         ST(0, NVME_SC_INVALID_FIELD));
+        assert_int_equal(setfeat(NVME_FEAT_ERR_RECOVERY, 1u << 16, false, NULL),
+                         ST(0, NVME_SC_INVALID_FIELD));
+        assert_int_equal(setfeat(NVME_FEAT_TEMP_THRESH, 300, false, NULL), 0);
+        assert_int_equal(getfeat(NVME_FEAT_TEMP_THRESH, 0, &status) & 0xffff, 300);
+        assert_int_equal(setfeat(NVME_FEAT_TEMP_THRESH, NVME_WCTEMP, false, NULL), 0);
+        assert_int_equal(setfeat(NVME_FEAT_KATO, 5000, false, NULL), 0);
+        assert_int_equal(getfeat(NVME_FEAT_KATO, 0, &status), 5000);
+        assert_int_equal(getfeat(NVME_FEAT_NUM_QUEUES, 0, &status),
+                         (NVME_MAX_IO_QUEUES - 1) | ((NVME_MAX_IO_QUEUES - 1) << 16));
+        getfeat(0x7d, 0, &status);
+        assert_int_equal(status, ST(0, NVME_SC_INVALID_FIELD));
+        assert_int_equal(setfeat(NVME_FEAT_ASYNC_EVENT, 0xffffffff, false, NULL), 0);
+        assert_int_equal(getfeat(NVME_FEAT_ASYNC_EVENT, 0, &status), NVME_AEN_CFG_NS_ATTR);
+}
+
+static void test_rae(void **s)
+{
+        (void)s;
+        struct nvme_ctrl *ctrl = admin_q.ctrl;
+        struct nvme_cmd c;
+        nvme_ctrl_raise(ctrl, NVME_EVT_NS_CHANGED, 1);
+        assert_true(ctrl->aen_pending & NVME_EVT_NS_CHANGED);
+        /* Pretend it was delivered: masked until the log is read with RAE = 0. */
+        ctrl->aen_pending = 0;
+        ctrl->aen_masked = NVME_EVT_NS_CHANGED;
+        sqe_init(&c, &admin_q, NVME_ADM_GET_LOG_PAGE, 0xffffffff);
+        cdw(&c, 10, NVME_LOG_CHANGED_NS | (1u << 15) | (1023u << 16));
+        sgl_len(&c, 4096);
+        nvme_cmd_parse(&c);
+        assert_int_equal(st(&c), 0);
+        assert_int_equal(slate_get_le(buf, 4), 1);
+        assert_true(ctrl->aen_masked & NVME_EVT_NS_CHANGED);
+        assert_int_equal(ctrl->nchanged, 1); /* retained */
+        cdw(&c, 10, NVME_LOG_CHANGED_NS | (1023u << 16));
+        nvme_cmd_parse(&c);
+        assert_int_equal(slate_get_le(buf, 4), 1);
+        assert_false(ctrl->aen_masked & NVME_EVT_NS_CHANGED);
+        assert_int_equal(ctrl->nchanged, 0);
+        nvme_cmd_parse(&c);
+        assert_int_equal(slate_get_le(buf, 4), 0);
+}
+
+static void test_io_parse(void **s)
+{
+        (void)s;
+        struct nvme_cmd c;
+        sqe_init(&c, &io_q, NVME_IO_READ, 1);
+        cdw(&c, 10, (uint32_t)ns->num_blocks - 1);
+        cdw(&c, 12, 1); /* 2 blocks: one past the end */
+        sgl_len(&c, 8192);
+        nvme_cmd_parse(&c);
+        assert_int_equal(st(&c), ST(0, NVME_SC_LBA_RANGE));
+        sqe_init(&c, &io_q, NVME_IO_READ, 1);
+        cdw(&c, 10, 0xffffffff);
+        cdw(&c, 11, 0xffffffff); /* SLBA + NLB wraps */
+        cdw(&c, 12, 1);
+        sgl_len(&c, 8192);
+        nvme_cmd_parse(&c);
+        assert_int_equal(st(&c), ST(0, NVME_SC_LBA_RANGE));
+        sqe_init(&c, &io_q, NVME_IO_READ, 2);
+        sgl_len(&c, 4096);
+        nvme_cmd_parse(&c);
+        assert_int_equal(st(&c), ST(0, NVME_SC_INVALID_NS));
+        sqe_init(&c, &io_q, NVME_IO_WRITE, 1);
+        cdw(&c, 12, 1023); /* 4 MiB > MDTS */
+        sgl_len(&c, 4096u * 1024);
+        nvme_cmd_parse(&c);
+        assert_int_equal(st(&c), ST(0, NVME_SC_INVALID_FIELD));
+        sqe_init(&c, &io_q, NVME_ADM_IDENTIFY, 1); /* 06h is not an I/O opcode */
+        nvme_cmd_parse(&c);
+        assert_int_equal(st(&c), ST(0, NVME_SC_INVALID_OPCODE));
+        sqe_init(&c, &io_q, NVME_IO_READ, 1);
+        cdw(&c, 12, 7);
+        sgl_len(&c, 32768);
+        assert_int_equal(nvme_cmd_parse(&c), NVME_PARSE_EXEC);
+        assert_int_equal(c.data_len, 32768);
+        assert_false(c.h2c);
+        core_ns_put(c.ns); /* not executed */
+}
+
+struct waiter {
+        pthread_mutex_t m;
+        pthread_cond_t cv;
+        bool done;
+};
+static struct waiter w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false};
+
+static void on_done(struct nvme_cmd *c)
+{
+        (void)c;
+        pthread_mutex_lock(&w.m);
+        w.done = true;
+        pthread_cond_signal(&w.cv);
+        pthread_mutex_unlock(&w.m);
+}
+static void exec_fn(void *arg)
+{
+        nvme_cmd_exec(arg);
+}
+
+static uint16_t run_io(uint8_t opc, uint64_t lba, uint32_t nlb, uint32_t cdw12_flags)
+{
+        static struct nvme_cmd c;
+        uint32_t len = (opc == NVME_IO_READ || opc == NVME_IO_WRITE || opc == NVME_IO_COMPARE)
+                           ? nlb * 4096
+                           : 0;
+        uint8_t save[4096];
+        memcpy(save, buf, sizeof(save)); /* sqe_init keeps buf */
+        sqe_init(&c, &io_q, opc, 1);
+        memcpy(buf, save, sizeof(save));
+        c.reactor = rt_get(0);
+        c.done = on_done;
+        cdw(&c, 10, (uint32_t)lba);
+        cdw(&c, 11, (uint32_t)(lba >> 32));
+        cdw(&c, 12, (nlb - 1) | cdw12_flags);
+        sgl_len(&c, len);
+        if (nvme_cmd_parse(&c) == NVME_PARSE_DONE)
+                return st(&c);
+        w.done = false;
+        rt_msg_send(rt_get(0), exec_fn, &c);
+        pthread_mutex_lock(&w.m);
+        while (!w.done)
+                pthread_cond_wait(&w.cv, &w.m);
+        pthread_mutex_unlock(&w.m);
+        return st(&c);
+}
+
+static void test_io_roundtrip(void **s)
+{
+        (void)s;
+        uint64_t reads = atomic_load(&admin_q.ctrl->host_reads);
+        memset(buf, 0x5a, 4096);
+        assert_int_equal(run_io(NVME_IO_WRITE, 10, 1, 1u << 30), 0);
+        memset(buf, 0, 4096);
+        assert_int_equal(run_io(NVME_IO_READ, 10, 1, 0), 0);
+        assert_int_equal(buf[0], 0x5a);
+        assert_int_equal(buf[4095], 0x5a);
+        assert_int_equal(atomic_load(&admin_q.ctrl->host_reads), reads + 1);
+        memset(buf, 0x5a, 4096);
+        assert_int_equal(run_io(NVME_IO_COMPARE, 10, 1, 0), 0);
+        buf[100] = 0;
+        assert_int_equal(run_io(NVME_IO_COMPARE, 10, 1, 0), ST(2, NVME_SC_COMPARE_FAILED));
+        assert_int_equal(run_io(NVME_IO_WRITE_ZEROES, 10, 1, 0), 0);
+        assert_int_equal(run_io(NVME_IO_READ, 10, 1, 0), 0);
+        assert_int_equal(buf[0], 0);
+        assert_int_equal(run_io(NVME_IO_FLUSH, 0, 1, 0), 0);
+        assert_int_equal(run_io(NVME_IO_VERIFY, 0, 8, 0), 0);
+}
+
+static void test_discovery(void **s)
+{
+        (void)s;
+        struct nvme_queue dq;
+        struct nvme_cmd c;
+        memset(&dq, 0, sizeof(dq));
+        snprintf(dq.local_addr, sizeof(dq.local_addr), "10.0.0.5");
+        assert_int_equal(do_connect(&dq, 0, 31, 0xffff, NVMF_DISCOVERY_NQN, HOSTNQN, NULL), 0);
+        assert_true(dq.is_discovery);
+        assert_int_equal(prop_set_cc(&dq, 1), 0);
+        /* Identify: discovery controller type; other CNS refused. */
+        sqe_init(&c, &dq, NVME_ADM_IDENTIFY, 0);
+        sgl_len(&c, 4096);
+        cdw(&c, 10, NVME_CNS_CTRL);
+        nvme_cmd_parse(&c);
+        assert_int_equal(st(&c), 0);
+        assert_int_equal(((struct nvme_id_ctrl *)buf)->cntrltype, NVME_CTRL_TYPE_DISC);
+        /* Header, then the entries at an offset. */
+        sqe_init(&c, &dq, NVME_ADM_GET_LOG_PAGE, 0);
+        cdw(&c, 10, NVME_LOG_DISCOVERY | (255u << 16));
+        sgl_len(&c, 1024);
+        nvme_cmd_parse(&c);
+        assert_int_equal(st(&c), 0);
+        const struct nvmf_disc_log_hdr *h = (const struct nvmf_disc_log_hdr *)buf;
+        uint64_t gen = get_le64(&h->genctr);
+        assert_int_equal(get_le64(&h->numrec), 2); /* discovery itself + the test subsystem */
+        sqe_init(&c, &dq, NVME_ADM_GET_LOG_PAGE, 0);
+        cdw(&c, 10, NVME_LOG_DISCOVERY | (511u << 16));
+        cdw(&c, 12, 1024);
+        sgl_len(&c, 2048);
+        nvme_cmd_parse(&c);
+        assert_int_equal(st(&c), 0);
+        const struct nvmf_disc_log_entry *e = (const struct nvmf_disc_log_entry *)buf;
+        bool found = false;
+        for (int i = 0; i < 2; i++) {
+                if (strcmp(e[i].subnqn, SUBNQN) == 0) {
+                        found = true;
+                        assert_int_equal(e[i].subtype, NVMF_SUBTYPE_NVME);
+                        assert_int_equal(e[i].trtype, NVMF_TRTYPE_TCP);
+                        assert_memory_equal(e[i].traddr, "10.0.0.5 ", 9);
+                        assert_memory_equal(e[i].trsvcid, "4420 ", 5);
+                }
+        }
+        assert_true(found);
+        /* A change bumps GENCTR and raises the F0h notice when enabled. */
+        struct nvme_ctrl *dc = dq.ctrl;
+        dc->aec = NVME_AEN_CFG_DISC_CHANGE;
+        char err[128];
+        assert_int_equal(nvme_subsys_add("nqn.2024-01.io.slate:two", NULL, NULL, err, sizeof(err)),
+                         0);
+        assert_true(nvmf_discovery_genctr() > gen);
+        assert_true(dc->aen_pending & NVME_EVT_DISC_CHANGED);
+        /* The new subsystem has no allowed hosts: still two records for this host. */
+        sqe_init(&c, &dq, NVME_ADM_GET_LOG_PAGE, 0);
+        cdw(&c, 10, NVME_LOG_DISCOVERY | (255u << 16));
+        sgl_len(&c, 1024);
+        nvme_cmd_parse(&c);
+        assert_int_equal(get_le64(&h->numrec), 2);
+        /* Non-discovery commands are refused. */
+        sqe_init(&c, &dq, NVME_ADM_ABORT, 0);
+        nvme_cmd_parse(&c);
+        assert_int_equal(st(&c), ST(0, NVME_SC_INVALID_OPCODE));
+        assert_int_equal(nvme_subsys_del("nqn.2024-01.io.slate:two", err, sizeof(err)), 0);
+        nvme_queue_fini(&dq);
+}
+
+static void test_status_table(void **s)
+{
+        (void)s;
+        for (int i = 0; i < CORE_STATUS_MAX; i++) {
+                const struct nvme_status_map *m = nvme_status_map((enum core_status)i);
+                if (i == CORE_OK)
+                        assert_true(m->sct == 0 && m->sc == 0);
+                else
+                        assert_true(m->sct != 0 || m->sc != 0);
+        }
+        assert_int_equal(nvme_status_map(CORE_E_MISCOMPARE)->sct, NVME_SCT_MEDIA);
+        assert_int_equal(nvme_status_map(CORE_E_MISCOMPARE)->sc, NVME_SC_COMPARE_FAILED);
+        assert_int_equal(nvme_status_map(CORE_E_LBA_RANGE)->sc, NVME_SC_LBA_RANGE);
+        assert_int_equal(nvme_status_map(CORE_E_WRITE_PROTECT)->sc, NVME_SC_NS_WRITE_PROTECTED);
+        assert_int_equal(nvme_status_map(CORE_STATUS_MAX)->sc, NVME_SC_INTERNAL);
+}
+
+static void test_reset_and_fini(void **s)
+{
+        (void)s;
+        /* CC.EN 1 -> 0: CSTS.RDY clears; shutdown reports SHST complete. */
+        assert_int_equal(prop_set_cc(&admin_q, (1u << 14) | 1 | (6 << 16) | (4 << 20)), 0);
+        assert_int_equal((atomic_load(&admin_q.ctrl->csts) >> 2) & 3, NVME_CSTS_SHST_CMPLT);
+        assert_int_equal(prop_set_cc(&admin_q, 0), 0);
+        assert_int_equal(atomic_load(&admin_q.ctrl->csts) & NVME_CSTS_RDY, 0);
+        nvme_queue_fini(&io_q);
+        assert_null(io_q.ctrl);
+        nvme_queue_fini(&admin_q);
+        assert_null(admin_q.ctrl);
+        char err[128];
+        assert_int_equal(nvme_ns_detach(SUBNQN, 1, err, sizeof(err)), 0);
+        assert_int_equal(nvme_ns_in_use(ns), 0);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+            cmocka_unit_test(test_status_table),      cmocka_unit_test(test_connect_validation),
+            cmocka_unit_test(test_connect_enable_io), cmocka_unit_test(test_identify),
+            cmocka_unit_test(test_sgl_checks),        cmocka_unit_test(test_log_pages),
+            cmocka_unit_test(test_features),          cmocka_unit_test(test_rae),
+            cmocka_unit_test(test_io_parse),          cmocka_unit_test(test_io_roundtrip),
+            cmocka_unit_test(test_discovery),         cmocka_unit_test(test_reset_and_fini),
+        };
+        return cmocka_run_group_tests(tests, setup, NULL);
+}
