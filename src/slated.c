@@ -23,6 +23,7 @@
 
 #include "core/ns.h"
 #include "iscsi/iscsi.h"
+#include "nvmf/nvmf.h"
 #include "mgmt/mgmt.h"
 #include "rt/log.h"
 #include "rt/reactor.h"
@@ -230,6 +231,11 @@ int main(int argc, char **argv)
                 fprintf(stderr, "slated: iSCSI init failed: %s\n", strerror(-rc));
                 goto out_rt;
         }
+        rc = nvmf_tcp_init();
+        if (rc < 0) {
+                fprintf(stderr, "slated: NVMe/TCP init failed: %s\n", strerror(-rc));
+                goto out_iscsi;
+        }
         rc = config ? mgmt_config_load_file(config, err, sizeof(err))
                     : mgmt_config_load_default(err, sizeof(err));
         if (rc < 0) {
@@ -252,7 +258,10 @@ int main(int argc, char **argv)
                        "connect with:\n"
                        "  iscsiadm -m discovery -t st -p 127.0.0.1:3260\n"
                        "  iscsiadm -m node -T iqn.2026-12.io.slate:disk0 -p 127.0.0.1:3260 "
-                       "--login\n");
+                       "--login\n"
+                       "and as NSID 1 of nqn.2026-12.io.slate:disk0 on NVMe/TCP 127.0.0.1:4420:\n"
+                       "  nvme discover -t tcp -a 127.0.0.1 -s 4420\n"
+                       "  nvme connect -t tcp -a 127.0.0.1 -s 4420 -n nqn.2026-12.io.slate:disk0\n");
         fflush(stdout);
 
         for (;;) {
@@ -269,6 +278,7 @@ int main(int argc, char **argv)
         exit_code = 0;
         mgmt_rpc_stop();
 out_iscsi:
+        nvmf_tcp_fini();
         iscsi_fini();
 out_rt:
         rt_stop();

@@ -18,11 +18,16 @@
 
 #include "core/ns.h"
 #include "iscsi/iscsi.h"
+#include "nvme/nvme.h"
+#include "nvmf/nvmf.h"
 #include "rt/log.h"
 
 #define CONFIG_MAX_BYTES (16u << 20) /* a config larger than this is surely a mistake */
 
-/* The embedded default: one thin 1 GiB file namespace exported as LUN 0 on 127.0.0.1:3260. */
+/*
+ * The embedded default: one thin 1 GiB file namespace exported as LUN 0 on
+ * 127.0.0.1:3260 and as NSID 1 of one NVMe subsystem on 127.0.0.1:4420.
+ */
 static const char default_config[] =
     "{\"config\": ["
     "{\"method\": \"namespace_create\", \"params\": {\"name\": \"disk0\", \"backend\": "
@@ -31,7 +36,12 @@ static const char default_config[] =
     "\"iqn.2026-12.io.slate:disk0\"}},"
     "{\"method\": \"iscsi_lun_map\", \"params\": {\"target\": \"iqn.2026-12.io.slate:disk0\", "
     "\"lun\": 0, \"namespace\": \"disk0\"}},"
-    "{\"method\": \"iscsi_portal_add\", \"params\": {\"addr\": \"127.0.0.1\", \"port\": 3260}}"
+    "{\"method\": \"iscsi_portal_add\", \"params\": {\"addr\": \"127.0.0.1\", \"port\": 3260}},"
+    "{\"method\": \"nvmf_subsystem_create\", \"params\": {\"nqn\": "
+    "\"nqn.2026-12.io.slate:disk0\"}},"
+    "{\"method\": \"nvmf_ns_attach\", \"params\": {\"nqn\": \"nqn.2026-12.io.slate:disk0\", "
+    "\"nsid\": 1, \"namespace\": \"disk0\"}},"
+    "{\"method\": \"nvmf_listener_add\", \"params\": {\"addr\": \"127.0.0.1\", \"port\": 4420}}"
     "]}";
 
 static json_t *load_text(const char *path, char *err, size_t errlen)
@@ -315,6 +325,50 @@ static void dump_luns(json_t *out, const char *iqn, json_t *luns)
         }
 }
 
+/*
+ * NVMe: subsystems (with their allowed hosts and NSIDs), then listeners,
+ * in the order that lets a replay succeed.
+ */
+static void dump_nvmf(json_t *out)
+{
+        json_t *subs = nvme_subsystems_json();
+        json_t *lis = nvmf_tcp_listeners_json();
+        size_t i, j;
+        json_t *s, *x;
+        json_array_foreach(subs, i, s)
+        {
+                const char *nqn = json_string_value(json_object_get(s, "nqn"));
+                const char *type = json_string_value(json_object_get(s, "subtype"));
+                if (!nqn || (type && strcmp(type, "discovery") == 0))
+                        continue;
+                json_array_append_new(
+                    out, entry("nvmf_subsystem_create",
+                               json_pack("{s:s, s:O, s:O, s:O}", "nqn", nqn, "serial",
+                                         json_object_get(s, "serial_number"), "model",
+                                         json_object_get(s, "model_number"), "allow_any_host",
+                                         json_object_get(s, "allow_any_host"))));
+                json_array_foreach(json_object_get(s, "hosts"), j, x)
+                        json_array_append_new(
+                            out, entry("nvmf_subsystem_add_host",
+                                       json_pack("{s:s, s:O, s:O}", "nqn", nqn, "host", x,
+                                                 "keep_any_host",
+                                                 json_object_get(s, "allow_any_host"))));
+                json_array_foreach(json_object_get(s, "namespaces"), j, x)
+                        json_array_append_new(
+                            out, entry("nvmf_ns_attach",
+                                       json_pack("{s:s, s:O, s:O}", "nqn", nqn, "nsid",
+                                                 json_object_get(x, "nsid"), "namespace",
+                                                 json_object_get(x, "name"))));
+        }
+        json_array_foreach(lis, i, x)
+                json_array_append_new(out, entry("nvmf_listener_add",
+                                                 json_pack("{s:O, s:O}", "addr",
+                                                           json_object_get(x, "addr"), "port",
+                                                           json_object_get(x, "port"))));
+        json_decref(subs);
+        json_decref(lis);
+}
+
 json_t *mgmt_config_dump(void)
 {
         json_t *out = json_array();
@@ -365,6 +419,7 @@ json_t *mgmt_config_dump(void)
                                        port ? json_pack("{s:s, s:O}", "addr", addr, "port", port)
                                             : json_pack("{s:s}", "addr", addr)));
         }
+        dump_nvmf(out);
         root = json_pack("{s:O}", "config", out);
 out:
         json_decref(out);

@@ -37,6 +37,8 @@
 
 #include "core/ns.h"
 #include "iscsi/iscsi.h"
+#include "nvme/nvme.h"
+#include "nvmf/nvmf.h"
 #include "rt/log.h"
 #include "rt/reactor.h"
 
@@ -375,6 +377,9 @@ static int h_namespace_delete(struct rpc_ctx *c)
         if (iscsi_ns_in_use(ns))
                 return opfail(c, -EBUSY, "namespace_delete",
                               "namespace is mapped to an iSCSI LUN; unmap it first");
+        if (nvme_ns_in_use(ns))
+                return opfail(c, -EBUSY, "namespace_delete",
+                              "namespace is attached to an NVMe subsystem; detach it first");
         int rc = core_ns_delete(name);
         if (rc < 0)
                 return opfail(c, rc, "namespace_delete", "namespace still in use");
@@ -408,7 +413,7 @@ static void ns_list_one(struct core_ns *ns, void *arg)
         json_object_set_new(o, "uuid", json_string(u));
         json_object_set_new(o, "eui64", json_string(eui));
         json_object_set_new(o, "write_cache", json_boolean(atomic_load(&ns->wce)));
-        json_object_set_new(o, "mapped", json_boolean(iscsi_ns_in_use(ns)));
+        json_object_set_new(o, "mapped", json_boolean(iscsi_ns_in_use(ns) || nvme_ns_in_use(ns)));
         json_object_set_new(o, "stats",
                             json_pack("{s:I, s:I, s:I, s:I, s:I}", "read_ops",
                                       (json_int_t)atomic_load(&ns->stats.read_ops), "write_ops",
@@ -494,6 +499,97 @@ static int h_iscsi_session_list(struct rpc_ctx *c)
 {
         c->result = iscsi_sessions_json();
         return c->result ? 0 : opfail(c, -ENOMEM, "iscsi_session_list", NULL);
+}
+
+/* ---- NVMe over Fabrics: subsystems, hosts, namespaces, listeners ---- */
+
+static int h_nvmf_subsystem_create(struct rpc_ctx *c)
+{
+        char msg[256] = "";
+        const char *nqn = pstr(c, "nqn", NULL);
+        int rc = nvme_subsys_add(nqn, pstr(c, "serial", NULL), pstr(c, "model", NULL), msg,
+                                 sizeof(msg));
+        if (rc == 0)
+                rc = pbool(c, "allow_any_host", true)
+                             ? nvme_subsys_allow_host(nqn, "*", msg, sizeof(msg))
+                             : nvme_subsys_disallow_host(nqn, "*", msg, sizeof(msg));
+        return rc < 0 ? opfail(c, rc, "nvmf_subsystem_create", msg) : 0;
+}
+
+static int h_nvmf_subsystem_delete(struct rpc_ctx *c)
+{
+        char msg[256] = "";
+        int rc = nvme_subsys_del(pstr(c, "nqn", NULL), msg, sizeof(msg));
+        return rc < 0 ? opfail(c, rc, "nvmf_subsystem_delete", msg) : 0;
+}
+
+static int h_nvmf_subsystem_list(struct rpc_ctx *c)
+{
+        c->result = nvme_subsystems_json();
+        return c->result ? 0 : opfail(c, -ENOMEM, "nvmf_subsystem_list", NULL);
+}
+
+static int h_nvmf_subsystem_add_host(struct rpc_ctx *c)
+{
+        char msg[256] = "";
+        const char *nqn = pstr(c, "nqn", NULL), *host = pstr(c, "host", NULL);
+        int rc = nvme_subsys_allow_host(nqn, host, msg, sizeof(msg));
+        /* Naming one host means "only the listed ones" unless "*" is listed too. */
+        if (rc == 0 && strcmp(host, "*") != 0 && !pbool(c, "keep_any_host", false))
+                rc = nvme_subsys_disallow_host(nqn, "*", msg, sizeof(msg));
+        return rc < 0 ? opfail(c, rc, "nvmf_subsystem_add_host", msg) : 0;
+}
+
+static int h_nvmf_subsystem_remove_host(struct rpc_ctx *c)
+{
+        char msg[256] = "";
+        int rc = nvme_subsys_disallow_host(pstr(c, "nqn", NULL), pstr(c, "host", NULL), msg,
+                                           sizeof(msg));
+        return rc < 0 ? opfail(c, rc, "nvmf_subsystem_remove_host", msg) : 0;
+}
+
+static int h_nvmf_ns_attach(struct rpc_ctx *c)
+{
+        char msg[256] = "";
+        int rc = nvme_ns_attach(pstr(c, "nqn", NULL), (uint32_t)puint(c, "nsid", 0),
+                                pstr(c, "namespace", NULL), msg, sizeof(msg));
+        return rc < 0 ? opfail(c, rc, "nvmf_ns_attach", msg) : 0;
+}
+
+static int h_nvmf_ns_detach(struct rpc_ctx *c)
+{
+        char msg[256] = "";
+        int rc = nvme_ns_detach(pstr(c, "nqn", NULL), (uint32_t)puint(c, "nsid", 0), msg,
+                                sizeof(msg));
+        return rc < 0 ? opfail(c, rc, "nvmf_ns_detach", msg) : 0;
+}
+
+static int h_nvmf_listener_add(struct rpc_ctx *c)
+{
+        char msg[256] = "";
+        int rc = nvmf_tcp_listener_add(pstr(c, "addr", NULL), (uint16_t)puint(c, "port", 4420),
+                                       msg, sizeof(msg));
+        return rc < 0 ? opfail(c, rc, "nvmf_listener_add", msg) : 0;
+}
+
+static int h_nvmf_listener_delete(struct rpc_ctx *c)
+{
+        char msg[256] = "";
+        int rc = nvmf_tcp_listener_del(pstr(c, "addr", NULL), (uint16_t)puint(c, "port", 4420),
+                                       msg, sizeof(msg));
+        return rc < 0 ? opfail(c, rc, "nvmf_listener_delete", msg) : 0;
+}
+
+static int h_nvmf_listener_list(struct rpc_ctx *c)
+{
+        c->result = nvmf_tcp_listeners_json();
+        return c->result ? 0 : opfail(c, -ENOMEM, "nvmf_listener_list", NULL);
+}
+
+static int h_nvmf_ctrl_list(struct rpc_ctx *c)
+{
+        c->result = nvme_ctrls_json();
+        return c->result ? 0 : opfail(c, -ENOMEM, "nvmf_ctrl_list", NULL);
 }
 
 /* Write text to path atomically (temp file + rename) so a crash never leaves half a config. */
@@ -618,6 +714,7 @@ static int h_log_set_level(struct rpc_ctx *c)
                 .name = n, .type = P_BOOL, .desc = d                                               \
         }
 #define IQN(n, d) STR(n, true, 223, d) /* RFC 7143 13.2: names up to 223 bytes */
+#define NQN(n, d) STR(n, true, 223, d) /* NVMe Base 4.5: NQNs up to 223 bytes */
 
 static const struct rpc_method rpc_methods[] = {
     {"namespace_create",
@@ -668,6 +765,49 @@ static const struct rpc_method rpc_methods[] = {
      {STR("addr", true, 63, "address"), UINT("port", false, 1, 65535, "TCP port (default 3260)")}},
     {"iscsi_portal_list", h_iscsi_portal_list, "List iSCSI portals", {}},
     {"iscsi_session_list", h_iscsi_session_list, "List iSCSI sessions and connections", {}},
+    {"nvmf_subsystem_create",
+     h_nvmf_subsystem_create,
+     "Create an NVMe subsystem",
+     {NQN("nqn", "subsystem NQN (nqn.YYYY-MM.reverse.domain:id)"),
+      STR("serial", false, 20, "serial number (default SLATE0000000001)"),
+      STR("model", false, 40, "model number"),
+      BOOL("allow_any_host", "any host NQN may connect (default true)")}},
+    {"nvmf_subsystem_delete",
+     h_nvmf_subsystem_delete,
+     "Delete an NVMe subsystem (its controllers are torn down)",
+     {NQN("nqn", "subsystem NQN")}},
+    {"nvmf_subsystem_list", h_nvmf_subsystem_list,
+     "List NVMe subsystems with hosts and namespaces", {}},
+    {"nvmf_subsystem_add_host",
+     h_nvmf_subsystem_add_host,
+     "Allow a host NQN (\"*\" = any); naming a host restricts the subsystem to its list",
+     {NQN("nqn", "subsystem NQN"), NQN("host", "host NQN or \"*\""),
+      BOOL("keep_any_host", "keep allowing any host as well (default false)")}},
+    {"nvmf_subsystem_remove_host",
+     h_nvmf_subsystem_remove_host,
+     "Remove a host NQN from the allowed list (\"*\" = stop allowing any host)",
+     {NQN("nqn", "subsystem NQN"), NQN("host", "host NQN or \"*\"")}},
+    {"nvmf_ns_attach",
+     h_nvmf_ns_attach,
+     "Export a namespace under an NSID of a subsystem",
+     {NQN("nqn", "subsystem NQN"),
+      {.name = "namespace", .type = P_NAME, .required = true, .desc = "namespace name"},
+      UINT("nsid", false, 0, 1024, "NSID (1-1024; 0 or absent = next free)")}},
+    {"nvmf_ns_detach",
+     h_nvmf_ns_detach,
+     "Remove an NSID from a subsystem",
+     {NQN("nqn", "subsystem NQN"), UINT("nsid", true, 1, 1024, "NSID")}},
+    {"nvmf_listener_add",
+     h_nvmf_listener_add,
+     "Listen for NVMe/TCP connections on an address and port",
+     {STR("addr", true, 63, "IPv4/IPv6 address to bind"),
+      UINT("port", false, 1, 65535, "TCP port (default 4420)")}},
+    {"nvmf_listener_delete",
+     h_nvmf_listener_delete,
+     "Stop an NVMe/TCP listener",
+     {STR("addr", true, 63, "address"), UINT("port", false, 1, 65535, "TCP port (default 4420)")}},
+    {"nvmf_listener_list", h_nvmf_listener_list, "List NVMe/TCP listeners", {}},
+    {"nvmf_ctrl_list", h_nvmf_ctrl_list, "List NVMe controllers (host, queues, keep-alive)", {}},
     {"config_save",
      h_config_save,
      "Return the running config as a replayable list of calls, or write it to a file",
