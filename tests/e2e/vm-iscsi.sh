@@ -52,7 +52,9 @@ step() {
 }
 
 start_slated() {
-	slate_start "$state/run" "$state/slate.json" "$port" "$daemon_log" && echo "slated pid $SLATE_PID"
+	# Unix sockets do not work on the 9p share: the RPC socket lives in the VM's /tmp.
+	slate_start "$state/run" "$state/slate.json" "$port" "$daemon_log" -r /tmp/slated-e2e.sock &&
+		echo "slated pid $SLATE_PID"
 }
 login() {
 	dev=$(iscsi_login "$SLATE_IQN" 127.0.0.1 "$port") || return 1
