@@ -17,9 +17,9 @@
 static uint64_t prop_cap(void)
 {
         uint64_t cap = NVME_TRANSPORT_QUEUE_DEPTH - 1; /* MQES */
-        cap |= 1ull << 16;                       /* CQR: queues must be contiguous */
-        cap |= (uint64_t)CAP_TO_500MS << 24;     /* TO */
-        cap |= 1ull << 37;                       /* CSS: NVM command set */
+        cap |= 1ull << 16;                             /* CQR: queues must be contiguous */
+        cap |= (uint64_t)CAP_TO_500MS << 24;           /* TO */
+        cap |= 1ull << 37;                             /* CSS: NVM command set */
         /* MPSMIN = MPSMAX = 0 (4 KiB), NSSRS = 0, DSTRD = 0 */
         return cap;
 }
