@@ -1076,6 +1076,8 @@ static void abort_one(struct iscsi_task *x, struct iscsi_task *tmf)
                         x->tmf = tmf;
                         tmf->tmf_wait++;
                 }
+                if (x->exec_pending)
+                        scsi_cmd_abort(&x->cmd);
                 break;
         default:
                 break;
@@ -1575,6 +1577,8 @@ void iscsi_conn_close(struct iscsi_conn *c, const char *reason)
                 t->aborted = true;
                 if (!t->exec_pending)
                         task_finish(t);
+                else if (t->is_scsi)
+                        scsi_cmd_abort(&t->cmd);
         }
         conn_try_free(c);
 }
