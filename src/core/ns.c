@@ -243,6 +243,7 @@ int core_ns_create(const struct core_ns_params *p, struct core_ns **out, char *e
 	snprintf(ns->backend_name, sizeof(ns->backend_name), "%s", ops->name);
 	ns->block_size = bs;
 	ns->thin = p->thin;
+	ns->removable = p->removable;
 	ns->pr.holder = -1;
 	atomic_init(&ns->write_protect, p->write_protect);
 	atomic_init(&ns->wce, true);

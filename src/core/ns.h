@@ -30,6 +30,7 @@ struct core_ns_params {
 	uint32_t block_size;  /* 512 or 4096; 0 = 512 */
 	bool thin;            /* sparse file (informational until thin provisioning lands) */
 	bool write_protect;   /* software write protect at start */
+	bool removable;       /* SCSI: removable medium (RMB=1, eject/load, PREVENT) */
 };
 
 struct core_ns_stats {
@@ -45,6 +46,7 @@ struct core_ns {
 	uint32_t block_shift;
 	uint64_t num_blocks;
 	bool thin;
+	bool removable;       /* SCSI removable-medium LU (config option, not persisted) */
 	uint8_t uuid[16];     /* the identity; every designator derives from it */
 	uint64_t eui64;       /* derived from uuid; also the NAA-6 vendor-specific part */
 

@@ -95,7 +95,7 @@ struct rpc_method {
         const char *name;
         int (*fn)(struct rpc_ctx *c);
         const char *desc;
-        struct param_spec params[8]; /* terminated by name == NULL */
+        struct param_spec params[9]; /* terminated by name == NULL */
 };
 
 static const struct rpc_method rpc_methods[];
@@ -341,6 +341,7 @@ static int h_namespace_create(struct rpc_ctx *c)
             .block_size = (uint32_t)puint(c, "block_size", 512),
             .thin = pbool(c, "thin", true),
             .write_protect = pbool(c, "write_protect", false),
+            .removable = pbool(c, "removable", false),
         };
         if (strcmp(p.backend, "mem") != 0 && strcmp(p.backend, "file") != 0 &&
             strcmp(p.backend, "null") != 0)
@@ -390,11 +391,11 @@ static int h_namespace_delete(struct rpc_ctx *c)
 /* Shared by namespace_list (full) and config_save (replayable params only). */
 json_t *mgmt_ns_params_json(struct core_ns *ns)
 {
-        json_t *o = json_pack("{s:s, s:s, s:I, s:i, s:b, s:b}", "name", ns->name, "backend",
+        json_t *o = json_pack("{s:s, s:s, s:I, s:i, s:b, s:b, s:b}", "name", ns->name, "backend",
                               ns->backend_name, "size",
                               (json_int_t)(ns->num_blocks * (uint64_t)ns->block_size), "block_size",
                               (int)ns->block_size, "thin", ns->thin, "write_protect",
-                              atomic_load(&ns->write_protect));
+                              atomic_load(&ns->write_protect), "removable", ns->removable);
         if (o && strcmp(ns->backend_name, "file") == 0 && ns->path[0])
                 json_object_set_new(o, "path", json_string(ns->path));
         return o;
@@ -729,7 +730,9 @@ static const struct rpc_method rpc_methods[] = {
       UINT("block_size", false, 512, 4096, "512 or 4096 (default 512)"),
       STR("path", false, 4095, "file backend: data file (default <state_dir>/<name>.img)"),
       BOOL("thin", "sparse file (default true)"),
-      BOOL("write_protect", "software write protect at start (default false)")}},
+      BOOL("write_protect", "software write protect at start (default false)"),
+      BOOL("removable", "SCSI removable medium: RMB=1, START STOP UNIT eject/load, "
+                        "PREVENT ALLOW MEDIUM REMOVAL (default false)")}},
     {"namespace_delete",
      h_namespace_delete,
      "Delete a namespace (refused while mapped to a LUN); the data file is kept",

@@ -49,6 +49,9 @@ enum scsi_dir { SCSI_DIR_NONE = 0, SCSI_DIR_IN, SCSI_DIR_OUT };
 #define SCSI_OPF_PR_EXEMPT (1u << 5) /* never a reservation conflict (INQUIRY, PR IN/OUT ...) */
 #define SCSI_OPF_WP_CHECK  (1u << 6) /* DATA PROTECT when write protected */
 #define SCSI_OPF_SANITIZE_OK (1u << 7) /* runs while a sanitize is in progress (SBC-4 4.11) */
+/* Needs a medium in the drive even when stopped (READ CAPACITY, SANITIZE ...);
+ * SCSI_OPF_MEDIUM implies it.  Only a removable LU can lack its medium. */
+#define SCSI_OPF_NEEDS_MEDIUM (1u << 8)
 
 struct scsi_op {
         const char *name;
@@ -109,12 +112,28 @@ struct scsi_lu_state {
         bool d_sense; /* control page: descriptor format sense */
         bool swp;     /* control page: software write protect */
         bool stopped; /* START STOP UNIT START=0 */
+        /* Removable LU (core_ns.removable) only: the medium was ejected by
+         * START STOP UNIT LOEJ=1 START=0 and not loaded again. */
+        _Atomic bool no_medium;
+        /* I_T nexuses (of any target port) whose PREVENT ALLOW MEDIUM
+         * REMOVAL prevents removal; changed only under the target lock by
+         * scsi_prevent_set() and the reset/nexus-loss paths in target.c. */
+        atomic_int prevent_count;
         struct scsi_sanitize san;
 };
 
 /* Returns the LU's state, allocating it on first use; NULL only on ENOMEM. */
 struct scsi_lu_state *scsi_lu_state(struct core_ns *ns);
 bool scsi_lu_write_protected(struct core_ns *ns);
+
+/* target.c, removable media (SBC-4 4.10, 5.15, 5.25): record cmd's nexus
+ * preventing (on) or allowing medium removal from cmd's LU. */
+void scsi_prevent_set(struct scsi_cmd *cmd, bool on);
+/* Does any I_T nexus prevent removal of ns's medium? */
+bool scsi_removal_prevented(struct core_ns *ns);
+/* The medium of a removable LU was loaded by cmd: NOT READY TO READY CHANGE,
+ * MEDIUM MAY HAVE CHANGED for every other nexus of cmd's target. */
+void scsi_medium_loaded(struct scsi_cmd *cmd);
 
 /* ---- sense.c ---- */
 /* Build sense data into out (SCSI_SENSE_MAX bytes) in the given format; returns its length. */

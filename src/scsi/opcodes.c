@@ -155,7 +155,7 @@ static const struct scsi_op ops[256] = {
                                   false,
                                   10,
                                   SCSI_DIR_IN,
-                                  SCSI_OPF_PR_EXEMPT,
+                                  SCSI_OPF_PR_EXEMPT | SCSI_OPF_NEEDS_MEDIUM,
                                   T_SHORT,
                                   scsi_sbc_read_capacity10,
                                   NULL,
@@ -232,7 +232,7 @@ static const struct scsi_op ops[256] = {
                                      false,
                                      10,
                                      SCSI_DIR_IN,
-                                     SCSI_OPF_READS,
+                                     SCSI_OPF_READS | SCSI_OPF_NEEDS_MEDIUM,
                                      T_SHORT,
                                      scsi_sbc_read_defect,
                                      NULL,
@@ -441,7 +441,7 @@ static const struct scsi_op ops[256] = {
                                      false,
                                      12,
                                      SCSI_DIR_IN,
-                                     SCSI_OPF_READS,
+                                     SCSI_OPF_READS | SCSI_OPF_NEEDS_MEDIUM,
                                      T_SHORT,
                                      scsi_sbc_read_defect,
                                      NULL,
@@ -456,7 +456,7 @@ static const struct scsi_op sai16_ops[] = {
      true,
      16,
      SCSI_DIR_IN,
-     SCSI_OPF_PR_EXEMPT,
+     SCSI_OPF_PR_EXEMPT | SCSI_OPF_NEEDS_MEDIUM,
      T_SHORT,
      scsi_sbc_read_capacity16,
      NULL,
@@ -519,10 +519,11 @@ static const struct scsi_op pr_out_ops[] = {
  */
 #define SANITIZE_OP(sa_, n)                                                                        \
         {                                                                                          \
-                .name = n, .opcode = 0x48, .sa = sa_, .has_sa = true, .cdb_len = 10,              \
-                .dir = SCSI_DIR_OUT, .flags = SCSI_OPF_WRITES | SCSI_OPF_WP_CHECK,                 \
-                .timeout = T_SANITIZE, .parse = scsi_sanitize_parse,                               \
-                .exec = scsi_sanitize_exec, .abort = scsi_sanitize_abort,                          \
+                .name = n, .opcode = 0x48, .sa = sa_, .has_sa = true, .cdb_len = 10,               \
+                .dir = SCSI_DIR_OUT,                                                               \
+                .flags = SCSI_OPF_WRITES | SCSI_OPF_WP_CHECK | SCSI_OPF_NEEDS_MEDIUM,              \
+                .timeout = T_SANITIZE, .parse = scsi_sanitize_parse, .exec = scsi_sanitize_exec,   \
+                .abort = scsi_sanitize_abort,                                                      \
                 .usage = {0x48, 0xa0 | sa_, 0, 0, 0, 0, 0, 0xff, 0xff, CTL},                       \
         }
 static const struct scsi_op sanitize_ops[] = {

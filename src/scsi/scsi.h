@@ -54,6 +54,7 @@ enum scsi_ua {
 	SCSI_UA_REGISTRATIONS_PREEMPTED,/* 2Ah/05h */
 	SCSI_UA_CAPACITY_CHANGED,    /* 2Ah/09h */
 	SCSI_UA_LUNS_CHANGED,        /* 3Fh/0Eh */
+	SCSI_UA_MEDIUM_CHANGED,      /* 28h/00h (removable LU: medium loaded) */
 	SCSI_UA_MAX
 };
 

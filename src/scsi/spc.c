@@ -2,7 +2,8 @@
  * SPC-5 primary commands: INQUIRY (6.7; pages in vpd.c), REPORT LUNS
  * (6.33), REQUEST SENSE (6.39), TEST UNIT READY (6.47), REPORT SUPPORTED
  * OPERATION CODES (6.35, generated from the opcode table), START STOP UNIT
- * (SBC-4 5.25) and PREVENT ALLOW MEDIUM REMOVAL (SBC-4 5.15), plus the
+ * (SBC-4 5.25) and PREVENT ALLOW MEDIUM REMOVAL (SBC-4 5.15) -- with the
+ * eject/load of a removable LU's medium (SBC-4 4.10) --, plus the
  * thin wrappers that hand PERSISTENT RESERVE IN/OUT and RESERVE/RELEASE(6)
  * to pr.c.  Everything here completes inline in parse, except PR OUT which
  * needs its parameter data first.
@@ -103,6 +104,8 @@ enum scsi_parse_result scsi_spc_request_sense(struct scsi_cmd *cmd)
                         key = cmd->sense[2] & 0x0f, asc = cmd->sense[12], ascq = cmd->sense[13];
                 }
                 len = scsi_sense_build(cmd->buf, desc, key, asc, ascq, false, 0, NULL);
+        } else if (atomic_load(&((struct scsi_lu_state *)cmd->ns->scsi_state)->no_medium)) {
+                len = scsi_sense_build(cmd->buf, desc, SK_NOT_READY, 0x3a, 0x02, false, 0, NULL);
         } else if (((struct scsi_lu_state *)cmd->ns->scsi_state)->stopped) {
                 len = scsi_sense_build(cmd->buf, desc, SK_NOT_READY, 0x04, 0x02, false, 0, NULL);
         } else {
@@ -246,9 +249,34 @@ enum scsi_parse_result scsi_spc_start_stop(struct scsi_cmd *cmd)
                 scsi_sense_invalid_field(cmd, true, 4, 7);
                 return SCSI_PARSE_DONE;
         }
-        if (c[4] & 0x02) {
+        if ((c[4] & 0x02) && !cmd->ns->removable) {
                 /* LOEJ: the medium is not removable (RMB=0). */
                 scsi_sense_invalid_field(cmd, true, 4, 1);
+                return SCSI_PARSE_DONE;
+        }
+        if (c[4] & 0x02) {
+                /* SBC-4 5.25: while any I_T nexus prevents medium removal,
+                 * LOEJ is refused (the tray stays as it is, either way). */
+                if (scsi_removal_prevented(cmd->ns)) {
+                        scsi_sense_set(cmd, SK_ILLEGAL_REQUEST, 0x53, 0x02);
+                        return SCSI_PARSE_DONE;
+                }
+                if (c[4] & 0x01) {
+                        /* Load and start; others learn the medium may have changed. */
+                        st->stopped = false;
+                        if (atomic_exchange(&st->no_medium, false))
+                                scsi_medium_loaded(cmd);
+                } else {
+                        /* Stop and eject (ejecting an empty drive is a no-op). */
+                        st->stopped = true;
+                        atomic_store(&st->no_medium, true);
+                }
+                scsi_cmd_good(cmd);
+                return SCSI_PARSE_DONE;
+        }
+        if ((c[4] & 0x01) && atomic_load(&st->no_medium)) {
+                /* START without a medium cannot make the LU ready. */
+                scsi_sense_set(cmd, SK_NOT_READY, 0x3a, 0x02);
                 return SCSI_PARSE_DONE;
         }
         st->stopped = !(c[4] & 0x01);
@@ -267,8 +295,9 @@ enum scsi_parse_result scsi_spc_prevent_allow(struct scsi_cmd *cmd)
                 scsi_sense_invalid_field(cmd, true, 4, 1);
                 return SCSI_PARSE_DONE;
         }
-        if (cmd->nexus && cmd->lun < SCSI_MAX_LUNS)
-                cmd->nexus->prevent[cmd->lun] = c[4] & 0x01;
+        /* Tracked per I_T nexus on every LU; only a removable LU's START
+         * STOP UNIT LOEJ looks at it. */
+        scsi_prevent_set(cmd, c[4] & 0x01);
         scsi_cmd_good(cmd);
         return SCSI_PARSE_DONE;
 }

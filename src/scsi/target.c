@@ -5,7 +5,10 @@
  * conditions per I_T nexus per LUN (SAM-5 5.14, SPC-5 4.5), task
  * management side effects (LUN reset, target reset, I_T nexus loss),
  * the LUN map of a target port, and the per-LU SCSI state that hangs off
- * core_ns.scsi_state.  Also the pure parse entry point for the CDB fuzzer.
+ * core_ns.scsi_state, including a removable LU's medium (SBC-4 4.10:
+ * MEDIUM NOT PRESENT once ejected; PREVENT ALLOW MEDIUM REMOVAL state per
+ * I_T nexus, cleared by nexus loss, LUN reset and target reset).  Also
+ * the pure parse entry point for the CDB fuzzer.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -53,6 +56,7 @@ static const uint8_t ua_sense[SCSI_UA_MAX][2] = {
     [SCSI_UA_REGISTRATIONS_PREEMPTED] = {0x2a, 0x05},
     [SCSI_UA_CAPACITY_CHANGED] = {0x2a, 0x09},
     [SCSI_UA_LUNS_CHANGED] = {0x3f, 0x0e},
+    [SCSI_UA_MEDIUM_CHANGED] = {0x28, 0x00},
 };
 
 /* Consumes the highest-priority pending UA (lowest bit) into cmd's sense. */
@@ -103,6 +107,49 @@ void scsi_target_ua(struct scsi_target *tgt, uint64_t lun, enum scsi_ua ua, stru
         pthread_mutex_unlock(&tgt->lock);
 }
 
+/* ---- removable medium: prevention per I_T nexus (SBC-4 5.15) ---- */
+
+/*
+ * nx's prevention for LUN l (mapped to ns, or NULL) becomes on; keeps the
+ * LU's count of preventing nexuses in step.  Caller holds the target lock
+ * (or owns an unshared nexus).
+ */
+static void prevent_update(struct scsi_nexus *nx, unsigned l, struct core_ns *ns, bool on)
+{
+        struct scsi_lu_state *st;
+        if (l >= SCSI_MAX_LUNS || !nx->prevent[l] == !on)
+                return;
+        nx->prevent[l] = on;
+        st = ns ? __atomic_load_n(&ns->scsi_state, __ATOMIC_ACQUIRE) : NULL;
+        if (st)
+                atomic_fetch_add(&st->prevent_count, on ? 1 : -1);
+}
+
+void scsi_prevent_set(struct scsi_cmd *cmd, bool on)
+{
+        struct scsi_nexus *nx = cmd->nexus;
+        struct scsi_target *tgt = nx ? nx->target : NULL;
+        if (!nx || cmd->lun >= SCSI_MAX_LUNS)
+                return;
+        if (tgt)
+                pthread_mutex_lock(&tgt->lock);
+        prevent_update(nx, (unsigned)cmd->lun, cmd->ns, on);
+        if (tgt)
+                pthread_mutex_unlock(&tgt->lock);
+}
+
+bool scsi_removal_prevented(struct core_ns *ns)
+{
+        struct scsi_lu_state *st = __atomic_load_n(&ns->scsi_state, __ATOMIC_ACQUIRE);
+        return st && atomic_load(&st->prevent_count) > 0;
+}
+
+void scsi_medium_loaded(struct scsi_cmd *cmd)
+{
+        if (cmd->nexus && cmd->nexus->target)
+                scsi_target_ua(cmd->nexus->target, cmd->lun, SCSI_UA_MEDIUM_CHANGED, cmd->nexus);
+}
+
 /* ---- nexus lifetime and task management ---- */
 
 static void copy_str(char *dst, size_t cap, const char *src)
@@ -149,8 +196,11 @@ void scsi_nexus_fini(struct scsi_nexus *nx)
                         break;
                 }
         }
-        /* I_T nexus loss releases the nexus's RESERVE(6) (SPC-2 5.5.1). */
+        /* I_T nexus loss releases the nexus's RESERVE(6) (SPC-2 5.5.1) and
+         * its medium removal prevention (SBC-4 5.15). */
         scsi_pr_nexus_lost(nx);
+        for (unsigned l = 0; l < SCSI_MAX_LUNS; l++)
+                prevent_update(nx, l, atomic_load(&tgt->luns[l]), false);
         pthread_mutex_unlock(&tgt->lock);
         memset(nx->prevent, 0, sizeof(nx->prevent));
         nx->target = NULL;
@@ -162,8 +212,9 @@ static void lun_reset_locked(struct scsi_target *tgt, unsigned l)
         struct core_ns *ns = atomic_load(&tgt->luns[l]);
         if (ns)
                 scsi_pr_reset(ns);
+        /* SBC-4 5.15: a LUN reset (and so a target reset) allows removal. */
         for (struct scsi_nexus *nx = tgt->nexus_list; nx; nx = nx->next)
-                nx->prevent[l] = 0;
+                prevent_update(nx, l, ns, false);
 }
 
 void scsi_lun_reset(struct scsi_nexus *nx, uint64_t lun)
@@ -221,7 +272,7 @@ int scsi_target_map_lun(struct scsi_target *tgt, uint32_t lun, struct core_ns *n
                         if (atomic_load(&tgt->luns[l]))
                                 atomic_fetch_or(&nx->ua[l], 1u << SCSI_UA_LUNS_CHANGED);
                 atomic_store(&nx->ua[lun], 1u << SCSI_UA_POWER_ON);
-                nx->prevent[lun] = 0;
+                prevent_update(nx, lun, NULL, false);
         }
         atomic_store(&tgt->luns[lun], ns);
         pthread_mutex_unlock(&tgt->lock);
@@ -243,7 +294,7 @@ int scsi_target_unmap_lun(struct scsi_target *tgt, uint32_t lun)
                 for (unsigned l = 0; l < SCSI_MAX_LUNS; l++)
                         if (atomic_load(&tgt->luns[l]))
                                 atomic_fetch_or(&nx->ua[l], 1u << SCSI_UA_LUNS_CHANGED);
-                nx->prevent[lun] = 0;
+                prevent_update(nx, lun, ns, false);
         }
         pthread_mutex_unlock(&tgt->lock);
         core_ns_put(ns);
@@ -321,6 +372,12 @@ enum scsi_parse_result scsi_cmd_parse(struct scsi_cmd *cmd)
                         return SCSI_PARSE_DONE;
                 if (!(op->flags & SCSI_OPF_UA_OK) && ua_take(cmd))
                         return SCSI_PARSE_DONE;
+                /* SBC-4 4.10: a removable LU without its medium. */
+                if ((op->flags & (SCSI_OPF_MEDIUM | SCSI_OPF_NEEDS_MEDIUM)) &&
+                    atomic_load(&st->no_medium)) {
+                        scsi_sense_set(cmd, SK_NOT_READY, 0x3a, 0x02);
+                        return SCSI_PARSE_DONE;
+                }
                 if ((op->flags & SCSI_OPF_MEDIUM) && st->stopped) {
                         scsi_sense_set(cmd, SK_NOT_READY, 0x04, 0x02);
                         return SCSI_PARSE_DONE;
@@ -398,6 +455,7 @@ int scsi_fuzz_one(const uint8_t *cdb, size_t len)
         memcpy(cmd.cdb, cdb, len);
         cmd.cdb_len = (uint16_t)(len < 16 ? 16 : len);
         cmd.lun = len > 1 ? (cdb[len - 1] & 1) : 0;
+        ns.removable = len > 1 && (cdb[len - 1] & 2);
         cmd.nexus = &nx;
         cmd.edtl = CORE_MAX_TRANSFER_BYTES;
         cmd.buf = buf;

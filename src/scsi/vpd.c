@@ -41,6 +41,8 @@ uint32_t scsi_inquiry_std_build(struct scsi_cmd *cmd, uint8_t *out)
         };
         memset(q, 0, sizeof(*q));
         q->peripheral = peripheral(cmd);
+        if (cmd->ns && cmd->ns->removable)
+                q->rmb = 0x80;   /* RMB: removable medium (SBC-4 4.10) */
         q->version = 0x06;       /* SPC-4: what iscsi-test-cu accepts (4..6) */
         q->flags3 = 0x10 | 0x02; /* HISUP, response data format 2 */
         q->additional_len = sizeof(*q) - 5;
