@@ -2,15 +2,18 @@
 # tests/e2e/nvme-linux.sh — the Linux kernel as the NVMe/TCP host (DESIGN.md "Tests").
 #
 # On the host: boots ../shared/tools/linuxvm and runs this same script inside
-# with --inside.  Inside the VM: slated with a file namespace exported both
-# as an NVMe namespace (subsystem + NVMe/TCP listener on 127.0.0.1:4420) and
-# as iSCSI LUN 0; then nvme-cli discovery, connect (plain, with header and
-# data digests, with 2 I/O queues), list/id-ctrl/id-ns/ns-descs/smart-log/
-# error-log/get-feature 7, a file system with checksummed files, fio with
-# crc32c verification (4 KiB and 128 KiB, iodepth 32), disconnect, restart
-# of slated, reconnect and the checksums again, nvme reset, keep-alive
-# expiry of a silent host, and NVMe -> iSCSI cross-transport data and
-# identity checks.  One PASS/FAIL line per check.
+# with --inside.  Inside the VM: slated with two file namespaces in one
+# subsystem (NVMe/TCP listener on 127.0.0.1:4420): NSID 1 carries an XFS
+# file system, NSID 2 is raw (fio) and is also iSCSI LUN 0, so the file
+# system and the raw writes never overlap.  Checks: nvme-cli discovery,
+# connect (plain, with header and data digests, with 2 I/O queues),
+# list/id-ctrl/id-ns/ns-descs/smart-log/error-log/get-feature 7, mkfs.xfs
+# with checksummed files, fio with crc32c verification (4 KiB and 128 KiB,
+# iodepth 32), disconnect, restart of slated, reconnect and the checksums
+# again, nvme reset, keep-alive expiry of a silent host (raw Connect with
+# KATO 2 s, then nothing: slated must log the timeout and close the
+# socket), and NVMe -> iSCSI cross-transport data and identity checks.  One
+# PASS/FAIL line per check.
 #
 # NVMe RPC method names (src/mgmt/rpc.c) can be overridden: NVMF_RPC_SUBSYS,
 # NVMF_RPC_HOST, NVMF_RPC_NS, NVMF_RPC_LISTENER.
@@ -39,6 +42,7 @@ if [ "${1:-}" != --inside ]; then
 fi
 
 # ---------------------------------------------------------------- inside the VM
+. ../shared/tools/linuxvm/peers.sh # iscsi_login / iscsi_logout
 NVMF_RPC_SUBSYS=${NVMF_RPC_SUBSYS:-nvmf_subsystem_create}
 NVMF_RPC_HOST=${NVMF_RPC_HOST:-nvmf_subsystem_add_host}
 NVMF_RPC_NS=${NVMF_RPC_NS:-nvmf_ns_attach}
@@ -54,6 +58,7 @@ state=/tmp/slate-e2e-nvme
 rm -rf "$state"
 mkdir -p "$state"
 data=$state/nvme0.img
+raw=$state/nvme1.img
 pass=0
 fail=0
 
@@ -72,12 +77,14 @@ check() { # check NAME CMD... -> PASS/FAIL line
 
 cat >"$state/slate.json" <<JSON
 {"config": [
-  {"method": "namespace_create", "params": {"name": "nv0", "backend": "file", "path": "$data", "size": "1024M", "block_size": 512}},
+  {"method": "namespace_create", "params": {"name": "nv0", "backend": "file", "path": "$data", "size": "512M", "block_size": 512}},
+  {"method": "namespace_create", "params": {"name": "nv1", "backend": "file", "path": "$raw", "size": "256M", "block_size": 512}},
   {"method": "$NVMF_RPC_SUBSYS", "params": {"nqn": "$NQN"}},
   {"method": "$NVMF_RPC_HOST", "params": {"nqn": "$NQN", "host": "*"}},
   {"method": "$NVMF_RPC_NS", "params": {"nqn": "$NQN", "nsid": 1, "namespace": "nv0"}},
+  {"method": "$NVMF_RPC_NS", "params": {"nqn": "$NQN", "nsid": 2, "namespace": "nv1"}},
   {"method": "iscsi_target_create", "params": {"name": "$SLATE_IQN"}},
-  {"method": "iscsi_lun_map", "params": {"target": "$SLATE_IQN", "lun": 0, "namespace": "nv0"}},
+  {"method": "iscsi_lun_map", "params": {"target": "$SLATE_IQN", "lun": 0, "namespace": "nv1"}},
   {"method": "iscsi_portal_add", "params": {"addr": "127.0.0.1", "port": $ISCSI_PORT}},
   {"method": "$NVMF_RPC_LISTENER", "params": {"addr": "127.0.0.1", "port": $PORT}}
 ]}
@@ -85,14 +92,19 @@ JSON
 
 start() { slate_start "$state/run" "$state/slate.json" "$PORT" "$log"; }
 modprobe nvme-tcp 2>/dev/null || true
+modprobe xfs 2>/dev/null || true
 check start start
 trap 'nvme disconnect-all >/dev/null 2>&1; umount /mnt/nv 2>/dev/null; slate_stop >/dev/null 2>&1' EXIT
 
+# dev_of NSID -> the /dev/nvmeXnY of that namespace of $NQN.  The kernel
+# numbers namespace heads in the order it finds them, not by NSID (NSID 2
+# may well be nvme0n1), so match the nsid attribute.
 dev_of() {
-	local d n
+	local d n nsid=${1:-1}
 	for d in /sys/class/nvme-subsystem/nvme-subsys* /sys/class/nvme/nvme*; do
 		[ "$(cat "$d/subsysnqn" 2>/dev/null)" = "$NQN" ] || continue
 		for n in "$d"/nvme*n*; do
+			[ "$(cat "$n/nsid" 2>/dev/null)" = "$nsid" ] || continue
 			n=${n##*/}
 			[ -b "/dev/$n" ] && { echo "/dev/$n"; return 0; }
 		done
@@ -102,7 +114,7 @@ dev_of() {
 ctrl_of() { basename "$(grep -l "^$NQN\$" /sys/class/nvme/nvme*/subsysnqn | head -1 | xargs dirname)"; }
 wait_dev() {
 	local i
-	for i in $(seq 1 100); do dev_of >/dev/null && return 0; sleep 0.1; done
+	for i in $(seq 1 100); do dev_of 1 >/dev/null && dev_of 2 >/dev/null && return 0; sleep 0.1; done
 	return 1
 }
 connect() { nvme connect -t tcp -a 127.0.0.1 -s "$PORT" -n "$NQN" "$@" && wait_dev; }
@@ -110,9 +122,11 @@ disconnect() { nvme disconnect -n "$NQN"; }
 
 check discover sh -c "nvme discover -t tcp -a 127.0.0.1 -s $PORT | grep -q 'subnqn: *$NQN'"
 check connect connect
-DEV=$(dev_of)
+DEV=$(dev_of 1)
+RAW=$(dev_of 2)
 CTRL=/dev/$(ctrl_of)
-check list sh -c "nvme list | grep -q '$DEV'"
+echo "fs namespace $DEV, raw namespace $RAW, controller $CTRL" >"$logdir/devices.log"
+check list sh -c "nvme list | grep -q '$DEV' && nvme list | grep -q '$RAW'"
 check id-ctrl sh -c "nvme id-ctrl $CTRL | grep -q 'subnqn *: $NQN'"
 check id-ns nvme id-ns "$DEV" -n 1
 check ns-descs nvme ns-descs "$DEV" -n 1
@@ -120,18 +134,19 @@ check smart-log nvme smart-log "$CTRL"
 check error-log nvme error-log "$CTRL"
 check get-feature-7 nvme get-feature "$CTRL" -f 7
 
-MKFS=mkfs.xfs
-command -v mkfs.xfs >/dev/null || MKFS=mkfs.ext4
+# XFS on NSID 1 (xfsprogs is in the Makefile's TEST_PKGS; no fallback).
 fs_files() {
-	$MKFS -f "$DEV" >/dev/null 2>&1 || $MKFS -F "$DEV" >/dev/null || return 1
-	mkdir -p /mnt/nv && mount "$DEV" /mnt/nv || return 1
+	mkfs.xfs -f "$DEV" || return 1
+	mkdir -p /mnt/nv && mount -t xfs "$DEV" /mnt/nv || return 1
 	for i in 1 2 3 4; do head -c $((i * 3 * 1048576 + 777)) /dev/urandom >/mnt/nv/f$i; done
 	(cd /mnt/nv && sha256sum f*) >"$state/sums" && umount /mnt/nv
 }
-check "fs-files-$MKFS" fs_files
+check mkfs-xfs-files fs_files
+# fio verifies on the raw NSID 2, never over the file system of NSID 1.
 fio_verify() {
-	fio --name=v --filename="$DEV" --direct=1 --ioengine=libaio --iodepth=32 --rw=randwrite \
-		--bs="$1" --size=64M --offset=512M --verify=crc32c --do_verify=1 --verify_fatal=1
+	fio --name=v --filename="$RAW" --direct=1 --ioengine=libaio --iodepth=32 --rw=randwrite \
+		--bs="$1" --size=64M --verify=crc32c --do_verify=1 --verify_fatal=1 \
+		--verify_state_save=0
 }
 check fio-4k fio_verify 4k
 check fio-128k fio_verify 128k
@@ -139,83 +154,108 @@ check disconnect disconnect
 slate_stop >/dev/null 2>&1
 check restart-slated start
 check reconnect connect
-DEV=$(dev_of)
+DEV=$(dev_of 1)
+RAW=$(dev_of 2)
 CTRL=/dev/$(ctrl_of)
-verify_files() { mount "$DEV" /mnt/nv && (cd /mnt/nv && sha256sum -c "$state/sums") && umount /mnt/nv; }
+verify_files() { mount -t xfs "$DEV" /mnt/nv && (cd /mnt/nv && sha256sum -c "$state/sums") && umount /mnt/nv; }
 check files-after-restart verify_files
 check reset sh -c "nvme reset $CTRL && sleep 2 && nvme id-ctrl $CTRL >/dev/null"
 check disconnect-2 disconnect
 check connect-digests connect --hdr-digest --data-digest
-DEV=$(dev_of)
+DEV=$(dev_of 1)
+RAW=$(dev_of 2)
 check fio-digests fio_verify 128k
 check log-digests grep -q 'hdgst ddgst' "$log"
 disconnect >/dev/null 2>&1
 check connect-2-io-queues connect --nr-io-queues 2
-DEV=$(dev_of)
+DEV=$(dev_of 1)
+RAW=$(dev_of 2)
 check fio-2-queues fio_verify 4k
 check log-qid-2 grep -q 'qid 2' "$log"
 
-# Keep-alive expiry: a raw host connects with KATO and then stays silent.
+# Keep-alive expiry: a raw host connects an admin queue with KATO 2 s and
+# then stays silent; slated must log the timeout and close the socket
+# (after KATO plus its grace, not before KATO).
 kato_expiry() {
 	local before
-	before=$(grep -c 'closed' "$log")
-	python3 - "$PORT" "$NQN" <<'PY' &
+	before=$(grep -c 'keep-alive timeout' "$log")
+	python3 - "$PORT" "$NQN" <<'PY' || return 1
 import socket, struct, sys, time
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
-ic = bytearray(128); ic[0] = 0; ic[2] = 128; ic[4] = 128
-s.sendall(ic); s.recv(128)
-sqe = bytearray(64); sqe[0] = 0x7f; sqe[1] = 0x40; sqe[4] = 1
-struct.pack_into("<I", sqe, 32, 1024); sqe[39] = 0x01
-struct.pack_into("<HHHB", sqe, 42, 0, 31, 0)
-struct.pack_into("<I", sqe, 48, 2000)  # KATO 2 s
-data = bytearray(1024); struct.pack_into("<H", data, 16, 0xffff)
+s.settimeout(20)
+def recvn(n):
+    b = b""
+    while len(b) < n:
+        r = s.recv(n - len(b))
+        if not r:
+            raise SystemExit("connection closed early")
+        b += r
+    return b
+ic = bytearray(128); ic[0] = 0; ic[2] = 128; ic[4] = 128     # ICReq, PFV 0, no digests
+s.sendall(ic)
+if recvn(128)[0] != 1:
+    raise SystemExit("no ICResp")
+sqe = bytearray(64); sqe[0] = 0x7f; sqe[1] = 0x40; sqe[4] = 1  # Fabrics Connect, SGL
+struct.pack_into("<I", sqe, 32, 1024); sqe[39] = 0x01          # in-capsule data block, 1 KiB
+struct.pack_into("<HHB", sqe, 42, 0, 31, 0)                     # QID 0, SQSIZE 31, CATTR 0
+struct.pack_into("<I", sqe, 48, 2000)                           # KATO 2 s
+data = bytearray(1024)
+data[0:16] = bytes(range(1, 17))                                # HOSTID
+struct.pack_into("<H", data, 16, 0xffff)                        # CNTLID: dynamic
 data[256:256 + len(sys.argv[2])] = sys.argv[2].encode()
-h = b"nqn.2014-08.org.nvmexpress:uuid:00000000-0000-0000-0000-00000000kato"
+h = b"nqn.2014-08.org.nvmexpress:uuid:00000000-0000-0000-0000-0000000000ka"
 data[512:512 + len(h)] = h
-ch = bytes([4, 0, 72, 72]) + struct.pack("<I", 72 + 1024)
-s.sendall(ch + sqe + data)
-time.sleep(8)
+s.sendall(bytes([4, 0, 72, 72]) + struct.pack("<I", 72 + 1024) + sqe + data)
+r = recvn(24)                                                   # CapsuleResp: CH + CQE
+st = struct.unpack_from("<H", r, 8 + 14)[0] >> 1
+if r[0] != 5 or st:
+    raise SystemExit("Connect failed: type %d status 0x%x" % (r[0], st))
+t0 = time.time()
+try:
+    x = s.recv(1)
+except socket.timeout:
+    raise SystemExit("still open 20 s after Connect with KATO 2 s")
+dt = time.time() - t0
+print("target closed the silent connection after %.1f s (%r)" % (dt, x))
+if x or dt < 2.0:
+    raise SystemExit("closed before KATO or sent data")
 PY
-	local py=$!
-	sleep 6
-	kill $py 2>/dev/null
-	wait $py 2>/dev/null
-	[ "$(grep -c 'closed' "$log")" -gt "$before" ]
+	sleep 0.5
+	grep 'keep-alive timeout' "$log" | tail -1
+	[ "$(grep -c 'keep-alive timeout' "$log")" -gt "$before" ]
 }
 check keepalive-expiry kato_expiry
 disconnect >/dev/null 2>&1
 
-# One namespace on both transports: NVMe writes, iSCSI reads; same identity.
+# One namespace on both transports (NSID 2 = iSCSI LUN 0): NVMe writes,
+# iSCSI reads back; the identity is the same on both (NVMe UUID descriptor
+# and NGUID = SCSI VPD 83h UUID designator; NVMe EUI-64 = the NAA-6
+# designator's extension).
 cross() {
 	connect || return 1
-	DEV=$(dev_of)
+	RAW=$(dev_of 2)
 	head -c 1048576 /dev/urandom >"$state/pattern"
-	dd if="$state/pattern" of="$DEV" bs=1M count=1 seek=900 oflag=direct || return 1
-	nvme id-ns "$DEV" -n 1 -o json >"$state/idns.json"
-	nvme ns-descs "$DEV" -n 1 >"$state/descs.txt"
+	dd if="$state/pattern" of="$RAW" bs=1M count=1 seek=200 oflag=direct || return 1
+	nvme id-ns "$RAW" -n 2 -o json >"$state/idns.json" || return 1
+	nvme ns-descs "$RAW" -n 2 >"$state/descs.txt" || return 1
 	disconnect
-	(iscsid -f >/dev/null 2>&1 &)
-	sleep 1
-	iscsiadm -m discovery -t st -p "127.0.0.1:$ISCSI_PORT" >/dev/null || return 1
-	iscsiadm -m node -T "$SLATE_IQN" -p "127.0.0.1:$ISCSI_PORT" --login >/dev/null || return 1
-	local sd i
-	for i in $(seq 1 50); do
-		sd=$(ls /dev/disk/by-path/*"$SLATE_IQN"*lun-0 2>/dev/null | head -1)
-		[ -n "$sd" ] && break
-		sd=$(for b in /sys/block/sd*; do grep -q slate -i "$b/device/vendor" 2>/dev/null && echo /dev/${b##*/}; done | head -1)
-		[ -n "$sd" ] && break
-		sleep 0.2
-	done
-	[ -n "$sd" ] || return 1
-	dd if="$sd" of="$state/back" bs=1M count=1 skip=900 iflag=direct || return 1
+	local sd
+	sd=$(iscsi_login "$SLATE_IQN" 127.0.0.1 "$ISCSI_PORT") || return 1
+	echo "iSCSI disk $sd"
+	dd if="$sd" of="$state/back" bs=1M count=1 skip=200 iflag=direct || return 1
 	cmp "$state/pattern" "$state/back" || return 1
-	# Identity: the NVMe UUID descriptor equals the SCSI VPD 83h UUID designator.
-	local nu su
+	echo "data written through NVMe/TCP read back through iSCSI"
+	local nu ng ne su naa
 	nu=$(grep -io 'uuid *: *[0-9a-f-]*' "$state/descs.txt" | awk '{print $NF}' | tr -d - | tr A-F a-f)
-	su=$(sg_vpd -p di "$sd" 2>/dev/null | grep -io '[0-9a-f]\{8\}-[0-9a-f-]\{27\}' | head -1 | tr -d - | tr A-F a-f)
-	echo "nvme uuid $nu scsi uuid $su"
-	iscsiadm -m node -T "$SLATE_IQN" -p "127.0.0.1:$ISCSI_PORT" --logout >/dev/null
-	[ -n "$nu" ] && [ "$nu" = "$su" ]
+	ng=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["nguid"])' "$state/idns.json" | tr A-F a-f)
+	ne=$(python3 -c 'import json,sys; print("%016x" % int(json.load(open(sys.argv[1]))["eui64"], 16))' "$state/idns.json")
+	sg_vpd -p di "$sd" >"$state/vpd83.txt" 2>&1
+	cat "$state/vpd83.txt"
+	su=$(grep -io '[0-9a-f]\{8\}-[0-9a-f]\{4\}-[0-9a-f]\{4\}-[0-9a-f]\{4\}-[0-9a-f]\{12\}' "$state/vpd83.txt" | head -1 | tr -d - | tr A-F a-f)
+	naa=$(grep -io '0x6[0-9a-f]\{31\}' "$state/vpd83.txt" | head -1 | tr A-F a-f)
+	echo "nvme uuid $nu nguid $ng eui64 $ne; scsi uuid $su naa $naa"
+	iscsi_logout "$SLATE_IQN" 127.0.0.1 "$ISCSI_PORT" >/dev/null
+	[ -n "$nu" ] && [ "$nu" = "$su" ] && [ "$ng" = "$su" ] && [ "${naa: -16}" = "$ne" ]
 }
 check nvme-to-iscsi cross
 
