@@ -30,6 +30,9 @@ int iscsi_init(void)
         return 0;
 }
 
+static void portal_free(struct iscsi_portal *p);
+static void portal_close_msg(void *arg);
+
 void iscsi_fini(void)
 {
         pthread_mutex_lock(&iscsi_lock);
@@ -38,14 +41,15 @@ void iscsi_fini(void)
         pthread_mutex_unlock(&iscsi_lock);
         while (p) {
                 struct iscsi_portal *next = p->next;
-                p->closing = true;
-                if (p->fd >= 0)
-                        shutdown(p->fd, SHUT_RDWR);
-                if (!p->armed) {
-                        if (p->fd >= 0)
-                                close(p->fd);
-                        free(p);
-                }
+                /*
+                 * Close on reactor 0, which owns the portal: done here, the
+                 * accept completion that shutdown() wakes could free the
+                 * portal (or re-arm it) while this thread still looks at it.
+                 * If the reactors are gone nothing completes any more.
+                 */
+                struct rt_reactor *r = rt_get(0);
+                if (!r || rt_msg_call(r, portal_close_msg, p) < 0)
+                        portal_free(p);
                 p = next;
         }
         iscsi_close_all_sessions();
