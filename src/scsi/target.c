@@ -224,9 +224,12 @@ void scsi_lun_reset(struct scsi_nexus *nx, uint64_t lun)
                 return;
         pthread_mutex_lock(&tgt->lock);
         lun_reset_locked(tgt, (unsigned)lun);
+        /*
+         * SAM-5 6.3.3: a logical unit reset establishes a unit attention
+         * for every I_T nexus, the one that asked for the reset included.
+         */
         for (struct scsi_nexus *o = tgt->nexus_list; o; o = o->next)
-                if (o != nx)
-                        nexus_ua_set(o, lun, SCSI_UA_DEVICE_RESET);
+                nexus_ua_set(o, lun, SCSI_UA_DEVICE_RESET);
         pthread_mutex_unlock(&tgt->lock);
 }
 

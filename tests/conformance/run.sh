@@ -159,10 +159,17 @@ run_one() {
 fail=0
 for t in $tests; do
 	u2=
+	sel=$t
 	case $t in
 	*MultipathIO*) u2=$url2 ;;
+	# libiscsi 1.19 quirk: LUNResetSimpleAsync asserts a file-static flag
+	# right after queueing its TMF, before any reply can have set it, so on
+	# its own it fails against every target (tgt 1.0.85 too); it passes only
+	# when the suite runs it after AbortTaskSimpleAsync in one process.  Run
+	# the suite (both tests must pass) for this one name.
+	*iSCSITMF.LUNResetSimpleAsync) sel=ALL.iSCSITMF ;;
 	esac
-	run_one "$t" "conformance.${t#ALL.}" "$logdir/${t#ALL.}.log" "$url" "$u2"
+	run_one "$sel" "conformance.${t#ALL.}" "$logdir/${t#ALL.}.log" "$url" "$u2"
 done
 # The write-protect tests again, against the write-protected LUN 1 (only
 # there do ReadOnly.* and *.WriteProtect exercise anything).
