@@ -372,19 +372,32 @@ enum scsi_parse_result scsi_sbc_write_same(struct scsi_cmd *cmd)
         decode(cmd->cdb, &f);
         ndob = sixteen && (f.flags & 0x01);
         cmd->xfer_len = ndob ? 0 : bs;
+        /* UNMAP/ANCHOR pass the common check so write protection is reported first. */
+        if (!check_common(cmd, &f, (sixteen ? 0x01 : 0x00) | 0x18))
+                return SCSI_PARSE_DONE;
+        if (!check_wp(cmd))
+                return SCSI_PARSE_DONE;
         if (f.flags & 0x18) {
                 /* UNMAP / ANCHOR: logical block provisioning is not advertised. */
                 scsi_sense_invalid_field(cmd, true, 1, (f.flags & 0x10) ? 4 : 3);
                 return SCSI_PARSE_DONE;
         }
-        if (!check_common(cmd, &f, sixteen ? 0x01 : 0x00))
-                return SCSI_PARSE_DONE;
-        if (!f.nlb) { /* WSNZ=1 in the Block Limits page */
-                scsi_sense_invalid_field(cmd, true, f.len_off, 7);
-                return SCSI_PARSE_DONE;
+        if (!f.nlb) {
+                /*
+                 * WSNZ=0 in the Block Limits page: zero blocks means from
+                 * LBA to the end of the medium (SBC-4 5.48).  The range
+                 * check above already refused an LBA past the end.
+                 */
+                uint64_t rest = cmd->ns->num_blocks - f.lba;
+                if (rest > UINT32_MAX) {
+                        /* Our requests count blocks in 32 bits: name the limit. */
+                        scsi_sense_invalid_field(cmd, true, f.len_off, 7);
+                        return SCSI_PARSE_DONE;
+                }
+                if (rest == 0)
+                        return good_done(cmd);
+                f.nlb = (uint32_t)rest;
         }
-        if (!check_wp(cmd))
-                return SCSI_PARSE_DONE;
         if (ndob) {
                 req_init(cmd, CORE_OP_WRITE_ZEROES, f.lba, f.nlb, 0);
                 return SCSI_PARSE_EXEC;

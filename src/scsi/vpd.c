@@ -163,7 +163,6 @@ int scsi_vpd_build(struct scsi_cmd *cmd, uint8_t page, uint8_t *out, uint32_t ca
                 uint32_t max_blocks = CORE_MAX_TRANSFER_BYTES >> ns->block_shift;
                 uint32_t caw = max_blocks / 2;
                 n = 0x3c;
-                b->wsnz = 0x01;
                 b->max_caw_len = (uint8_t)(caw > 255 ? 255 : caw);
                 put_be16(&b->opt_xfer_len_gran, 1);
                 put_be32(&b->max_xfer_len, max_blocks);
