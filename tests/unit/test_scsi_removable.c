@@ -288,9 +288,6 @@ static void test_nexus_loss_clears(void **state)
         /* A new nexus starts allowing. */
         scsi_nexus_init(&nx2, &tgt, "iqn.init2,i,0x1", "iqn.2024-01.org.slate:rm,t,0x1", NULL, 0);
         assert_int_equal(nx2.prevent[0], 0);
-        /* The issuing nexus gets the reset's unit attention too (SAM-5 6.3.3). */
-        run(TUR, 6, 0);
-        expect_sense(SK_UNIT_ATTENTION, 0x29, 0x03);
         run(EJECT, 6, 0);
         expect_good();
         run(LOAD, 6, 0);
@@ -307,6 +304,9 @@ static void test_lun_reset_clears(void **state)
         scsi_lun_reset(&nx, 0);
         assert_int_equal(nx.prevent[0], 0);
         assert_int_equal(nx2.prevent[0], 0);
+        /* The issuing nexus gets the reset's unit attention too (SAM-5 6.3.3). */
+        run(TUR, 6, 0);
+        expect_sense(SK_UNIT_ATTENTION, 0x29, 0x03);
         /* The issuing nexus gets the reset's unit attention too (SAM-5 6.3.3). */
         run(TUR, 6, 0);
         expect_sense(SK_UNIT_ATTENTION, 0x29, 0x03);
