@@ -307,9 +307,6 @@ static void test_lun_reset_clears(void **state)
         /* The issuing nexus gets the reset's unit attention too (SAM-5 6.3.3). */
         run(TUR, 6, 0);
         expect_sense(SK_UNIT_ATTENTION, 0x29, 0x03);
-        /* The issuing nexus gets the reset's unit attention too (SAM-5 6.3.3). */
-        run(TUR, 6, 0);
-        expect_sense(SK_UNIT_ATTENTION, 0x29, 0x03);
         run(EJECT, 6, 0);
         expect_good();
         run(LOAD, 6, 0);
