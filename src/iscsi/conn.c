@@ -645,6 +645,13 @@ static void logout_check(struct iscsi_conn *c)
                 return;
         c->logout_rsp_sent = true;
         LOG_INFO(ISCSI_MOD, "%s: logout (initiator %s)", c->peer, c->sess->initiator);
+        /*
+         * The I_T nexus ends now, before the response: an initiator that
+         * logs straight back in must find what the old nexus held (PREVENT,
+         * RESERVE(6)) already released, not released later when this
+         * connection's memory is freed.
+         */
+        iscsi_session_end_nexus(c->sess);
         send_logout_rsp(c->logout_task, ISCSI_LOGOUT_RSP_OK);
         if (!c->flushing)
                 iscsi_conn_flush(c);

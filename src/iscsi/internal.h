@@ -203,6 +203,8 @@ struct iscsi_session *iscsi_session_create(struct iscsi_conn *c, const struct is
 void iscsi_session_reinstate(const char *initiator, const uint8_t isid[6], const char *target,
                              const struct iscsi_session *except);
 bool iscsi_session_exists(uint16_t tsih);
+/* Ends the session's I_T nexus now (logout), before the connection is freed; idempotent. */
+void iscsi_session_end_nexus(struct iscsi_session *s);
 void iscsi_session_release(struct iscsi_session *s); /* conn teardown: nexus fini, unlink, put */
 void iscsi_close_all_sessions(void);
 

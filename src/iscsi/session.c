@@ -142,12 +142,17 @@ struct iscsi_session *iscsi_session_create(struct iscsi_conn *c, const struct is
         return s;
 }
 
-void iscsi_session_release(struct iscsi_session *s)
+void iscsi_session_end_nexus(struct iscsi_session *s)
 {
         if (s->nexus_live) {
                 scsi_nexus_fini(&s->nexus);
                 s->nexus_live = false;
         }
+}
+
+void iscsi_session_release(struct iscsi_session *s)
+{
+        iscsi_session_end_nexus(s);
         pthread_mutex_lock(&iscsi_lock);
         for (struct iscsi_session **pp = &sessions; *pp; pp = &(*pp)->next)
                 if (*pp == s) {
