@@ -226,6 +226,21 @@ static void start_rmw(struct rt_defer *d)
 	be_io(req, CORE_OP_READ, req->lba, req->nlb, &req->one_iov, 1);
 }
 
+void core_req_init(struct core_req *req, struct core_ns *ns, enum core_op op, uint64_t lba,
+		   uint32_t nlb, uint32_t flags, struct rt_reactor *reactor,
+		   void (*cb)(struct core_req *req), void *cb_arg)
+{
+	memset(req, 0, sizeof(*req));
+	req->ns = ns;
+	req->op = op;
+	req->flags = flags;
+	req->lba = lba;
+	req->nlb = nlb;
+	req->reactor = reactor;
+	req->cb = cb;
+	req->cb_arg = cb_arg;
+}
+
 void core_req_submit(struct core_req *req)
 {
 	struct core_ns *ns = req->ns;

@@ -81,6 +81,11 @@ struct core_req {
 	uint32_t scratch_len;
 };
 
+/* Start a request from scratch: every field cleared, then the common ones set. */
+void core_req_init(struct core_req *req, struct core_ns *ns, enum core_op op, uint64_t lba,
+		   uint32_t nlb, uint32_t flags, struct rt_reactor *reactor,
+		   void (*cb)(struct core_req *req), void *cb_arg);
+
 void core_req_submit(struct core_req *req);
 /* Finish with status: defers the callback to the next loop iteration. */
 void core_req_complete(struct core_req *req, enum core_status st);

@@ -30,14 +30,7 @@ static bool io_ns(struct nvme_cmd *cmd)
 
 static void io_req_init(struct nvme_cmd *cmd, enum core_op op, uint64_t lba, uint32_t nlb)
 {
-        struct core_req *req = &cmd->req;
-        memset(req, 0, sizeof(*req));
-        req->ns = cmd->ns;
-        req->op = op;
-        req->lba = lba;
-        req->nlb = nlb;
-        req->reactor = cmd->reactor;
-        req->cb_arg = cmd;
+        core_req_init(&cmd->req, cmd->ns, op, lba, nlb, 0, cmd->reactor, NULL, cmd);
 }
 
 /* SLBA in CDW10/11, NLB (0's based) in CDW12 15:0: range and MDTS checks. */

@@ -263,14 +263,7 @@ static void san_defer(struct rt_defer *d)
 static void san_submit(struct scsi_sanitize *san, enum core_op op, uint64_t lba, uint32_t nlb)
 {
         struct core_req *r = &san->req;
-        memset(r, 0, sizeof(*r));
-        r->ns = san->ns;
-        r->op = op;
-        r->lba = lba;
-        r->nlb = nlb;
-        r->reactor = san->reactor;
-        r->cb = san_req_done;
-        r->cb_arg = san;
+        core_req_init(r, san->ns, op, lba, nlb, 0, san->reactor, san_req_done, san);
         if (op == CORE_OP_WRITE_SAME) {
                 r->iov[0].iov_base = san->pattern;
                 r->iov[0].iov_len = san->ns->block_size;

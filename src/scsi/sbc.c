@@ -123,16 +123,8 @@ static bool check_xfer(struct scsi_cmd *cmd, const struct rw_fields *f, uint64_t
 static void req_init(struct scsi_cmd *cmd, enum core_op op, uint64_t lba, uint32_t nlb,
                      uint32_t flags)
 {
-        struct core_req *r = &cmd->req;
-        memset(r, 0, sizeof(*r));
-        r->ns = cmd->ns;
-        r->op = op;
-        r->flags = flags;
-        r->lba = lba;
-        r->nlb = nlb;
-        r->reactor = cmd->reactor;
-        r->cb = scsi_sbc_req_done;
-        r->cb_arg = cmd;
+        core_req_init(&cmd->req, cmd->ns, op, lba, nlb, flags, cmd->reactor, scsi_sbc_req_done,
+                      cmd);
         cmd->lba = lba;
         cmd->nlb = nlb;
 }
