@@ -253,15 +253,16 @@ int main(int argc, char **argv)
         printf("slated %s ready: %u reactor%s, state dir %s, rpc socket %s\n", SLATE_VERSION,
                reactors, reactors == 1 ? "" : "s", state_dir, sock);
         if (!config)
-                printf("default config: namespace disk0 (1 GiB, thin) as LUN 0 of "
-                       "iqn.2026-12.io.slate:disk0 on 127.0.0.1:3260\n"
-                       "connect with:\n"
-                       "  iscsiadm -m discovery -t st -p 127.0.0.1:3260\n"
-                       "  iscsiadm -m node -T iqn.2026-12.io.slate:disk0 -p 127.0.0.1:3260 "
-                       "--login\n"
-                       "and as NSID 1 of nqn.2026-12.io.slate:disk0 on NVMe/TCP 127.0.0.1:4420:\n"
-                       "  nvme discover -t tcp -a 127.0.0.1 -s 4420\n"
-                       "  nvme connect -t tcp -a 127.0.0.1 -s 4420 -n nqn.2026-12.io.slate:disk0\n");
+                printf(
+                    "default config: namespace disk0 (1 GiB, thin) as LUN 0 of "
+                    "iqn.2026-12.io.slate:disk0 on 127.0.0.1:3260\n"
+                    "connect with:\n"
+                    "  iscsiadm -m discovery -t st -p 127.0.0.1:3260\n"
+                    "  iscsiadm -m node -T iqn.2026-12.io.slate:disk0 -p 127.0.0.1:3260 "
+                    "--login\n"
+                    "and as NSID 1 of nqn.2026-12.io.slate:disk0 on NVMe/TCP 127.0.0.1:4420:\n"
+                    "  nvme discover -t tcp -a 127.0.0.1 -s 4420\n"
+                    "  nvme connect -t tcp -a 127.0.0.1 -s 4420 -n nqn.2026-12.io.slate:disk0\n");
         fflush(stdout);
 
         for (;;) {

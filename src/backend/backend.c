@@ -4,15 +4,15 @@
 #include "backend/backend.h"
 
 static const struct backend_ops *const all_backends[] = {
-	&backend_mem_ops,
-	&backend_file_ops,
-	&backend_null_ops,
+    &backend_mem_ops,
+    &backend_file_ops,
+    &backend_null_ops,
 };
 
 const struct backend_ops *backend_find(const char *name)
 {
-	for (size_t i = 0; i < sizeof(all_backends) / sizeof(all_backends[0]); i++)
-		if (strcmp(all_backends[i]->name, name) == 0)
-			return all_backends[i];
-	return NULL;
+        for (size_t i = 0; i < sizeof(all_backends) / sizeof(all_backends[0]); i++)
+                if (strcmp(all_backends[i]->name, name) == 0)
+                        return all_backends[i];
+        return NULL;
 }

@@ -22,29 +22,29 @@
 #include "core/req.h"
 
 struct backend_params {
-	const char *path;    /* file backend: data file path */
-	uint64_t size_bytes; /* requested size; 0 = existing file size */
-	bool create;         /* create if missing */
+        const char *path;    /* file backend: data file path */
+        uint64_t size_bytes; /* requested size; 0 = existing file size */
+        bool create;         /* create if missing */
 };
 
 struct backend {
-	const struct backend_ops *ops;
-	uint64_t size_bytes;
-	bool volatile_cache; /* data may sit in a volatile cache until flush */
-	void *priv;
+        const struct backend_ops *ops;
+        uint64_t size_bytes;
+        bool volatile_cache; /* data may sit in a volatile cache until flush */
+        void *priv;
 };
 
 struct backend_ops {
-	const char *name;
-	int (*open)(struct backend *be, const struct backend_params *p);
-	void (*close)(struct backend *be);
-	/*
-	 * One backend I/O for req: op in {READ, WRITE, FLUSH, WRITE_ZEROES},
-	 * byte offset and length, data in iov (READ/WRITE only).  fua: the
-	 * write must be durable before completion.  Runs on req->reactor.
-	 */
-	void (*submit)(struct backend *be, struct core_req *req, enum core_op op, uint64_t offset,
-		       uint64_t len, const struct iovec *iov, int iovcnt, bool fua);
+        const char *name;
+        int (*open)(struct backend *be, const struct backend_params *p);
+        void (*close)(struct backend *be);
+        /*
+         * One backend I/O for req: op in {READ, WRITE, FLUSH, WRITE_ZEROES},
+         * byte offset and length, data in iov (READ/WRITE only).  fua: the
+         * write must be durable before completion.  Runs on req->reactor.
+         */
+        void (*submit)(struct backend *be, struct core_req *req, enum core_op op, uint64_t offset,
+                       uint64_t len, const struct iovec *iov, int iovcnt, bool fua);
 };
 
 const struct backend_ops *backend_find(const char *name);

@@ -22,168 +22,169 @@
 #include "rt/log.h"
 
 struct file_be {
-	int fd_buf;
-	int fd_direct; /* -1 when the file system refuses O_DIRECT */
-	uint32_t direct_align;
-	bool punch_ok;
-	char path[4096]; /* for log lines */
+        int fd_buf;
+        int fd_direct; /* -1 when the file system refuses O_DIRECT */
+        uint32_t direct_align;
+        bool punch_ok;
+        char path[4096]; /* for log lines */
 };
 
 static int file_open(struct backend *be, const struct backend_params *p)
 {
-	struct file_be *f = calloc(1, sizeof(*f));
-	if (!f)
-		return -ENOMEM;
-	int flags = O_RDWR | O_CLOEXEC | (p->create ? O_CREAT : 0);
-	f->fd_buf = open(p->path, flags, 0644);
-	if (f->fd_buf < 0) {
-		int rc = -errno;
-		free(f);
-		return rc;
-	}
-	struct stat st;
-	if (fstat(f->fd_buf, &st)) {
-		int rc = -errno;
-		close(f->fd_buf);
-		free(f);
-		return rc;
-	}
-	if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {
-		close(f->fd_buf);
-		free(f);
-		return -EINVAL;
-	}
-	uint64_t size = (uint64_t)st.st_size;
-	if (S_ISREG(st.st_mode) && p->size_bytes > size) {
-		/* Sparse growth: no blocks are allocated until written. */
-		if (ftruncate(f->fd_buf, (off_t)p->size_bytes)) {
-			int rc = -errno;
-			close(f->fd_buf);
-			free(f);
-			return rc;
-		}
-		size = p->size_bytes;
-	}
-	f->fd_direct = open(p->path, O_RDWR | O_CLOEXEC | O_DIRECT);
-	f->direct_align = 512;
-	f->punch_ok = true;
-	snprintf(f->path, sizeof(f->path), "%s", p->path);
-	be->priv = f;
-	be->size_bytes = p->size_bytes ? p->size_bytes : size;
-	be->volatile_cache = true;
-	LOG_DEBUG("file", "%s: %s", p->path, f->fd_direct >= 0 ? "O_DIRECT" : "buffered");
-	return 0;
+        struct file_be *f = calloc(1, sizeof(*f));
+        if (!f)
+                return -ENOMEM;
+        int flags = O_RDWR | O_CLOEXEC | (p->create ? O_CREAT : 0);
+        f->fd_buf = open(p->path, flags, 0644);
+        if (f->fd_buf < 0) {
+                int rc = -errno;
+                free(f);
+                return rc;
+        }
+        struct stat st;
+        if (fstat(f->fd_buf, &st)) {
+                int rc = -errno;
+                close(f->fd_buf);
+                free(f);
+                return rc;
+        }
+        if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {
+                close(f->fd_buf);
+                free(f);
+                return -EINVAL;
+        }
+        uint64_t size = (uint64_t)st.st_size;
+        if (S_ISREG(st.st_mode) && p->size_bytes > size) {
+                /* Sparse growth: no blocks are allocated until written. */
+                if (ftruncate(f->fd_buf, (off_t)p->size_bytes)) {
+                        int rc = -errno;
+                        close(f->fd_buf);
+                        free(f);
+                        return rc;
+                }
+                size = p->size_bytes;
+        }
+        f->fd_direct = open(p->path, O_RDWR | O_CLOEXEC | O_DIRECT);
+        f->direct_align = 512;
+        f->punch_ok = true;
+        snprintf(f->path, sizeof(f->path), "%s", p->path);
+        be->priv = f;
+        be->size_bytes = p->size_bytes ? p->size_bytes : size;
+        be->volatile_cache = true;
+        LOG_DEBUG("file", "%s: %s", p->path, f->fd_direct >= 0 ? "O_DIRECT" : "buffered");
+        return 0;
 }
 
 static void file_close(struct backend *be)
 {
-	struct file_be *f = be->priv;
-	if (!f)
-		return;
-	if (f->fd_direct >= 0)
-		close(f->fd_direct);
-	close(f->fd_buf);
-	free(f);
-	be->priv = NULL;
+        struct file_be *f = be->priv;
+        if (!f)
+                return;
+        if (f->fd_direct >= 0)
+                close(f->fd_direct);
+        close(f->fd_buf);
+        free(f);
+        be->priv = NULL;
 }
 
 static bool aligned(const struct file_be *f, uint64_t off, uint64_t len, const struct iovec *iov,
-		    int iovcnt)
+                    int iovcnt)
 {
-	uint64_t a = f->direct_align - 1;
-	if ((off | len) & a)
-		return false;
-	for (int i = 0; i < iovcnt; i++)
-		if (((uintptr_t)iov[i].iov_base | iov[i].iov_len) & a)
-			return false;
-	return true;
+        uint64_t a = f->direct_align - 1;
+        if ((off | len) & a)
+                return false;
+        for (int i = 0; i < iovcnt; i++)
+                if (((uintptr_t)iov[i].iov_base | iov[i].iov_len) & a)
+                        return false;
+        return true;
 }
 
 static void file_submit(struct backend *be, struct core_req *req, enum core_op op, uint64_t off,
-			uint64_t len, const struct iovec *iov, int iovcnt, bool fua);
+                        uint64_t len, const struct iovec *iov, int iovcnt, bool fua);
 
 /* The I/O in flight is recorded in req->bio, so a refused one can be retried another way. */
 static void file_done(struct rt_event *ev, int res)
 {
-	struct core_req *req = (struct core_req *)((char *)ev - offsetof(struct core_req, ev));
-	struct backend *be = req->bio.be;
-	struct file_be *f = be->priv;
-	if (res == -EINVAL && req->bio.direct) {
-		/* The file system wants larger O_DIRECT alignment: raise it and go buffered. */
-		if (f->direct_align < 4096) {
-			f->direct_align = 4096;
-			LOG_INFO("file", "%s: O_DIRECT needs 4 KiB alignment; smaller I/O is buffered",
-				 f->path);
-		}
-		req->bio.direct = false;
-		file_submit(be, req, req->bio.op, req->bio.off, req->bio.len, req->bio.iov,
-			    req->bio.iovcnt, req->bio.fua);
-		return;
-	}
-	if ((res == -EOPNOTSUPP || res == -EINVAL) && req->bio.op == CORE_OP_WRITE_ZEROES &&
-	    f->punch_ok) {
-		f->punch_ok = false;
-		file_submit(be, req, req->bio.op, req->bio.off, req->bio.len, NULL, 0, false);
-		return;
-	}
-	if (res >= 0 && (req->bio.op == CORE_OP_READ || req->bio.op == CORE_OP_WRITE) &&
-	    (uint64_t)res != req->bio.len) {
-		LOG_WARN("file", "%s: short %s at %llu: %d of %llu bytes", f->path,
-			 req->bio.op == CORE_OP_READ ? "read" : "write",
-			 (unsigned long long)req->bio.off, res, (unsigned long long)req->bio.len);
-		res = -EIO;
-	}
-	core_backend_done(req, res);
+        struct core_req *req = (struct core_req *)((char *)ev - offsetof(struct core_req, ev));
+        struct backend *be = req->bio.be;
+        struct file_be *f = be->priv;
+        if (res == -EINVAL && req->bio.direct) {
+                /* The file system wants larger O_DIRECT alignment: raise it and go buffered. */
+                if (f->direct_align < 4096) {
+                        f->direct_align = 4096;
+                        LOG_INFO("file",
+                                 "%s: O_DIRECT needs 4 KiB alignment; smaller I/O is buffered",
+                                 f->path);
+                }
+                req->bio.direct = false;
+                file_submit(be, req, req->bio.op, req->bio.off, req->bio.len, req->bio.iov,
+                            req->bio.iovcnt, req->bio.fua);
+                return;
+        }
+        if ((res == -EOPNOTSUPP || res == -EINVAL) && req->bio.op == CORE_OP_WRITE_ZEROES &&
+            f->punch_ok) {
+                f->punch_ok = false;
+                file_submit(be, req, req->bio.op, req->bio.off, req->bio.len, NULL, 0, false);
+                return;
+        }
+        if (res >= 0 && (req->bio.op == CORE_OP_READ || req->bio.op == CORE_OP_WRITE) &&
+            (uint64_t)res != req->bio.len) {
+                LOG_WARN("file", "%s: short %s at %llu: %d of %llu bytes", f->path,
+                         req->bio.op == CORE_OP_READ ? "read" : "write",
+                         (unsigned long long)req->bio.off, res, (unsigned long long)req->bio.len);
+                res = -EIO;
+        }
+        core_backend_done(req, res);
 }
 
 static void file_submit(struct backend *be, struct core_req *req, enum core_op op, uint64_t off,
-			uint64_t len, const struct iovec *iov, int iovcnt, bool fua)
+                        uint64_t len, const struct iovec *iov, int iovcnt, bool fua)
 {
-	struct file_be *f = be->priv;
-	struct io_uring_sqe *sqe = rt_sqe(req->reactor);
-	req->ev.fn = file_done;
-	req->bio.be = be;
-	req->bio.op = op;
-	req->bio.off = off;
-	req->bio.len = len;
-	req->bio.iov = iov;
-	req->bio.iovcnt = iovcnt;
-	req->bio.fua = fua;
-	req->bio.direct = false;
-	switch (op) {
-	case CORE_OP_READ:
-	case CORE_OP_WRITE: {
-		bool direct = f->fd_direct >= 0 && aligned(f, off, len, iov, iovcnt);
-		req->bio.direct = direct;
-		int fd = direct ? f->fd_direct : f->fd_buf;
-		if (op == CORE_OP_READ)
-			io_uring_prep_readv(sqe, fd, iov, (unsigned)iovcnt, off);
-		else {
-			io_uring_prep_writev(sqe, fd, iov, (unsigned)iovcnt, off);
-			if (fua)
-				sqe->rw_flags = RWF_DSYNC;
-		}
-		break;
-	}
-	case CORE_OP_FLUSH:
-		io_uring_prep_fsync(sqe, f->fd_buf, IORING_FSYNC_DATASYNC);
-		break;
-	case CORE_OP_WRITE_ZEROES:
-		io_uring_prep_fallocate(sqe, f->fd_buf,
-					f->punch_ok ? FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE
-						    : FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE,
-					off, len);
-		break;
-	default:
-		io_uring_prep_nop(sqe);
-		break;
-	}
-	io_uring_sqe_set_data(sqe, &req->ev);
+        struct file_be *f = be->priv;
+        struct io_uring_sqe *sqe = rt_sqe(req->reactor);
+        req->ev.fn = file_done;
+        req->bio.be = be;
+        req->bio.op = op;
+        req->bio.off = off;
+        req->bio.len = len;
+        req->bio.iov = iov;
+        req->bio.iovcnt = iovcnt;
+        req->bio.fua = fua;
+        req->bio.direct = false;
+        switch (op) {
+        case CORE_OP_READ:
+        case CORE_OP_WRITE: {
+                bool direct = f->fd_direct >= 0 && aligned(f, off, len, iov, iovcnt);
+                req->bio.direct = direct;
+                int fd = direct ? f->fd_direct : f->fd_buf;
+                if (op == CORE_OP_READ)
+                        io_uring_prep_readv(sqe, fd, iov, (unsigned)iovcnt, off);
+                else {
+                        io_uring_prep_writev(sqe, fd, iov, (unsigned)iovcnt, off);
+                        if (fua)
+                                sqe->rw_flags = RWF_DSYNC;
+                }
+                break;
+        }
+        case CORE_OP_FLUSH:
+                io_uring_prep_fsync(sqe, f->fd_buf, IORING_FSYNC_DATASYNC);
+                break;
+        case CORE_OP_WRITE_ZEROES:
+                io_uring_prep_fallocate(sqe, f->fd_buf,
+                                        f->punch_ok ? FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE
+                                                    : FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE,
+                                        off, len);
+                break;
+        default:
+                io_uring_prep_nop(sqe);
+                break;
+        }
+        io_uring_sqe_set_data(sqe, &req->ev);
 }
 
 const struct backend_ops backend_file_ops = {
-	.name = "file",
-	.open = file_open,
-	.close = file_close,
-	.submit = file_submit,
+    .name = "file",
+    .open = file_open,
+    .close = file_close,
+    .submit = file_submit,
 };

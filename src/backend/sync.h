@@ -12,15 +12,15 @@
 
 static inline void backend_sync_fire(struct rt_defer *d)
 {
-	struct core_req *req = (struct core_req *)((char *)d - offsetof(struct core_req, defer));
-	core_backend_done(req, req->be_res);
+        struct core_req *req = (struct core_req *)((char *)d - offsetof(struct core_req, defer));
+        core_backend_done(req, req->be_res);
 }
 
 static inline void backend_sync_done(struct core_req *req, int res)
 {
-	req->be_res = res;
-	req->defer.fn = backend_sync_fire;
-	rt_defer(req->reactor, &req->defer);
+        req->be_res = res;
+        req->defer.fn = backend_sync_fire;
+        rt_defer(req->reactor, &req->defer);
 }
 
 #endif

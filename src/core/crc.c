@@ -5,5 +5,5 @@
 
 uint32_t core_crc32c(const void *buf, size_t len)
 {
-	return crc32_iscsi((unsigned char *)buf, (int)len, 0xffffffffu) ^ 0xffffffffu;
+        return crc32_iscsi((unsigned char *)buf, (int)len, 0xffffffffu) ^ 0xffffffffu;
 }

@@ -34,365 +34,366 @@ static char state_dir[2048] = "./state";
 
 void core_set_state_dir(const char *dir)
 {
-	snprintf(state_dir, sizeof(state_dir), "%s", dir);
+        snprintf(state_dir, sizeof(state_dir), "%s", dir);
 }
 
 const char *core_state_dir(void)
 {
-	return state_dir;
+        return state_dir;
 }
 
 static bool name_ok(const char *n)
 {
-	size_t len = n ? strlen(n) : 0;
-	if (len == 0 || len >= CORE_NS_NAME_MAX)
-		return false;
-	for (size_t i = 0; i < len; i++) {
-		char c = n[i];
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-		      c == '.' || c == '_' || c == '-'))
-			return false;
-	}
-	return n[0] != '.';
+        size_t len = n ? strlen(n) : 0;
+        if (len == 0 || len >= CORE_NS_NAME_MAX)
+                return false;
+        for (size_t i = 0; i < len; i++) {
+                char c = n[i];
+                if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                      c == '.' || c == '_' || c == '-'))
+                        return false;
+        }
+        return n[0] != '.';
 }
 
 static void derive_ids(struct core_ns *ns)
 {
-	/* EUI-64: CID in the top 24 bits, 40 random bits of the UUID's node field. */
-	uint64_t low = 0;
-	for (int i = 11; i < 16; i++)
-		low = (low << 8) | ns->uuid[i];
-	ns->eui64 = (SLATE_CID << 40) | low;
+        /* EUI-64: CID in the top 24 bits, 40 random bits of the UUID's node field. */
+        uint64_t low = 0;
+        for (int i = 11; i < 16; i++)
+                low = (low << 8) | ns->uuid[i];
+        ns->eui64 = (SLATE_CID << 40) | low;
 }
 
 static json_t *meta_body(struct core_ns *ns)
 {
-	char u[37];
-	uuid_unparse_lower(ns->uuid, u);
-	json_t *b = json_pack("{s:i, s:s, s:s, s:s, s:s, s:I, s:I, s:b}", "version", META_VERSION,
-			      "name", ns->name, "uuid", u, "backend", ns->backend_name, "path",
-			      ns->path, "block_size", (json_int_t)ns->block_size, "num_blocks",
-			      (json_int_t)ns->num_blocks, "thin", ns->thin);
-	if (!b)
-		return NULL;
-	json_t *pr = core_pr_to_json(&ns->pr);
-	if (pr)
-		json_object_set_new(b, "pr", pr);
-	return b;
+        char u[37];
+        uuid_unparse_lower(ns->uuid, u);
+        json_t *b = json_pack("{s:i, s:s, s:s, s:s, s:s, s:I, s:I, s:b}", "version", META_VERSION,
+                              "name", ns->name, "uuid", u, "backend", ns->backend_name, "path",
+                              ns->path, "block_size", (json_int_t)ns->block_size, "num_blocks",
+                              (json_int_t)ns->num_blocks, "thin", ns->thin);
+        if (!b)
+                return NULL;
+        json_t *pr = core_pr_to_json(&ns->pr);
+        if (pr)
+                json_object_set_new(b, "pr", pr);
+        return b;
 }
 
 static int fsync_dir(const char *path)
 {
-	char dir[4096];
-	snprintf(dir, sizeof(dir), "%s", path);
-	char *slash = strrchr(dir, '/');
-	if (slash)
-		*slash = 0;
-	else
-		snprintf(dir, sizeof(dir), ".");
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	int rc = fsync(fd) ? -errno : 0;
-	close(fd);
-	return rc;
+        char dir[4096];
+        snprintf(dir, sizeof(dir), "%s", path);
+        char *slash = strrchr(dir, '/');
+        if (slash)
+                *slash = 0;
+        else
+                snprintf(dir, sizeof(dir), ".");
+        int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        int rc = fsync(fd) ? -errno : 0;
+        close(fd);
+        return rc;
 }
 
 int core_ns_save_meta(struct core_ns *ns)
 {
-	if (!ns->meta_path[0])
-		return 0; /* mem/null namespaces without a state file */
-	json_t *body = meta_body(ns);
-	if (!body)
-		return -ENOMEM;
-	char *text = json_dumps(body, JSON_COMPACT | JSON_SORT_KEYS);
-	if (!text) {
-		json_decref(body);
-		return -ENOMEM;
-	}
-	json_t *top = json_pack("{s:o, s:I}", "body", body, "crc32c",
-				(json_int_t)core_crc32c(text, strlen(text)));
-	free(text);
-	if (!top)
-		return -ENOMEM;
-	char tmp[4200];
-	snprintf(tmp, sizeof(tmp), "%s.tmp", ns->meta_path);
-	int rc = 0;
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		rc = -errno;
-		goto out;
-	}
-	char *out = json_dumps(top, JSON_INDENT(2) | JSON_SORT_KEYS);
-	size_t len = out ? strlen(out) : 0;
-	if (!out || write(fd, out, len) != (ssize_t)len || write(fd, "\n", 1) != 1 || fsync(fd))
-		rc = out ? -errno : -ENOMEM;
-	free(out);
-	close(fd);
-	if (rc == 0 && rename(tmp, ns->meta_path))
-		rc = -errno;
-	if (rc == 0)
-		rc = fsync_dir(ns->meta_path);
+        if (!ns->meta_path[0])
+                return 0; /* mem/null namespaces without a state file */
+        json_t *body = meta_body(ns);
+        if (!body)
+                return -ENOMEM;
+        char *text = json_dumps(body, JSON_COMPACT | JSON_SORT_KEYS);
+        if (!text) {
+                json_decref(body);
+                return -ENOMEM;
+        }
+        json_t *top = json_pack("{s:o, s:I}", "body", body, "crc32c",
+                                (json_int_t)core_crc32c(text, strlen(text)));
+        free(text);
+        if (!top)
+                return -ENOMEM;
+        char tmp[4200];
+        snprintf(tmp, sizeof(tmp), "%s.tmp", ns->meta_path);
+        int rc = 0;
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd < 0) {
+                rc = -errno;
+                goto out;
+        }
+        char *out = json_dumps(top, JSON_INDENT(2) | JSON_SORT_KEYS);
+        size_t len = out ? strlen(out) : 0;
+        if (!out || write(fd, out, len) != (ssize_t)len || write(fd, "\n", 1) != 1 || fsync(fd))
+                rc = out ? -errno : -ENOMEM;
+        free(out);
+        close(fd);
+        if (rc == 0 && rename(tmp, ns->meta_path))
+                rc = -errno;
+        if (rc == 0)
+                rc = fsync_dir(ns->meta_path);
 out:
-	json_decref(top);
-	if (rc)
-		LOG_ERR("core", "namespace %s: saving metadata %s: %s", ns->name, ns->meta_path,
-			strerror(-rc));
-	return rc;
+        json_decref(top);
+        if (rc)
+                LOG_ERR("core", "namespace %s: saving metadata %s: %s", ns->name, ns->meta_path,
+                        strerror(-rc));
+        return rc;
 }
 
 /* Loads and verifies the metadata file.  1 = loaded, 0 = absent, <0 = corrupt/unreadable. */
 static int load_meta(struct core_ns *ns, char *err, size_t errlen)
 {
-	json_error_t je;
-	json_t *top = json_load_file(ns->meta_path, 0, &je);
-	if (!top) {
-		if (access(ns->meta_path, F_OK) != 0)
-			return 0;
-		snprintf(err, errlen, "metadata %s unreadable: %s (line %d)", ns->meta_path, je.text,
-			 je.line);
-		return -EIO;
-	}
-	int rc = -EINVAL;
-	json_t *body = json_object_get(top, "body");
-	json_t *crc = json_object_get(top, "crc32c");
-	char *text = body ? json_dumps(body, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
-	if (!text || !json_is_integer(crc) ||
-	    (uint32_t)json_integer_value(crc) != core_crc32c(text, strlen(text))) {
-		snprintf(err, errlen, "metadata %s: checksum mismatch or malformed", ns->meta_path);
-		goto out;
-	}
-	const char *u = NULL, *be = NULL, *path = NULL;
-	json_int_t ver = 0, bs = 0, nb = 0;
-	int thin = 0;
-	if (json_unpack(body, "{s:I, s:s, s:s, s:s, s:I, s:I, s:b}", "version", &ver, "uuid", &u,
-			"backend", &be, "path", &path, "block_size", &bs, "num_blocks", &nb, "thin",
-			&thin) ||
-	    ver != META_VERSION || uuid_parse(u, ns->uuid) || (bs != 512 && bs != 4096) || nb <= 0) {
-		snprintf(err, errlen, "metadata %s: unsupported version or bad fields",
-			 ns->meta_path);
-		goto out;
-	}
-	ns->block_size = (uint32_t)bs;
-	ns->num_blocks = (uint64_t)nb;
-	ns->thin = thin;
-	json_t *pr = json_object_get(body, "pr");
-	if (pr && core_pr_from_json(&ns->pr, pr)) {
-		snprintf(err, errlen, "metadata %s: bad reservation state", ns->meta_path);
-		goto out;
-	}
-	rc = 1;
+        json_error_t je;
+        json_t *top = json_load_file(ns->meta_path, 0, &je);
+        if (!top) {
+                if (access(ns->meta_path, F_OK) != 0)
+                        return 0;
+                snprintf(err, errlen, "metadata %s unreadable: %s (line %d)", ns->meta_path,
+                         je.text, je.line);
+                return -EIO;
+        }
+        int rc = -EINVAL;
+        json_t *body = json_object_get(top, "body");
+        json_t *crc = json_object_get(top, "crc32c");
+        char *text = body ? json_dumps(body, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+        if (!text || !json_is_integer(crc) ||
+            (uint32_t)json_integer_value(crc) != core_crc32c(text, strlen(text))) {
+                snprintf(err, errlen, "metadata %s: checksum mismatch or malformed", ns->meta_path);
+                goto out;
+        }
+        const char *u = NULL, *be = NULL, *path = NULL;
+        json_int_t ver = 0, bs = 0, nb = 0;
+        int thin = 0;
+        if (json_unpack(body, "{s:I, s:s, s:s, s:s, s:I, s:I, s:b}", "version", &ver, "uuid", &u,
+                        "backend", &be, "path", &path, "block_size", &bs, "num_blocks", &nb, "thin",
+                        &thin) ||
+            ver != META_VERSION || uuid_parse(u, ns->uuid) || (bs != 512 && bs != 4096) ||
+            nb <= 0) {
+                snprintf(err, errlen, "metadata %s: unsupported version or bad fields",
+                         ns->meta_path);
+                goto out;
+        }
+        ns->block_size = (uint32_t)bs;
+        ns->num_blocks = (uint64_t)nb;
+        ns->thin = thin;
+        json_t *pr = json_object_get(body, "pr");
+        if (pr && core_pr_from_json(&ns->pr, pr)) {
+                snprintf(err, errlen, "metadata %s: bad reservation state", ns->meta_path);
+                goto out;
+        }
+        rc = 1;
 out:
-	free(text);
-	json_decref(top);
-	return rc;
+        free(text);
+        json_decref(top);
+        return rc;
 }
 
 static void ns_free(struct core_ns *ns)
 {
-	if (ns->be.ops)
-		ns->be.ops->close(&ns->be);
-	if (ns->scsi_state && ns->scsi_state_free)
-		ns->scsi_state_free(ns->scsi_state);
-	pthread_mutex_destroy(&ns->lock);
-	pthread_mutex_destroy(&ns->rmw_lock);
-	free(ns);
+        if (ns->be.ops)
+                ns->be.ops->close(&ns->be);
+        if (ns->scsi_state && ns->scsi_state_free)
+                ns->scsi_state_free(ns->scsi_state);
+        pthread_mutex_destroy(&ns->lock);
+        pthread_mutex_destroy(&ns->rmw_lock);
+        free(ns);
 }
 
 int core_ns_create(const struct core_ns_params *p, struct core_ns **out, char *err, size_t errlen)
 {
-	int rc;
-	err[0] = 0;
-	if (!name_ok(p->name)) {
-		snprintf(err, errlen, "invalid namespace name (use 1-63 of [A-Za-z0-9._-])");
-		return -EINVAL;
-	}
-	const char *bename = p->backend ? p->backend : "file";
-	const struct backend_ops *ops = backend_find(bename);
-	if (!ops) {
-		snprintf(err, errlen, "unknown backend '%s' (mem, file, null)", bename);
-		return -EINVAL;
-	}
-	uint32_t bs = p->block_size ? p->block_size : 512;
-	if (bs != 512 && bs != 4096) {
-		snprintf(err, errlen, "block_size must be 512 or 4096");
-		return -EINVAL;
-	}
-	if (p->size_bytes % bs) {
-		snprintf(err, errlen, "size must be a multiple of block_size %u", bs);
-		return -EINVAL;
-	}
+        int rc;
+        err[0] = 0;
+        if (!name_ok(p->name)) {
+                snprintf(err, errlen, "invalid namespace name (use 1-63 of [A-Za-z0-9._-])");
+                return -EINVAL;
+        }
+        const char *bename = p->backend ? p->backend : "file";
+        const struct backend_ops *ops = backend_find(bename);
+        if (!ops) {
+                snprintf(err, errlen, "unknown backend '%s' (mem, file, null)", bename);
+                return -EINVAL;
+        }
+        uint32_t bs = p->block_size ? p->block_size : 512;
+        if (bs != 512 && bs != 4096) {
+                snprintf(err, errlen, "block_size must be 512 or 4096");
+                return -EINVAL;
+        }
+        if (p->size_bytes % bs) {
+                snprintf(err, errlen, "size must be a multiple of block_size %u", bs);
+                return -EINVAL;
+        }
 
-	pthread_mutex_lock(&reg_lock);
-	for (struct core_ns *n = registry; n; n = n->next) {
-		if (strcmp(n->name, p->name) == 0) {
-			pthread_mutex_unlock(&reg_lock);
-			snprintf(err, errlen, "namespace '%s' exists", p->name);
-			return -EEXIST;
-		}
-	}
-	pthread_mutex_unlock(&reg_lock);
+        pthread_mutex_lock(&reg_lock);
+        for (struct core_ns *n = registry; n; n = n->next) {
+                if (strcmp(n->name, p->name) == 0) {
+                        pthread_mutex_unlock(&reg_lock);
+                        snprintf(err, errlen, "namespace '%s' exists", p->name);
+                        return -EEXIST;
+                }
+        }
+        pthread_mutex_unlock(&reg_lock);
 
-	struct core_ns *ns = calloc(1, sizeof(*ns));
-	if (!ns)
-		return -ENOMEM;
-	pthread_mutex_init(&ns->lock, NULL);
-	pthread_mutex_init(&ns->rmw_lock, NULL);
-	atomic_init(&ns->refs, 1);
-	snprintf(ns->name, sizeof(ns->name), "%s", p->name);
-	snprintf(ns->backend_name, sizeof(ns->backend_name), "%s", ops->name);
-	ns->block_size = bs;
-	ns->thin = p->thin;
-	ns->removable = p->removable;
-	ns->pr.holder = -1;
-	atomic_init(&ns->write_protect, p->write_protect);
-	atomic_init(&ns->wce, true);
+        struct core_ns *ns = calloc(1, sizeof(*ns));
+        if (!ns)
+                return -ENOMEM;
+        pthread_mutex_init(&ns->lock, NULL);
+        pthread_mutex_init(&ns->rmw_lock, NULL);
+        atomic_init(&ns->refs, 1);
+        snprintf(ns->name, sizeof(ns->name), "%s", p->name);
+        snprintf(ns->backend_name, sizeof(ns->backend_name), "%s", ops->name);
+        ns->block_size = bs;
+        ns->thin = p->thin;
+        ns->removable = p->removable;
+        ns->pr.holder = -1;
+        atomic_init(&ns->write_protect, p->write_protect);
+        atomic_init(&ns->wce, true);
 
-	bool persistent = strcmp(ops->name, "file") == 0;
-	if (persistent) {
-		if (p->path && p->path[0])
-			snprintf(ns->path, sizeof(ns->path), "%s", p->path);
-		else
-			snprintf(ns->path, sizeof(ns->path), "%s/%s.img", state_dir, p->name);
-		snprintf(ns->meta_path, sizeof(ns->meta_path), "%s/%s.meta.json", state_dir,
-			 p->name);
-		if (mkdir(state_dir, 0755) && errno != EEXIST) {
-			rc = -errno;
-			snprintf(err, errlen, "state dir %s: %s", state_dir, strerror(errno));
-			goto fail;
-		}
-	}
+        bool persistent = strcmp(ops->name, "file") == 0;
+        if (persistent) {
+                if (p->path && p->path[0])
+                        snprintf(ns->path, sizeof(ns->path), "%s", p->path);
+                else
+                        snprintf(ns->path, sizeof(ns->path), "%s/%s.img", state_dir, p->name);
+                snprintf(ns->meta_path, sizeof(ns->meta_path), "%s/%s.meta.json", state_dir,
+                         p->name);
+                if (mkdir(state_dir, 0755) && errno != EEXIST) {
+                        rc = -errno;
+                        snprintf(err, errlen, "state dir %s: %s", state_dir, strerror(errno));
+                        goto fail;
+                }
+        }
 
-	int loaded = persistent ? load_meta(ns, err, errlen) : 0;
-	if (loaded < 0) {
-		rc = loaded;
-		goto fail;
-	}
-	if (loaded && p->block_size && p->block_size != ns->block_size) {
-		snprintf(err, errlen, "namespace %s exists with block_size %u", p->name,
-			 ns->block_size);
-		rc = -EINVAL;
-		goto fail;
-	}
-	if (!loaded) {
-		uuid_generate_random(ns->uuid);
-		ns->num_blocks = p->size_bytes / bs;
-	} else if (p->size_bytes && p->size_bytes / ns->block_size > ns->num_blocks) {
-		ns->num_blocks = p->size_bytes / ns->block_size; /* grow on request */
-	}
-	if (ns->num_blocks == 0 && !(persistent && !loaded && p->size_bytes == 0)) {
-		snprintf(err, errlen, "size must be at least one block");
-		rc = -EINVAL;
-		goto fail;
-	}
+        int loaded = persistent ? load_meta(ns, err, errlen) : 0;
+        if (loaded < 0) {
+                rc = loaded;
+                goto fail;
+        }
+        if (loaded && p->block_size && p->block_size != ns->block_size) {
+                snprintf(err, errlen, "namespace %s exists with block_size %u", p->name,
+                         ns->block_size);
+                rc = -EINVAL;
+                goto fail;
+        }
+        if (!loaded) {
+                uuid_generate_random(ns->uuid);
+                ns->num_blocks = p->size_bytes / bs;
+        } else if (p->size_bytes && p->size_bytes / ns->block_size > ns->num_blocks) {
+                ns->num_blocks = p->size_bytes / ns->block_size; /* grow on request */
+        }
+        if (ns->num_blocks == 0 && !(persistent && !loaded && p->size_bytes == 0)) {
+                snprintf(err, errlen, "size must be at least one block");
+                rc = -EINVAL;
+                goto fail;
+        }
 
-	struct backend_params bp = {
-		.path = ns->path,
-		.size_bytes = ns->num_blocks * (uint64_t)ns->block_size,
-		.create = true,
-	};
-	ns->be.ops = ops;
-	rc = ops->open(&ns->be, &bp);
-	if (rc) {
-		ns->be.ops = NULL;
-		snprintf(err, errlen, "backend %s open %s: %s", ops->name, ns->path, strerror(-rc));
-		goto fail;
-	}
-	if (ns->num_blocks == 0)
-		ns->num_blocks = ns->be.size_bytes / bs; /* adopt an existing file's size */
-	if (ns->num_blocks == 0) {
-		snprintf(err, errlen, "size must be at least one block");
-		rc = -EINVAL;
-		goto fail;
-	}
-	ns->block_shift = (uint32_t)__builtin_ctz(ns->block_size);
-	derive_ids(ns);
-	if (persistent && (rc = core_ns_save_meta(ns))) {
-		snprintf(err, errlen, "saving metadata %s: %s", ns->meta_path, strerror(-rc));
-		goto fail;
-	}
+        struct backend_params bp = {
+            .path = ns->path,
+            .size_bytes = ns->num_blocks * (uint64_t)ns->block_size,
+            .create = true,
+        };
+        ns->be.ops = ops;
+        rc = ops->open(&ns->be, &bp);
+        if (rc) {
+                ns->be.ops = NULL;
+                snprintf(err, errlen, "backend %s open %s: %s", ops->name, ns->path, strerror(-rc));
+                goto fail;
+        }
+        if (ns->num_blocks == 0)
+                ns->num_blocks = ns->be.size_bytes / bs; /* adopt an existing file's size */
+        if (ns->num_blocks == 0) {
+                snprintf(err, errlen, "size must be at least one block");
+                rc = -EINVAL;
+                goto fail;
+        }
+        ns->block_shift = (uint32_t)__builtin_ctz(ns->block_size);
+        derive_ids(ns);
+        if (persistent && (rc = core_ns_save_meta(ns))) {
+                snprintf(err, errlen, "saving metadata %s: %s", ns->meta_path, strerror(-rc));
+                goto fail;
+        }
 
-	pthread_mutex_lock(&reg_lock);
-	ns->next = registry;
-	registry = ns;
-	pthread_mutex_unlock(&reg_lock);
-	char u[37];
-	uuid_unparse_lower(ns->uuid, u);
-	LOG_INFO("core", "namespace %s: %s backend, %llu x %u-byte blocks, uuid %s%s", ns->name,
-		 ops->name, (unsigned long long)ns->num_blocks, ns->block_size, u,
-		 loaded ? " (reopened)" : "");
-	*out = ns;
-	return 0;
+        pthread_mutex_lock(&reg_lock);
+        ns->next = registry;
+        registry = ns;
+        pthread_mutex_unlock(&reg_lock);
+        char u[37];
+        uuid_unparse_lower(ns->uuid, u);
+        LOG_INFO("core", "namespace %s: %s backend, %llu x %u-byte blocks, uuid %s%s", ns->name,
+                 ops->name, (unsigned long long)ns->num_blocks, ns->block_size, u,
+                 loaded ? " (reopened)" : "");
+        *out = ns;
+        return 0;
 fail:
-	ns_free(ns);
-	return rc;
+        ns_free(ns);
+        return rc;
 }
 
 struct core_ns *core_ns_find(const char *name)
 {
-	pthread_mutex_lock(&reg_lock);
-	struct core_ns *n = registry;
-	while (n && strcmp(n->name, name) != 0)
-		n = n->next;
-	pthread_mutex_unlock(&reg_lock);
-	return n;
+        pthread_mutex_lock(&reg_lock);
+        struct core_ns *n = registry;
+        while (n && strcmp(n->name, name) != 0)
+                n = n->next;
+        pthread_mutex_unlock(&reg_lock);
+        return n;
 }
 
 void core_ns_get(struct core_ns *ns)
 {
-	atomic_fetch_add(&ns->refs, 1);
+        atomic_fetch_add(&ns->refs, 1);
 }
 
 void core_ns_put(struct core_ns *ns)
 {
-	if (atomic_fetch_sub(&ns->refs, 1) == 1)
-		ns_free(ns);
+        if (atomic_fetch_sub(&ns->refs, 1) == 1)
+                ns_free(ns);
 }
 
 int core_ns_delete(const char *name)
 {
-	pthread_mutex_lock(&reg_lock);
-	struct core_ns **pp = &registry;
-	while (*pp && strcmp((*pp)->name, name) != 0)
-		pp = &(*pp)->next;
-	struct core_ns *ns = *pp;
-	if (!ns) {
-		pthread_mutex_unlock(&reg_lock);
-		return -ENOENT;
-	}
-	if (atomic_load(&ns->refs) > 1) {
-		pthread_mutex_unlock(&reg_lock);
-		return -EBUSY;
-	}
-	*pp = ns->next;
-	pthread_mutex_unlock(&reg_lock);
-	LOG_INFO("core", "namespace %s deleted (data and metadata files are kept)", ns->name);
-	core_ns_put(ns);
-	return 0;
+        pthread_mutex_lock(&reg_lock);
+        struct core_ns **pp = &registry;
+        while (*pp && strcmp((*pp)->name, name) != 0)
+                pp = &(*pp)->next;
+        struct core_ns *ns = *pp;
+        if (!ns) {
+                pthread_mutex_unlock(&reg_lock);
+                return -ENOENT;
+        }
+        if (atomic_load(&ns->refs) > 1) {
+                pthread_mutex_unlock(&reg_lock);
+                return -EBUSY;
+        }
+        *pp = ns->next;
+        pthread_mutex_unlock(&reg_lock);
+        LOG_INFO("core", "namespace %s deleted (data and metadata files are kept)", ns->name);
+        core_ns_put(ns);
+        return 0;
 }
 
 void core_ns_foreach(void (*fn)(struct core_ns *ns, void *arg), void *arg)
 {
-	pthread_mutex_lock(&reg_lock);
-	/* Registry is LIFO; visit in creation order so saved configs replay naturally. */
-	struct core_ns *stack[1024];
-	unsigned n = 0;
-	for (struct core_ns *ns = registry; ns && n < 1024; ns = ns->next)
-		stack[n++] = ns;
-	while (n)
-		fn(stack[--n], arg);
-	pthread_mutex_unlock(&reg_lock);
+        pthread_mutex_lock(&reg_lock);
+        /* Registry is LIFO; visit in creation order so saved configs replay naturally. */
+        struct core_ns *stack[1024];
+        unsigned n = 0;
+        for (struct core_ns *ns = registry; ns && n < 1024; ns = ns->next)
+                stack[n++] = ns;
+        while (n)
+                fn(stack[--n], arg);
+        pthread_mutex_unlock(&reg_lock);
 }
 
 void core_ns_shutdown_all(void)
 {
-	pthread_mutex_lock(&reg_lock);
-	struct core_ns *ns = registry;
-	registry = NULL;
-	pthread_mutex_unlock(&reg_lock);
-	while (ns) {
-		struct core_ns *next = ns->next;
-		core_ns_put(ns);
-		ns = next;
-	}
+        pthread_mutex_lock(&reg_lock);
+        struct core_ns *ns = registry;
+        registry = NULL;
+        pthread_mutex_unlock(&reg_lock);
+        while (ns) {
+                struct core_ns *next = ns->next;
+                core_ns_put(ns);
+                ns = next;
+        }
 }

@@ -20,378 +20,380 @@
 #include "rt/log.h"
 
 enum {
-	ST_START = 0,
-	ST_READ_FOR_RMW, /* compare / caw / orwrite: medium read into scratch */
-	ST_WRITE_RMW,    /* caw / orwrite: writing */
-	ST_WRITE_SAME,   /* write same: chunks in flight */
-	ST_SIMPLE,       /* one backend op, then done */
+        ST_START = 0,
+        ST_READ_FOR_RMW, /* compare / caw / orwrite: medium read into scratch */
+        ST_WRITE_RMW,    /* caw / orwrite: writing */
+        ST_WRITE_SAME,   /* write same: chunks in flight */
+        ST_SIMPLE,       /* one backend op, then done */
 };
 
 static void finish(struct core_req *req, enum core_status st);
 
 static void fire_cb(struct rt_defer *d)
 {
-	struct core_req *req = (struct core_req *)((char *)d - offsetof(struct core_req, defer));
-	req->cb(req);
+        struct core_req *req = (struct core_req *)((char *)d - offsetof(struct core_req, defer));
+        req->cb(req);
 }
 
 void core_req_complete(struct core_req *req, enum core_status st)
 {
-	req->status = st;
-	req->defer.fn = fire_cb;
-	rt_defer(req->reactor, &req->defer);
+        req->status = st;
+        req->defer.fn = fire_cb;
+        rt_defer(req->reactor, &req->defer);
 }
 
 static uint64_t iov_bytes(const struct core_req *req)
 {
-	uint64_t n = 0;
-	for (int i = 0; i < req->iovcnt; i++)
-		n += req->iov[i].iov_len;
-	return n;
+        uint64_t n = 0;
+        for (int i = 0; i < req->iovcnt; i++)
+                n += req->iov[i].iov_len;
+        return n;
 }
 
 /* Copy between the request's iovec and a flat buffer; returns bytes handled. */
 static void iov_to_flat(const struct core_req *req, uint8_t *dst, uint64_t skip, uint64_t len)
 {
-	for (int i = 0; i < req->iovcnt && len; i++) {
-		uint64_t l = req->iov[i].iov_len;
-		if (skip >= l) {
-			skip -= l;
-			continue;
-		}
-		uint64_t n = l - skip < len ? l - skip : len;
-		memcpy(dst, (uint8_t *)req->iov[i].iov_base + skip, n);
-		dst += n;
-		len -= n;
-		skip = 0;
-	}
+        for (int i = 0; i < req->iovcnt && len; i++) {
+                uint64_t l = req->iov[i].iov_len;
+                if (skip >= l) {
+                        skip -= l;
+                        continue;
+                }
+                uint64_t n = l - skip < len ? l - skip : len;
+                memcpy(dst, (uint8_t *)req->iov[i].iov_base + skip, n);
+                dst += n;
+                len -= n;
+                skip = 0;
+        }
 }
 
 static bool rmw_lock(struct core_req *req)
 {
-	struct core_ns *ns = req->ns;
-	bool ok = false;
-	pthread_mutex_lock(&ns->rmw_lock);
-	for (int i = 0; i < 32; i++) {
-		if (!(ns->rmw_used & (1u << i)))
-			continue;
-		if (req->lba < ns->rmw_lba[i] + ns->rmw_nlb[i] && ns->rmw_lba[i] < req->lba + req->nlb)
-			goto out;
-	}
-	for (int i = 0; i < 32; i++) {
-		if (!(ns->rmw_used & (1u << i))) {
-			ns->rmw_used |= 1u << i;
-			ns->rmw_lba[i] = req->lba;
-			ns->rmw_nlb[i] = req->nlb;
-			req->range_locked = true;
-			ok = true;
-			break;
-		}
-	}
+        struct core_ns *ns = req->ns;
+        bool ok = false;
+        pthread_mutex_lock(&ns->rmw_lock);
+        for (int i = 0; i < 32; i++) {
+                if (!(ns->rmw_used & (1u << i)))
+                        continue;
+                if (req->lba < ns->rmw_lba[i] + ns->rmw_nlb[i] &&
+                    ns->rmw_lba[i] < req->lba + req->nlb)
+                        goto out;
+        }
+        for (int i = 0; i < 32; i++) {
+                if (!(ns->rmw_used & (1u << i))) {
+                        ns->rmw_used |= 1u << i;
+                        ns->rmw_lba[i] = req->lba;
+                        ns->rmw_nlb[i] = req->nlb;
+                        req->range_locked = true;
+                        ok = true;
+                        break;
+                }
+        }
 out:
-	pthread_mutex_unlock(&ns->rmw_lock);
-	return ok;
+        pthread_mutex_unlock(&ns->rmw_lock);
+        return ok;
 }
 
 static void rmw_unlock(struct core_req *req)
 {
-	struct core_ns *ns = req->ns;
-	pthread_mutex_lock(&ns->rmw_lock);
-	for (int i = 0; i < 32; i++) {
-		if ((ns->rmw_used & (1u << i)) && ns->rmw_lba[i] == req->lba &&
-		    ns->rmw_nlb[i] == req->nlb) {
-			ns->rmw_used &= ~(1u << i);
-			break;
-		}
-	}
-	pthread_mutex_unlock(&ns->rmw_lock);
-	req->range_locked = false;
+        struct core_ns *ns = req->ns;
+        pthread_mutex_lock(&ns->rmw_lock);
+        for (int i = 0; i < 32; i++) {
+                if ((ns->rmw_used & (1u << i)) && ns->rmw_lba[i] == req->lba &&
+                    ns->rmw_nlb[i] == req->nlb) {
+                        ns->rmw_used &= ~(1u << i);
+                        break;
+                }
+        }
+        pthread_mutex_unlock(&ns->rmw_lock);
+        req->range_locked = false;
 }
 
 static void finish(struct core_req *req, enum core_status st)
 {
-	if (req->range_locked)
-		rmw_unlock(req);
-	req->status = st;
-	req->cb(req);
+        if (req->range_locked)
+                rmw_unlock(req);
+        req->status = st;
+        req->cb(req);
 }
 
 static void be_io(struct core_req *req, enum core_op op, uint64_t lba, uint64_t nlb,
-		  const struct iovec *iov, int iovcnt)
+                  const struct iovec *iov, int iovcnt)
 {
-	struct core_ns *ns = req->ns;
-	ns->be.ops->submit(&ns->be, req, op, lba << ns->block_shift, nlb << ns->block_shift, iov,
-			   iovcnt, (req->flags & CORE_REQ_FUA) != 0);
+        struct core_ns *ns = req->ns;
+        ns->be.ops->submit(&ns->be, req, op, lba << ns->block_shift, nlb << ns->block_shift, iov,
+                           iovcnt, (req->flags & CORE_REQ_FUA) != 0);
 }
 
 static void write_same_next(struct core_req *req)
 {
-	struct core_ns *ns = req->ns;
-	uint64_t end = req->lba + req->nlb;
-	uint64_t per = req->scratch_len >> ns->block_shift;
-	uint64_t n = end - req->cur_lba < per ? end - req->cur_lba : per;
-	req->one_iov.iov_base = req->scratch;
-	req->one_iov.iov_len = n << ns->block_shift;
-	uint64_t lba = req->cur_lba;
-	req->cur_lba += n;
-	be_io(req, CORE_OP_WRITE, lba, n, &req->one_iov, 1);
+        struct core_ns *ns = req->ns;
+        uint64_t end = req->lba + req->nlb;
+        uint64_t per = req->scratch_len >> ns->block_shift;
+        uint64_t n = end - req->cur_lba < per ? end - req->cur_lba : per;
+        req->one_iov.iov_base = req->scratch;
+        req->one_iov.iov_len = n << ns->block_shift;
+        uint64_t lba = req->cur_lba;
+        req->cur_lba += n;
+        be_io(req, CORE_OP_WRITE, lba, n, &req->one_iov, 1);
 }
 
 static void start_rmw(struct rt_defer *d);
 
 static void run(struct core_req *req)
 {
-	struct core_ns *ns = req->ns;
-	uint64_t len = (uint64_t)req->nlb << ns->block_shift;
+        struct core_ns *ns = req->ns;
+        uint64_t len = (uint64_t)req->nlb << ns->block_shift;
 
-	switch (req->op) {
-	case CORE_OP_READ:
-		atomic_fetch_add_explicit(&ns->stats.read_ops, 1, memory_order_relaxed);
-		atomic_fetch_add_explicit(&ns->stats.read_bytes, len, memory_order_relaxed);
-		req->stage = ST_SIMPLE;
-		be_io(req, CORE_OP_READ, req->lba, req->nlb, req->iov, req->iovcnt);
-		return;
-	case CORE_OP_WRITE:
-		atomic_fetch_add_explicit(&ns->stats.write_ops, 1, memory_order_relaxed);
-		atomic_fetch_add_explicit(&ns->stats.write_bytes, len, memory_order_relaxed);
-		req->stage = ST_SIMPLE;
-		be_io(req, CORE_OP_WRITE, req->lba, req->nlb, req->iov, req->iovcnt);
-		return;
-	case CORE_OP_FLUSH:
-		atomic_fetch_add_explicit(&ns->stats.flush_ops, 1, memory_order_relaxed);
-		req->stage = ST_SIMPLE;
-		ns->be.ops->submit(&ns->be, req, CORE_OP_FLUSH, 0, 0, NULL, 0, false);
-		return;
-	case CORE_OP_WRITE_ZEROES:
-		atomic_fetch_add_explicit(&ns->stats.write_ops, 1, memory_order_relaxed);
-		req->stage = ST_SIMPLE;
-		be_io(req, CORE_OP_WRITE_ZEROES, req->lba, req->nlb, NULL, 0);
-		return;
-	case CORE_OP_WRITE_SAME: {
-		atomic_fetch_add_explicit(&ns->stats.write_ops, 1, memory_order_relaxed);
-		const uint8_t *blk = req->iov[0].iov_base;
-		bool zero = true;
-		for (uint32_t i = 0; i < ns->block_size && zero; i++)
-			zero = blk[i] == 0;
-		if (zero) {
-			req->stage = ST_SIMPLE;
-			be_io(req, CORE_OP_WRITE_ZEROES, req->lba, req->nlb, NULL, 0);
-			return;
-		}
-		/* Fill the scratch buffer with copies of the block, then write it out in chunks. */
-		uint64_t per = req->scratch_len >> ns->block_shift;
-		if (per > req->nlb)
-			per = req->nlb;
-		for (uint64_t i = 0; i < per; i++)
-			memcpy((uint8_t *)req->scratch + (i << ns->block_shift), blk, ns->block_size);
-		req->scratch_len = (uint32_t)(per << ns->block_shift);
-		req->cur_lba = req->lba;
-		req->stage = ST_WRITE_SAME;
-		write_same_next(req);
-		return;
-	}
-	case CORE_OP_COMPARE:
-	case CORE_OP_COMPARE_AND_WRITE:
-	case CORE_OP_ORWRITE:
-		req->defer.fn = start_rmw;
-		start_rmw(&req->defer);
-		return;
-	case CORE_OP_VERIFY:
-	case CORE_OP_PREFETCH:
-		/*
-		 * Our media have no latent errors to find and no cache to
-		 * fill ahead, so both complete at once (range already checked).
-		 */
-		core_req_complete(req, CORE_OK);
-		return;
-	default:
-		core_req_complete(req, CORE_E_INVALID_OPCODE);
-		return;
-	}
+        switch (req->op) {
+        case CORE_OP_READ:
+                atomic_fetch_add_explicit(&ns->stats.read_ops, 1, memory_order_relaxed);
+                atomic_fetch_add_explicit(&ns->stats.read_bytes, len, memory_order_relaxed);
+                req->stage = ST_SIMPLE;
+                be_io(req, CORE_OP_READ, req->lba, req->nlb, req->iov, req->iovcnt);
+                return;
+        case CORE_OP_WRITE:
+                atomic_fetch_add_explicit(&ns->stats.write_ops, 1, memory_order_relaxed);
+                atomic_fetch_add_explicit(&ns->stats.write_bytes, len, memory_order_relaxed);
+                req->stage = ST_SIMPLE;
+                be_io(req, CORE_OP_WRITE, req->lba, req->nlb, req->iov, req->iovcnt);
+                return;
+        case CORE_OP_FLUSH:
+                atomic_fetch_add_explicit(&ns->stats.flush_ops, 1, memory_order_relaxed);
+                req->stage = ST_SIMPLE;
+                ns->be.ops->submit(&ns->be, req, CORE_OP_FLUSH, 0, 0, NULL, 0, false);
+                return;
+        case CORE_OP_WRITE_ZEROES:
+                atomic_fetch_add_explicit(&ns->stats.write_ops, 1, memory_order_relaxed);
+                req->stage = ST_SIMPLE;
+                be_io(req, CORE_OP_WRITE_ZEROES, req->lba, req->nlb, NULL, 0);
+                return;
+        case CORE_OP_WRITE_SAME: {
+                atomic_fetch_add_explicit(&ns->stats.write_ops, 1, memory_order_relaxed);
+                const uint8_t *blk = req->iov[0].iov_base;
+                bool zero = true;
+                for (uint32_t i = 0; i < ns->block_size && zero; i++)
+                        zero = blk[i] == 0;
+                if (zero) {
+                        req->stage = ST_SIMPLE;
+                        be_io(req, CORE_OP_WRITE_ZEROES, req->lba, req->nlb, NULL, 0);
+                        return;
+                }
+                /* Fill the scratch buffer with copies of the block, then write it out in chunks. */
+                uint64_t per = req->scratch_len >> ns->block_shift;
+                if (per > req->nlb)
+                        per = req->nlb;
+                for (uint64_t i = 0; i < per; i++)
+                        memcpy((uint8_t *)req->scratch + (i << ns->block_shift), blk,
+                               ns->block_size);
+                req->scratch_len = (uint32_t)(per << ns->block_shift);
+                req->cur_lba = req->lba;
+                req->stage = ST_WRITE_SAME;
+                write_same_next(req);
+                return;
+        }
+        case CORE_OP_COMPARE:
+        case CORE_OP_COMPARE_AND_WRITE:
+        case CORE_OP_ORWRITE:
+                req->defer.fn = start_rmw;
+                start_rmw(&req->defer);
+                return;
+        case CORE_OP_VERIFY:
+        case CORE_OP_PREFETCH:
+                /*
+                 * Our media have no latent errors to find and no cache to
+                 * fill ahead, so both complete at once (range already checked).
+                 */
+                core_req_complete(req, CORE_OK);
+                return;
+        default:
+                core_req_complete(req, CORE_E_INVALID_OPCODE);
+                return;
+        }
 }
 
 static void start_rmw(struct rt_defer *d)
 {
-	struct core_req *req = (struct core_req *)((char *)d - offsetof(struct core_req, defer));
-	struct core_ns *ns = req->ns;
-	if (req->op != CORE_OP_COMPARE && !rmw_lock(req)) {
-		/* Another read-modify-write holds overlapping blocks: try again next turn. */
-		req->defer.fn = start_rmw;
-		rt_defer(req->reactor, &req->defer);
-		return;
-	}
-	req->stage = ST_READ_FOR_RMW;
-	req->one_iov.iov_base = req->scratch;
-	req->one_iov.iov_len = (uint64_t)req->nlb << ns->block_shift;
-	be_io(req, CORE_OP_READ, req->lba, req->nlb, &req->one_iov, 1);
+        struct core_req *req = (struct core_req *)((char *)d - offsetof(struct core_req, defer));
+        struct core_ns *ns = req->ns;
+        if (req->op != CORE_OP_COMPARE && !rmw_lock(req)) {
+                /* Another read-modify-write holds overlapping blocks: try again next turn. */
+                req->defer.fn = start_rmw;
+                rt_defer(req->reactor, &req->defer);
+                return;
+        }
+        req->stage = ST_READ_FOR_RMW;
+        req->one_iov.iov_base = req->scratch;
+        req->one_iov.iov_len = (uint64_t)req->nlb << ns->block_shift;
+        be_io(req, CORE_OP_READ, req->lba, req->nlb, &req->one_iov, 1);
 }
 
 void core_req_init(struct core_req *req, struct core_ns *ns, enum core_op op, uint64_t lba,
-		   uint32_t nlb, uint32_t flags, struct rt_reactor *reactor,
-		   void (*cb)(struct core_req *req), void *cb_arg)
+                   uint32_t nlb, uint32_t flags, struct rt_reactor *reactor,
+                   void (*cb)(struct core_req *req), void *cb_arg)
 {
-	memset(req, 0, sizeof(*req));
-	req->ns = ns;
-	req->op = op;
-	req->flags = flags;
-	req->lba = lba;
-	req->nlb = nlb;
-	req->reactor = reactor;
-	req->cb = cb;
-	req->cb_arg = cb_arg;
+        memset(req, 0, sizeof(*req));
+        req->ns = ns;
+        req->op = op;
+        req->flags = flags;
+        req->lba = lba;
+        req->nlb = nlb;
+        req->reactor = reactor;
+        req->cb = cb;
+        req->cb_arg = cb_arg;
 }
 
 void core_req_submit(struct core_req *req)
 {
-	struct core_ns *ns = req->ns;
-	req->status = CORE_OK;
-	req->info_valid = false;
-	req->range_locked = false;
-	req->stage = ST_START;
-	if (!ns) {
-		core_req_complete(req, CORE_E_INTERNAL);
-		return;
-	}
-	bool medium = req->op != CORE_OP_FLUSH;
-	if (medium && !core_ns_range_ok(ns, req->lba, req->nlb)) {
-		core_req_complete(req, CORE_E_LBA_RANGE);
-		return;
-	}
-	bool writes = req->op == CORE_OP_WRITE || req->op == CORE_OP_WRITE_ZEROES ||
-		      req->op == CORE_OP_COMPARE_AND_WRITE || req->op == CORE_OP_ORWRITE ||
-		      req->op == CORE_OP_WRITE_SAME;
-	if (writes && atomic_load_explicit(&ns->write_protect, memory_order_relaxed)) {
-		core_req_complete(req, CORE_E_WRITE_PROTECT);
-		return;
-	}
-	uint64_t len = (uint64_t)req->nlb << ns->block_shift;
-	uint64_t need = 0, scratch = 0;
-	switch (req->op) {
-	case CORE_OP_READ:
-	case CORE_OP_WRITE:
-	case CORE_OP_COMPARE:
-	case CORE_OP_ORWRITE:
-		need = len;
-		scratch = req->op == CORE_OP_READ || req->op == CORE_OP_WRITE ? 0 : len;
-		break;
-	case CORE_OP_COMPARE_AND_WRITE:
-		need = 2 * len;
-		scratch = len;
-		break;
-	case CORE_OP_WRITE_SAME:
-		need = ns->block_size;
-		scratch = ns->block_size;
-		break;
-	default:
-		break;
-	}
-	if (iov_bytes(req) < need || req->scratch_len < scratch ||
-	    (scratch && req->scratch == NULL)) {
-		LOG_WARN("core", "namespace %s: request op %d without enough buffer", ns->name,
-			 req->op);
-		core_req_complete(req, CORE_E_INTERNAL);
-		return;
-	}
-	if (req->nlb == 0 && medium && req->op != CORE_OP_WRITE_SAME) {
-		core_req_complete(req, CORE_OK);
-		return;
-	}
-	if (req->nlb == 0 && req->op == CORE_OP_WRITE_SAME) {
-		core_req_complete(req, CORE_OK);
-		return;
-	}
-	run(req);
+        struct core_ns *ns = req->ns;
+        req->status = CORE_OK;
+        req->info_valid = false;
+        req->range_locked = false;
+        req->stage = ST_START;
+        if (!ns) {
+                core_req_complete(req, CORE_E_INTERNAL);
+                return;
+        }
+        bool medium = req->op != CORE_OP_FLUSH;
+        if (medium && !core_ns_range_ok(ns, req->lba, req->nlb)) {
+                core_req_complete(req, CORE_E_LBA_RANGE);
+                return;
+        }
+        bool writes = req->op == CORE_OP_WRITE || req->op == CORE_OP_WRITE_ZEROES ||
+                      req->op == CORE_OP_COMPARE_AND_WRITE || req->op == CORE_OP_ORWRITE ||
+                      req->op == CORE_OP_WRITE_SAME;
+        if (writes && atomic_load_explicit(&ns->write_protect, memory_order_relaxed)) {
+                core_req_complete(req, CORE_E_WRITE_PROTECT);
+                return;
+        }
+        uint64_t len = (uint64_t)req->nlb << ns->block_shift;
+        uint64_t need = 0, scratch = 0;
+        switch (req->op) {
+        case CORE_OP_READ:
+        case CORE_OP_WRITE:
+        case CORE_OP_COMPARE:
+        case CORE_OP_ORWRITE:
+                need = len;
+                scratch = req->op == CORE_OP_READ || req->op == CORE_OP_WRITE ? 0 : len;
+                break;
+        case CORE_OP_COMPARE_AND_WRITE:
+                need = 2 * len;
+                scratch = len;
+                break;
+        case CORE_OP_WRITE_SAME:
+                need = ns->block_size;
+                scratch = ns->block_size;
+                break;
+        default:
+                break;
+        }
+        if (iov_bytes(req) < need || req->scratch_len < scratch ||
+            (scratch && req->scratch == NULL)) {
+                LOG_WARN("core", "namespace %s: request op %d without enough buffer", ns->name,
+                         req->op);
+                core_req_complete(req, CORE_E_INTERNAL);
+                return;
+        }
+        if (req->nlb == 0 && medium && req->op != CORE_OP_WRITE_SAME) {
+                core_req_complete(req, CORE_OK);
+                return;
+        }
+        if (req->nlb == 0 && req->op == CORE_OP_WRITE_SAME) {
+                core_req_complete(req, CORE_OK);
+                return;
+        }
+        run(req);
 }
 
 /* First byte where the request's data (from skip) differs from buf. */
 static bool compare_iov(struct core_req *req, const uint8_t *buf, uint64_t skip, uint64_t len,
-			uint64_t *where)
+                        uint64_t *where)
 {
-	uint64_t off = 0;
-	for (int i = 0; i < req->iovcnt && off < len; i++) {
-		uint64_t l = req->iov[i].iov_len;
-		if (skip >= l) {
-			skip -= l;
-			continue;
-		}
-		const uint8_t *p = (const uint8_t *)req->iov[i].iov_base + skip;
-		uint64_t n = l - skip < len - off ? l - skip : len - off;
-		if (memcmp(p, buf + off, n) != 0) {
-			for (uint64_t k = 0; k < n; k++) {
-				if (p[k] != buf[off + k]) {
-					*where = off + k;
-					return false;
-				}
-			}
-		}
-		off += n;
-		skip = 0;
-	}
-	return true;
+        uint64_t off = 0;
+        for (int i = 0; i < req->iovcnt && off < len; i++) {
+                uint64_t l = req->iov[i].iov_len;
+                if (skip >= l) {
+                        skip -= l;
+                        continue;
+                }
+                const uint8_t *p = (const uint8_t *)req->iov[i].iov_base + skip;
+                uint64_t n = l - skip < len - off ? l - skip : len - off;
+                if (memcmp(p, buf + off, n) != 0) {
+                        for (uint64_t k = 0; k < n; k++) {
+                                if (p[k] != buf[off + k]) {
+                                        *where = off + k;
+                                        return false;
+                                }
+                        }
+                }
+                off += n;
+                skip = 0;
+        }
+        return true;
 }
 
 void core_backend_done(struct core_req *req, int res)
 {
-	struct core_ns *ns = req->ns;
-	uint64_t len = (uint64_t)req->nlb << ns->block_shift;
-	bool is_read = req->stage == ST_READ_FOR_RMW || req->op == CORE_OP_READ;
-	if (res < 0) {
-		LOG_DEBUG("core", "namespace %s: backend error %d at lba %llu", ns->name, res,
-			  (unsigned long long)req->lba);
-		finish(req, is_read ? CORE_E_MEDIUM_ERROR : CORE_E_WRITE_ERROR);
-		return;
-	}
-	switch (req->stage) {
-	case ST_SIMPLE:
-		finish(req, CORE_OK);
-		return;
-	case ST_WRITE_SAME:
-		if (req->cur_lba < req->lba + req->nlb)
-			write_same_next(req);
-		else
-			finish(req, CORE_OK);
-		return;
-	case ST_READ_FOR_RMW: {
-		uint8_t *media = req->scratch;
-		if (req->op == CORE_OP_COMPARE || req->op == CORE_OP_COMPARE_AND_WRITE) {
-			uint64_t where;
-			if (!compare_iov(req, media, 0, len, &where)) {
-				req->info = where;
-				req->info_valid = true;
-				finish(req, CORE_E_MISCOMPARE);
-				return;
-			}
-			if (req->op == CORE_OP_COMPARE) {
-				finish(req, CORE_OK);
-				return;
-			}
-			/* Write half of the data-out buffer: copy it flat into scratch. */
-			iov_to_flat(req, media, len, len);
-		} else {
-			/* ORWRITE: media |= data. */
-			uint64_t off = 0;
-			for (int i = 0; i < req->iovcnt && off < len; i++) {
-				const uint8_t *p = req->iov[i].iov_base;
-				uint64_t n = req->iov[i].iov_len < len - off ? req->iov[i].iov_len
-									     : len - off;
-				for (uint64_t k = 0; k < n; k++)
-					media[off + k] |= p[k];
-				off += n;
-			}
-		}
-		atomic_fetch_add_explicit(&ns->stats.write_ops, 1, memory_order_relaxed);
-		atomic_fetch_add_explicit(&ns->stats.write_bytes, len, memory_order_relaxed);
-		req->stage = ST_WRITE_RMW;
-		req->one_iov.iov_base = media;
-		req->one_iov.iov_len = len;
-		be_io(req, CORE_OP_WRITE, req->lba, req->nlb, &req->one_iov, 1);
-		return;
-	}
-	case ST_WRITE_RMW:
-		finish(req, CORE_OK);
-		return;
-	default:
-		finish(req, CORE_E_INTERNAL);
-		return;
-	}
+        struct core_ns *ns = req->ns;
+        uint64_t len = (uint64_t)req->nlb << ns->block_shift;
+        bool is_read = req->stage == ST_READ_FOR_RMW || req->op == CORE_OP_READ;
+        if (res < 0) {
+                LOG_DEBUG("core", "namespace %s: backend error %d at lba %llu", ns->name, res,
+                          (unsigned long long)req->lba);
+                finish(req, is_read ? CORE_E_MEDIUM_ERROR : CORE_E_WRITE_ERROR);
+                return;
+        }
+        switch (req->stage) {
+        case ST_SIMPLE:
+                finish(req, CORE_OK);
+                return;
+        case ST_WRITE_SAME:
+                if (req->cur_lba < req->lba + req->nlb)
+                        write_same_next(req);
+                else
+                        finish(req, CORE_OK);
+                return;
+        case ST_READ_FOR_RMW: {
+                uint8_t *media = req->scratch;
+                if (req->op == CORE_OP_COMPARE || req->op == CORE_OP_COMPARE_AND_WRITE) {
+                        uint64_t where;
+                        if (!compare_iov(req, media, 0, len, &where)) {
+                                req->info = where;
+                                req->info_valid = true;
+                                finish(req, CORE_E_MISCOMPARE);
+                                return;
+                        }
+                        if (req->op == CORE_OP_COMPARE) {
+                                finish(req, CORE_OK);
+                                return;
+                        }
+                        /* Write half of the data-out buffer: copy it flat into scratch. */
+                        iov_to_flat(req, media, len, len);
+                } else {
+                        /* ORWRITE: media |= data. */
+                        uint64_t off = 0;
+                        for (int i = 0; i < req->iovcnt && off < len; i++) {
+                                const uint8_t *p = req->iov[i].iov_base;
+                                uint64_t n = req->iov[i].iov_len < len - off ? req->iov[i].iov_len
+                                                                             : len - off;
+                                for (uint64_t k = 0; k < n; k++)
+                                        media[off + k] |= p[k];
+                                off += n;
+                        }
+                }
+                atomic_fetch_add_explicit(&ns->stats.write_ops, 1, memory_order_relaxed);
+                atomic_fetch_add_explicit(&ns->stats.write_bytes, len, memory_order_relaxed);
+                req->stage = ST_WRITE_RMW;
+                req->one_iov.iov_base = media;
+                req->one_iov.iov_len = len;
+                be_io(req, CORE_OP_WRITE, req->lba, req->nlb, &req->one_iov, 1);
+                return;
+        }
+        case ST_WRITE_RMW:
+                finish(req, CORE_OK);
+                return;
+        default:
+                finish(req, CORE_E_INTERNAL);
+                return;
+        }
 }

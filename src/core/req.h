@@ -22,17 +22,17 @@ struct core_ns;
 struct backend;
 
 enum core_op {
-	CORE_OP_READ = 0,
-	CORE_OP_WRITE,
-	CORE_OP_FLUSH,
-	CORE_OP_WRITE_ZEROES,
-	CORE_OP_COMPARE,          /* compare media with data (no write) */
-	CORE_OP_COMPARE_AND_WRITE,/* iov = compare data then write data, atomic */
-	CORE_OP_ORWRITE,          /* media |= data (atomic read-modify-write) */
-	CORE_OP_VERIFY,           /* medium check only; nothing to compare */
-	CORE_OP_WRITE_SAME,       /* iov holds one block; replicate over the range */
-	CORE_OP_PREFETCH,
-	CORE_OP_MAX
+        CORE_OP_READ = 0,
+        CORE_OP_WRITE,
+        CORE_OP_FLUSH,
+        CORE_OP_WRITE_ZEROES,
+        CORE_OP_COMPARE,           /* compare media with data (no write) */
+        CORE_OP_COMPARE_AND_WRITE, /* iov = compare data then write data, atomic */
+        CORE_OP_ORWRITE,           /* media |= data (atomic read-modify-write) */
+        CORE_OP_VERIFY,            /* medium check only; nothing to compare */
+        CORE_OP_WRITE_SAME,        /* iov holds one block; replicate over the range */
+        CORE_OP_PREFETCH,
+        CORE_OP_MAX
 };
 
 #define CORE_REQ_FUA (1u << 0) /* data durable before completion */
@@ -41,50 +41,50 @@ enum core_op {
 #define CORE_REQ_MAX_IOV 8
 
 struct core_req {
-	/* Filled by the personality. */
-	struct core_ns *ns;
-	enum core_op op;
-	uint32_t flags;
-	uint64_t lba;
-	uint32_t nlb;
-	/* Data: the transport's buffers.  Length must be what op needs. */
-	struct iovec iov[CORE_REQ_MAX_IOV];
-	int iovcnt;
-	/* Where to run and whom to tell. */
-	struct rt_reactor *reactor;
-	void (*cb)(struct core_req *req);
-	void *cb_arg;
+        /* Filled by the personality. */
+        struct core_ns *ns;
+        enum core_op op;
+        uint32_t flags;
+        uint64_t lba;
+        uint32_t nlb;
+        /* Data: the transport's buffers.  Length must be what op needs. */
+        struct iovec iov[CORE_REQ_MAX_IOV];
+        int iovcnt;
+        /* Where to run and whom to tell. */
+        struct rt_reactor *reactor;
+        void (*cb)(struct core_req *req);
+        void *cb_arg;
 
-	/* Filled by the core. */
-	enum core_status status;
-	uint64_t info;       /* e.g. miscompare byte offset */
-	bool info_valid;
+        /* Filled by the core. */
+        enum core_status status;
+        uint64_t info; /* e.g. miscompare byte offset */
+        bool info_valid;
 
-	/* Core-private. */
-	struct rt_event ev;
-	struct rt_defer defer;
-	int stage;
-	uint32_t done_bytes;
-	uint64_t cur_lba;    /* multi-step ops (write same): next LBA to do */
-	int be_res;          /* result a deferred backend completion carries */
-	struct iovec one_iov;/* iovec for core-built I/O; must outlive submission to the ring */
-	bool range_locked;   /* holds an entry in the namespace's RMW range lock */
-	struct {             /* the backend I/O in flight (for retries and checks) */
-		struct backend *be;
-		enum core_op op;
-		uint64_t off, len;
-		const struct iovec *iov;
-		int iovcnt;
-		bool fua, direct;
-	} bio;
-	void *scratch;       /* per-request bounce buffer owned by the issuer (compare/orwrite) */
-	uint32_t scratch_len;
+        /* Core-private. */
+        struct rt_event ev;
+        struct rt_defer defer;
+        int stage;
+        uint32_t done_bytes;
+        uint64_t cur_lba;     /* multi-step ops (write same): next LBA to do */
+        int be_res;           /* result a deferred backend completion carries */
+        struct iovec one_iov; /* iovec for core-built I/O; must outlive submission to the ring */
+        bool range_locked;    /* holds an entry in the namespace's RMW range lock */
+        struct {              /* the backend I/O in flight (for retries and checks) */
+                struct backend *be;
+                enum core_op op;
+                uint64_t off, len;
+                const struct iovec *iov;
+                int iovcnt;
+                bool fua, direct;
+        } bio;
+        void *scratch; /* per-request bounce buffer owned by the issuer (compare/orwrite) */
+        uint32_t scratch_len;
 };
 
 /* Start a request from scratch: every field cleared, then the common ones set. */
 void core_req_init(struct core_req *req, struct core_ns *ns, enum core_op op, uint64_t lba,
-		   uint32_t nlb, uint32_t flags, struct rt_reactor *reactor,
-		   void (*cb)(struct core_req *req), void *cb_arg);
+                   uint32_t nlb, uint32_t flags, struct rt_reactor *reactor,
+                   void (*cb)(struct core_req *req), void *cb_arg);
 
 void core_req_submit(struct core_req *req);
 /* Finish with status: defers the callback to the next loop iteration. */

@@ -2,29 +2,29 @@
 #include "core/status.h"
 
 static const char *const names[CORE_STATUS_MAX] = {
-	[CORE_OK] = "ok",
-	[CORE_E_LBA_RANGE] = "lba-out-of-range",
-	[CORE_E_INVALID_FIELD] = "invalid-field",
-	[CORE_E_INVALID_PARAM] = "invalid-parameter",
-	[CORE_E_PARAM_LIST_LENGTH] = "parameter-list-length",
-	[CORE_E_INVALID_OPCODE] = "invalid-opcode",
-	[CORE_E_MISCOMPARE] = "miscompare",
-	[CORE_E_WRITE_PROTECT] = "write-protected",
-	[CORE_E_MEDIUM_ERROR] = "medium-error",
-	[CORE_E_WRITE_ERROR] = "write-error",
-	[CORE_E_RESERVATION_CONFLICT] = "reservation-conflict",
-	[CORE_E_NOT_READY] = "not-ready",
-	[CORE_E_NO_RESOURCES] = "no-resources",
-	[CORE_E_ABORTED] = "aborted",
-	[CORE_E_INTERNAL] = "internal-error",
-	[CORE_E_TRANSFER_TOO_LONG] = "transfer-too-long",
-	[CORE_E_SAVE_NOT_SUPPORTED] = "save-not-supported",
-	[CORE_E_PR_INSUFFICIENT_REG] = "insufficient-registration-resources",
+    [CORE_OK] = "ok",
+    [CORE_E_LBA_RANGE] = "lba-out-of-range",
+    [CORE_E_INVALID_FIELD] = "invalid-field",
+    [CORE_E_INVALID_PARAM] = "invalid-parameter",
+    [CORE_E_PARAM_LIST_LENGTH] = "parameter-list-length",
+    [CORE_E_INVALID_OPCODE] = "invalid-opcode",
+    [CORE_E_MISCOMPARE] = "miscompare",
+    [CORE_E_WRITE_PROTECT] = "write-protected",
+    [CORE_E_MEDIUM_ERROR] = "medium-error",
+    [CORE_E_WRITE_ERROR] = "write-error",
+    [CORE_E_RESERVATION_CONFLICT] = "reservation-conflict",
+    [CORE_E_NOT_READY] = "not-ready",
+    [CORE_E_NO_RESOURCES] = "no-resources",
+    [CORE_E_ABORTED] = "aborted",
+    [CORE_E_INTERNAL] = "internal-error",
+    [CORE_E_TRANSFER_TOO_LONG] = "transfer-too-long",
+    [CORE_E_SAVE_NOT_SUPPORTED] = "save-not-supported",
+    [CORE_E_PR_INSUFFICIENT_REG] = "insufficient-registration-resources",
 };
 
 const char *core_status_name(enum core_status s)
 {
-	if ((unsigned)s < CORE_STATUS_MAX && names[s])
-		return names[s];
-	return "unknown";
+        if ((unsigned)s < CORE_STATUS_MAX && names[s])
+                return names[s];
+        return "unknown";
 }

@@ -8,25 +8,25 @@
 #define CORE_STATUS_H
 
 enum core_status {
-	CORE_OK = 0,
-	CORE_E_LBA_RANGE,          /* LBA + length beyond capacity */
-	CORE_E_INVALID_FIELD,      /* a field of the command is invalid (see err_offset) */
-	CORE_E_INVALID_PARAM,      /* a field of the parameter data is invalid */
-	CORE_E_PARAM_LIST_LENGTH,  /* parameter list length error */
-	CORE_E_INVALID_OPCODE,     /* unsupported command */
-	CORE_E_MISCOMPARE,         /* compare/verify found different data (info = offset) */
-	CORE_E_WRITE_PROTECT,      /* namespace is write protected */
-	CORE_E_MEDIUM_ERROR,       /* backend read failed */
-	CORE_E_WRITE_ERROR,        /* backend write failed */
-	CORE_E_RESERVATION_CONFLICT,
-	CORE_E_NOT_READY,          /* namespace stopped / no medium */
-	CORE_E_NO_RESOURCES,       /* transient; host may retry */
-	CORE_E_ABORTED,            /* aborted by task management or teardown */
-	CORE_E_INTERNAL,           /* target software failure */
-	CORE_E_TRANSFER_TOO_LONG,  /* longer than the advertised maximum transfer */
-	CORE_E_SAVE_NOT_SUPPORTED, /* saving parameters not supported */
-	CORE_E_PR_INSUFFICIENT_REG,/* insufficient registration resources */
-	CORE_STATUS_MAX
+        CORE_OK = 0,
+        CORE_E_LBA_RANGE,         /* LBA + length beyond capacity */
+        CORE_E_INVALID_FIELD,     /* a field of the command is invalid (see err_offset) */
+        CORE_E_INVALID_PARAM,     /* a field of the parameter data is invalid */
+        CORE_E_PARAM_LIST_LENGTH, /* parameter list length error */
+        CORE_E_INVALID_OPCODE,    /* unsupported command */
+        CORE_E_MISCOMPARE,        /* compare/verify found different data (info = offset) */
+        CORE_E_WRITE_PROTECT,     /* namespace is write protected */
+        CORE_E_MEDIUM_ERROR,      /* backend read failed */
+        CORE_E_WRITE_ERROR,       /* backend write failed */
+        CORE_E_RESERVATION_CONFLICT,
+        CORE_E_NOT_READY,           /* namespace stopped / no medium */
+        CORE_E_NO_RESOURCES,        /* transient; host may retry */
+        CORE_E_ABORTED,             /* aborted by task management or teardown */
+        CORE_E_INTERNAL,            /* target software failure */
+        CORE_E_TRANSFER_TOO_LONG,   /* longer than the advertised maximum transfer */
+        CORE_E_SAVE_NOT_SUPPORTED,  /* saving parameters not supported */
+        CORE_E_PR_INSUFFICIENT_REG, /* insufficient registration resources */
+        CORE_STATUS_MAX
 };
 
 const char *core_status_name(enum core_status s);

@@ -347,24 +347,19 @@ static void dump_nvmf(json_t *out)
                                          json_object_get(s, "serial_number"), "model",
                                          json_object_get(s, "model_number"), "allow_any_host",
                                          json_object_get(s, "allow_any_host"))));
-                json_array_foreach(json_object_get(s, "hosts"), j, x)
-                        json_array_append_new(
-                            out, entry("nvmf_subsystem_add_host",
-                                       json_pack("{s:s, s:O, s:O}", "nqn", nqn, "host", x,
-                                                 "keep_any_host",
-                                                 json_object_get(s, "allow_any_host"))));
-                json_array_foreach(json_object_get(s, "namespaces"), j, x)
-                        json_array_append_new(
-                            out, entry("nvmf_ns_attach",
-                                       json_pack("{s:s, s:O, s:O}", "nqn", nqn, "nsid",
-                                                 json_object_get(x, "nsid"), "namespace",
-                                                 json_object_get(x, "name"))));
+                json_array_foreach(json_object_get(s, "hosts"), j, x) json_array_append_new(
+                    out, entry("nvmf_subsystem_add_host",
+                               json_pack("{s:s, s:O, s:O}", "nqn", nqn, "host", x, "keep_any_host",
+                                         json_object_get(s, "allow_any_host"))));
+                json_array_foreach(json_object_get(s, "namespaces"), j, x) json_array_append_new(
+                    out, entry("nvmf_ns_attach", json_pack("{s:s, s:O, s:O}", "nqn", nqn, "nsid",
+                                                           json_object_get(x, "nsid"), "namespace",
+                                                           json_object_get(x, "name"))));
         }
-        json_array_foreach(lis, i, x)
-                json_array_append_new(out, entry("nvmf_listener_add",
-                                                 json_pack("{s:O, s:O}", "addr",
-                                                           json_object_get(x, "addr"), "port",
-                                                           json_object_get(x, "port"))));
+        json_array_foreach(lis, i, x) json_array_append_new(
+            out,
+            entry("nvmf_listener_add", json_pack("{s:O, s:O}", "addr", json_object_get(x, "addr"),
+                                                 "port", json_object_get(x, "port"))));
         json_decref(subs);
         json_decref(lis);
 }

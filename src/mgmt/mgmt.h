@@ -28,10 +28,10 @@ char *mgmt_rpc_handle(const char *req, size_t len);
  * (command-line flags override them).  Empty string / 0 = not set.
  */
 struct mgmt_options {
-	char state_dir[4096];
-	char rpc_socket[108];
-	char log_level[16];
-	unsigned reactors;
+        char state_dir[4096];
+        char rpc_socket[108];
+        char log_level[16];
+        unsigned reactors;
 };
 int mgmt_config_read_options(const char *path, struct mgmt_options *o, char *err, size_t errlen);
 
@@ -42,7 +42,7 @@ int mgmt_config_read_options(const char *path, struct mgmt_options *o, char *err
  * JSON-RPC error code (-32601, -32602, -32000) and err the message.
  */
 int mgmt_rpc_call(const char *method, struct json_t *params, struct json_t **result, int *rpc_code,
-		  char *err, size_t errlen);
+                  char *err, size_t errlen);
 
 /* A namespace as namespace_create params (new reference): namespace_list and config_save. */
 struct core_ns;

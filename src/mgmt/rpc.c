@@ -508,12 +508,12 @@ static int h_nvmf_subsystem_create(struct rpc_ctx *c)
 {
         char msg[256] = "";
         const char *nqn = pstr(c, "nqn", NULL);
-        int rc = nvme_subsys_add(nqn, pstr(c, "serial", NULL), pstr(c, "model", NULL), msg,
-                                 sizeof(msg));
+        int rc =
+            nvme_subsys_add(nqn, pstr(c, "serial", NULL), pstr(c, "model", NULL), msg, sizeof(msg));
         if (rc == 0)
                 rc = pbool(c, "allow_any_host", true)
-                             ? nvme_subsys_allow_host(nqn, "*", msg, sizeof(msg))
-                             : nvme_subsys_disallow_host(nqn, "*", msg, sizeof(msg));
+                         ? nvme_subsys_allow_host(nqn, "*", msg, sizeof(msg))
+                         : nvme_subsys_disallow_host(nqn, "*", msg, sizeof(msg));
         return rc < 0 ? opfail(c, rc, "nvmf_subsystem_create", msg) : 0;
 }
 
@@ -560,24 +560,24 @@ static int h_nvmf_ns_attach(struct rpc_ctx *c)
 static int h_nvmf_ns_detach(struct rpc_ctx *c)
 {
         char msg[256] = "";
-        int rc = nvme_ns_detach(pstr(c, "nqn", NULL), (uint32_t)puint(c, "nsid", 0), msg,
-                                sizeof(msg));
+        int rc =
+            nvme_ns_detach(pstr(c, "nqn", NULL), (uint32_t)puint(c, "nsid", 0), msg, sizeof(msg));
         return rc < 0 ? opfail(c, rc, "nvmf_ns_detach", msg) : 0;
 }
 
 static int h_nvmf_listener_add(struct rpc_ctx *c)
 {
         char msg[256] = "";
-        int rc = nvmf_tcp_listener_add(pstr(c, "addr", NULL), (uint16_t)puint(c, "port", 4420),
-                                       msg, sizeof(msg));
+        int rc = nvmf_tcp_listener_add(pstr(c, "addr", NULL), (uint16_t)puint(c, "port", 4420), msg,
+                                       sizeof(msg));
         return rc < 0 ? opfail(c, rc, "nvmf_listener_add", msg) : 0;
 }
 
 static int h_nvmf_listener_delete(struct rpc_ctx *c)
 {
         char msg[256] = "";
-        int rc = nvmf_tcp_listener_del(pstr(c, "addr", NULL), (uint16_t)puint(c, "port", 4420),
-                                       msg, sizeof(msg));
+        int rc = nvmf_tcp_listener_del(pstr(c, "addr", NULL), (uint16_t)puint(c, "port", 4420), msg,
+                                       sizeof(msg));
         return rc < 0 ? opfail(c, rc, "nvmf_listener_delete", msg) : 0;
 }
 
@@ -779,8 +779,10 @@ static const struct rpc_method rpc_methods[] = {
      h_nvmf_subsystem_delete,
      "Delete an NVMe subsystem (its controllers are torn down)",
      {NQN("nqn", "subsystem NQN")}},
-    {"nvmf_subsystem_list", h_nvmf_subsystem_list,
-     "List NVMe subsystems with hosts and namespaces", {}},
+    {"nvmf_subsystem_list",
+     h_nvmf_subsystem_list,
+     "List NVMe subsystems with hosts and namespaces",
+     {}},
     {"nvmf_subsystem_add_host",
      h_nvmf_subsystem_add_host,
      "Allow a host NQN (\"*\" = any); naming a host restricts the subsystem to its list",

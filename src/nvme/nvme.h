@@ -51,39 +51,39 @@ struct nvme_subsys;
 
 /* A queue pair as the personality sees it; embedded in the transport's own queue object. */
 struct nvme_queue {
-	struct nvme_ctrl *ctrl; /* NULL until a Connect succeeds on it */
-	uint16_t qid;           /* 0 = admin */
-	uint16_t sqsize;        /* from Connect (0-based) */
-	struct rt_reactor *reactor;
-	bool is_discovery;
-	char local_addr[64];    /* for discovery log entries of wildcard listeners */
-	uint16_t local_port;
-	/* Transport callbacks. */
-	/* The controller is gone (KATO expiry, delete, shutdown): tear this queue down. */
-	void (*teardown)(struct nvme_queue *q);
-	/* A command slot for a completion the host did not just send (AEN). */
-	void *transport_priv;
+        struct nvme_ctrl *ctrl; /* NULL until a Connect succeeds on it */
+        uint16_t qid;           /* 0 = admin */
+        uint16_t sqsize;        /* from Connect (0-based) */
+        struct rt_reactor *reactor;
+        bool is_discovery;
+        char local_addr[64]; /* for discovery log entries of wildcard listeners */
+        uint16_t local_port;
+        /* Transport callbacks. */
+        /* The controller is gone (KATO expiry, delete, shutdown): tear this queue down. */
+        void (*teardown)(struct nvme_queue *q);
+        /* A command slot for a completion the host did not just send (AEN). */
+        void *transport_priv;
 };
 
 struct nvme_cmd {
-	/* Set by the transport. */
-	uint8_t sqe[64];
-	struct nvme_queue *queue;
-	uint8_t *buf;            /* >= 2 * CORE_MAX_TRANSFER_BYTES */
-	uint32_t buf_len;
-	uint32_t icd_len;        /* in-capsule data already in buf */
-	struct rt_reactor *reactor;
-	void (*done)(struct nvme_cmd *cmd);
-	void *priv;
+        /* Set by the transport. */
+        uint8_t sqe[64];
+        struct nvme_queue *queue;
+        uint8_t *buf; /* >= 2 * CORE_MAX_TRANSFER_BYTES */
+        uint32_t buf_len;
+        uint32_t icd_len; /* in-capsule data already in buf */
+        struct rt_reactor *reactor;
+        void (*done)(struct nvme_cmd *cmd);
+        void *priv;
 
-	/* Set by parse/exec. */
-	uint32_t data_len;       /* bytes of data for this command */
-	bool h2c;                /* data flows host to controller */
-	uint8_t cqe[16];         /* completion queue entry (cid, status, dw0/dw1) */
-	struct core_ns *ns;
-	const void *op;          /* opcode table entry */
-	struct core_req req;
-	struct rt_defer defer;
+        /* Set by parse/exec. */
+        uint32_t data_len; /* bytes of data for this command */
+        bool h2c;          /* data flows host to controller */
+        uint8_t cqe[16];   /* completion queue entry (cid, status, dw0/dw1) */
+        struct core_ns *ns;
+        const void *op; /* opcode table entry */
+        struct core_req req;
+        struct rt_defer defer;
 };
 
 enum nvme_parse_result { NVME_PARSE_DONE = 0, NVME_PARSE_EXEC = 1 };
@@ -110,13 +110,14 @@ void nvme_queue_fini(struct nvme_queue *q);
  */
 
 /* Control API (RPC, config): 0 or -errno with a message in err. */
-int nvme_subsys_add(const char *nqn, const char *serial, const char *model, char *err, size_t errlen);
+int nvme_subsys_add(const char *nqn, const char *serial, const char *model, char *err,
+                    size_t errlen);
 int nvme_subsys_del(const char *nqn, char *err, size_t errlen);
 int nvme_subsys_allow_host(const char *nqn, const char *hostnqn /* "*" = any */, char *err,
-			   size_t errlen);
+                           size_t errlen);
 int nvme_subsys_disallow_host(const char *nqn, const char *hostnqn, char *err, size_t errlen);
 int nvme_ns_attach(const char *nqn, uint32_t nsid /* 0 = next free */, const char *ns_name,
-		   char *err, size_t errlen);
+                   char *err, size_t errlen);
 int nvme_ns_detach(const char *nqn, uint32_t nsid, char *err, size_t errlen);
 int nvme_ns_in_use(const struct core_ns *ns);
 /* Listener bookkeeping for discovery log pages (the transport adds/removes them). */

@@ -10,16 +10,16 @@ enum rt_log_level { RT_LOG_ERR = 0, RT_LOG_WARN = 1, RT_LOG_INFO = 2, RT_LOG_DEB
 extern enum rt_log_level rt_log_threshold;
 
 void rt_log(enum rt_log_level lvl, const char *mod, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 int rt_log_parse_level(const char *s, enum rt_log_level *out);
 
 #define LOG_ERR(mod, ...)  rt_log(RT_LOG_ERR, mod, __VA_ARGS__)
 #define LOG_WARN(mod, ...) rt_log(RT_LOG_WARN, mod, __VA_ARGS__)
 #define LOG_INFO(mod, ...) rt_log(RT_LOG_INFO, mod, __VA_ARGS__)
 #define LOG_DEBUG(mod, ...)                                                                        \
-	do {                                                                                       \
-		if (rt_log_threshold >= RT_LOG_DEBUG)                                              \
-			rt_log(RT_LOG_DEBUG, mod, __VA_ARGS__);                                    \
-	} while (0)
+        do {                                                                                       \
+                if (rt_log_threshold >= RT_LOG_DEBUG)                                              \
+                        rt_log(RT_LOG_DEBUG, mod, __VA_ARGS__);                                    \
+        } while (0)
 
 #endif

@@ -25,27 +25,27 @@
 #define RT_RING_ENTRIES 1024
 
 struct rt_msg {
-	void (*fn)(void *arg);
-	void *arg;
-	struct rt_msg *next;
+        void (*fn)(void *arg);
+        void *arg;
+        struct rt_msg *next;
 };
 
 struct rt_reactor {
-	unsigned idx;
-	pthread_t thread;
-	bool running;
-	struct io_uring ring;
+        unsigned idx;
+        pthread_t thread;
+        bool running;
+        struct io_uring ring;
 
-	int efd;
-	uint64_t efd_val;
-	struct rt_event efd_ev;
+        int efd;
+        uint64_t efd_val;
+        struct rt_event efd_ev;
 
-	pthread_mutex_t msg_lock;
-	struct rt_msg *msg_head, *msg_tail;
+        pthread_mutex_t msg_lock;
+        struct rt_msg *msg_head, *msg_tail;
 
-	struct rt_defer *defer_head, *defer_tail;
-	struct rt_timer *timers; /* sorted by deadline */
-	volatile bool stop;
+        struct rt_defer *defer_head, *defer_tail;
+        struct rt_timer *timers; /* sorted by deadline */
+        volatile bool stop;
 };
 
 static struct rt_reactor *reactors;
@@ -54,320 +54,323 @@ static __thread struct rt_reactor *cur_reactor;
 
 uint64_t rt_now_ns(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 unsigned rt_count(void)
 {
-	return nr_reactors;
+        return nr_reactors;
 }
 
 struct rt_reactor *rt_get(unsigned idx)
 {
-	return idx < nr_reactors ? &reactors[idx] : NULL;
+        return idx < nr_reactors ? &reactors[idx] : NULL;
 }
 
 struct rt_reactor *rt_current(void)
 {
-	return cur_reactor;
+        return cur_reactor;
 }
 
 unsigned rt_index(const struct rt_reactor *r)
 {
-	return r->idx;
+        return r->idx;
 }
 
 struct io_uring_sqe *rt_sqe(struct rt_reactor *r)
 {
-	struct io_uring_sqe *sqe;
-	while ((sqe = io_uring_get_sqe(&r->ring)) == NULL)
-		io_uring_submit(&r->ring);
-	return sqe;
+        struct io_uring_sqe *sqe;
+        while ((sqe = io_uring_get_sqe(&r->ring)) == NULL)
+                io_uring_submit(&r->ring);
+        return sqe;
 }
 
 void rt_defer(struct rt_reactor *r, struct rt_defer *d)
 {
-	d->next = NULL;
-	if (r->defer_tail)
-		r->defer_tail->next = d;
-	else
-		r->defer_head = d;
-	r->defer_tail = d;
+        d->next = NULL;
+        if (r->defer_tail)
+                r->defer_tail->next = d;
+        else
+                r->defer_head = d;
+        r->defer_tail = d;
 }
 
 void rt_timer_arm(struct rt_reactor *r, struct rt_timer *t, uint64_t delay_ms)
 {
-	if (t->armed)
-		rt_timer_cancel(r, t);
-	t->deadline_ns = rt_now_ns() + delay_ms * 1000000ull;
-	t->armed = true;
-	struct rt_timer **pp = &r->timers, *prev = NULL;
-	while (*pp && (*pp)->deadline_ns <= t->deadline_ns) {
-		prev = *pp;
-		pp = &(*pp)->next;
-	}
-	t->next = *pp;
-	t->prev = prev;
-	if (*pp)
-		(*pp)->prev = t;
-	*pp = t;
+        if (t->armed)
+                rt_timer_cancel(r, t);
+        t->deadline_ns = rt_now_ns() + delay_ms * 1000000ull;
+        t->armed = true;
+        struct rt_timer **pp = &r->timers, *prev = NULL;
+        while (*pp && (*pp)->deadline_ns <= t->deadline_ns) {
+                prev = *pp;
+                pp = &(*pp)->next;
+        }
+        t->next = *pp;
+        t->prev = prev;
+        if (*pp)
+                (*pp)->prev = t;
+        *pp = t;
 }
 
 void rt_timer_cancel(struct rt_reactor *r, struct rt_timer *t)
 {
-	if (!t->armed)
-		return;
-	if (t->prev)
-		t->prev->next = t->next;
-	else
-		r->timers = t->next;
-	if (t->next)
-		t->next->prev = t->prev;
-	t->prev = t->next = NULL;
-	t->armed = false;
+        if (!t->armed)
+                return;
+        if (t->prev)
+                t->prev->next = t->next;
+        else
+                r->timers = t->next;
+        if (t->next)
+                t->next->prev = t->prev;
+        t->prev = t->next = NULL;
+        t->armed = false;
 }
 
 static void arm_eventfd(struct rt_reactor *r)
 {
-	struct io_uring_sqe *sqe = rt_sqe(r);
-	io_uring_prep_read(sqe, r->efd, &r->efd_val, sizeof(r->efd_val), 0);
-	io_uring_sqe_set_data(sqe, &r->efd_ev);
+        struct io_uring_sqe *sqe = rt_sqe(r);
+        io_uring_prep_read(sqe, r->efd, &r->efd_val, sizeof(r->efd_val), 0);
+        io_uring_sqe_set_data(sqe, &r->efd_ev);
 }
 
 static void drain_msgs(struct rt_reactor *r)
 {
-	pthread_mutex_lock(&r->msg_lock);
-	struct rt_msg *m = r->msg_head;
-	r->msg_head = r->msg_tail = NULL;
-	pthread_mutex_unlock(&r->msg_lock);
-	while (m) {
-		struct rt_msg *next = m->next;
-		m->fn(m->arg);
-		free(m);
-		m = next;
-	}
+        pthread_mutex_lock(&r->msg_lock);
+        struct rt_msg *m = r->msg_head;
+        r->msg_head = r->msg_tail = NULL;
+        pthread_mutex_unlock(&r->msg_lock);
+        while (m) {
+                struct rt_msg *next = m->next;
+                m->fn(m->arg);
+                free(m);
+                m = next;
+        }
 }
 
 static void efd_done(struct rt_event *ev, int res)
 {
-	struct rt_reactor *r = (struct rt_reactor *)((char *)ev - offsetof(struct rt_reactor, efd_ev));
-	(void)res;
-	drain_msgs(r);
-	if (!r->stop)
-		arm_eventfd(r);
+        struct rt_reactor *r =
+            (struct rt_reactor *)((char *)ev - offsetof(struct rt_reactor, efd_ev));
+        (void)res;
+        drain_msgs(r);
+        if (!r->stop)
+                arm_eventfd(r);
 }
 
 int rt_msg_send(struct rt_reactor *r, void (*fn)(void *arg), void *arg)
 {
-	/* Control-path only: the data path never crosses reactors. */
-	struct rt_msg *m = malloc(sizeof(*m));
-	if (!m)
-		return -ENOMEM;
-	m->fn = fn;
-	m->arg = arg;
-	m->next = NULL;
-	pthread_mutex_lock(&r->msg_lock);
-	if (r->msg_tail)
-		r->msg_tail->next = m;
-	else
-		r->msg_head = m;
-	r->msg_tail = m;
-	pthread_mutex_unlock(&r->msg_lock);
-	uint64_t one = 1;
-	ssize_t n = write(r->efd, &one, sizeof(one));
-	(void)n;
-	return 0;
+        /* Control-path only: the data path never crosses reactors. */
+        struct rt_msg *m = malloc(sizeof(*m));
+        if (!m)
+                return -ENOMEM;
+        m->fn = fn;
+        m->arg = arg;
+        m->next = NULL;
+        pthread_mutex_lock(&r->msg_lock);
+        if (r->msg_tail)
+                r->msg_tail->next = m;
+        else
+                r->msg_head = m;
+        r->msg_tail = m;
+        pthread_mutex_unlock(&r->msg_lock);
+        uint64_t one = 1;
+        ssize_t n = write(r->efd, &one, sizeof(one));
+        (void)n;
+        return 0;
 }
 
 struct msg_call {
-	void (*fn)(void *);
-	void *arg;
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	bool done;
+        void (*fn)(void *);
+        void *arg;
+        pthread_mutex_t lock;
+        pthread_cond_t cond;
+        bool done;
 };
 
 static void msg_call_run(void *arg)
 {
-	struct msg_call *c = arg;
-	c->fn(c->arg);
-	pthread_mutex_lock(&c->lock);
-	c->done = true;
-	pthread_cond_signal(&c->cond);
-	pthread_mutex_unlock(&c->lock);
+        struct msg_call *c = arg;
+        c->fn(c->arg);
+        pthread_mutex_lock(&c->lock);
+        c->done = true;
+        pthread_cond_signal(&c->cond);
+        pthread_mutex_unlock(&c->lock);
 }
 
 int rt_msg_call(struct rt_reactor *r, void (*fn)(void *arg), void *arg)
 {
-	if (cur_reactor == r || !r->running) {
-		fn(arg);
-		return 0;
-	}
-	struct msg_call c = {.fn = fn, .arg = arg, .done = false};
-	pthread_mutex_init(&c.lock, NULL);
-	pthread_cond_init(&c.cond, NULL);
-	int rc = rt_msg_send(r, msg_call_run, &c);
-	if (rc == 0) {
-		pthread_mutex_lock(&c.lock);
-		while (!c.done)
-			pthread_cond_wait(&c.cond, &c.lock);
-		pthread_mutex_unlock(&c.lock);
-	}
-	pthread_cond_destroy(&c.cond);
-	pthread_mutex_destroy(&c.lock);
-	return rc;
+        if (cur_reactor == r || !r->running) {
+                fn(arg);
+                return 0;
+        }
+        struct msg_call c = {.fn = fn, .arg = arg, .done = false};
+        pthread_mutex_init(&c.lock, NULL);
+        pthread_cond_init(&c.cond, NULL);
+        int rc = rt_msg_send(r, msg_call_run, &c);
+        if (rc == 0) {
+                pthread_mutex_lock(&c.lock);
+                while (!c.done)
+                        pthread_cond_wait(&c.cond, &c.lock);
+                pthread_mutex_unlock(&c.lock);
+        }
+        pthread_cond_destroy(&c.cond);
+        pthread_mutex_destroy(&c.lock);
+        return rc;
 }
 
 static void run_defers(struct rt_reactor *r)
 {
-	/* Only what is queued now: work deferred by these callbacks waits a turn. */
-	struct rt_defer *d = r->defer_head;
-	r->defer_head = r->defer_tail = NULL;
-	while (d) {
-		struct rt_defer *next = d->next;
-		d->fn(d);
-		d = next;
-	}
+        /* Only what is queued now: work deferred by these callbacks waits a turn. */
+        struct rt_defer *d = r->defer_head;
+        r->defer_head = r->defer_tail = NULL;
+        while (d) {
+                struct rt_defer *next = d->next;
+                d->fn(d);
+                d = next;
+        }
 }
 
 static void run_timers(struct rt_reactor *r)
 {
-	uint64_t now = rt_now_ns();
-	while (r->timers && r->timers->deadline_ns <= now) {
-		struct rt_timer *t = r->timers;
-		rt_timer_cancel(r, t);
-		t->fn(t);
-	}
+        uint64_t now = rt_now_ns();
+        while (r->timers && r->timers->deadline_ns <= now) {
+                struct rt_timer *t = r->timers;
+                rt_timer_cancel(r, t);
+                t->fn(t);
+        }
 }
 
 static void *reactor_main(void *arg)
 {
-	struct rt_reactor *r = arg;
-	cur_reactor = r;
-	arm_eventfd(r);
-	while (!r->stop) {
-		run_defers(r);
-		run_timers(r);
+        struct rt_reactor *r = arg;
+        cur_reactor = r;
+        arm_eventfd(r);
+        while (!r->stop) {
+                run_defers(r);
+                run_timers(r);
 
-		struct io_uring_cqe *cqe = NULL;
-		struct __kernel_timespec ts, *tsp = NULL;
-		unsigned wait_nr = 1;
-		if (r->defer_head) {
-			wait_nr = 0;
-		} else if (r->timers) {
-			uint64_t now = rt_now_ns();
-			uint64_t dl = r->timers->deadline_ns;
-			uint64_t d = dl > now ? dl - now : 0;
-			ts.tv_sec = (long long)(d / 1000000000ull);
-			ts.tv_nsec = (long long)(d % 1000000000ull);
-			tsp = &ts;
-		}
-		if (wait_nr == 0)
-			io_uring_submit(&r->ring);
-		else {
-			int rc = io_uring_submit_and_wait_timeout(&r->ring, &cqe, wait_nr, tsp, NULL);
-			if (rc < 0 && rc != -ETIME && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY)
-				LOG_ERR("rt", "reactor %u: io_uring wait: %s", r->idx, strerror(-rc));
-		}
-		unsigned head;
-		io_uring_for_each_cqe(&r->ring, head, cqe)
-		{
-			struct rt_event *ev = io_uring_cqe_get_data(cqe);
-			int res = cqe->res;
-			/* Consume before the callback, which may queue new SQEs. */
-			io_uring_cq_advance(&r->ring, 1);
-			if (ev)
-				ev->fn(ev, res);
-		}
-	}
-	/* Leftover messages (e.g. teardown requests) still run once. */
-	drain_msgs(r);
-	run_defers(r);
-	cur_reactor = NULL;
-	return NULL;
+                struct io_uring_cqe *cqe = NULL;
+                struct __kernel_timespec ts, *tsp = NULL;
+                unsigned wait_nr = 1;
+                if (r->defer_head) {
+                        wait_nr = 0;
+                } else if (r->timers) {
+                        uint64_t now = rt_now_ns();
+                        uint64_t dl = r->timers->deadline_ns;
+                        uint64_t d = dl > now ? dl - now : 0;
+                        ts.tv_sec = (long long)(d / 1000000000ull);
+                        ts.tv_nsec = (long long)(d % 1000000000ull);
+                        tsp = &ts;
+                }
+                if (wait_nr == 0)
+                        io_uring_submit(&r->ring);
+                else {
+                        int rc =
+                            io_uring_submit_and_wait_timeout(&r->ring, &cqe, wait_nr, tsp, NULL);
+                        if (rc < 0 && rc != -ETIME && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY)
+                                LOG_ERR("rt", "reactor %u: io_uring wait: %s", r->idx,
+                                        strerror(-rc));
+                }
+                unsigned head;
+                io_uring_for_each_cqe(&r->ring, head, cqe)
+                {
+                        struct rt_event *ev = io_uring_cqe_get_data(cqe);
+                        int res = cqe->res;
+                        /* Consume before the callback, which may queue new SQEs. */
+                        io_uring_cq_advance(&r->ring, 1);
+                        if (ev)
+                                ev->fn(ev, res);
+                }
+        }
+        /* Leftover messages (e.g. teardown requests) still run once. */
+        drain_msgs(r);
+        run_defers(r);
+        cur_reactor = NULL;
+        return NULL;
 }
 
 int rt_init(unsigned n)
 {
-	if (n == 0)
-		n = 1;
-	reactors = calloc(n, sizeof(*reactors));
-	if (!reactors)
-		return -ENOMEM;
-	for (unsigned i = 0; i < n; i++) {
-		struct rt_reactor *r = &reactors[i];
-		r->idx = i;
-		pthread_mutex_init(&r->msg_lock, NULL);
-		r->efd = eventfd(0, EFD_CLOEXEC);
-		if (r->efd < 0)
-			return -errno;
-		r->efd_ev.fn = efd_done;
-		struct io_uring_params p;
-		memset(&p, 0, sizeof(p));
-		p.flags = IORING_SETUP_SUBMIT_ALL | IORING_SETUP_COOP_TASKRUN;
-		int rc = io_uring_queue_init_params(RT_RING_ENTRIES, &r->ring, &p);
-		if (rc == -EINVAL) {
-			memset(&p, 0, sizeof(p));
-			rc = io_uring_queue_init_params(RT_RING_ENTRIES, &r->ring, &p);
-		}
-		if (rc < 0) {
-			LOG_ERR("rt", "io_uring_queue_init: %s", strerror(-rc));
-			return rc;
-		}
-		nr_reactors = i + 1;
-	}
-	return 0;
+        if (n == 0)
+                n = 1;
+        reactors = calloc(n, sizeof(*reactors));
+        if (!reactors)
+                return -ENOMEM;
+        for (unsigned i = 0; i < n; i++) {
+                struct rt_reactor *r = &reactors[i];
+                r->idx = i;
+                pthread_mutex_init(&r->msg_lock, NULL);
+                r->efd = eventfd(0, EFD_CLOEXEC);
+                if (r->efd < 0)
+                        return -errno;
+                r->efd_ev.fn = efd_done;
+                struct io_uring_params p;
+                memset(&p, 0, sizeof(p));
+                p.flags = IORING_SETUP_SUBMIT_ALL | IORING_SETUP_COOP_TASKRUN;
+                int rc = io_uring_queue_init_params(RT_RING_ENTRIES, &r->ring, &p);
+                if (rc == -EINVAL) {
+                        memset(&p, 0, sizeof(p));
+                        rc = io_uring_queue_init_params(RT_RING_ENTRIES, &r->ring, &p);
+                }
+                if (rc < 0) {
+                        LOG_ERR("rt", "io_uring_queue_init: %s", strerror(-rc));
+                        return rc;
+                }
+                nr_reactors = i + 1;
+        }
+        return 0;
 }
 
 int rt_start(void)
 {
-	for (unsigned i = 0; i < nr_reactors; i++) {
-		struct rt_reactor *r = &reactors[i];
-		int rc = pthread_create(&r->thread, NULL, reactor_main, r);
-		if (rc)
-			return -rc;
-		char name[32];
-		snprintf(name, sizeof(name), "reactor_%u", i);
-		name[15] = 0; /* kernel thread names are 15 chars */
-		pthread_setname_np(r->thread, name);
-		r->running = true;
-	}
-	return 0;
+        for (unsigned i = 0; i < nr_reactors; i++) {
+                struct rt_reactor *r = &reactors[i];
+                int rc = pthread_create(&r->thread, NULL, reactor_main, r);
+                if (rc)
+                        return -rc;
+                char name[32];
+                snprintf(name, sizeof(name), "reactor_%u", i);
+                name[15] = 0; /* kernel thread names are 15 chars */
+                pthread_setname_np(r->thread, name);
+                r->running = true;
+        }
+        return 0;
 }
 
 static void stop_fn(void *arg)
 {
-	struct rt_reactor *r = arg;
-	r->stop = true;
+        struct rt_reactor *r = arg;
+        r->stop = true;
 }
 
 void rt_stop(void)
 {
-	for (unsigned i = 0; i < nr_reactors; i++)
-		if (reactors[i].running)
-			rt_msg_send(&reactors[i], stop_fn, &reactors[i]);
+        for (unsigned i = 0; i < nr_reactors; i++)
+                if (reactors[i].running)
+                        rt_msg_send(&reactors[i], stop_fn, &reactors[i]);
 }
 
 void rt_join(void)
 {
-	for (unsigned i = 0; i < nr_reactors; i++) {
-		if (reactors[i].running) {
-			pthread_join(reactors[i].thread, NULL);
-			reactors[i].running = false;
-		}
-	}
+        for (unsigned i = 0; i < nr_reactors; i++) {
+                if (reactors[i].running) {
+                        pthread_join(reactors[i].thread, NULL);
+                        reactors[i].running = false;
+                }
+        }
 }
 
 void rt_fini(void)
 {
-	for (unsigned i = 0; i < nr_reactors; i++) {
-		io_uring_queue_exit(&reactors[i].ring);
-		close(reactors[i].efd);
-		pthread_mutex_destroy(&reactors[i].msg_lock);
-	}
-	free(reactors);
-	reactors = NULL;
-	nr_reactors = 0;
+        for (unsigned i = 0; i < nr_reactors; i++) {
+                io_uring_queue_exit(&reactors[i].ring);
+                close(reactors[i].efd);
+                pthread_mutex_destroy(&reactors[i].msg_lock);
+        }
+        free(reactors);
+        reactors = NULL;
+        nr_reactors = 0;
 }

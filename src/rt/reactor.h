@@ -19,21 +19,21 @@
 struct rt_reactor;
 
 struct rt_event {
-	void (*fn)(struct rt_event *ev, int res);
+        void (*fn)(struct rt_event *ev, int res);
 };
 
 /* Work run on a later loop iteration of the same reactor (never inline). */
 struct rt_defer {
-	void (*fn)(struct rt_defer *d);
-	struct rt_defer *next;
+        void (*fn)(struct rt_defer *d);
+        struct rt_defer *next;
 };
 
 /* A one-shot timer; re-arm from the callback for a periodic one. */
 struct rt_timer {
-	void (*fn)(struct rt_timer *t);
-	uint64_t deadline_ns;
-	bool armed;
-	struct rt_timer *prev, *next;
+        void (*fn)(struct rt_timer *t);
+        uint64_t deadline_ns;
+        bool armed;
+        struct rt_timer *prev, *next;
 };
 
 int rt_init(unsigned nr_reactors);

@@ -41,13 +41,13 @@ bool scsi_pr_conflict(struct scsi_cmd *cmd, bool is_read, bool is_write);
 
 enum scsi_dir { SCSI_DIR_NONE = 0, SCSI_DIR_IN, SCSI_DIR_OUT };
 
-#define SCSI_OPF_NO_LUN    (1u << 0) /* runs without a mapped LU */
-#define SCSI_OPF_UA_OK     (1u << 1) /* runs with a pending unit attention (not consumed) */
-#define SCSI_OPF_READS     (1u << 2) /* reads the medium (reservation conflicts) */
-#define SCSI_OPF_WRITES    (1u << 3) /* modifies the medium or LU state */
-#define SCSI_OPF_MEDIUM    (1u << 4) /* needs the LU started (NOT READY when stopped) */
-#define SCSI_OPF_PR_EXEMPT (1u << 5) /* never a reservation conflict (INQUIRY, PR IN/OUT ...) */
-#define SCSI_OPF_WP_CHECK  (1u << 6) /* DATA PROTECT when write protected */
+#define SCSI_OPF_NO_LUN      (1u << 0) /* runs without a mapped LU */
+#define SCSI_OPF_UA_OK       (1u << 1) /* runs with a pending unit attention (not consumed) */
+#define SCSI_OPF_READS       (1u << 2) /* reads the medium (reservation conflicts) */
+#define SCSI_OPF_WRITES      (1u << 3) /* modifies the medium or LU state */
+#define SCSI_OPF_MEDIUM      (1u << 4) /* needs the LU started (NOT READY when stopped) */
+#define SCSI_OPF_PR_EXEMPT   (1u << 5) /* never a reservation conflict (INQUIRY, PR IN/OUT ...) */
+#define SCSI_OPF_WP_CHECK    (1u << 6) /* DATA PROTECT when write protected */
 #define SCSI_OPF_SANITIZE_OK (1u << 7) /* runs while a sanitize is in progress (SBC-4 4.11) */
 /* Needs a medium in the drive even when stopped (READ CAPACITY, SANITIZE ...);
  * SCSI_OPF_MEDIUM implies it.  Only a removable LU can lack its medium. */
@@ -95,8 +95,8 @@ struct scsi_sanitize {
         struct core_ns *ns;
         struct scsi_cmd *waiter; /* IMMED=0: the command that completes at the end */
         struct rt_reactor *reactor;
-        uint8_t *pattern;         /* one block of the initialization pattern */
-        uint8_t *scratch;         /* write-same replication buffer */
+        uint8_t *pattern; /* one block of the initialization pattern */
+        uint8_t *scratch; /* write-same replication buffer */
         uint32_t scratch_len;
         uint8_t passes_left;
         bool invert, cmd_ause;

@@ -30,9 +30,9 @@
 #include "core/pr.h"
 #include "core/req.h"
 
-#define SCSI_MAX_LUNS       256
-#define SCSI_CDB_MAX        260
-#define SCSI_SENSE_MAX      252
+#define SCSI_MAX_LUNS  256
+#define SCSI_CDB_MAX   260
+#define SCSI_SENSE_MAX 252
 
 /* SAM status codes */
 #define SAM_STAT_GOOD                 0x00
@@ -45,17 +45,17 @@
 
 /* Unit attention conditions, one bit each, queued per nexus per LUN. */
 enum scsi_ua {
-	SCSI_UA_POWER_ON = 0,        /* 29h/00h or 29h/01h */
-	SCSI_UA_BUS_RESET,           /* 29h/02h (target reset) */
-	SCSI_UA_DEVICE_RESET,        /* 29h/03h (LUN reset) */
-	SCSI_UA_MODE_CHANGED,        /* 2Ah/01h */
-	SCSI_UA_RESERVATIONS_PREEMPTED, /* 2Ah/03h */
-	SCSI_UA_RESERVATIONS_RELEASED,  /* 2Ah/04h */
-	SCSI_UA_REGISTRATIONS_PREEMPTED,/* 2Ah/05h */
-	SCSI_UA_CAPACITY_CHANGED,    /* 2Ah/09h */
-	SCSI_UA_LUNS_CHANGED,        /* 3Fh/0Eh */
-	SCSI_UA_MEDIUM_CHANGED,      /* 28h/00h (removable LU: medium loaded) */
-	SCSI_UA_MAX
+        SCSI_UA_POWER_ON = 0,            /* 29h/00h or 29h/01h */
+        SCSI_UA_BUS_RESET,               /* 29h/02h (target reset) */
+        SCSI_UA_DEVICE_RESET,            /* 29h/03h (LUN reset) */
+        SCSI_UA_MODE_CHANGED,            /* 2Ah/01h */
+        SCSI_UA_RESERVATIONS_PREEMPTED,  /* 2Ah/03h */
+        SCSI_UA_RESERVATIONS_RELEASED,   /* 2Ah/04h */
+        SCSI_UA_REGISTRATIONS_PREEMPTED, /* 2Ah/05h */
+        SCSI_UA_CAPACITY_CHANGED,        /* 2Ah/09h */
+        SCSI_UA_LUNS_CHANGED,            /* 3Fh/0Eh */
+        SCSI_UA_MEDIUM_CHANGED,          /* 28h/00h (removable LU: medium loaded) */
+        SCSI_UA_MAX
 };
 
 /*
@@ -64,54 +64,54 @@ enum scsi_ua {
  * lock protects luns[] changes and the nexus list (control path).
  */
 struct scsi_target {
-	char name[224];
-	uint16_t tpgt;
-	uint16_t rel_port_id;
-	pthread_mutex_t lock;
-	struct core_ns *_Atomic luns[SCSI_MAX_LUNS];
-	struct scsi_nexus *nexus_list;
-	/* set when a LUN was added/removed, for REPORTED LUNS DATA HAS CHANGED */
+        char name[224];
+        uint16_t tpgt;
+        uint16_t rel_port_id;
+        pthread_mutex_t lock;
+        struct core_ns *_Atomic luns[SCSI_MAX_LUNS];
+        struct scsi_nexus *nexus_list;
+        /* set when a LUN was added/removed, for REPORTED LUNS DATA HAS CHANGED */
 };
 
 /* One I_T nexus (an iSCSI session). */
 struct scsi_nexus {
-	struct scsi_target *target;
-	struct core_pr_nexus id;
-	_Atomic uint32_t ua[SCSI_MAX_LUNS]; /* pending unit attentions, bit per enum scsi_ua */
-	uint64_t pending_sense_key_dummy;
-	struct scsi_nexus *next;
-	/* PREVENT ALLOW MEDIUM REMOVAL state per LUN */
-	uint8_t prevent[SCSI_MAX_LUNS];
+        struct scsi_target *target;
+        struct core_pr_nexus id;
+        _Atomic uint32_t ua[SCSI_MAX_LUNS]; /* pending unit attentions, bit per enum scsi_ua */
+        uint64_t pending_sense_key_dummy;
+        struct scsi_nexus *next;
+        /* PREVENT ALLOW MEDIUM REMOVAL state per LUN */
+        uint8_t prevent[SCSI_MAX_LUNS];
 };
 
 struct scsi_cmd {
-	/* Set by the transport. */
-	uint8_t cdb[SCSI_CDB_MAX];
-	uint16_t cdb_len;
-	uint64_t lun;               /* SAM LUN as decoded by the transport (0..255) */
-	uint8_t task_attr;          /* 0 untagged,1 simple,2 ordered,3 HoQ,4 ACA */
-	struct scsi_nexus *nexus;
-	uint32_t edtl;              /* expected data transfer length */
-	bool dir_read, dir_write;   /* R and W bits of the transport */
-	uint8_t *buf;               /* data buffer, buf_len >= CORE_MAX_TRANSFER_BYTES * 2 */
-	uint32_t buf_len;
-	struct rt_reactor *reactor;
-	void (*done)(struct scsi_cmd *cmd);
-	void *priv;                 /* the transport's task */
+        /* Set by the transport. */
+        uint8_t cdb[SCSI_CDB_MAX];
+        uint16_t cdb_len;
+        uint64_t lun;      /* SAM LUN as decoded by the transport (0..255) */
+        uint8_t task_attr; /* 0 untagged,1 simple,2 ordered,3 HoQ,4 ACA */
+        struct scsi_nexus *nexus;
+        uint32_t edtl;            /* expected data transfer length */
+        bool dir_read, dir_write; /* R and W bits of the transport */
+        uint8_t *buf;             /* data buffer, buf_len >= CORE_MAX_TRANSFER_BYTES * 2 */
+        uint32_t buf_len;
+        struct rt_reactor *reactor;
+        void (*done)(struct scsi_cmd *cmd);
+        void *priv; /* the transport's task */
 
-	/* Set by parse/exec. */
-	struct core_ns *ns;         /* the LU, or NULL */
-	uint32_t xfer_len;          /* bytes the CDB says are transferred (for residuals) */
-	uint32_t data_out_len;      /* bytes the transport must deliver into buf before exec */
-	uint32_t data_in_len;       /* bytes of buf to send back */
-	uint8_t status;
-	uint8_t sense[SCSI_SENSE_MAX];
-	uint8_t sense_len;
-	const void *op;             /* the opcode table entry */
-	uint64_t lba;
-	uint32_t nlb;
-	uint32_t aux;
-	struct core_req req;
+        /* Set by parse/exec. */
+        struct core_ns *ns;    /* the LU, or NULL */
+        uint32_t xfer_len;     /* bytes the CDB says are transferred (for residuals) */
+        uint32_t data_out_len; /* bytes the transport must deliver into buf before exec */
+        uint32_t data_in_len;  /* bytes of buf to send back */
+        uint8_t status;
+        uint8_t sense[SCSI_SENSE_MAX];
+        uint8_t sense_len;
+        const void *op; /* the opcode table entry */
+        uint64_t lba;
+        uint32_t nlb;
+        uint32_t aux;
+        struct core_req req;
 };
 
 enum scsi_parse_result { SCSI_PARSE_DONE = 0, SCSI_PARSE_EXEC = 1 };
@@ -129,14 +129,16 @@ void scsi_cmd_abort(struct scsi_cmd *cmd);
 
 /* Nexus lifetime: called by the transport at login and at session end. */
 void scsi_nexus_init(struct scsi_nexus *nx, struct scsi_target *tgt, const char *initiator_port,
-		     const char *target_port, const uint8_t *transport_id, uint16_t tid_len);
+                     const char *target_port, const uint8_t *transport_id, uint16_t tid_len);
 void scsi_nexus_fini(struct scsi_nexus *nx); /* I_T nexus loss: releases RESERVE(6) etc. */
 
 /* Task management effects on the personality's state. */
 void scsi_lun_reset(struct scsi_nexus *nx, uint64_t lun);
 void scsi_target_reset(struct scsi_nexus *nx, bool cold);
-/* Establish a unit attention on every nexus of tgt for lun (all LUNs if lun == UINT64_MAX), except skip. */
-void scsi_target_ua(struct scsi_target *tgt, uint64_t lun, enum scsi_ua ua, struct scsi_nexus *skip);
+/* Establish a unit attention on every nexus of tgt for lun (all LUNs if lun == UINT64_MAX), except
+ * skip. */
+void scsi_target_ua(struct scsi_target *tgt, uint64_t lun, enum scsi_ua ua,
+                    struct scsi_nexus *skip);
 
 void scsi_target_init(struct scsi_target *tgt, const char *name, uint16_t tpgt);
 int scsi_target_map_lun(struct scsi_target *tgt, uint32_t lun, struct core_ns *ns);

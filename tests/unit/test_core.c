@@ -21,271 +21,272 @@
 #include "rt/reactor.h"
 
 struct sync_req {
-	struct core_req req;
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	bool done;
-	bool cb_inline;
-	bool in_submit;
+        struct core_req req;
+        pthread_mutex_t lock;
+        pthread_cond_t cond;
+        bool done;
+        bool cb_inline;
+        bool in_submit;
 };
 
 static void on_done(struct core_req *req)
 {
-	struct sync_req *s = req->cb_arg;
-	pthread_mutex_lock(&s->lock);
-	s->cb_inline = s->in_submit;
-	s->done = true;
-	pthread_cond_signal(&s->cond);
-	pthread_mutex_unlock(&s->lock);
+        struct sync_req *s = req->cb_arg;
+        pthread_mutex_lock(&s->lock);
+        s->cb_inline = s->in_submit;
+        s->done = true;
+        pthread_cond_signal(&s->cond);
+        pthread_mutex_unlock(&s->lock);
 }
 
 static void submit_fn(void *arg)
 {
-	struct sync_req *s = arg;
-	s->in_submit = true;
-	core_req_submit(&s->req);
-	s->in_submit = false;
+        struct sync_req *s = arg;
+        s->in_submit = true;
+        core_req_submit(&s->req);
+        s->in_submit = false;
 }
 
 /* Runs one request on reactor 0 and waits for its completion. */
 static enum core_status run_req(struct core_ns *ns, enum core_op op, uint64_t lba, uint32_t nlb,
-				void *buf, size_t len, void *scratch, size_t scratch_len,
-				uint64_t *info)
+                                void *buf, size_t len, void *scratch, size_t scratch_len,
+                                uint64_t *info)
 {
-	struct sync_req s;
-	memset(&s, 0, sizeof(s));
-	pthread_mutex_init(&s.lock, NULL);
-	pthread_cond_init(&s.cond, NULL);
-	s.req.ns = ns;
-	s.req.op = op;
-	s.req.lba = lba;
-	s.req.nlb = nlb;
-	s.req.iov[0].iov_base = buf;
-	s.req.iov[0].iov_len = len;
-	s.req.iovcnt = buf ? 1 : 0;
-	s.req.scratch = scratch;
-	s.req.scratch_len = (uint32_t)scratch_len;
-	s.req.reactor = rt_get(0);
-	s.req.cb = on_done;
-	s.req.cb_arg = &s;
-	rt_msg_send(rt_get(0), submit_fn, &s);
-	pthread_mutex_lock(&s.lock);
-	while (!s.done)
-		pthread_cond_wait(&s.cond, &s.lock);
-	pthread_mutex_unlock(&s.lock);
-	assert_false(s.cb_inline); /* the async contract: never from inside submit */
-	if (info)
-		*info = s.req.info;
-	return s.req.status;
+        struct sync_req s;
+        memset(&s, 0, sizeof(s));
+        pthread_mutex_init(&s.lock, NULL);
+        pthread_cond_init(&s.cond, NULL);
+        s.req.ns = ns;
+        s.req.op = op;
+        s.req.lba = lba;
+        s.req.nlb = nlb;
+        s.req.iov[0].iov_base = buf;
+        s.req.iov[0].iov_len = len;
+        s.req.iovcnt = buf ? 1 : 0;
+        s.req.scratch = scratch;
+        s.req.scratch_len = (uint32_t)scratch_len;
+        s.req.reactor = rt_get(0);
+        s.req.cb = on_done;
+        s.req.cb_arg = &s;
+        rt_msg_send(rt_get(0), submit_fn, &s);
+        pthread_mutex_lock(&s.lock);
+        while (!s.done)
+                pthread_cond_wait(&s.cond, &s.lock);
+        pthread_mutex_unlock(&s.lock);
+        assert_false(s.cb_inline); /* the async contract: never from inside submit */
+        if (info)
+                *info = s.req.info;
+        return s.req.status;
 }
 
 static char state_dir[256];
 
 static int setup(void **st)
 {
-	(void)st;
-	snprintf(state_dir, sizeof(state_dir), "/tmp/slate-test-core-XXXXXX");
-	if (!mkdtemp(state_dir))
-		return -1;
-	core_set_state_dir(state_dir);
-	if (rt_init(1) || rt_start())
-		return -1;
-	return 0;
+        (void)st;
+        snprintf(state_dir, sizeof(state_dir), "/tmp/slate-test-core-XXXXXX");
+        if (!mkdtemp(state_dir))
+                return -1;
+        core_set_state_dir(state_dir);
+        if (rt_init(1) || rt_start())
+                return -1;
+        return 0;
 }
 
 static int teardown(void **st)
 {
-	(void)st;
-	rt_stop();
-	rt_join();
-	rt_fini();
-	core_ns_shutdown_all();
-	char cmd[300];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", state_dir);
-	return system(cmd) == 0 ? 0 : -1;
+        (void)st;
+        rt_stop();
+        rt_join();
+        rt_fini();
+        core_ns_shutdown_all();
+        char cmd[300];
+        snprintf(cmd, sizeof(cmd), "rm -rf %s", state_dir);
+        return system(cmd) == 0 ? 0 : -1;
 }
 
 static struct core_ns *mk(const char *name, const char *backend)
 {
-	struct core_ns_params p = {.name = name, .backend = backend, .size_bytes = 1 << 20};
-	struct core_ns *ns = NULL;
-	char err[256];
-	assert_int_equal(core_ns_create(&p, &ns, err, sizeof(err)), 0);
-	return ns;
+        struct core_ns_params p = {.name = name, .backend = backend, .size_bytes = 1 << 20};
+        struct core_ns *ns = NULL;
+        char err[256];
+        assert_int_equal(core_ns_create(&p, &ns, err, sizeof(err)), 0);
+        return ns;
 }
 
 static void check_rw(struct core_ns *ns)
 {
-	static uint8_t w[8192], r[8192], scratch[1 << 16];
-	for (size_t i = 0; i < sizeof(w); i++)
-		w[i] = (uint8_t)(i * 7 + 3);
-	assert_int_equal(run_req(ns, CORE_OP_WRITE, 10, 16, w, 8192, NULL, 0, NULL), CORE_OK);
-	memset(r, 0, sizeof(r));
-	assert_int_equal(run_req(ns, CORE_OP_READ, 10, 16, r, 8192, NULL, 0, NULL), CORE_OK);
-	assert_memory_equal(w, r, 8192);
+        static uint8_t w[8192], r[8192], scratch[1 << 16];
+        for (size_t i = 0; i < sizeof(w); i++)
+                w[i] = (uint8_t)(i * 7 + 3);
+        assert_int_equal(run_req(ns, CORE_OP_WRITE, 10, 16, w, 8192, NULL, 0, NULL), CORE_OK);
+        memset(r, 0, sizeof(r));
+        assert_int_equal(run_req(ns, CORE_OP_READ, 10, 16, r, 8192, NULL, 0, NULL), CORE_OK);
+        assert_memory_equal(w, r, 8192);
 
-	/* COMPARE: equal, then a mismatch at byte 700 reports that offset. */
-	assert_int_equal(run_req(ns, CORE_OP_COMPARE, 10, 2, w, 1024, scratch, sizeof(scratch), NULL),
-			 CORE_OK);
-	uint8_t c[1024];
-	memcpy(c, w, 1024);
-	c[700] ^= 1;
-	uint64_t info = 0;
-	assert_int_equal(run_req(ns, CORE_OP_COMPARE, 10, 2, c, 1024, scratch, sizeof(scratch), &info),
-			 CORE_E_MISCOMPARE);
-	assert_int_equal(info, 700);
+        /* COMPARE: equal, then a mismatch at byte 700 reports that offset. */
+        assert_int_equal(
+            run_req(ns, CORE_OP_COMPARE, 10, 2, w, 1024, scratch, sizeof(scratch), NULL), CORE_OK);
+        uint8_t c[1024];
+        memcpy(c, w, 1024);
+        c[700] ^= 1;
+        uint64_t info = 0;
+        assert_int_equal(
+            run_req(ns, CORE_OP_COMPARE, 10, 2, c, 1024, scratch, sizeof(scratch), &info),
+            CORE_E_MISCOMPARE);
+        assert_int_equal(info, 700);
 
-	/* COMPARE AND WRITE: writes only when the compare half matches. */
-	uint8_t caw[1024];
-	memcpy(caw, w, 512);
-	memset(caw + 512, 0xAB, 512);
-	assert_int_equal(
-		run_req(ns, CORE_OP_COMPARE_AND_WRITE, 10, 1, caw, 1024, scratch, sizeof(scratch), NULL),
-		CORE_OK);
-	assert_int_equal(run_req(ns, CORE_OP_READ, 10, 1, r, 512, NULL, 0, NULL), CORE_OK);
-	assert_int_equal(r[0], 0xAB);
-	assert_int_equal(
-		run_req(ns, CORE_OP_COMPARE_AND_WRITE, 10, 1, caw, 1024, scratch, sizeof(scratch), &info),
-		CORE_E_MISCOMPARE);
+        /* COMPARE AND WRITE: writes only when the compare half matches. */
+        uint8_t caw[1024];
+        memcpy(caw, w, 512);
+        memset(caw + 512, 0xAB, 512);
+        assert_int_equal(run_req(ns, CORE_OP_COMPARE_AND_WRITE, 10, 1, caw, 1024, scratch,
+                                 sizeof(scratch), NULL),
+                         CORE_OK);
+        assert_int_equal(run_req(ns, CORE_OP_READ, 10, 1, r, 512, NULL, 0, NULL), CORE_OK);
+        assert_int_equal(r[0], 0xAB);
+        assert_int_equal(run_req(ns, CORE_OP_COMPARE_AND_WRITE, 10, 1, caw, 1024, scratch,
+                                 sizeof(scratch), &info),
+                         CORE_E_MISCOMPARE);
 
-	/* ORWRITE */
-	uint8_t o[512];
-	memset(o, 0x04, sizeof(o));
-	assert_int_equal(run_req(ns, CORE_OP_ORWRITE, 10, 1, o, 512, scratch, sizeof(scratch), NULL),
-			 CORE_OK);
-	assert_int_equal(run_req(ns, CORE_OP_READ, 10, 1, r, 512, NULL, 0, NULL), CORE_OK);
-	assert_int_equal(r[100], 0xAF);
+        /* ORWRITE */
+        uint8_t o[512];
+        memset(o, 0x04, sizeof(o));
+        assert_int_equal(
+            run_req(ns, CORE_OP_ORWRITE, 10, 1, o, 512, scratch, sizeof(scratch), NULL), CORE_OK);
+        assert_int_equal(run_req(ns, CORE_OP_READ, 10, 1, r, 512, NULL, 0, NULL), CORE_OK);
+        assert_int_equal(r[100], 0xAF);
 
-	/* WRITE SAME with a pattern larger than one scratch chunk, and with zeroes. */
-	uint8_t blk[512];
-	memset(blk, 0x5C, sizeof(blk));
-	assert_int_equal(run_req(ns, CORE_OP_WRITE_SAME, 100, 300, blk, 512, scratch, 4096, NULL),
-			 CORE_OK);
-	static uint8_t big[300 * 512];
-	assert_int_equal(run_req(ns, CORE_OP_READ, 100, 300, big, sizeof(big), NULL, 0, NULL),
-			 CORE_OK);
-	for (size_t i = 0; i < sizeof(big); i++)
-		if (big[i] != 0x5C)
-			fail_msg("write same byte %zu = %x", i, big[i]);
-	memset(blk, 0, sizeof(blk));
-	assert_int_equal(run_req(ns, CORE_OP_WRITE_SAME, 100, 8, blk, 512, scratch, 4096, NULL),
-			 CORE_OK);
-	assert_int_equal(run_req(ns, CORE_OP_READ, 100, 9, big, 9 * 512, NULL, 0, NULL), CORE_OK);
-	assert_int_equal(big[0], 0);
-	assert_int_equal(big[8 * 512 - 1], 0);
-	assert_int_equal(big[8 * 512], 0x5C);
+        /* WRITE SAME with a pattern larger than one scratch chunk, and with zeroes. */
+        uint8_t blk[512];
+        memset(blk, 0x5C, sizeof(blk));
+        assert_int_equal(run_req(ns, CORE_OP_WRITE_SAME, 100, 300, blk, 512, scratch, 4096, NULL),
+                         CORE_OK);
+        static uint8_t big[300 * 512];
+        assert_int_equal(run_req(ns, CORE_OP_READ, 100, 300, big, sizeof(big), NULL, 0, NULL),
+                         CORE_OK);
+        for (size_t i = 0; i < sizeof(big); i++)
+                if (big[i] != 0x5C)
+                        fail_msg("write same byte %zu = %x", i, big[i]);
+        memset(blk, 0, sizeof(blk));
+        assert_int_equal(run_req(ns, CORE_OP_WRITE_SAME, 100, 8, blk, 512, scratch, 4096, NULL),
+                         CORE_OK);
+        assert_int_equal(run_req(ns, CORE_OP_READ, 100, 9, big, 9 * 512, NULL, 0, NULL), CORE_OK);
+        assert_int_equal(big[0], 0);
+        assert_int_equal(big[8 * 512 - 1], 0);
+        assert_int_equal(big[8 * 512], 0x5C);
 
-	assert_int_equal(run_req(ns, CORE_OP_FLUSH, 0, 0, NULL, 0, NULL, 0, NULL), CORE_OK);
+        assert_int_equal(run_req(ns, CORE_OP_FLUSH, 0, 0, NULL, 0, NULL, 0, NULL), CORE_OK);
 }
 
 static void test_mem(void **st)
 {
-	(void)st;
-	check_rw(mk("m0", "mem"));
+        (void)st;
+        check_rw(mk("m0", "mem"));
 }
 
 static void test_file(void **st)
 {
-	(void)st;
-	check_rw(mk("f0", "file"));
+        (void)st;
+        check_rw(mk("f0", "file"));
 }
 
 static void test_range_and_wp(void **st)
 {
-	(void)st;
-	struct core_ns *ns = mk("m1", "mem");
-	uint8_t b[512];
-	uint64_t last = ns->num_blocks - 1;
-	assert_int_equal(run_req(ns, CORE_OP_READ, last, 1, b, 512, NULL, 0, NULL), CORE_OK);
-	assert_int_equal(run_req(ns, CORE_OP_READ, last, 2, b, 1024, NULL, 0, NULL),
-			 CORE_E_LBA_RANGE);
-	/* lba + nlb wrapping around 2^64 must not pass the range check. */
-	assert_int_equal(run_req(ns, CORE_OP_READ, UINT64_MAX - 1, 4, b, 2048, NULL, 0, NULL),
-			 CORE_E_LBA_RANGE);
-	atomic_store(&ns->write_protect, true);
-	assert_int_equal(run_req(ns, CORE_OP_WRITE, 0, 1, b, 512, NULL, 0, NULL),
-			 CORE_E_WRITE_PROTECT);
-	assert_int_equal(run_req(ns, CORE_OP_READ, 0, 1, b, 512, NULL, 0, NULL), CORE_OK);
-	atomic_store(&ns->write_protect, false);
+        (void)st;
+        struct core_ns *ns = mk("m1", "mem");
+        uint8_t b[512];
+        uint64_t last = ns->num_blocks - 1;
+        assert_int_equal(run_req(ns, CORE_OP_READ, last, 1, b, 512, NULL, 0, NULL), CORE_OK);
+        assert_int_equal(run_req(ns, CORE_OP_READ, last, 2, b, 1024, NULL, 0, NULL),
+                         CORE_E_LBA_RANGE);
+        /* lba + nlb wrapping around 2^64 must not pass the range check. */
+        assert_int_equal(run_req(ns, CORE_OP_READ, UINT64_MAX - 1, 4, b, 2048, NULL, 0, NULL),
+                         CORE_E_LBA_RANGE);
+        atomic_store(&ns->write_protect, true);
+        assert_int_equal(run_req(ns, CORE_OP_WRITE, 0, 1, b, 512, NULL, 0, NULL),
+                         CORE_E_WRITE_PROTECT);
+        assert_int_equal(run_req(ns, CORE_OP_READ, 0, 1, b, 512, NULL, 0, NULL), CORE_OK);
+        atomic_store(&ns->write_protect, false);
 }
 
 static void test_identity_persists(void **st)
 {
-	(void)st;
-	struct core_ns *ns = mk("persist", "file");
-	uint8_t uuid[16];
-	memcpy(uuid, ns->uuid, 16);
-	uint64_t eui = ns->eui64;
-	uint8_t w[512];
-	memset(w, 0x77, sizeof(w));
-	assert_int_equal(run_req(ns, CORE_OP_WRITE, 5, 1, w, 512, NULL, 0, NULL), CORE_OK);
-	assert_int_equal(core_ns_delete("persist"), 0);
+        (void)st;
+        struct core_ns *ns = mk("persist", "file");
+        uint8_t uuid[16];
+        memcpy(uuid, ns->uuid, 16);
+        uint64_t eui = ns->eui64;
+        uint8_t w[512];
+        memset(w, 0x77, sizeof(w));
+        assert_int_equal(run_req(ns, CORE_OP_WRITE, 5, 1, w, 512, NULL, 0, NULL), CORE_OK);
+        assert_int_equal(core_ns_delete("persist"), 0);
 
-	ns = mk("persist", "file");
-	assert_memory_equal(uuid, ns->uuid, 16);
-	assert_true(eui == ns->eui64);
-	uint8_t r[512];
-	assert_int_equal(run_req(ns, CORE_OP_READ, 5, 1, r, 512, NULL, 0, NULL), CORE_OK);
-	assert_memory_equal(w, r, 512);
+        ns = mk("persist", "file");
+        assert_memory_equal(uuid, ns->uuid, 16);
+        assert_true(eui == ns->eui64);
+        uint8_t r[512];
+        assert_int_equal(run_req(ns, CORE_OP_READ, 5, 1, r, 512, NULL, 0, NULL), CORE_OK);
+        assert_memory_equal(w, r, 512);
 
-	/* A different namespace gets a different identity. */
-	struct core_ns *other = mk("other", "file");
-	assert_memory_not_equal(uuid, other->uuid, 16);
+        /* A different namespace gets a different identity. */
+        struct core_ns *other = mk("other", "file");
+        assert_memory_not_equal(uuid, other->uuid, 16);
 }
 
 static void test_corrupt_meta_refused(void **st)
 {
-	(void)st;
-	struct core_ns *ns = mk("corrupt", "file");
-	char path[4096];
-	snprintf(path, sizeof(path), "%s", ns->meta_path);
-	assert_int_equal(core_ns_delete("corrupt"), 0);
-	/* Flip one character of the stored UUID: the checksum must catch it. */
-	FILE *f = fopen(path, "r+");
-	assert_non_null(f);
-	char text[8192];
-	size_t n = fread(text, 1, sizeof(text) - 1, f);
-	text[n] = 0;
-	char *u = strstr(text, "\"uuid\": \"");
-	assert_non_null(u);
-	u += 9;
-	*u = *u == 'a' ? 'b' : 'a';
-	rewind(f);
-	fwrite(text, 1, n, f);
-	fclose(f);
-	struct core_ns_params p = {.name = "corrupt", .backend = "file", .size_bytes = 1 << 20};
-	char err[256];
-	assert_int_not_equal(core_ns_create(&p, &ns, err, sizeof(err)), 0);
-	assert_non_null(strstr(err, "checksum"));
+        (void)st;
+        struct core_ns *ns = mk("corrupt", "file");
+        char path[4096];
+        snprintf(path, sizeof(path), "%s", ns->meta_path);
+        assert_int_equal(core_ns_delete("corrupt"), 0);
+        /* Flip one character of the stored UUID: the checksum must catch it. */
+        FILE *f = fopen(path, "r+");
+        assert_non_null(f);
+        char text[8192];
+        size_t n = fread(text, 1, sizeof(text) - 1, f);
+        text[n] = 0;
+        char *u = strstr(text, "\"uuid\": \"");
+        assert_non_null(u);
+        u += 9;
+        *u = *u == 'a' ? 'b' : 'a';
+        rewind(f);
+        fwrite(text, 1, n, f);
+        fclose(f);
+        struct core_ns_params p = {.name = "corrupt", .backend = "file", .size_bytes = 1 << 20};
+        char err[256];
+        assert_int_not_equal(core_ns_create(&p, &ns, err, sizeof(err)), 0);
+        assert_non_null(strstr(err, "checksum"));
 }
 
 static void test_bad_params(void **st)
 {
-	(void)st;
-	struct core_ns *ns;
-	char err[256];
-	struct core_ns_params p = {.name = "bad/name", .backend = "mem", .size_bytes = 1 << 20};
-	assert_int_equal(core_ns_create(&p, &ns, err, sizeof(err)), -EINVAL);
-	p.name = "ok";
-	p.backend = "tape";
-	assert_int_equal(core_ns_create(&p, &ns, err, sizeof(err)), -EINVAL);
-	p.backend = "mem";
-	p.block_size = 1000;
-	assert_int_equal(core_ns_create(&p, &ns, err, sizeof(err)), -EINVAL);
-	p.block_size = 4096;
-	p.size_bytes = 4096 + 512;
-	assert_int_equal(core_ns_create(&p, &ns, err, sizeof(err)), -EINVAL);
+        (void)st;
+        struct core_ns *ns;
+        char err[256];
+        struct core_ns_params p = {.name = "bad/name", .backend = "mem", .size_bytes = 1 << 20};
+        assert_int_equal(core_ns_create(&p, &ns, err, sizeof(err)), -EINVAL);
+        p.name = "ok";
+        p.backend = "tape";
+        assert_int_equal(core_ns_create(&p, &ns, err, sizeof(err)), -EINVAL);
+        p.backend = "mem";
+        p.block_size = 1000;
+        assert_int_equal(core_ns_create(&p, &ns, err, sizeof(err)), -EINVAL);
+        p.block_size = 4096;
+        p.size_bytes = 4096 + 512;
+        assert_int_equal(core_ns_create(&p, &ns, err, sizeof(err)), -EINVAL);
 }
 
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_mem),
-		cmocka_unit_test(test_file),
-		cmocka_unit_test(test_range_and_wp),
-		cmocka_unit_test(test_identity_persists),
-		cmocka_unit_test(test_corrupt_meta_refused),
-		cmocka_unit_test(test_bad_params),
-	};
-	return cmocka_run_group_tests(tests, setup, teardown);
+        const struct CMUnitTest tests[] = {
+            cmocka_unit_test(test_mem),
+            cmocka_unit_test(test_file),
+            cmocka_unit_test(test_range_and_wp),
+            cmocka_unit_test(test_identity_persists),
+            cmocka_unit_test(test_corrupt_meta_refused),
+            cmocka_unit_test(test_bad_params),
+        };
+        return cmocka_run_group_tests(tests, setup, teardown);
 }
