@@ -25,8 +25,6 @@
 #include "rt/log.h"
 
 #define META_VERSION 1
-/* Locally administered company ID (CID) used for NAA-6 and EUI-64 designators. */
-#define SLATE_CID 0x5A7E57ull
 
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct core_ns *registry;
@@ -62,7 +60,7 @@ static void derive_ids(struct core_ns *ns)
         uint64_t low = 0;
         for (int i = 11; i < 16; i++)
                 low = (low << 8) | ns->uuid[i];
-        ns->eui64 = (SLATE_CID << 40) | low;
+        ns->eui64 = ((uint64_t)CORE_COMPANY_ID << 40) | low;
 }
 
 static json_t *meta_body(struct core_ns *ns)

@@ -21,6 +21,12 @@
 
 #define CORE_NS_NAME_MAX        64
 #define CORE_MAX_TRANSFER_BYTES (1u << 20) /* largest single data transfer we accept */
+/*
+ * The company ID in every designator derived from a namespace identity
+ * (SCSI NAA-6, NVMe EUI-64): a locally administered CID (IEEE "X" bit set),
+ * since Slate has no IEEE assignment.  One constant, so both match.
+ */
+#define CORE_COMPANY_ID 0x5A7E57u
 
 struct core_ns_params {
         const char *name;    /* [A-Za-z0-9._-]{1,63} */

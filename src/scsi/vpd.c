@@ -17,9 +17,6 @@
 #define SLATE_VENDOR   "SLATE   "
 #define SLATE_PRODUCT  "slate-disk      "
 #define SLATE_REVISION "0001"
-/* IEEE company ID for NAA-6.  Slate has none registered; this CID-format
- * value (X bit set, i.e. not an OUI) keeps the designators well-formed. */
-#define SLATE_IEEE_CID 0x5a7e1eu
 
 static const uint8_t vpd_pages[] = {0x00, 0x80, 0x83, 0x86, 0xb0, 0xb1};
 
@@ -81,12 +78,12 @@ static uint32_t vpd83(struct scsi_cmd *cmd, uint8_t *p)
         uint32_t n = 0;
         char hex[33];
 
-        /* NAA-6: CID, 36 bits from the UUID, then the EUI-64 as extension. */
+        /* NAA-6: CORE_COMPANY_ID, 36 bits from the UUID, then the EUI-64 as extension. */
         memset(d, 0, 16);
-        d[0] = 0x60 | (uint8_t)(SLATE_IEEE_CID >> 20);
-        d[1] = (uint8_t)(SLATE_IEEE_CID >> 12);
-        d[2] = (uint8_t)(SLATE_IEEE_CID >> 4);
-        d[3] = (uint8_t)((SLATE_IEEE_CID & 0xf) << 4) | (ns->uuid[0] & 0x0f);
+        d[0] = 0x60 | (uint8_t)(CORE_COMPANY_ID >> 20);
+        d[1] = (uint8_t)(CORE_COMPANY_ID >> 12);
+        d[2] = (uint8_t)(CORE_COMPANY_ID >> 4);
+        d[3] = (uint8_t)((CORE_COMPANY_ID & 0xf) << 4) | (ns->uuid[0] & 0x0f);
         memcpy(d + 4, ns->uuid + 1, 4);
         slate_put_be(d + 8, 8, ns->eui64);
         n += desig(p + n, 0x01, 0x03, d, 16);
