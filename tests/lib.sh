@@ -100,9 +100,21 @@ slate_start() {
 		return 1
 	}
 	mkdir -p "$state"
+	local before
+	before=$(grep -c ' ready: ' "$log" 2>/dev/null)
 	# shellcheck disable=SC2086
 	"$bin" --config "$cfg" --state-dir "$state" ${SLATED_EXTRA:-} "$@" >>"$log" 2>&1 &
 	SLATE_PID=$!
+	# Wait for this daemon's own "ready" line (printed after its portals are
+	# bound), not just for the port: after a SIGKILL the dead daemon's
+	# listening socket lives on for a moment while the kernel tears down its
+	# io_uring, and a connection made then is reset.
+	local i
+	for i in $(seq 1 300); do
+		[ "$(grep -c ' ready: ' "$log" 2>/dev/null)" -gt "${before:-0}" ] && break
+		kill -0 "$SLATE_PID" 2>/dev/null || break
+		sleep 0.1
+	done
 	if ! slate_wait_port "$port" 30 "$SLATE_PID"; then
 		echo "slated did not start listening on port $port; log tail:" >&2
 		tail -n 30 "$log" >&2
