@@ -554,7 +554,10 @@ static int h_nvmf_ns_attach(struct rpc_ctx *c)
         char msg[256] = "";
         int rc = nvme_ns_attach(pstr(c, "nqn", NULL), (uint32_t)puint(c, "nsid", 0),
                                 pstr(c, "namespace", NULL), msg, sizeof(msg));
-        return rc < 0 ? opfail(c, rc, "nvmf_ns_attach", msg) : 0;
+        if (rc < 0)
+                return opfail(c, rc, "nvmf_ns_attach", msg);
+        c->result = json_pack("{s:i}", "nsid", rc); /* the NSID chosen when none was given */
+        return 0;
 }
 
 static int h_nvmf_ns_detach(struct rpc_ctx *c)

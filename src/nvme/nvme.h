@@ -116,6 +116,7 @@ int nvme_subsys_del(const char *nqn, char *err, size_t errlen);
 int nvme_subsys_allow_host(const char *nqn, const char *hostnqn /* "*" = any */, char *err,
                            size_t errlen);
 int nvme_subsys_disallow_host(const char *nqn, const char *hostnqn, char *err, size_t errlen);
+/* Returns the NSID it attached (the next free one when nsid is 0), or -errno. */
 int nvme_ns_attach(const char *nqn, uint32_t nsid /* 0 = next free */, const char *ns_name,
                    char *err, size_t errlen);
 int nvme_ns_detach(const char *nqn, uint32_t nsid, char *err, size_t errlen);

@@ -322,7 +322,7 @@ int nvme_ns_attach(const char *nqn, uint32_t nsid, const char *ns_name, char *er
         rc = (int)nsid;
 out:
         pthread_mutex_unlock(&nvme_lock);
-        return rc < 0 ? rc : 0;
+        return rc; /* the NSID attached, or -errno */
 }
 
 int nvme_ns_detach(const char *nqn, uint32_t nsid, char *err, size_t errlen)

@@ -115,7 +115,7 @@ static int setup(void **s)
                 return -1;
         if (nvme_subsys_add(SUBNQN, "SN123", "Slate Test", err, sizeof(err)))
                 return -1;
-        if (nvme_ns_attach(SUBNQN, 1, "nvt", err, sizeof(err)))
+        if (nvme_ns_attach(SUBNQN, 1, "nvt", err, sizeof(err)) != 1)
                 return -1;
         if (nvme_subsys_allow_host(SUBNQN, HOSTNQN, err, sizeof(err)))
                 return -1;
