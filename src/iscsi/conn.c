@@ -1282,33 +1282,12 @@ static int rx_fill(struct iscsi_conn *c, uint8_t *buf, uint32_t len)
                         memcpy(buf + c->rx_off, c->fz_data, (size_t)n);
                         c->fz_data += n;
                         c->fz_len -= (size_t)n;
-                } else if (c->ra_off < c->ra_len) {
-                        n = (ssize_t)min_u32(c->ra_len - c->ra_off, (uint32_t)want);
-                        memcpy(buf + c->rx_off, c->ra + c->ra_off, (size_t)n);
-                        c->ra_off += (uint32_t)n;
                 } else {
-                        /*
-                         * Headers, digests and small data come through a
-                         * read-ahead buffer (one recv for a burst of PDUs);
-                         * large data goes straight to its buffer, uncopied.
-                         */
-                        bool direct = want >= ISCSI_RX_DIRECT_MIN;
-                        n = direct ? recv(c->fd, buf + c->rx_off, want, MSG_DONTWAIT)
-                                   : recv(c->fd, c->ra, sizeof(c->ra), MSG_DONTWAIT);
-                        if (n == 0)
+                        n = rt_rxbuf_read(&c->ra, c->fd, buf + c->rx_off, want);
+                        if (n == 0 || (n < 0 && n != -EAGAIN))
                                 return -1;
-                        if (n < 0) {
-                                if (errno == EINTR)
-                                        continue;
-                                if (errno == EAGAIN || errno == EWOULDBLOCK)
-                                        return 0;
-                                return -1;
-                        }
-                        if (!direct) {
-                                c->ra_len = (uint32_t)n;
-                                c->ra_off = 0;
-                                continue;
-                        }
+                        if (n < 0)
+                                return 0;
                 }
                 c->rx_off += (uint32_t)n;
         }

@@ -20,6 +20,7 @@
 
 #include "iscsi/iscsi.h"
 #include "rt/reactor.h"
+#include "rt/rxbuf.h"
 #include "scsi/scsi.h"
 #include "slate/spec/iscsi.h"
 
@@ -27,8 +28,6 @@
 
 /* Limits we offer or enforce. */
 #define ISCSI_QUEUE_DEPTH     128 /* CmdSN window advertised through MaxCmdSN */
-#define ISCSI_RX_READAHEAD (16u << 10) /* read-ahead buffer per connection */
-#define ISCSI_RX_DIRECT_MIN (8u << 10) /* reads this large bypass the read-ahead buffer */
 #define ISCSI_TASK_RESERVE    16  /* extra tasks for immediate PDUs (NOP, TMF, ...) */
 #define ISCSI_TASK_BUF_LEN    (2u * CORE_MAX_TRANSFER_BYTES)
 #define ISCSI_OUR_MRDSL       262144u /* MaxRecvDataSegmentLength we declare */
@@ -345,8 +344,7 @@ struct iscsi_conn {
         uint32_t rx_crc;
         bool rx_unknown_op;
         struct iscsi_task *rx_task;
-        uint8_t ra[ISCSI_RX_READAHEAD]; /* read-ahead for headers and small data (rx_fill) */
-        uint32_t ra_off, ra_len;
+        struct rt_rxbuf ra; /* read-ahead for headers and small data (rx_fill) */
         uint8_t scratch[4096];
 
         /* Send queue. */

@@ -37,6 +37,7 @@
 #include "nvmf/tcp_internal.h"
 #include "rt/log.h"
 #include "rt/reactor.h"
+#include "rt/rxbuf.h"
 #include "slate/spec/nvme.h"
 #include "slate/spec/nvmf.h"
 #include "slate/spec/nvme_tcp.h"
@@ -47,8 +48,6 @@
 #define TCP_ICD_MAX   NVME_TRANSPORT_ICD_BYTES
 #define TCP_BUF_LEN   (2u * CORE_MAX_TRANSFER_BYTES)
 #define TCP_RX_BUDGET (4u << 20) /* bytes read per wake-up before yielding to others */
-#define TCP_RX_READAHEAD (16u << 10) /* read-ahead buffer for headers and small data */
-#define TCP_RX_DIRECT_MIN (8u << 10) /* reads this large bypass the read-ahead buffer */
 #define TCP_TX_IOV    64
 #define TCP_CLOSE_MS  1000 /* after a C2HTermReq, close even if it could not be sent */
 
@@ -147,10 +146,9 @@ struct tcp_queue {
         uint8_t rx_ddgst[NVME_TCP_DIGEST_LEN];
         uint8_t rx_scratch[NVME_TCP_TERM_MAX_PLEN];
         struct tcp_cmd *rx_cmd;
-        bool rx_stalled; /* a capsule waits for a free command */
-        uint8_t rx_ra[TCP_RX_READAHEAD]; /* read-ahead for small reads (see rx_read) */
-        uint32_t rx_ra_off, rx_ra_len;
-        bool rx_resume; /* yielded with read-ahead bytes left: continue from kick_fn */
+        bool rx_stalled;       /* a capsule waits for a free command */
+        struct rt_rxbuf rx_ra; /* read-ahead for headers and small data */
+        bool rx_resume;        /* yielded with read-ahead bytes left: continue from kick_fn */
 
         /* Fuzzing: input from memory, output dropped. */
         bool fuzz;
@@ -1155,33 +1153,7 @@ static ssize_t rx_read(struct tcp_queue *q, uint8_t *dst, size_t len)
                 q->fz_off += len;
                 return (ssize_t)len;
         }
-        /*
-         * Small reads (headers, digests, small in-capsule data) come from a
-         * read-ahead buffer filled by one recv, so a burst of capsules costs
-         * one system call instead of two or three per PDU.  Large data goes
-         * straight into its destination once the buffer is empty, so bulk
-         * transfers are not copied.
-         */
-        if (q->rx_ra_off < q->rx_ra_len) {
-                size_t n = q->rx_ra_len - q->rx_ra_off;
-                if (n > len)
-                        n = len;
-                memcpy(dst, q->rx_ra + q->rx_ra_off, n);
-                q->rx_ra_off += (uint32_t)n;
-                return (ssize_t)n;
-        }
-        if (len >= TCP_RX_DIRECT_MIN) {
-                ssize_t n = recv(q->fd, dst, len, MSG_DONTWAIT);
-                if (n < 0)
-                        return errno == EWOULDBLOCK ? -EAGAIN : -errno;
-                return n;
-        }
-        ssize_t n = recv(q->fd, q->rx_ra, sizeof(q->rx_ra), MSG_DONTWAIT);
-        if (n <= 0)
-                return n == 0 ? 0 : errno == EWOULDBLOCK ? -EAGAIN : -errno;
-        q->rx_ra_len = (uint32_t)n;
-        q->rx_ra_off = 0;
-        return rx_read(q, dst, len);
+        return rt_rxbuf_read(&q->rx_ra, q->fd, dst, len);
 }
 
 static void rx_ev_fn(struct rt_event *ev, int res)
@@ -1253,7 +1225,7 @@ static void rx_process(struct tcp_queue *q)
                 if (rc != 0)
                         return; /* stalled (1) or closing (-1) */
                 if (!budget && !q->fuzz && q->rx == RX_CH) {
-                        if (q->rx_ra_off < q->rx_ra_len) {
+                        if (rt_rxbuf_pending(&q->rx_ra)) {
                                 /* Bytes already read ahead: no poll would report them. */
                                 q->rx_resume = true;
                                 queue_kick(q);
