@@ -459,7 +459,9 @@ void scsi_pr_out(struct scsi_cmd *cmd)
 
 /* ---- RESERVE(6)/(10), RELEASE(6)/(10) ---- */
 
-void scsi_reserve6(struct scsi_cmd *cmd)
+/* RESERVE and RELEASE share their checks; only the core operation differs. */
+static void legacy_op(struct scsi_cmd *cmd,
+                      enum core_status (*op)(struct core_pr *pr, const struct core_pr_nexus *nx))
 {
         struct core_ns *ns = cmd->ns;
         cmd->data_in_len = 0;
@@ -477,33 +479,20 @@ void scsi_reserve6(struct scsi_cmd *cmd)
                 return;
         }
         pthread_mutex_lock(&ns->lock);
-        enum core_status st = core_pr_legacy_reserve(&ns->pr, &cmd->nexus->id);
+        enum core_status st = op(&ns->pr, &cmd->nexus->id);
         pthread_mutex_unlock(&ns->lock);
         if (st != CORE_OK)
                 conflict(cmd);
 }
 
+void scsi_reserve6(struct scsi_cmd *cmd)
+{
+        legacy_op(cmd, core_pr_legacy_reserve);
+}
+
 void scsi_release6(struct scsi_cmd *cmd)
 {
-        struct core_ns *ns = cmd->ns;
-        cmd->data_in_len = 0;
-        if (!ns || !cmd->nexus) {
-                scsi_sense_set(cmd, SK_ILLEGAL_REQUEST, 0x25, 0x00);
-                return;
-        }
-        if (cmd->cdb[1] & 0x10) {
-                scsi_sense_invalid_field(cmd, true, 1, 4);
-                return;
-        }
-        if (cmd->cdb[1] & 0x01) {
-                scsi_sense_invalid_field(cmd, true, 1, 0);
-                return;
-        }
-        pthread_mutex_lock(&ns->lock);
-        enum core_status st = core_pr_legacy_release(&ns->pr, &cmd->nexus->id);
-        pthread_mutex_unlock(&ns->lock);
-        if (st != CORE_OK)
-                conflict(cmd);
+        legacy_op(cmd, core_pr_legacy_release);
 }
 
 void scsi_pr_nexus_lost(struct scsi_nexus *nx)
