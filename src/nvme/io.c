@@ -100,7 +100,8 @@ enum nvme_parse_result nvme_io_compare_parse(struct nvme_cmd *cmd)
         return NVME_PARSE_EXEC;
 }
 
-enum nvme_parse_result nvme_io_write_zeroes_parse(struct nvme_cmd *cmd)
+/* Commands over an LBA range that carry no data: Write Zeroes and Verify. */
+static enum nvme_parse_result range_only_parse(struct nvme_cmd *cmd, enum core_op op, bool fua_ok)
 {
         uint32_t cdw12 = nvme_cdw(cmd, 12);
         uint64_t lba, bytes;
@@ -112,27 +113,21 @@ enum nvme_parse_result nvme_io_write_zeroes_parse(struct nvme_cmd *cmd)
                 return nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD, 51, 2);
         if (!io_range(cmd, &lba, &nlb, &bytes))
                 return NVME_PARSE_DONE;
-        /* DEAC: deallocation is a later feature; zeroes are written either way. */
-        io_req_init(cmd, CORE_OP_WRITE_ZEROES, lba, nlb);
-        if (cdw12 & CDW12_FUA)
+        io_req_init(cmd, op, lba, nlb);
+        if (fua_ok && (cdw12 & CDW12_FUA))
                 cmd->req.flags |= CORE_REQ_FUA;
         return NVME_PARSE_EXEC;
 }
 
+enum nvme_parse_result nvme_io_write_zeroes_parse(struct nvme_cmd *cmd)
+{
+        /* DEAC: deallocation is a later feature; zeroes are written either way. */
+        return range_only_parse(cmd, CORE_OP_WRITE_ZEROES, true);
+}
+
 enum nvme_parse_result nvme_io_verify_parse(struct nvme_cmd *cmd)
 {
-        uint32_t cdw12 = nvme_cdw(cmd, 12);
-        uint64_t lba, bytes;
-        uint32_t nlb;
-
-        if (!io_ns(cmd))
-                return NVME_PARSE_DONE;
-        if (cdw12 & CDW12_PRINFO)
-                return nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD, 51, 2);
-        if (!io_range(cmd, &lba, &nlb, &bytes))
-                return NVME_PARSE_DONE;
-        io_req_init(cmd, CORE_OP_VERIFY, lba, nlb);
-        return NVME_PARSE_EXEC;
+        return range_only_parse(cmd, CORE_OP_VERIFY, false);
 }
 
 enum nvme_parse_result nvme_io_flush_parse(struct nvme_cmd *cmd)
