@@ -294,12 +294,8 @@ void core_req_submit(struct core_req *req)
                 core_req_complete(req, CORE_E_INTERNAL);
                 return;
         }
-        if (req->nlb == 0 && medium && req->op != CORE_OP_WRITE_SAME) {
-                core_req_complete(req, CORE_OK);
-                return;
-        }
-        if (req->nlb == 0 && req->op == CORE_OP_WRITE_SAME) {
-                core_req_complete(req, CORE_OK);
+        if (req->nlb == 0 && medium) {
+                core_req_complete(req, CORE_OK); /* nothing to transfer */
                 return;
         }
         run(req);
