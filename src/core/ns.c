@@ -244,7 +244,9 @@ int core_ns_create(const struct core_ns_params *p, struct core_ns **out, char *e
         ns->thin = p->thin;
         ns->removable = p->removable;
         ns->pr.holder = -1;
-        atomic_init(&ns->write_protect, p->write_protect);
+        atomic_init(&ns->wp, p->write_protect ? CORE_WP_CONFIG : 0);
+        atomic_init(&ns->ready, CORE_NS_READY);
+        atomic_init(&ns->san_state, CORE_SAN_NEVER);
         atomic_init(&ns->wce, true);
 
         bool persistent = strcmp(ops->name, "file") == 0;

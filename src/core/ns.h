@@ -2,8 +2,16 @@
  * The namespace: the core object behind a SCSI logical unit and an NVMe
  * namespace alike.  It has one identity (a UUID Slate generates once and
  * keeps in the namespace's metadata file beside the data), a geometry, a
- * backend, and the state every personality shares: write protection, the
- * volatile write cache setting, persistent reservations.
+ * backend, and the state every personality shares (DESIGN.md "Namespace
+ * state and events"): why it is write protected, whether it is ready,
+ * stopped or without its medium, sanitize progress and failure, the
+ * volatile write cache, capacity, persistent reservations.
+ *
+ * That state is changed only through core_ns_set_*() (and the sanitize
+ * and reservation calls), enforced for every command by core_req_submit()
+ * through core_ns_check(), and every change is published once as a core
+ * event (core_ns_listen) that the SCSI personality turns into unit
+ * attentions and the NVMe personality into asynchronous events.
  *
  * Lifetime: namespaces live in one registry (control path, mutex);
  * personalities hold references with core_ns_get()/core_ns_put().
@@ -39,6 +47,48 @@ struct core_ns_params {
         bool removable;      /* SCSI: removable medium (RMB=1, eject/load, PREVENT) */
 };
 
+/*
+ * Why a namespace refuses writes (core_ns.wp, a set of reasons): any bit
+ * makes it write protected.  SCSI reports CONFIG, POWER_CYCLE and
+ * PERMANENT as WRITE PROTECTED (27h/00h), SOFTWARE as LOGICAL UNIT
+ * SOFTWARE WRITE PROTECTED (27h/02h, the control page's SWP bit); NVMe
+ * reports every reason as Namespace Is Write Protected and its feature
+ * 84h shows the strongest of SOFTWARE/POWER_CYCLE/PERMANENT.
+ */
+#define CORE_WP_CONFIG      (1u << 0) /* management: namespace_create/namespace_set write_protect */
+#define CORE_WP_SOFTWARE    (1u << 1) /* a host: SCSI control page SWP, NVMe 84h Write Protect */
+#define CORE_WP_POWER_CYCLE (1u << 2) /* NVMe 84h Write Protect Until Power Cycle (not persisted)  \
+                                       */
+#define CORE_WP_PERMANENT (1u << 3)   /* NVMe 84h Permanent Write Protect (persisted, final) */
+#define CORE_WP_SPACE     (1u << 4)   /* thin provisioning: out of space (later) */
+
+/* Whether the medium can be accessed at all. */
+enum core_ns_ready {
+        CORE_NS_READY = 0, /* started, medium present */
+        CORE_NS_STOPPED,   /* SCSI START STOP UNIT START=0: NOT READY, initializing command required
+                            */
+        CORE_NS_NO_MEDIUM, /* removable medium ejected: MEDIUM NOT PRESENT */
+};
+
+/* The most recent sanitize operation (NVMe Sanitize Status SSTAT, SCSI sanitize state). */
+enum core_sanitize_state {
+        CORE_SAN_NEVER = 0, /* never sanitized */
+        CORE_SAN_DONE,      /* the last sanitize completed */
+        CORE_SAN_RUNNING,   /* SANITIZE IN PROGRESS: only a few commands are processed */
+        CORE_SAN_FAILED,    /* failure mode: medium access fails until a sanitize succeeds */
+};
+
+/*
+ * Checks core_ns_check() makes, in this order (the order SCSI reports them).
+ * core_req_submit() applies them to every request; personalities call it at
+ * parse time to reject before any data moves.
+ */
+#define CORE_CHK_SANITIZING      (1u << 0) /* CORE_E_SANITIZE_IN_PROGRESS while one runs */
+#define CORE_CHK_MEDIUM          (1u << 1) /* CORE_E_NO_MEDIUM when ejected */
+#define CORE_CHK_STARTED         (1u << 2) /* CORE_E_NOT_READY when stopped (implies MEDIUM) */
+#define CORE_CHK_SANITIZE_FAILED (1u << 3) /* CORE_E_SANITIZE_FAILED in failure mode */
+#define CORE_CHK_WRITABLE        (1u << 4) /* CORE_E_WRITE_PROTECT[_SOFTWARE] */
+
 struct core_ns_stats {
         _Atomic uint64_t read_ops, write_ops, read_bytes, write_bytes, flush_ops;
 };
@@ -58,12 +108,20 @@ struct core_ns {
 
         struct backend be;
 
-        /* Shared mutable state; lock protects everything below it. */
+        /*
+         * Shared state (see the top of this file).  Read lock-free on the
+         * data path; written only by core_ns_set_*() and the sanitize and
+         * reservation calls, under lock, which protects everything below it.
+         */
         pthread_mutex_t lock;
-        _Atomic bool write_protect; /* software write protect (SCSI SWP, NVMe WP) */
-        _Atomic bool wce;           /* volatile write cache enabled */
-        struct core_pr pr;          /* persistent reservations */
-        void *scsi_state;           /* owned by the SCSI personality (mode pages etc.) */
+        _Atomic uint32_t wp;           /* CORE_WP_* reasons; 0 = writable */
+        _Atomic uint8_t ready;         /* enum core_ns_ready */
+        _Atomic uint8_t san_state;     /* enum core_sanitize_state */
+        _Atomic uint16_t san_progress; /* of a running sanitize, 0..65535 */
+        bool san_exit_allowed;         /* the failed sanitize allowed EXIT FAILURE MODE (AUSE) */
+        _Atomic bool wce;              /* volatile write cache enabled */
+        struct core_pr pr;             /* persistent reservations */
+        void *scsi_state;              /* owned by the SCSI personality (D_SENSE, PREVENT ...) */
         void (*scsi_state_free)(void *);
 
         /*
@@ -98,6 +156,79 @@ void core_ns_shutdown_all(void);
 
 /* Persist identity/geometry/reservations (call with ns->lock held or unshared). */
 int core_ns_save_meta(struct core_ns *ns);
+
+/* ---- State (the only writers of the shared state above) ---- */
+
+/*
+ * Who made a change: the personality object whose command did it (an
+ * SCSI I_T nexus, an NVMe controller), passed back in the event so that,
+ * where the standard says so, the originator is not told of its own
+ * change.  NULL: management (RPC, config), every host is told.
+ */
+typedef const void *core_origin_t;
+
+/* Set or clear write-protect reasons (CORE_WP_*). */
+void core_ns_set_wp(struct core_ns *ns, uint32_t reasons, bool on, core_origin_t origin);
+static inline uint32_t core_ns_wp(const struct core_ns *ns)
+{
+        return atomic_load_explicit(&ns->wp, memory_order_acquire);
+}
+void core_ns_set_ready(struct core_ns *ns, enum core_ns_ready r, core_origin_t origin);
+static inline enum core_ns_ready core_ns_ready(const struct core_ns *ns)
+{
+        return (enum core_ns_ready)atomic_load_explicit(&ns->ready, memory_order_acquire);
+}
+void core_ns_set_wce(struct core_ns *ns, bool on, core_origin_t origin);
+/*
+ * Sanitize state transitions (the engine calls these): begin fails with
+ * -EBUSY when one already runs; end leaves DONE or FAILED (exit_allowed:
+ * the failure may be left by an EXIT FAILURE MODE).  Progress is
+ * 0..65535.  exit_failure leaves FAILED for DONE (-EPERM if not allowed).
+ */
+int core_ns_sanitize_begin(struct core_ns *ns, core_origin_t origin);
+void core_ns_sanitize_progress(struct core_ns *ns, uint16_t progress);
+void core_ns_sanitize_end(struct core_ns *ns, bool ok, bool exit_allowed, core_origin_t origin);
+int core_ns_sanitize_exit_failure(struct core_ns *ns, core_origin_t origin);
+static inline enum core_sanitize_state core_ns_sanitize_state(const struct core_ns *ns)
+{
+        return (enum core_sanitize_state)atomic_load_explicit(&ns->san_state, memory_order_acquire);
+}
+
+/* The first failing check of chk (CORE_CHK_*), or CORE_OK. */
+enum core_status core_ns_check(const struct core_ns *ns, unsigned chk);
+
+/* ---- Events (event.c) ---- */
+
+enum core_ns_event_type {
+        CORE_NS_EV_CAPACITY = 0,  /* num_blocks changed */
+        CORE_NS_EV_WRITE_PROTECT, /* wp reasons changed (old/new: the reason sets) */
+        CORE_NS_EV_WRITE_CACHE,   /* wce changed */
+        CORE_NS_EV_READY,         /* ready state changed (old/new: enum core_ns_ready) */
+        CORE_NS_EV_SANITIZE,      /* sanitize state changed (old/new: enum core_sanitize_state) */
+        CORE_NS_EV_RESERVATION,   /* a registrant lost its reservation/registration (pr_*) */
+        CORE_NS_EV_IDENTITY,      /* identification data (INQUIRY, Identify) changed */
+        CORE_NS_EV_MAX
+};
+
+struct core_ns_event {
+        enum core_ns_event_type type;
+        struct core_ns *ns;
+        core_origin_t origin;
+        uint32_t old_val, new_val;
+        /* CORE_NS_EV_RESERVATION: the registrant told, and CORE_PR_EV_* bits. */
+        const struct core_pr_reg *pr_reg;
+        unsigned pr_events;
+};
+
+typedef void (*core_ns_listener_fn)(const struct core_ns_event *ev, void *arg);
+/*
+ * Register a listener (a personality, at start-up; at most 8).  Listeners
+ * run synchronously on the thread that made the change, with no core lock
+ * held: they must only record (set unit attentions, queue events) and
+ * never call back into a core_ns_set_*().
+ */
+int core_ns_listen(core_ns_listener_fn fn, void *arg);
+void core_ns_publish(const struct core_ns_event *ev);
 
 /* Overflow-safe range check: lba + nlb <= num_blocks. */
 static inline bool core_ns_range_ok(const struct core_ns *ns, uint64_t lba, uint64_t nlb)

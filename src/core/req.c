@@ -1,6 +1,7 @@
 /*
- * Request execution: checks common to every personality (range, write
- * protection, transfer size), then the op as one or more backend I/Os.
+ * Request execution: checks common to every personality (the namespace's
+ * state through core_ns_check: sanitize, ready, write protection; range;
+ * buffers), then the op as one or more backend I/Os.
  * The backend knows READ, WRITE, FLUSH and WRITE_ZEROES; compare, compare
  * and write, orwrite, write same and verify are built here, once, for SCSI
  * now and NVMe later.
@@ -255,15 +256,22 @@ void core_req_submit(struct core_req *req)
                 return;
         }
         bool medium = req->op != CORE_OP_FLUSH;
-        if (medium && !core_ns_range_ok(ns, req->lba, req->nlb)) {
-                core_req_complete(req, CORE_E_LBA_RANGE);
-                return;
-        }
         bool writes = req->op == CORE_OP_WRITE || req->op == CORE_OP_WRITE_ZEROES ||
                       req->op == CORE_OP_COMPARE_AND_WRITE || req->op == CORE_OP_ORWRITE ||
                       req->op == CORE_OP_WRITE_SAME;
-        if (writes && atomic_load_explicit(&ns->write_protect, memory_order_relaxed)) {
-                core_req_complete(req, CORE_E_WRITE_PROTECT);
+        /* The namespace's state, the same rules for every personality (core/state.c). */
+        unsigned chk = CORE_CHK_STARTED;
+        if (!(req->flags & CORE_REQ_SANITIZE))
+                chk |= CORE_CHK_SANITIZING | (medium ? CORE_CHK_SANITIZE_FAILED : 0);
+        if (writes)
+                chk |= CORE_CHK_WRITABLE;
+        enum core_status st = core_ns_check(ns, chk);
+        if (st != CORE_OK) {
+                core_req_complete(req, st);
+                return;
+        }
+        if (medium && !core_ns_range_ok(ns, req->lba, req->nlb)) {
+                core_req_complete(req, CORE_E_LBA_RANGE);
                 return;
         }
         uint64_t len = (uint64_t)req->nlb << ns->block_shift;

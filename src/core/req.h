@@ -37,6 +37,8 @@ enum core_op {
 
 #define CORE_REQ_FUA (1u << 0) /* data durable before completion */
 #define CORE_REQ_DPO (1u << 1) /* hint: do not retain in cache */
+/* Issued by the sanitize operation itself: passes the sanitize-in-progress check. */
+#define CORE_REQ_SANITIZE (1u << 2)
 
 #define CORE_REQ_MAX_IOV 8
 

@@ -20,6 +20,10 @@ static const char *const names[CORE_STATUS_MAX] = {
     [CORE_E_TRANSFER_TOO_LONG] = "transfer-too-long",
     [CORE_E_SAVE_NOT_SUPPORTED] = "save-not-supported",
     [CORE_E_PR_INSUFFICIENT_REG] = "insufficient-registration-resources",
+    [CORE_E_WRITE_PROTECT_SOFTWARE] = "write-protected-by-host",
+    [CORE_E_NO_MEDIUM] = "medium-not-present",
+    [CORE_E_SANITIZE_IN_PROGRESS] = "sanitize-in-progress",
+    [CORE_E_SANITIZE_FAILED] = "sanitize-failed",
 };
 
 const char *core_status_name(enum core_status s)

@@ -1,6 +1,6 @@
 /*
  * The block core's protocol-neutral status.  Requests finish with one of
- * these; scsi/sense.c maps each to sense key/ASC/ASCQ and (later)
+ * these; scsi/sense.c maps each to sense key/ASC/ASCQ and
  * nvme/status.c maps each to an NVMe status code type/code.  Add a value
  * here and a row in both tables, never a protocol code in the core.
  */
@@ -19,13 +19,17 @@ enum core_status {
         CORE_E_MEDIUM_ERROR,      /* backend read failed */
         CORE_E_WRITE_ERROR,       /* backend write failed */
         CORE_E_RESERVATION_CONFLICT,
-        CORE_E_NOT_READY,           /* namespace stopped / no medium */
-        CORE_E_NO_RESOURCES,        /* transient; host may retry */
-        CORE_E_ABORTED,             /* aborted by task management or teardown */
-        CORE_E_INTERNAL,            /* target software failure */
-        CORE_E_TRANSFER_TOO_LONG,   /* longer than the advertised maximum transfer */
-        CORE_E_SAVE_NOT_SUPPORTED,  /* saving parameters not supported */
-        CORE_E_PR_INSUFFICIENT_REG, /* insufficient registration resources */
+        CORE_E_NOT_READY,              /* namespace stopped / no medium */
+        CORE_E_NO_RESOURCES,           /* transient; host may retry */
+        CORE_E_ABORTED,                /* aborted by task management or teardown */
+        CORE_E_INTERNAL,               /* target software failure */
+        CORE_E_TRANSFER_TOO_LONG,      /* longer than the advertised maximum transfer */
+        CORE_E_SAVE_NOT_SUPPORTED,     /* saving parameters not supported */
+        CORE_E_PR_INSUFFICIENT_REG,    /* insufficient registration resources */
+        CORE_E_WRITE_PROTECT_SOFTWARE, /* write protected by a host (SCSI SWP, NVMe 84h) */
+        CORE_E_NO_MEDIUM,              /* removable medium ejected */
+        CORE_E_SANITIZE_IN_PROGRESS,   /* a sanitize operation runs (progress in core_ns) */
+        CORE_E_SANITIZE_FAILED,        /* sanitize failure mode */
         CORE_STATUS_MAX
 };
 

@@ -110,6 +110,7 @@ int iscsi_target_add(const char *iqn, char *err, size_t errlen)
         pthread_mutex_lock(&iscsi_lock);
         if (tgt_find(iqn)) {
                 pthread_mutex_unlock(&iscsi_lock);
+                scsi_target_fini(&t->scsi);
                 free(t);
                 ERR("target %s exists", iqn);
                 return -EEXIST;
@@ -143,6 +144,7 @@ int iscsi_target_del(const char *iqn, char *err, size_t errlen)
         for (uint32_t l = 0; l < SCSI_MAX_LUNS; l++)
                 if (atomic_load(&t->scsi.luns[l]))
                         scsi_target_unmap_lun(&t->scsi, l);
+        scsi_target_fini(&t->scsi);
         free(t);
         LOG_INFO(ISCSI_MOD, "target %s deleted", iqn);
         return 0;

@@ -388,6 +388,24 @@ static int h_namespace_delete(struct rpc_ctx *c)
         return 0;
 }
 
+/* The namespace's shared state (core/ns.h) as namespace_list shows it. */
+static json_t *mgmt_ns_state_json(struct core_ns *ns)
+{
+        static const char *const wp_names[] = {"config", "software", "until-power-cycle",
+                                               "permanent", "space"};
+        static const char *const ready_names[] = {"ready", "stopped", "no-medium"};
+        static const char *const san_names[] = {"never", "done", "running", "failed"};
+        json_t *wp = json_array();
+        uint32_t r = core_ns_wp(ns);
+        for (unsigned i = 0; i < sizeof(wp_names) / sizeof(wp_names[0]); i++)
+                if (r & (1u << i))
+                        json_array_append_new(wp, json_string(wp_names[i]));
+        return json_pack("{s:o, s:s, s:s, s:f}", "write_protect", wp, "ready",
+                         ready_names[core_ns_ready(ns) % 3], "sanitize",
+                         san_names[core_ns_sanitize_state(ns) % 4], "sanitize_progress",
+                         atomic_load(&ns->san_progress) / 65535.0);
+}
+
 /* Shared by namespace_list (full) and config_save (replayable params only). */
 json_t *mgmt_ns_params_json(struct core_ns *ns)
 {
@@ -395,7 +413,7 @@ json_t *mgmt_ns_params_json(struct core_ns *ns)
                               ns->backend_name, "size",
                               (json_int_t)(ns->num_blocks * (uint64_t)ns->block_size), "block_size",
                               (int)ns->block_size, "thin", ns->thin, "write_protect",
-                              atomic_load(&ns->write_protect), "removable", ns->removable);
+                              (core_ns_wp(ns) & CORE_WP_CONFIG) != 0, "removable", ns->removable);
         if (o && strcmp(ns->backend_name, "file") == 0 && ns->path[0])
                 json_object_set_new(o, "path", json_string(ns->path));
         return o;
@@ -414,6 +432,7 @@ static void ns_list_one(struct core_ns *ns, void *arg)
         json_object_set_new(o, "uuid", json_string(u));
         json_object_set_new(o, "eui64", json_string(eui));
         json_object_set_new(o, "write_cache", json_boolean(atomic_load(&ns->wce)));
+        json_object_set_new(o, "state", mgmt_ns_state_json(ns));
         json_object_set_new(o, "mapped", json_boolean(iscsi_ns_in_use(ns) || nvme_ns_in_use(ns)));
         json_object_set_new(o, "stats",
                             json_pack("{s:I, s:I, s:I, s:I, s:I}", "read_ops",

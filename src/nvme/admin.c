@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "nvme/internal.h"
+#include "rt/log.h"
 #include "rt/reactor.h"
 
 uint64_t nvme_uptime_s(void)
@@ -162,6 +163,47 @@ void nvme_ctrl_raise(struct nvme_ctrl *ctrl, uint32_t evt, uint32_t nsid)
         pthread_mutex_unlock(&ctrl->lock);
         if (enable)
                 aen_kick(ctrl);
+}
+
+/*
+ * Namespace events from the core: a change to what Identify Namespace
+ * reports (capacity, write protection, identity) is a Namespace Attribute
+ * Changed notice, with the NSID in the Changed Namespace List, for every
+ * controller of every subsystem the namespace is attached to — except the
+ * one whose command made the change (Base 2.0 5.27.1.2x, 8.12.1).  The
+ * Linux host answers it by re-reading Identify (a rescan: new size, read-only).
+ */
+static void on_ns_event(const struct core_ns_event *ev, void *arg)
+{
+        (void)arg;
+        if (ev->type != CORE_NS_EV_CAPACITY && ev->type != CORE_NS_EV_WRITE_PROTECT &&
+            ev->type != CORE_NS_EV_IDENTITY)
+                return;
+        pthread_mutex_lock(&nvme_lock);
+        for (struct nvme_subsys *s = nvme_subsystems; s; s = s->next) {
+                if (s->discovery)
+                        continue;
+                for (uint32_t nsid = 1; nsid <= NVME_MAX_NSID; nsid++) {
+                        if (atomic_load(&s->ns[nsid]) != ev->ns)
+                                continue;
+                        for (struct nvme_ctrl *c = s->ctrls; c; c = c->next)
+                                if ((const void *)c != ev->origin)
+                                        nvme_ctrl_raise(c, NVME_EVT_NS_CHANGED, nsid);
+                }
+        }
+        pthread_mutex_unlock(&nvme_lock);
+}
+
+static void listen_once(void)
+{
+        if (core_ns_listen(on_ns_event, NULL))
+                LOG_ERR("nvme", "cannot listen to namespace events");
+}
+
+void nvme_events_init(void)
+{
+        static pthread_once_t once = PTHREAD_ONCE_INIT;
+        pthread_once(&once, listen_once);
 }
 
 void nvme_ctrl_log_read(struct nvme_ctrl *ctrl, uint8_t lid)

@@ -126,12 +126,13 @@ enum nvme_parse_result nvme_get_features_parse(struct nvme_cmd *cmd)
         return NVME_PARSE_DONE;
 }
 
-static void set_vwc(struct nvme_subsys *s, bool wce)
+/* The cache is the namespaces' (the same bit SCSI's WCE shows): the core tells the others. */
+static void set_vwc(struct nvme_ctrl *ctrl, bool wce)
 {
         for (uint32_t i = 1; i <= NVME_MAX_NSID; i++) {
-                struct core_ns *ns = nvme_ns_lookup(s, i);
+                struct core_ns *ns = nvme_ns_lookup(ctrl->subsys, i);
                 if (ns) {
-                        atomic_store(&ns->wce, wce);
+                        core_ns_set_wce(ns, wce, ctrl);
                         core_ns_put(ns);
                 }
         }
@@ -191,7 +192,7 @@ enum nvme_parse_result nvme_set_features_parse(struct nvme_cmd *cmd)
                 break;
         case NVME_FEAT_VOLATILE_WC:
                 pthread_mutex_unlock(&ctrl->lock);
-                set_vwc(ctrl->subsys, cdw11 & 1);
+                set_vwc(ctrl, cdw11 & 1);
                 return NVME_PARSE_DONE;
         case NVME_FEAT_NUM_QUEUES: {
                 uint32_t nsq = cdw11 & 0xffff, ncq = cdw11 >> 16;

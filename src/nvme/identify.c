@@ -78,7 +78,7 @@ static void id_ns(struct core_ns *ns, struct nvme_id_ns *id)
         id->flbas = 0;
         id->dlfeat = 0; /* deallocated blocks are not reported to read as zeroes */
         id->nmic = 1;   /* may be attached to several controllers */
-        id->nsattr = atomic_load(&ns->write_protect) ? 1 : 0;
+        id->nsattr = core_ns_wp(ns) ? 1 : 0; /* write protected, for any reason */
         memcpy(id->nguid, ns->uuid, 16);
         slate_put_be(id->eui64, 8, ns->eui64);
         id->lbaf[0].lbads = (uint8_t)ns->block_shift;
@@ -162,8 +162,8 @@ enum nvme_parse_result nvme_identify_parse(struct nvme_cmd *cmd)
                 } else if (cns == NVME_CNS_NS_INDEPENDENT) {
                         struct nvme_id_ns_indep *id = (struct nvme_id_ns_indep *)p;
                         id->nmic = 1;
-                        id->nsattr = atomic_load(&cmd->ns->write_protect) ? 1 : 0;
-                        id->nstat = 1; /* namespace ready */
+                        id->nsattr = core_ns_wp(cmd->ns) ? 1 : 0;
+                        id->nstat = core_ns_ready(cmd->ns) == CORE_NS_READY; /* NRDY */
                 }
                 /* CNS 05h for the NVM command set: nothing beyond zeroes (no PI, no ELBAS). */
                 break;

@@ -211,6 +211,8 @@ enum nvme_parse_result nvmf_disconnect_parse(struct nvme_cmd *cmd);
 void nvme_effects_log_build(struct nvme_effects_log *log);
 /* Raise events on a controller (any thread). */
 void nvme_ctrl_raise(struct nvme_ctrl *ctrl, uint32_t evt, uint32_t nsid);
+/* Subscribe to the core's namespace events (once; subsystem creation calls it). */
+void nvme_events_init(void);
 /* A log page was read with RAE = 0: unmask its event. */
 void nvme_ctrl_log_read(struct nvme_ctrl *ctrl, uint8_t lid);
 /* Drop parked AERs without completing them (queue going away). */

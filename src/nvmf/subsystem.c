@@ -107,6 +107,7 @@ static bool nqn_ok(const char *nqn)
 int nvme_subsys_add(const char *nqn, const char *serial, const char *model, char *err,
                     size_t errlen)
 {
+        nvme_events_init();
         if (!nqn_ok(nqn)) {
                 errf("invalid NQN (must start with \"nqn.\", at most %d bytes)", NVMF_NQN_MAX_LEN);
                 return -EINVAL;

@@ -84,14 +84,11 @@ const struct scsi_op *scsi_op_lookup(uint8_t opcode, uint16_t sa);
 /*
  * A sanitize operation (sanitize.c): runs in the background on the reactor
  * of the command that started it, independent of that command, its
- * connection and task management.  Fields below `active` belong to that
- * reactor while active is set.
+ * connection and task management.  Whether one runs, its progress and the
+ * failure mode are the namespace's (core_ns san_state, san_progress); the
+ * fields here belong to that reactor while it runs.
  */
 struct scsi_sanitize {
-        _Atomic bool active;       /* SANITIZE IN PROGRESS */
-        _Atomic uint16_t progress; /* done fraction, 0..65535 (sense-key-specific) */
-        _Atomic bool failed;       /* failure mode: medium access gets 31h/03h */
-        _Atomic bool ause;         /* the failed command allowed EXIT FAILURE MODE */
         struct core_ns *ns;
         struct scsi_cmd *waiter; /* IMMED=0: the command that completes at the end */
         struct rt_reactor *reactor;
@@ -100,6 +97,7 @@ struct scsi_sanitize {
         uint32_t scratch_len;
         uint8_t passes_left;
         bool invert, cmd_ause;
+        const void *origin; /* the nexus that started it */
         uint64_t next_lba, done_blocks, total_blocks;
         uint64_t start_ns;
         struct core_req req;
@@ -107,14 +105,13 @@ struct scsi_sanitize {
         struct rt_defer defer;
 };
 
-/* ---- Per-LU SCSI state, hung off core_ns.scsi_state (target.c) ---- */
+/*
+ * ---- Per-LU SCSI state, hung off core_ns.scsi_state (target.c) ----
+ * Only what is the SCSI protocol's own: write protection, ready/stopped/
+ * medium and sanitize state are the namespace's (core/ns.h).
+ */
 struct scsi_lu_state {
         bool d_sense; /* control page: descriptor format sense */
-        bool swp;     /* control page: software write protect */
-        bool stopped; /* START STOP UNIT START=0 */
-        /* Removable LU (core_ns.removable) only: the medium was ejected by
-         * START STOP UNIT LOEJ=1 START=0 and not loaded again. */
-        _Atomic bool no_medium;
         /* I_T nexuses (of any target port) whose PREVENT ALLOW MEDIUM
          * REMOVAL prevents removal; changed only under the target lock by
          * scsi_prevent_set() and the reset/nexus-loss paths in target.c. */
@@ -124,16 +121,14 @@ struct scsi_lu_state {
 
 /* Returns the LU's state, allocating it on first use; NULL only on ENOMEM. */
 struct scsi_lu_state *scsi_lu_state(struct core_ns *ns);
-bool scsi_lu_write_protected(struct core_ns *ns);
+/* Apply the namespace's state checks (CORE_CHK_*); false with the sense set when one fails. */
+bool scsi_check_state(struct scsi_cmd *cmd, unsigned chk);
 
 /* target.c, removable media (SBC-4 4.10, 5.15, 5.25): record cmd's nexus
  * preventing (on) or allowing medium removal from cmd's LU. */
 void scsi_prevent_set(struct scsi_cmd *cmd, bool on);
 /* Does any I_T nexus prevent removal of ns's medium? */
 bool scsi_removal_prevented(struct core_ns *ns);
-/* The medium of a removable LU was loaded by cmd: NOT READY TO READY CHANGE,
- * MEDIUM MAY HAVE CHANGED for every other nexus of cmd's target. */
-void scsi_medium_loaded(struct scsi_cmd *cmd);
 
 /* ---- sense.c ---- */
 /* Build sense data into out (SCSI_SENSE_MAX bytes) in the given format; returns its length. */
@@ -189,10 +184,6 @@ void scsi_sanitize_exec(struct scsi_cmd *cmd);
 void scsi_sanitize_abort(struct scsi_cmd *cmd);
 /* REQUEST SENSE: progress of a sanitize in progress, else scsi_spc_request_sense(). */
 enum scsi_parse_result scsi_sanitize_request_sense(struct scsi_cmd *cmd);
-/* Dispatcher: NOT READY 04h/1Bh while a sanitize runs; true when cmd got that status. */
-bool scsi_sanitize_busy(struct scsi_cmd *cmd);
-/* Dispatcher: MEDIUM ERROR 31h/03h for medium access in sanitize failure mode. */
-bool scsi_sanitize_failed(struct scsi_cmd *cmd);
 /* OVERWRITE parameter list check (SBC-4 5.30.3): 0, or -EINVAL with the
  * offending byte and bit of the parameter list in *byte and *bit. */
 int scsi_sanitize_check_overwrite(const uint8_t *p, uint32_t len, uint32_t block_size,

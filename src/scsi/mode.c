@@ -61,7 +61,7 @@ static uint32_t build_page(struct scsi_cmd *cmd, uint8_t page, int pc, uint8_t *
                         p[2] = 0x02; /* GLTSD: no log parameters to save */
                         if (pc == PC_CURRENT) {
                                 p[2] |= st->d_sense ? 0x04 : 0;
-                                p[4] = st->swp ? 0x08 : 0;
+                                p[4] = (core_ns_wp(ns) & CORE_WP_SOFTWARE) ? 0x08 : 0;
                         }
                         p[8] = 0xff; /* BUSY TIMEOUT PERIOD: unlimited */
                         p[9] = 0xff;
@@ -132,13 +132,13 @@ enum scsi_parse_result scsi_mode_sense(struct scsi_cmd *cmd)
         if (ten) {
                 struct scsi_mode_hdr10 *h = (void *)b;
                 put_be16(&h->data_len, (uint16_t)(len - 2));
-                h->dev_specific = 0x10 | (scsi_lu_write_protected(ns) ? 0x80 : 0);
+                h->dev_specific = 0x10 | (core_ns_wp(ns) ? 0x80 : 0);
                 h->longlba = bd == 16 ? 0x01 : 0;
                 put_be16(&h->bd_len, (uint16_t)bd);
         } else {
                 struct scsi_mode_hdr6 *h = (void *)b;
                 h->data_len = (uint8_t)(len - 1);
-                h->dev_specific = 0x10 | (scsi_lu_write_protected(ns) ? 0x80 : 0);
+                h->dev_specific = 0x10 | (core_ns_wp(ns) ? 0x80 : 0);
                 h->bd_len = (uint8_t)bd;
         }
         scsi_cmd_data_in(cmd, len, alloc);
@@ -200,22 +200,19 @@ static bool select_page(struct scsi_cmd *cmd, const uint8_t *p, uint32_t off, bo
                         return false;
                 }
         }
+        /* Shared state changes through the core, which tells every other host
+         * (MODE PARAMETERS CHANGED here, NVMe events there); D_SENSE is ours. */
         switch (page) {
-        case 0x08: {
-                bool wce = p[2] & 0x04;
-                if (wce != atomic_load(&ns->wce)) {
-                        atomic_store(&ns->wce, wce);
-                        *changed = true;
-                }
+        case 0x08:
+                core_ns_set_wce(ns, p[2] & 0x04, cmd->nexus);
                 break;
-        }
         case 0x0a: {
-                bool d = p[2] & 0x04, swp = p[4] & 0x08;
-                if (d != st->d_sense || swp != st->swp) {
+                bool d = p[2] & 0x04;
+                if (d != st->d_sense) {
                         st->d_sense = d;
-                        st->swp = swp;
                         *changed = true;
                 }
+                core_ns_set_wp(ns, CORE_WP_SOFTWARE, p[4] & 0x08, cmd->nexus);
                 break;
         }
         }

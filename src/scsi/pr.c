@@ -118,6 +118,12 @@ static bool parse_tid(struct scsi_cmd *cmd, const uint8_t *tid, uint32_t len,
 
 /* ---- Unit attentions for the other nexuses ---- */
 
+bool scsi_pr_reg_is_nexus(const struct core_pr_reg *reg, const struct scsi_nexus *nx)
+{
+        return !strcasecmp(reg->nexus.initiator, nx->id.initiator) &&
+               (reg->all_tg_pt || !strcasecmp(reg->nexus.target, nx->id.target));
+}
+
 struct pr_event {
         char initiator[CORE_PR_NEXUS_MAX];
         char target[CORE_PR_NEXUS_MAX];

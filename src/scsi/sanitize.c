@@ -54,44 +54,16 @@ static struct scsi_lu_state *lu(struct scsi_cmd *cmd)
         return cmd->ns->scsi_state;
 }
 
-static void sense_in_progress(struct scsi_sanitize *san, uint8_t sks[3])
-{
-        uint16_t p = atomic_load(&san->progress);
-        sks[0] = 0x80; /* SKSV; progress indication (SPC-5 4.4.2.4.4) */
-        sks[1] = (uint8_t)(p >> 8);
-        sks[2] = (uint8_t)p;
-}
-
-bool scsi_sanitize_busy(struct scsi_cmd *cmd)
-{
-        struct scsi_sanitize *san = &lu(cmd)->san;
-        uint8_t sks[3];
-        if (!atomic_load_explicit(&san->active, memory_order_acquire))
-                return false;
-        sense_in_progress(san, sks);
-        scsi_sense_full(cmd, SK_NOT_READY, 0x04, 0x1b, false, 0, sks);
-        return true;
-}
-
-bool scsi_sanitize_failed(struct scsi_cmd *cmd)
-{
-        if (!atomic_load_explicit(&lu(cmd)->san.failed, memory_order_acquire))
-                return false;
-        scsi_sense_set(cmd, SK_MEDIUM_ERROR, 0x31, 0x03);
-        return true;
-}
-
 enum scsi_parse_result scsi_sanitize_request_sense(struct scsi_cmd *cmd)
 {
         const uint8_t *c = cmd->cdb;
         if (cmd->ns && !(c[1] & 0xfe)) {
-                struct scsi_sanitize *san = &lu(cmd)->san;
-                if (atomic_load_explicit(&san->active, memory_order_acquire)) {
-                        uint8_t sks[3];
-                        uint8_t len;
-                        sense_in_progress(san, sks);
-                        len = scsi_sense_build(cmd->buf, c[1] & 0x01, SK_NOT_READY, 0x04, 0x1b,
-                                               false, 0, sks);
+                if (core_ns_sanitize_state(cmd->ns) == CORE_SAN_RUNNING) {
+                        /* SPC-5 4.4.2.4.4: the progress indication. */
+                        uint16_t p = atomic_load(&cmd->ns->san_progress);
+                        uint8_t sks[3] = {0x80, (uint8_t)(p >> 8), (uint8_t)p};
+                        uint8_t len = scsi_sense_build(cmd->buf, c[1] & 0x01, SK_NOT_READY, 0x04,
+                                                       0x1b, false, 0, sks);
                         cmd->sense_len = 0;
                         scsi_cmd_data_in(cmd, len, c[4]);
                         return SCSI_PARSE_DONE;
@@ -133,7 +105,6 @@ int scsi_sanitize_check_overwrite(const uint8_t *p, uint32_t len, uint32_t block
 enum scsi_parse_result scsi_sanitize_parse(struct scsi_cmd *cmd)
 {
         const uint8_t *c = cmd->cdb;
-        struct scsi_lu_state *st = lu(cmd);
         uint8_t sa = c[1] & 0x1f;
         uint32_t len = slate_be16(c + 7);
 
@@ -148,21 +119,18 @@ enum scsi_parse_result scsi_sanitize_parse(struct scsi_cmd *cmd)
                         return SCSI_PARSE_DONE;
                 }
         }
-        if (st->stopped) {
-                scsi_sense_set(cmd, SK_NOT_READY, 0x04, 0x02);
+        if (!scsi_check_state(cmd, CORE_CHK_STARTED))
                 return SCSI_PARSE_DONE;
-        }
         if (sa == SCSI_SANITIZE_EXIT_FAILURE) {
                 if (len) {
                         scsi_sense_invalid_field(cmd, true, 7, 7);
                         return SCSI_PARSE_DONE;
                 }
-                if (atomic_load(&st->san.failed) && !atomic_load(&st->san.ause)) {
+                if (core_ns_sanitize_exit_failure(cmd->ns, cmd->nexus) < 0) {
                         /* Only a successful sanitize leaves this failure mode. */
-                        scsi_sense_set(cmd, SK_MEDIUM_ERROR, 0x31, 0x03);
+                        scsi_status_from_core(cmd, CORE_E_SANITIZE_FAILED, 0, false);
                         return SCSI_PARSE_DONE;
                 }
-                atomic_store(&st->san.failed, false);
                 scsi_cmd_good(cmd);
                 return SCSI_PARSE_DONE;
         }
@@ -171,14 +139,8 @@ enum scsi_parse_result scsi_sanitize_parse(struct scsi_cmd *cmd)
                 scsi_sense_invalid_field(cmd, true, 7, 7);
                 return SCSI_PARSE_DONE;
         }
-        if (atomic_load(&cmd->ns->write_protect)) {
-                scsi_sense_set(cmd, SK_DATA_PROTECT, 0x27, 0x00);
+        if (!scsi_check_state(cmd, CORE_CHK_WRITABLE))
                 return SCSI_PARSE_DONE;
-        }
-        if (st->swp) {
-                scsi_sense_set(cmd, SK_DATA_PROTECT, 0x27, 0x02);
-                return SCSI_PARSE_DONE;
-        }
         cmd->data_out_len = len;
         return SCSI_PARSE_EXEC;
 }
@@ -203,15 +165,12 @@ static void san_finish(struct scsi_sanitize *san, bool ok)
         san_release(san);
         san->waiter = NULL;
         san->ns = NULL;
-        atomic_store(&san->ause, san->cmd_ause);
-        atomic_store(&san->failed, !ok);
-        atomic_store(&san->progress, 0);
-        atomic_store_explicit(&san->active, false, memory_order_release);
+        core_ns_sanitize_end(ns, ok, san->cmd_ause, san->origin);
         if (w) {
                 if (ok)
                         scsi_cmd_good(w);
                 else
-                        scsi_sense_set(w, SK_MEDIUM_ERROR, 0x31, 0x03);
+                        scsi_status_from_core(w, CORE_E_SANITIZE_FAILED, 0, false);
                 w->done(w);
         }
         core_ns_put(ns);
@@ -232,7 +191,8 @@ static void san_req_done(struct core_req *req)
         }
         san->next_lba += req->nlb;
         san->done_blocks += req->nlb;
-        atomic_store(&san->progress, (uint16_t)(san->done_blocks * 65535u / san->total_blocks));
+        core_ns_sanitize_progress(san->ns,
+                                  (uint16_t)(san->done_blocks * 65535u / san->total_blocks));
         rate = rate_bytes_per_s();
         now = rt_now_ns();
         due = now;
@@ -263,7 +223,7 @@ static void san_defer(struct rt_defer *d)
 static void san_submit(struct scsi_sanitize *san, enum core_op op, uint64_t lba, uint32_t nlb)
 {
         struct core_req *r = &san->req;
-        core_req_init(r, san->ns, op, lba, nlb, 0, san->reactor, san_req_done, san);
+        core_req_init(r, san->ns, op, lba, nlb, CORE_REQ_SANITIZE, san->reactor, san_req_done, san);
         if (op == CORE_OP_WRITE_SAME) {
                 r->iov[0].iov_base = san->pattern;
                 r->iov[0].iov_len = san->ns->block_size;
@@ -304,16 +264,15 @@ void scsi_sanitize_exec(struct scsi_cmd *cmd)
         uint64_t chunk;
         uint16_t byte;
         int bit;
-        bool idle = false;
 
         if (scsi_sanitize_check_overwrite(p, len, bs, &byte, &bit) < 0) {
                 scsi_sense_invalid_field(cmd, false, byte, bit);
                 scsi_cmd_finish_deferred(cmd);
                 return;
         }
-        /* Another nexus may have started one since parse. */
-        if (!atomic_compare_exchange_strong(&san->active, &idle, true)) {
-                scsi_sanitize_busy(cmd);
+        /* Another nexus, or an NVMe host, may have started one since parse. */
+        if (core_ns_sanitize_begin(ns, cmd->nexus) < 0) {
+                scsi_status_from_core(cmd, CORE_E_SANITIZE_IN_PROGRESS, 0, false);
                 scsi_cmd_finish_deferred(cmd);
                 return;
         }
@@ -326,7 +285,7 @@ void scsi_sanitize_exec(struct scsi_cmd *cmd)
         san->scratch = malloc(chunk);
         if (!san->pattern || !san->scratch) {
                 san_release(san);
-                atomic_store(&san->active, false);
+                core_ns_sanitize_end(ns, false, true, cmd->nexus);
                 scsi_status_from_core(cmd, CORE_E_NO_RESOURCES, 0, false);
                 scsi_cmd_finish_deferred(cmd);
                 return;
@@ -351,7 +310,7 @@ void scsi_sanitize_exec(struct scsi_cmd *cmd)
         san->timer.fn = san_timer;
         san->defer.fn = san_defer;
         san->defer.next = NULL;
-        atomic_store(&san->progress, 0);
+        san->origin = cmd->nexus;
         if (cmd->cdb[1] & 0x80) {
                 /* IMMED: status now that the CDB and parameter list are good. */
                 san->waiter = NULL;

@@ -99,16 +99,7 @@ static bool check_common(struct scsi_cmd *cmd, const struct rw_fields *f, uint8_
 
 static bool check_wp(struct scsi_cmd *cmd)
 {
-        struct core_ns *ns = cmd->ns;
-        if (atomic_load(&ns->write_protect)) {
-                scsi_sense_set(cmd, SK_DATA_PROTECT, 0x27, 0x00);
-                return false;
-        }
-        if (((struct scsi_lu_state *)ns->scsi_state)->swp) {
-                scsi_sense_set(cmd, SK_DATA_PROTECT, 0x27, 0x02);
-                return false;
-        }
-        return true;
+        return scsi_check_state(cmd, CORE_CHK_WRITABLE);
 }
 
 static bool check_xfer(struct scsi_cmd *cmd, const struct rw_fields *f, uint64_t bytes)

@@ -55,6 +55,7 @@ enum scsi_ua {
         SCSI_UA_CAPACITY_CHANGED,        /* 2Ah/09h */
         SCSI_UA_LUNS_CHANGED,            /* 3Fh/0Eh */
         SCSI_UA_MEDIUM_CHANGED,          /* 28h/00h (removable LU: medium loaded) */
+        SCSI_UA_INQUIRY_CHANGED,         /* 3Fh/03h */
         SCSI_UA_MAX
 };
 
@@ -70,7 +71,7 @@ struct scsi_target {
         pthread_mutex_t lock;
         struct core_ns *_Atomic luns[SCSI_MAX_LUNS];
         struct scsi_nexus *nexus_list;
-        /* set when a LUN was added/removed, for REPORTED LUNS DATA HAS CHANGED */
+        struct scsi_target *next; /* every target port, for namespace events (target.c) */
 };
 
 /* One I_T nexus (an iSCSI session). */
@@ -140,7 +141,13 @@ void scsi_target_reset(struct scsi_nexus *nx, bool cold);
 void scsi_target_ua(struct scsi_target *tgt, uint64_t lun, enum scsi_ua ua,
                     struct scsi_nexus *skip);
 
+/*
+ * A target port's lifetime: init registers it for namespace events (unit
+ * attentions on every nexus of every target that maps a namespace), fini
+ * unregisters it; call it, after unmapping the LUNs, before freeing tgt.
+ */
 void scsi_target_init(struct scsi_target *tgt, const char *name, uint16_t tpgt);
+void scsi_target_fini(struct scsi_target *tgt);
 int scsi_target_map_lun(struct scsi_target *tgt, uint32_t lun, struct core_ns *ns);
 int scsi_target_unmap_lun(struct scsi_target *tgt, uint32_t lun);
 

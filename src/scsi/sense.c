@@ -130,6 +130,10 @@ static const struct status_map core_map[CORE_STATUS_MAX] = {
     [CORE_E_TRANSFER_TOO_LONG] = {SAM_STAT_CHECK_CONDITION, SK_ILLEGAL_REQUEST, 0x24, 0x00},
     [CORE_E_SAVE_NOT_SUPPORTED] = {SAM_STAT_CHECK_CONDITION, SK_ILLEGAL_REQUEST, 0x39, 0x00},
     [CORE_E_PR_INSUFFICIENT_REG] = {SAM_STAT_CHECK_CONDITION, SK_ILLEGAL_REQUEST, 0x55, 0x04},
+    [CORE_E_WRITE_PROTECT_SOFTWARE] = {SAM_STAT_CHECK_CONDITION, SK_DATA_PROTECT, 0x27, 0x02},
+    [CORE_E_NO_MEDIUM] = {SAM_STAT_CHECK_CONDITION, SK_NOT_READY, 0x3a, 0x02},
+    [CORE_E_SANITIZE_IN_PROGRESS] = {SAM_STAT_CHECK_CONDITION, SK_NOT_READY, 0x04, 0x1b},
+    [CORE_E_SANITIZE_FAILED] = {SAM_STAT_CHECK_CONDITION, SK_MEDIUM_ERROR, 0x31, 0x03},
 };
 
 void scsi_status_from_core(struct scsi_cmd *cmd, enum core_status st, uint64_t info,
@@ -139,6 +143,13 @@ void scsi_status_from_core(struct scsi_cmd *cmd, enum core_status st, uint64_t i
         if ((unsigned)st >= CORE_STATUS_MAX)
                 st = CORE_E_INTERNAL;
         m = &core_map[st];
+        if (st == CORE_E_SANITIZE_IN_PROGRESS && cmd->ns) {
+                /* SPC-5 4.4.2.4.4: NOT READY with the progress indication. */
+                uint16_t p = atomic_load(&cmd->ns->san_progress);
+                uint8_t sks[3] = {0x80, (uint8_t)(p >> 8), (uint8_t)p};
+                scsi_sense_full(cmd, m->key, m->asc, m->ascq, false, 0, sks);
+                return;
+        }
         if (m->sam == SAM_STAT_CHECK_CONDITION) {
                 scsi_sense_full(cmd, m->key, m->asc, m->ascq, info_valid, info, NULL);
                 return;

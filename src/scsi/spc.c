@@ -104,9 +104,9 @@ enum scsi_parse_result scsi_spc_request_sense(struct scsi_cmd *cmd)
                         key = cmd->sense[2] & 0x0f, asc = cmd->sense[12], ascq = cmd->sense[13];
                 }
                 len = scsi_sense_build(cmd->buf, desc, key, asc, ascq, false, 0, NULL);
-        } else if (atomic_load(&((struct scsi_lu_state *)cmd->ns->scsi_state)->no_medium)) {
+        } else if (core_ns_ready(cmd->ns) == CORE_NS_NO_MEDIUM) {
                 len = scsi_sense_build(cmd->buf, desc, SK_NOT_READY, 0x3a, 0x02, false, 0, NULL);
-        } else if (((struct scsi_lu_state *)cmd->ns->scsi_state)->stopped) {
+        } else if (core_ns_ready(cmd->ns) == CORE_NS_STOPPED) {
                 len = scsi_sense_build(cmd->buf, desc, SK_NOT_READY, 0x04, 0x02, false, 0, NULL);
         } else {
                 len = scsi_sense_build(cmd->buf, desc, SK_NO_SENSE, 0x00, 0x00, false, 0, NULL);
@@ -218,7 +218,7 @@ enum scsi_parse_result scsi_spc_rsoc(struct scsi_cmd *cmd)
 enum scsi_parse_result scsi_spc_start_stop(struct scsi_cmd *cmd)
 {
         const uint8_t *c = cmd->cdb;
-        struct scsi_lu_state *st = scsi_lu_state(cmd->ns);
+        struct core_ns *ns = cmd->ns;
         uint8_t pc = c[4] >> 4;
 
         if (c[1] & 0xfe) {
@@ -261,25 +261,23 @@ enum scsi_parse_result scsi_spc_start_stop(struct scsi_cmd *cmd)
                         scsi_sense_set(cmd, SK_ILLEGAL_REQUEST, 0x53, 0x02);
                         return SCSI_PARSE_DONE;
                 }
-                if (c[4] & 0x01) {
-                        /* Load and start; others learn the medium may have changed. */
-                        st->stopped = false;
-                        if (atomic_exchange(&st->no_medium, false))
-                                scsi_medium_loaded(cmd);
-                } else {
-                        /* Stop and eject (ejecting an empty drive is a no-op). */
-                        st->stopped = true;
-                        atomic_store(&st->no_medium, true);
-                }
+                /* Load and start (the core tells the others the medium may
+                 * have changed), or stop and eject (ejecting an empty drive
+                 * is a no-op). */
+                core_ns_set_ready(ns, (c[4] & 0x01) ? CORE_NS_READY : CORE_NS_NO_MEDIUM,
+                                  cmd->nexus);
                 scsi_cmd_good(cmd);
                 return SCSI_PARSE_DONE;
         }
-        if ((c[4] & 0x01) && atomic_load(&st->no_medium)) {
-                /* START without a medium cannot make the LU ready. */
-                scsi_sense_set(cmd, SK_NOT_READY, 0x3a, 0x02);
-                return SCSI_PARSE_DONE;
+        if (core_ns_ready(ns) == CORE_NS_NO_MEDIUM) {
+                if (c[4] & 0x01) {
+                        /* START without a medium cannot make the LU ready. */
+                        scsi_sense_set(cmd, SK_NOT_READY, 0x3a, 0x02);
+                        return SCSI_PARSE_DONE;
+                }
+        } else {
+                core_ns_set_ready(ns, (c[4] & 0x01) ? CORE_NS_READY : CORE_NS_STOPPED, cmd->nexus);
         }
-        st->stopped = !(c[4] & 0x01);
         scsi_cmd_good(cmd);
         return SCSI_PARSE_DONE;
 }

@@ -17,6 +17,7 @@
 #include "slate/spec/scsi.h"
 #include "scsi/internal.h"
 #include "scsi/pr.h"
+#include "rt/log.h"
 
 /* ---- per-LU state ---- */
 
@@ -38,10 +39,13 @@ struct scsi_lu_state *scsi_lu_state(struct core_ns *ns)
         return st;
 }
 
-bool scsi_lu_write_protected(struct core_ns *ns)
+bool scsi_check_state(struct scsi_cmd *cmd, unsigned chk)
 {
-        struct scsi_lu_state *st = scsi_lu_state(ns);
-        return atomic_load(&ns->write_protect) || (st && st->swp);
+        enum core_status st = core_ns_check(cmd->ns, chk);
+        if (st == CORE_OK)
+                return true;
+        scsi_status_from_core(cmd, st, 0, false);
+        return false;
 }
 
 /* ---- unit attentions ---- */
@@ -57,6 +61,7 @@ static const uint8_t ua_sense[SCSI_UA_MAX][2] = {
     [SCSI_UA_CAPACITY_CHANGED] = {0x2a, 0x09},
     [SCSI_UA_LUNS_CHANGED] = {0x3f, 0x0e},
     [SCSI_UA_MEDIUM_CHANGED] = {0x28, 0x00},
+    [SCSI_UA_INQUIRY_CHANGED] = {0x3f, 0x03},
 };
 
 /* Consumes the highest-priority pending UA (lowest bit) into cmd's sense. */
@@ -144,10 +149,77 @@ bool scsi_removal_prevented(struct core_ns *ns)
         return st && atomic_load(&st->prevent_count) > 0;
 }
 
-void scsi_medium_loaded(struct scsi_cmd *cmd)
+/* ---- namespace events -> unit attentions ---- */
+
+/* Every SCSI target port, for events about a namespace (its LUNs on any target). */
+static pthread_mutex_t targets_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct scsi_target *targets;
+
+/* The unit attentions a namespace event establishes (SPC-5 table "unit attention"). */
+static uint32_t event_ua(const struct core_ns_event *ev)
 {
-        if (cmd->nexus && cmd->nexus->target)
-                scsi_target_ua(cmd->nexus->target, cmd->lun, SCSI_UA_MEDIUM_CHANGED, cmd->nexus);
+        uint32_t b = 0;
+        switch (ev->type) {
+        case CORE_NS_EV_CAPACITY:
+                return 1u << SCSI_UA_CAPACITY_CHANGED;
+        case CORE_NS_EV_WRITE_PROTECT: /* SWP and the WP bit of the mode data */
+        case CORE_NS_EV_WRITE_CACHE:   /* WCE of the caching page */
+                return 1u << SCSI_UA_MODE_CHANGED;
+        case CORE_NS_EV_READY:
+                /* A medium was loaded: NOT READY TO READY CHANGE, MEDIUM MAY HAVE CHANGED. */
+                if (ev->old_val == CORE_NS_NO_MEDIUM && ev->new_val != CORE_NS_NO_MEDIUM)
+                        return 1u << SCSI_UA_MEDIUM_CHANGED;
+                return 0;
+        case CORE_NS_EV_IDENTITY:
+                return 1u << SCSI_UA_INQUIRY_CHANGED;
+        case CORE_NS_EV_RESERVATION:
+                if (ev->pr_events & CORE_PR_EV_RES_PREEMPTED)
+                        b |= 1u << SCSI_UA_RESERVATIONS_PREEMPTED;
+                if (ev->pr_events & CORE_PR_EV_RES_RELEASED)
+                        b |= 1u << SCSI_UA_RESERVATIONS_RELEASED;
+                if (ev->pr_events & CORE_PR_EV_REGS_PREEMPTED)
+                        b |= 1u << SCSI_UA_REGISTRATIONS_PREEMPTED;
+                return b;
+        default:
+                return 0;
+        }
+}
+
+/*
+ * A namespace event: the unit attention goes to every I_T nexus, of every
+ * target port that maps the namespace, but the one whose command made the
+ * change (SPC-5 5.14, 7.5: "other I_T nexuses").  Reservation events go
+ * only to the nexuses of the registrant named.
+ */
+static void on_ns_event(const struct core_ns_event *ev, void *arg)
+{
+        (void)arg;
+        uint32_t ua = event_ua(ev);
+        if (!ua)
+                return;
+        pthread_mutex_lock(&targets_lock);
+        for (struct scsi_target *tgt = targets; tgt; tgt = tgt->next) {
+                pthread_mutex_lock(&tgt->lock);
+                for (unsigned l = 0; l < SCSI_MAX_LUNS; l++) {
+                        if (atomic_load(&tgt->luns[l]) != ev->ns)
+                                continue;
+                        for (struct scsi_nexus *nx = tgt->nexus_list; nx; nx = nx->next) {
+                                if ((const void *)nx == ev->origin)
+                                        continue;
+                                if (ev->pr_reg && !scsi_pr_reg_is_nexus(ev->pr_reg, nx))
+                                        continue;
+                                atomic_fetch_or(&nx->ua[l], ua);
+                        }
+                }
+                pthread_mutex_unlock(&tgt->lock);
+        }
+        pthread_mutex_unlock(&targets_lock);
+}
+
+static void listen_once(void)
+{
+        if (core_ns_listen(on_ns_event, NULL))
+                LOG_ERR("scsi", "cannot listen to namespace events");
 }
 
 /* ---- nexus lifetime and task management ---- */
@@ -251,6 +323,8 @@ void scsi_target_reset(struct scsi_nexus *nx, bool cold)
 
 void scsi_target_init(struct scsi_target *tgt, const char *name, uint16_t tpgt)
 {
+        static pthread_once_t once = PTHREAD_ONCE_INIT;
+        pthread_once(&once, listen_once);
         memset(tgt, 0, sizeof(*tgt));
         copy_str(tgt->name, sizeof(tgt->name), name);
         tgt->tpgt = tpgt;
@@ -258,6 +332,23 @@ void scsi_target_init(struct scsi_target *tgt, const char *name, uint16_t tpgt)
         pthread_mutex_init(&tgt->lock, NULL);
         for (unsigned l = 0; l < SCSI_MAX_LUNS; l++)
                 atomic_init(&tgt->luns[l], NULL);
+        pthread_mutex_lock(&targets_lock);
+        tgt->next = targets;
+        targets = tgt;
+        pthread_mutex_unlock(&targets_lock);
+}
+
+void scsi_target_fini(struct scsi_target *tgt)
+{
+        pthread_mutex_lock(&targets_lock);
+        for (struct scsi_target **pp = &targets; *pp; pp = &(*pp)->next) {
+                if (*pp == tgt) {
+                        *pp = tgt->next;
+                        break;
+                }
+        }
+        pthread_mutex_unlock(&targets_lock);
+        pthread_mutex_destroy(&tgt->lock);
 }
 
 int scsi_target_map_lun(struct scsi_target *tgt, uint32_t lun, struct core_ns *ns)
@@ -367,25 +458,22 @@ enum scsi_parse_result scsi_cmd_parse(struct scsi_cmd *cmd)
                 return SCSI_PARSE_DONE;
         }
         if (cmd->ns) {
-                struct scsi_lu_state *st = cmd->ns->scsi_state;
                 /* SBC-4 4.11.3: while a sanitize runs, only the commands the
                  * table marks SANITIZE_OK are processed; a pending unit
                  * attention waits until it is over. */
-                if (!(op->flags & SCSI_OPF_SANITIZE_OK) && scsi_sanitize_busy(cmd))
+                if (!(op->flags & SCSI_OPF_SANITIZE_OK) &&
+                    !scsi_check_state(cmd, CORE_CHK_SANITIZING))
                         return SCSI_PARSE_DONE;
                 if (!(op->flags & SCSI_OPF_UA_OK) && ua_take(cmd))
                         return SCSI_PARSE_DONE;
-                /* SBC-4 4.10: a removable LU without its medium. */
-                if ((op->flags & (SCSI_OPF_MEDIUM | SCSI_OPF_NEEDS_MEDIUM)) &&
-                    atomic_load(&st->no_medium)) {
-                        scsi_sense_set(cmd, SK_NOT_READY, 0x3a, 0x02);
-                        return SCSI_PARSE_DONE;
-                }
-                if ((op->flags & SCSI_OPF_MEDIUM) && st->stopped) {
-                        scsi_sense_set(cmd, SK_NOT_READY, 0x04, 0x02);
-                        return SCSI_PARSE_DONE;
-                }
-                if ((op->flags & SCSI_OPF_MEDIUM) && scsi_sanitize_failed(cmd))
+                /* The namespace's state (core/state.c): medium present
+                 * (SBC-4 4.10), started, not in sanitize failure mode. */
+                unsigned chk = 0;
+                if (op->flags & (SCSI_OPF_MEDIUM | SCSI_OPF_NEEDS_MEDIUM))
+                        chk |= CORE_CHK_MEDIUM;
+                if (op->flags & SCSI_OPF_MEDIUM)
+                        chk |= CORE_CHK_STARTED | CORE_CHK_SANITIZE_FAILED;
+                if (chk && !scsi_check_state(cmd, chk))
                         return SCSI_PARSE_DONE;
                 if (!(op->flags & SCSI_OPF_PR_EXEMPT) &&
                     scsi_pr_conflict(cmd, op->flags & SCSI_OPF_READS,
@@ -459,6 +547,9 @@ int scsi_fuzz_one(const uint8_t *cdb, size_t len)
         cmd.cdb_len = (uint16_t)(len < 16 ? 16 : len);
         cmd.lun = len > 1 ? (cdb[len - 1] & 1) : 0;
         ns.removable = len > 1 && (cdb[len - 1] & 2);
+        atomic_store(&ns.wp, 0);
+        atomic_store(&ns.ready, CORE_NS_READY);
+        atomic_store(&ns.san_state, CORE_SAN_NEVER);
         cmd.nexus = &nx;
         cmd.edtl = CORE_MAX_TRANSFER_BYTES;
         cmd.buf = buf;

@@ -203,11 +203,11 @@ static void test_range_and_wp(void **st)
         /* lba + nlb wrapping around 2^64 must not pass the range check. */
         assert_int_equal(run_req(ns, CORE_OP_READ, UINT64_MAX - 1, 4, b, 2048, NULL, 0, NULL),
                          CORE_E_LBA_RANGE);
-        atomic_store(&ns->write_protect, true);
+        core_ns_set_wp(ns, CORE_WP_CONFIG, true, NULL);
         assert_int_equal(run_req(ns, CORE_OP_WRITE, 0, 1, b, 512, NULL, 0, NULL),
                          CORE_E_WRITE_PROTECT);
         assert_int_equal(run_req(ns, CORE_OP_READ, 0, 1, b, 512, NULL, 0, NULL), CORE_OK);
-        atomic_store(&ns->write_protect, false);
+        core_ns_set_wp(ns, CORE_WP_CONFIG, false, NULL);
 }
 
 static void test_identity_persists(void **st)

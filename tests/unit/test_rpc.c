@@ -355,7 +355,7 @@ static void test_config_save_roundtrip(void **state)
         struct core_ns *ns = core_ns_find("rt1");
         assert_non_null(ns);
         assert_int_equal(ns->num_blocks * ns->block_size, 65536);
-        assert_true(atomic_load(&ns->write_protect));
+        assert_true(core_ns_wp(ns) & CORE_WP_CONFIG);
         assert_int_equal(core_ns_delete("rt1"), 0);
 }
 

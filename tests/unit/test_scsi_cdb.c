@@ -51,6 +51,7 @@ static int teardown(void **state)
 {
         (void)state;
         scsi_nexus_fini(&nx);
+        scsi_target_fini(&tgt);
         free(ns.scsi_state);
         ns.scsi_state = NULL;
         return 0;
@@ -336,15 +337,18 @@ static void test_mode_sense(void **state)
         assert_int_equal(buf[0], cmd.data_in_len - 1);
         assert_int_equal(buf[3], 8);
         assert_int_equal(cmd.data_in_len, 4 + 8 + 20 + 12 + 12);
-        atomic_store(&ns.write_protect, true);
+        /* Write protection set by management: every host hears of it first. */
+        core_ns_set_wp(&ns, CORE_WP_CONFIG, true, NULL);
         cdb[1] = 0x08; /* DBD */
         cdb[2] = 0x0a;
+        run(cdb, 6, 255, 0);
+        expect_sense(SK_UNIT_ATTENTION, 0x2a, 0x01); /* MODE PARAMETERS CHANGED */
         run(cdb, 6, 255, 0);
         assert_int_equal(buf[2] & 0x80, 0x80);
         assert_int_equal(buf[3], 0);
         assert_int_equal(buf[4], 0x0a);
-        atomic_store(&ns.write_protect, false);
-        cdb[2] = 0xca; /* saved values */
+        core_ns_set_wp(&ns, CORE_WP_CONFIG, false, &nx); /* as by this nexus: no UA */
+        cdb[2] = 0xca;                                   /* saved values */
         run(cdb, 6, 255, 0);
         expect_sense(SK_ILLEGAL_REQUEST, 0x39, 0x00);
 }

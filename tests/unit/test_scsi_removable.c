@@ -80,6 +80,7 @@ static int teardown(void **state)
         (void)state;
         scsi_nexus_fini(&nx);
         scsi_nexus_fini(&nx2);
+        scsi_target_fini(&tgt);
         free(ns.scsi_state);
         ns.scsi_state = NULL;
         return 0;

@@ -53,14 +53,10 @@ static int teardown(void **state)
 {
         (void)state;
         scsi_nexus_fini(&nx);
+        scsi_target_fini(&tgt);
         free(ns.scsi_state);
         ns.scsi_state = NULL;
         return 0;
-}
-
-static struct scsi_lu_state *st(void)
-{
-        return ns.scsi_state;
 }
 
 static enum scsi_parse_result run(const uint8_t *cdb, size_t len, uint32_t edtl)
@@ -161,11 +157,12 @@ static void test_param_list_length(void **state)
 static void test_write_protect(void **state)
 {
         (void)state;
-        atomic_store(&ns.write_protect, true);
+        core_ns_set_wp(&ns, CORE_WP_CONFIG, true, NULL);
+        assert_int_equal(atomic_exchange(&nx.ua[0], 0), 1u << SCSI_UA_MODE_CHANGED);
         assert_int_equal(sanitize(0x01, BS + 4), SCSI_PARSE_DONE);
         expect_sense(SK_DATA_PROTECT, 0x27, 0x00);
-        atomic_store(&ns.write_protect, false);
-        st()->swp = true;
+        core_ns_set_wp(&ns, CORE_WP_CONFIG, false, &nx);  /* as by this nexus: no UA */
+        core_ns_set_wp(&ns, CORE_WP_SOFTWARE, true, &nx); /* as by this nexus: no UA */
         assert_int_equal(sanitize(0x01, BS + 4), SCSI_PARSE_DONE);
         expect_sense(SK_DATA_PROTECT, 0x27, 0x02);
 }
@@ -218,8 +215,8 @@ static void test_in_progress(void **state)
         uint8_t rl[12] = {0xa0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0};
         uint8_t rd[10] = {0x28, 0, 0, 0, 0, 0, 0, 0, 1, 0};
         (void)state;
-        atomic_store(&st()->san.active, true);
-        atomic_store(&st()->san.progress, 0x4000);
+        assert_int_equal(core_ns_sanitize_begin(&ns, NULL), 0);
+        core_ns_sanitize_progress(&ns, 0x4000);
         atomic_store(&nx.ua[0], 1u << SCSI_UA_BUS_RESET);
 
         assert_int_equal(run(tur, 6, 0), SCSI_PARSE_DONE);
@@ -246,7 +243,7 @@ static void test_in_progress(void **state)
         assert_int_equal(buf[15], 0x80);
         assert_int_equal(slate_be16(buf + 16), 0x4000);
 
-        atomic_store(&st()->san.active, false);
+        core_ns_sanitize_end(&ns, true, false, NULL);
         assert_int_equal(run(tur, 6, 0), SCSI_PARSE_DONE);
         expect_sense(SK_UNIT_ATTENTION, 0x29, 0x02);
         assert_int_equal(run(tur, 6, 0), SCSI_PARSE_DONE);
@@ -258,8 +255,7 @@ static void test_failure_mode(void **state)
         uint8_t rd[10] = {0x28, 0, 0, 0, 0, 0, 0, 0, 1, 0};
         uint8_t inq[6] = {0x12, 0, 0, 0, 96, 0};
         (void)state;
-        atomic_store(&st()->san.failed, true);
-        atomic_store(&st()->san.ause, false);
+        core_ns_sanitize_end(&ns, false, false, NULL);
         assert_int_equal(run(rd, 10, BS), SCSI_PARSE_DONE);
         expect_sense(SK_MEDIUM_ERROR, 0x31, 0x03);
         assert_int_equal(run(inq, 6, 96), SCSI_PARSE_DONE);
@@ -269,7 +265,7 @@ static void test_failure_mode(void **state)
         expect_sense(SK_MEDIUM_ERROR, 0x31, 0x03);
         /* A new OVERWRITE is accepted in failure mode. */
         assert_int_equal(sanitize(0x01, BS + 4), SCSI_PARSE_EXEC);
-        atomic_store(&st()->san.ause, true);
+        core_ns_sanitize_end(&ns, false, true, NULL);
         assert_int_equal(sanitize(0x1f, 0), SCSI_PARSE_DONE);
         assert_int_equal(cmd.status, SAM_STAT_GOOD);
         assert_int_equal(run(rd, 10, BS), SCSI_PARSE_EXEC);
