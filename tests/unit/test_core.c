@@ -210,6 +210,104 @@ static void test_range_and_wp(void **st)
         core_ns_set_wp(ns, CORE_WP_CONFIG, false, NULL);
 }
 
+/* Every event the core publishes, recorded by a listener. */
+static struct core_ns_event events[32];
+static unsigned nevents;
+
+static void record(const struct core_ns_event *ev, void *arg)
+{
+        (void)arg;
+        if (nevents < 32)
+                events[nevents] = *ev;
+        nevents++;
+}
+
+/*
+ * The namespace's state (core/state.c): one rule set for every request,
+ * one event per change, none for a change that changes nothing.
+ */
+static void test_state_and_events(void **st)
+{
+        (void)st;
+        static bool listening;
+        struct core_ns *ns = mk("m2", "mem");
+        uint8_t b[512] = {0}, pat[512];
+        int who;
+        memset(pat, 0xa5, sizeof(pat));
+        if (!listening) {
+                assert_int_equal(core_ns_listen(record, NULL), 0);
+                listening = true;
+        }
+        nevents = 0;
+
+        /* Write protection: reasons add up; SOFTWARE alone is the host's. */
+        core_ns_set_wp(ns, CORE_WP_SOFTWARE, true, &who);
+        assert_int_equal(nevents, 1);
+        assert_int_equal(events[0].type, CORE_NS_EV_WRITE_PROTECT);
+        assert_ptr_equal(events[0].origin, &who);
+        assert_int_equal(events[0].old_val, 0);
+        assert_int_equal(events[0].new_val, CORE_WP_SOFTWARE);
+        assert_int_equal(run_req(ns, CORE_OP_WRITE, 0, 1, b, 512, NULL, 0, NULL),
+                         CORE_E_WRITE_PROTECT_SOFTWARE);
+        core_ns_set_wp(ns, CORE_WP_SOFTWARE, true, &who); /* no change, no event */
+        assert_int_equal(nevents, 1);
+        core_ns_set_wp(ns, CORE_WP_CONFIG, true, NULL);
+        assert_int_equal(run_req(ns, CORE_OP_WRITE, 0, 1, b, 512, NULL, 0, NULL),
+                         CORE_E_WRITE_PROTECT);
+        core_ns_set_wp(ns, CORE_WP_CONFIG | CORE_WP_SOFTWARE, false, NULL);
+        assert_int_equal(nevents, 3);
+        assert_int_equal(core_ns_wp(ns), 0);
+        assert_int_equal(run_req(ns, CORE_OP_WRITE, 0, 1, b, 512, NULL, 0, NULL), CORE_OK);
+        /* Permanent write protection is never cleared. */
+        core_ns_set_wp(ns, CORE_WP_PERMANENT, true, NULL);
+        core_ns_set_wp(ns, CORE_WP_PERMANENT, false, NULL);
+        assert_int_equal(core_ns_wp(ns), CORE_WP_PERMANENT);
+        assert_int_equal(nevents, 4);
+        ns->wp = 0; /* this test's namespace only */
+
+        /* Ready state: stopped refuses every medium command, flush included. */
+        core_ns_set_ready(ns, CORE_NS_STOPPED, NULL);
+        assert_int_equal(events[4].type, CORE_NS_EV_READY);
+        assert_int_equal(run_req(ns, CORE_OP_READ, 0, 1, b, 512, NULL, 0, NULL), CORE_E_NOT_READY);
+        assert_int_equal(run_req(ns, CORE_OP_FLUSH, 0, 0, NULL, 0, NULL, 0, NULL),
+                         CORE_E_NOT_READY);
+        core_ns_set_ready(ns, CORE_NS_NO_MEDIUM, NULL);
+        assert_int_equal(run_req(ns, CORE_OP_READ, 0, 1, b, 512, NULL, 0, NULL), CORE_E_NO_MEDIUM);
+        core_ns_set_ready(ns, CORE_NS_READY, NULL);
+        assert_int_equal(nevents, 7);
+        assert_int_equal(events[6].old_val, CORE_NS_NO_MEDIUM);
+        assert_int_equal(run_req(ns, CORE_OP_READ, 0, 1, b, 512, NULL, 0, NULL), CORE_OK);
+
+        /* Sanitize: in progress refuses everything but its own requests. */
+        assert_int_equal(core_ns_sanitize_begin(ns, NULL), 0);
+        assert_int_equal(core_ns_sanitize_begin(ns, NULL), -EBUSY);
+        assert_int_equal(run_req(ns, CORE_OP_READ, 0, 1, b, 512, NULL, 0, NULL),
+                         CORE_E_SANITIZE_IN_PROGRESS);
+        assert_int_equal(run_req(ns, CORE_OP_FLUSH, 0, 0, NULL, 0, NULL, 0, NULL),
+                         CORE_E_SANITIZE_IN_PROGRESS);
+        assert_int_equal(core_ns_check(ns, CORE_CHK_STARTED), CORE_OK);
+        core_ns_sanitize_end(ns, false, false, NULL);
+        assert_int_equal(events[nevents - 1].new_val, CORE_SAN_FAILED);
+        /* Failure mode: medium access fails, a flush does not. */
+        assert_int_equal(run_req(ns, CORE_OP_WRITE, 0, 1, pat, 512, NULL, 0, NULL),
+                         CORE_E_SANITIZE_FAILED);
+        assert_int_equal(run_req(ns, CORE_OP_FLUSH, 0, 0, NULL, 0, NULL, 0, NULL), CORE_OK);
+        assert_int_equal(core_ns_sanitize_exit_failure(ns, NULL), -EPERM);
+        core_ns_sanitize_end(ns, false, true, NULL);
+        assert_int_equal(core_ns_sanitize_exit_failure(ns, NULL), 0);
+        assert_int_equal(core_ns_sanitize_state(ns), CORE_SAN_DONE);
+        assert_int_equal(run_req(ns, CORE_OP_WRITE, 0, 1, pat, 512, NULL, 0, NULL), CORE_OK);
+
+        /* The write cache: one event per change. */
+        unsigned before = nevents;
+        core_ns_set_wce(ns, false, NULL);
+        core_ns_set_wce(ns, false, NULL);
+        assert_int_equal(nevents, before + 1);
+        assert_int_equal(events[before].type, CORE_NS_EV_WRITE_CACHE);
+        core_ns_set_wce(ns, true, NULL);
+        assert_int_equal(core_ns_delete("m2"), 0);
+}
+
 static void test_identity_persists(void **st)
 {
         (void)st;
@@ -284,6 +382,7 @@ int main(void)
             cmocka_unit_test(test_mem),
             cmocka_unit_test(test_file),
             cmocka_unit_test(test_range_and_wp),
+            cmocka_unit_test(test_state_and_events),
             cmocka_unit_test(test_identity_persists),
             cmocka_unit_test(test_corrupt_meta_refused),
             cmocka_unit_test(test_bad_params),
