@@ -1,6 +1,6 @@
 /*
- * Shared inside the NVMe personality (src/nvme/ and the fabrics side in
- * src/nvmf/{fabrics,discovery,subsystem}.c) only; transports use nvme.h.
+ * Shared inside the NVMe personality (src/nvme/, including the subsystem,
+ * fabrics and discovery code) only; transports use nvme.h.
  * Holds the subsystem and controller objects, the opcode table entry, and
  * the helpers every command handler uses to reject with a located error
  * (NVMe Base 2.0 5.16.1.2 Error Information: Parameter Error Location).
