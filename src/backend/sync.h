@@ -6,6 +6,10 @@
 #ifndef BACKEND_SYNC_H
 #define BACKEND_SYNC_H
 
+#ifndef SLATE_MODULE_BACKEND
+#error "backend/sync.h is private to src/backend/; use backend/backend.h"
+#endif
+
 #include <stddef.h>
 
 #include "backend/backend.h"

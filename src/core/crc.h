@@ -2,6 +2,10 @@
 #ifndef CORE_CRC_H
 #define CORE_CRC_H
 
+#ifndef SLATE_MODULE_CORE
+#error "core/crc.h is private to src/core/ (the core's metadata checksums)"
+#endif
+
 #include <stddef.h>
 #include <stdint.h>
 

@@ -11,6 +11,10 @@
 #ifndef ISCSI_INTERNAL_H
 #define ISCSI_INTERNAL_H
 
+#ifndef SLATE_MODULE_ISCSI
+#error "iscsi/internal.h is private to src/iscsi/; use iscsi/iscsi.h"
+#endif
+
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>

@@ -14,6 +14,10 @@
 #ifndef NVME_INTERNAL_H
 #define NVME_INTERNAL_H
 
+#ifndef SLATE_MODULE_NVME
+#error "nvme/internal.h is private to src/nvme/; use nvme/nvme.h"
+#endif
+
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>

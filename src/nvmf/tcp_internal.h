@@ -7,6 +7,10 @@
 #ifndef NVMF_TCP_INTERNAL_H
 #define NVMF_TCP_INTERNAL_H
 
+#ifndef SLATE_MODULE_NVMF
+#error "nvmf/tcp_internal.h is private to src/nvmf/; use nvmf/nvmf.h"
+#endif
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>

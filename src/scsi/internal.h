@@ -4,6 +4,10 @@
 #ifndef SCSI_INTERNAL_H
 #define SCSI_INTERNAL_H
 
+#ifndef SLATE_MODULE_SCSI
+#error "scsi/internal.h is private to src/scsi/; use scsi/scsi.h"
+#endif
+
 #include <stddef.h>
 
 #include "scsi/scsi.h"
