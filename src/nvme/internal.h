@@ -155,6 +155,10 @@ static inline enum nvme_parse_result nvme_invalid_field(struct nvme_cmd *cmd, ui
 {
         return nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD, byte, -1);
 }
+/* A transport's transfer error -> CQE status (+ error log entry locating the field). */
+void nvme_xfer_status(struct nvme_cmd *cmd, enum nvme_xfer_error e);
+/* A fresh CQE for cmd: zero, CID and SQID filled. */
+void nvme_cqe_init(struct nvme_cmd *cmd);
 /* Core status -> CQE status (+ error log entry for failures). */
 void nvme_status_from_core(struct nvme_cmd *cmd, enum core_status st);
 struct nvme_status_map {
@@ -167,7 +171,7 @@ void nvme_ctrl_log_error(struct nvme_ctrl *ctrl, const struct nvme_cmd *cmd, uin
                          uint64_t lba);
 
 /* ---- Command plumbing (opcodes.c) ---- */
-/* Check the SGL in the SQE for a transfer of len bytes; false = rejected. */
+/* The command moves len bytes: checked by the transport (queue->check_xfer); false = rejected. */
 bool nvme_xfer(struct nvme_cmd *cmd, uint32_t len, bool h2c);
 /* Finish an executed command on a later loop iteration (drops cmd->ns). */
 void nvme_cmd_complete_deferred(struct nvme_cmd *cmd);

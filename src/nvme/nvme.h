@@ -8,8 +8,10 @@
  *
  * Flow (parse, then execute), as on the SCSI side:
  *   1. transport fills sqe (64 bytes), queue, buf/buf_len, reactor, done,
- *      and for in-capsule data icd_len (bytes already in buf);
- *   2. nvme_cmd_parse(cmd): synchronous checks of every field.  Returns
+ *      and for in-capsule data icd_len (bytes already in buf); a data
+ *      pointer it cannot use ends here (nvme_cmd_reject_xfer);
+ *   2. nvme_cmd_parse(cmd): synchronous checks of every field; the
+ *      transfer it finds is checked by queue->check_xfer.  Returns
  *      NVME_PARSE_DONE when cmd->cqe holds the final completion (errors, and
  *      commands that finish inline, e.g. Identify, Get Log Page, Property
  *      Get: their data is in buf, data_len bytes, to send C2H), or
@@ -36,6 +38,27 @@
 
 struct nvme_ctrl;
 struct nvme_subsys;
+struct nvme_cmd;
+
+/*
+ * What a transport finds wrong with a command's data transfer.  Only the
+ * transport reads the data pointer (SGL descriptors, in-capsule rules) and
+ * digests; only the personality builds NVMe status, so the transport names
+ * the error and nvme_cmd_reject_xfer() (or the personality, for errors
+ * check_xfer returns) turns it into a status and an Error Information entry.
+ */
+enum nvme_xfer_error {
+        NVME_XFER_OK = 0,
+        NVME_XFER_PSDT,        /* PSDT is not 01b (Fabrics: one SGL, no metadata pointer) */
+        NVME_XFER_SGL_TYPE,    /* descriptor type the transport does not carry */
+        NVME_XFER_SGL_SUBTYPE, /* descriptor subtype the transport does not carry */
+        NVME_XFER_ICD_OFFSET,  /* in-capsule data at an offset other than 0 */
+        NVME_XFER_ICD_LENGTH,  /* in-capsule SGL longer than the capsule's data */
+        NVME_XFER_ICD_C2H,     /* in-capsule SGL for controller-to-host data */
+        NVME_XFER_SGL_LENGTH,  /* SGL length differs from what the command moves */
+        NVME_XFER_DIGEST,      /* data digest mismatch: Transient Transport Error, retryable */
+        NVME_XFER_ERROR_MAX,
+};
 
 /* I/O queues per controller (Set Features Number of Queues grants at most this). */
 #define NVME_MAX_IO_QUEUES 64
@@ -61,6 +84,13 @@ struct nvme_queue {
         /* Transport callbacks. */
         /* The controller is gone (KATO expiry, delete, shutdown): tear this queue down. */
         void (*teardown)(struct nvme_queue *q);
+        /*
+         * Check cmd's data pointer for a transfer of len bytes (h2c: host to
+         * controller) against the transport's rules.  nvme_cmd_parse calls it
+         * when the command has said what it moves, before it takes effect.
+         * NULL accepts any data pointer (unit tests of the personality alone).
+         */
+        enum nvme_xfer_error (*check_xfer)(const struct nvme_cmd *cmd, uint32_t len, bool h2c);
         /* A command slot for a completion the host did not just send (AEN). */
         void *transport_priv;
 };
@@ -90,6 +120,14 @@ enum nvme_parse_result { NVME_PARSE_DONE = 0, NVME_PARSE_EXEC = 1 };
 
 enum nvme_parse_result nvme_cmd_parse(struct nvme_cmd *cmd);
 void nvme_cmd_exec(struct nvme_cmd *cmd);
+/*
+ * Complete cmd with the status for transfer error e instead of executing it
+ * (e != NVME_XFER_OK): before nvme_cmd_parse (the data pointer is unusable),
+ * or after it returned NVME_PARSE_EXEC and before nvme_cmd_exec (e.g. a bad
+ * data digest).  Fills cmd->cqe, releases what parse took, sets data_len 0;
+ * the transport then sends the CQE as for NVME_PARSE_DONE.
+ */
+void nvme_cmd_reject_xfer(struct nvme_cmd *cmd, enum nvme_xfer_error e);
 
 /*
  * A queue is going away (connection closed): drop its controller reference.

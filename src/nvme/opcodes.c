@@ -3,9 +3,9 @@
  * 1.0 fig. 16; Fabrics: Base 2.0 6.1 fig. 542) and the dispatcher built on
  * them.  The tables are the single source of truth: they drive
  * nvme_cmd_parse()/nvme_cmd_exec() and the Commands Supported and Effects
- * log (Base 2.0 5.16.1.6), so what we advertise is what we execute.  Also
- * the SGL checks of the SQE's data pointer for NVMe/TCP (Base 2.0 4.3.2,
- * NVMe/TCP 1.0 3.3: in-capsule Data Block/Offset or Transport Data Block).
+ * log (Base 2.0 5.16.1.6), so what we advertise is what we execute.  The
+ * data pointer (SGLs, in-capsule data) is the transport's: a command says
+ * how much it moves and the transport checks the SGL against that.
  */
 #include <string.h>
 
@@ -89,53 +89,20 @@ void nvme_effects_log_build(struct nvme_effects_log *log)
 }
 
 /*
- * The SGL in the SQE (bytes 24..39) for a transfer of len bytes in the given
- * direction.  NVMe/TCP carries exactly one descriptor: Data Block with the
- * Offset subtype for in-capsule data, or Transport Data Block for R2T/C2H.
+ * The command moves len bytes (h2c: host to controller).  Whether the
+ * SQE's data pointer describes that transfer is the transport's to say
+ * (queue->check_xfer reads the SGL); the status is ours.
  */
 bool nvme_xfer(struct nvme_cmd *cmd, uint32_t len, bool h2c)
 {
-        const struct nvme_sgl_desc *sgl = &nvme_sqe(cmd)->dptr;
-        uint8_t type = sgl->type >> 4, sub = sgl->type & 0xf;
-        uint32_t sgl_len = get_le32(&sgl->length);
-
         if (len > cmd->buf_len) {
                 nvme_invalid_field(cmd, 24);
                 return false;
         }
-        if (len == 0 && sgl_len == 0) {
-                cmd->data_len = 0;
-                cmd->h2c = false;
-                return true;
-        }
-        if (type == NVME_SGL_TYPE_DATA_BLOCK) {
-                if (sub != NVME_SGL_SUBTYPE_OFFSET) {
-                        nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_SGL_INVALID_SUBTYPE, 39, 0);
-                        return false;
-                }
-                if (!h2c) { /* in-capsule data only carries host-to-controller data */
-                        nvme_invalid_field(cmd, 39);
-                        return false;
-                }
-                if (get_le64(&sgl->addr) != 0) { /* ICDOFF = 0 */
-                        nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_SGL_INVALID_OFFSET, 24, -1);
-                        return false;
-                }
-                if (sgl_len > cmd->icd_len || sgl_len > NVME_TRANSPORT_ICD_BYTES) {
-                        nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_SGL_INVALID_OFFSET, 32, -1);
-                        return false;
-                }
-        } else if (type == NVME_SGL_TYPE_TRANSPORT_DATA_BLOCK) {
-                if (sub != NVME_SGL_SUBTYPE_TRANSPORT) {
-                        nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_SGL_INVALID_SUBTYPE, 39, 0);
-                        return false;
-                }
-        } else {
-                nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_SGL_INVALID_TYPE, 39, 4);
-                return false;
-        }
-        if (sgl_len != len) {
-                nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_SGL_INVALID_DATA_LEN, 32, -1);
+        struct nvme_queue *q = cmd->queue;
+        enum nvme_xfer_error e = q && q->check_xfer ? q->check_xfer(cmd, len, h2c) : NVME_XFER_OK;
+        if (e != NVME_XFER_OK) {
+                nvme_xfer_status(cmd, e);
                 return false;
         }
         cmd->data_len = len;
@@ -185,9 +152,7 @@ enum nvme_parse_result nvme_cmd_parse(struct nvme_cmd *cmd)
         const struct nvme_op *op;
         uint8_t opc = cmd->sqe[0], flags = cmd->sqe[1];
 
-        memset(cmd->cqe, 0, sizeof(cmd->cqe));
-        memcpy(cmd->cqe + 12, cmd->sqe + 2, 2); /* CID */
-        slate_put_le(cmd->cqe + 10, 2, q ? q->qid : 0);
+        nvme_cqe_init(cmd);
         cmd->data_len = 0;
         cmd->h2c = false;
         cmd->ns = NULL;

@@ -1,7 +1,8 @@
 /*
  * NVMe status: the one table from the core's protocol-neutral status to an
  * NVMe Status Code Type / Status Code (Base 2.0 4.6.1.2, NVM Command Set 1.0
- * 4.1.1), the CQE status writer, and the Error Information log entries
+ * 4.1.1), the one table from a transport's transfer errors (nvme.h) to
+ * status, the CQE status writer, and the Error Information log entries
  * (Base 2.0 5.16.1.2) that every rejection records with the location of the
  * offending field ("every rejection says where").
  */
@@ -80,16 +81,77 @@ void nvme_ctrl_log_error(struct nvme_ctrl *ctrl, const struct nvme_cmd *cmd, uin
         pthread_mutex_unlock(&ctrl->lock);
 }
 
-enum nvme_parse_result nvme_reject(struct nvme_cmd *cmd, uint8_t sct, uint8_t sc, uint16_t byte,
-                                   int bit)
+/* Status (DNR when dnr) plus an Error Information entry locating SQE byte `byte`, bit `bit`. */
+static void reject_at(struct nvme_cmd *cmd, uint8_t sct, uint8_t sc, bool dnr, uint16_t byte,
+                      int bit)
 {
-        nvme_set_status(cmd, sct, sc, true);
+        nvme_set_status(cmd, sct, sc, dnr);
         uint16_t loc = NVME_LOC_NONE;
         if (byte != NVME_LOC_NONE)
                 loc = (uint16_t)((byte & 0xff) | ((bit >= 0 ? (unsigned)bit & 7 : 0) << 8));
         if (cmd->queue)
                 nvme_ctrl_log_error(cmd->queue->ctrl, cmd, loc, 0);
+}
+
+enum nvme_parse_result nvme_reject(struct nvme_cmd *cmd, uint8_t sct, uint8_t sc, uint16_t byte,
+                                   int bit)
+{
+        reject_at(cmd, sct, sc, true, byte, bit);
         return NVME_PARSE_DONE;
+}
+
+/*
+ * Transfer errors a transport reports (nvme.h) -> status and the SQE field
+ * at fault: the data pointer is SQE bytes 24..39 (Base 2.0 4.3.2: address
+ * 24..31, length 32..35, SGL identifier 39 with the type in bits 7:4 and
+ * the subtype in bits 3:0); PSDT is byte 1 bits 7:6.
+ */
+struct xfer_error_map {
+        uint8_t sct, sc;
+        bool dnr;
+        uint16_t byte;
+        int8_t bit;
+};
+
+static const struct xfer_error_map xfer_errors[NVME_XFER_ERROR_MAX] = {
+    [NVME_XFER_PSDT] = {NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD, true, 1, 6},
+    [NVME_XFER_SGL_TYPE] = {NVME_SCT_GENERIC, NVME_SC_SGL_INVALID_TYPE, true, 39, 4},
+    [NVME_XFER_SGL_SUBTYPE] = {NVME_SCT_GENERIC, NVME_SC_SGL_INVALID_SUBTYPE, true, 39, 0},
+    [NVME_XFER_ICD_OFFSET] = {NVME_SCT_GENERIC, NVME_SC_SGL_INVALID_OFFSET, true, 24, -1},
+    [NVME_XFER_ICD_LENGTH] = {NVME_SCT_GENERIC, NVME_SC_SGL_INVALID_OFFSET, true, 32, -1},
+    [NVME_XFER_ICD_C2H] = {NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD, true, 39, -1},
+    [NVME_XFER_SGL_LENGTH] = {NVME_SCT_GENERIC, NVME_SC_SGL_INVALID_DATA_LEN, true, 32, -1},
+    [NVME_XFER_DIGEST] = {NVME_SCT_GENERIC, NVME_SC_TRANSIENT_TRANSPORT, false, NVME_LOC_NONE, -1},
+};
+
+void nvme_xfer_status(struct nvme_cmd *cmd, enum nvme_xfer_error e)
+{
+        if ((unsigned)e >= NVME_XFER_ERROR_MAX || e == NVME_XFER_OK) {
+                reject_at(cmd, NVME_SCT_GENERIC, NVME_SC_INTERNAL, false, NVME_LOC_NONE, -1);
+                return;
+        }
+        const struct xfer_error_map *m = &xfer_errors[e];
+        reject_at(cmd, m->sct, m->sc, m->dnr, m->byte, m->bit);
+}
+
+void nvme_cqe_init(struct nvme_cmd *cmd)
+{
+        memset(cmd->cqe, 0, sizeof(cmd->cqe));
+        memcpy(cmd->cqe + 12, cmd->sqe + 2, 2); /* CID */
+        slate_put_le(cmd->cqe + 10, 2, cmd->queue ? cmd->queue->qid : 0);
+}
+
+void nvme_cmd_reject_xfer(struct nvme_cmd *cmd, enum nvme_xfer_error e)
+{
+        if (cmd->ns) { /* parsed (NVME_PARSE_EXEC) but never executed */
+                core_ns_put(cmd->ns);
+                cmd->ns = NULL;
+        }
+        cmd->op = NULL;
+        cmd->data_len = 0;
+        cmd->h2c = false;
+        nvme_cqe_init(cmd);
+        nvme_xfer_status(cmd, e);
 }
 
 void nvme_status_from_core(struct nvme_cmd *cmd, enum core_status st)

@@ -680,13 +680,10 @@ static struct tcp_cmd *cmd_get(struct tcp_queue *q)
 
 static void cmd_send_resp(struct tcp_cmd *c);
 
-/* Complete with a transport-made status (SGL checks, digest errors). */
-static void cmd_fail(struct tcp_cmd *c, uint8_t sct, uint8_t sc, bool dnr)
+/* Complete without executing: the personality makes the status for what we found. */
+static void cmd_reject(struct tcp_cmd *c, enum nvme_xfer_error e)
 {
-        memset(c->nc.cqe, 0, sizeof(c->nc.cqe));
-        struct nvme_cqe *cqe = (struct nvme_cqe *)c->nc.cqe;
-        put_le16(&cqe->status, (uint16_t)((sc << 1) | ((sct & 7) << 9) | (dnr ? 0x8000 : 0)));
-        c->nc.data_len = 0;
+        nvme_cmd_reject_xfer(&c->nc, e);
         cmd_send_resp(c);
 }
 
@@ -846,6 +843,73 @@ static void cmd_r2t(struct tcp_cmd *c)
         queue_kick(q);
 }
 
+/* ------------------------------------------------------------------ */
+/* Data pointer (NVMe/TCP 1.0 3.3, Base 2.0 4.3.2)                     */
+
+/*
+ * The fabrics data pointer before the command is parsed: one SGL descriptor
+ * (PSDT 01b) of a kind TCP carries -- Data Block with the Offset subtype for
+ * in-capsule data (offset 0, length = the capsule's data), or Transport Data
+ * Block for data moved by R2T/H2CData or C2HData (no in-capsule data, at most
+ * buf_max bytes).
+ */
+enum nvme_xfer_error nvmf_tcp_check_sgl(const struct nvme_cmd *cmd, uint32_t buf_max)
+{
+        const struct nvme_sqe *sqe = (const struct nvme_sqe *)cmd->sqe;
+        uint8_t type = sqe->dptr.type >> 4, sub = sqe->dptr.type & 0xf;
+        uint32_t sgl_len = get_le32(&sqe->dptr.length);
+
+        if ((sqe->flags >> 6) != NVME_PSDT_SGL_MPTR)
+                return NVME_XFER_PSDT;
+        if (type == NVME_SGL_TYPE_DATA_BLOCK) {
+                if (sub != NVME_SGL_SUBTYPE_OFFSET)
+                        return NVME_XFER_SGL_SUBTYPE;
+                if (get_le64(&sqe->dptr.addr) != 0)
+                        return NVME_XFER_ICD_OFFSET;
+                if (sgl_len != cmd->icd_len)
+                        return NVME_XFER_SGL_LENGTH;
+        } else if (type == NVME_SGL_TYPE_TRANSPORT_DATA_BLOCK) {
+                if (sub != NVME_SGL_SUBTYPE_TRANSPORT)
+                        return NVME_XFER_SGL_SUBTYPE;
+                if (cmd->icd_len || sgl_len > buf_max)
+                        return NVME_XFER_SGL_LENGTH;
+        } else {
+                return NVME_XFER_SGL_TYPE;
+        }
+        return NVME_XFER_OK;
+}
+
+/*
+ * nvme_queue.check_xfer: the parsed command moves len bytes (h2c: host to
+ * controller); does its SGL describe exactly that?  In-capsule data only
+ * carries host-to-controller data, at offset 0, within the capsule.
+ */
+enum nvme_xfer_error nvmf_tcp_check_xfer(const struct nvme_cmd *cmd, uint32_t len, bool h2c)
+{
+        const struct nvme_sgl_desc *sgl = &((const struct nvme_sqe *)cmd->sqe)->dptr;
+        uint8_t type = sgl->type >> 4, sub = sgl->type & 0xf;
+        uint32_t sgl_len = get_le32(&sgl->length);
+
+        if (len == 0 && sgl_len == 0)
+                return NVME_XFER_OK;
+        if (type == NVME_SGL_TYPE_DATA_BLOCK) {
+                if (sub != NVME_SGL_SUBTYPE_OFFSET)
+                        return NVME_XFER_SGL_SUBTYPE;
+                if (!h2c)
+                        return NVME_XFER_ICD_C2H;
+                if (get_le64(&sgl->addr) != 0)
+                        return NVME_XFER_ICD_OFFSET;
+                if (sgl_len > cmd->icd_len || sgl_len > TCP_ICD_MAX)
+                        return NVME_XFER_ICD_LENGTH;
+        } else if (type == NVME_SGL_TYPE_TRANSPORT_DATA_BLOCK) {
+                if (sub != NVME_SGL_SUBTYPE_TRANSPORT)
+                        return NVME_XFER_SGL_SUBTYPE;
+        } else {
+                return NVME_XFER_SGL_TYPE;
+        }
+        return sgl_len == len ? NVME_XFER_OK : NVME_XFER_SGL_LENGTH;
+}
+
 /* A whole capsule (SQE and in-capsule data) is in: check the SGL, parse, move data, execute. */
 static void capsule_ready(struct tcp_queue *q, struct tcp_cmd *c)
 {
@@ -856,41 +920,14 @@ static void capsule_ready(struct tcp_queue *q, struct tcp_cmd *c)
         q->sqhd = (uint16_t)((q->sqhd + 1u) % (depth > 1 ? depth : 65536u));
 
         if (c->ddgst_err) {
-                cmd_fail(c, NVME_SCT_GENERIC, NVME_SC_TRANSIENT_TRANSPORT, false);
+                cmd_reject(c, NVME_XFER_DIGEST);
                 return;
         }
-        /* Fabrics data pointer: one SGL descriptor (PSDT 01b), of a kind TCP carries. */
         c->sgl_len = get_le32(&sqe->dptr.length);
         c->sgl_id = sqe->dptr.type;
-        uint8_t type = c->sgl_id >> 4, sub = c->sgl_id & 0xf;
-        if ((sqe->flags >> 6) != NVME_PSDT_SGL_MPTR) {
-                cmd_fail(c, NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD, true);
-                return;
-        }
-        if (type == NVME_SGL_TYPE_DATA_BLOCK) {
-                if (sub != NVME_SGL_SUBTYPE_OFFSET) {
-                        cmd_fail(c, NVME_SCT_GENERIC, NVME_SC_SGL_INVALID_SUBTYPE, true);
-                        return;
-                }
-                if (get_le64(&sqe->dptr.addr) != 0) {
-                        cmd_fail(c, NVME_SCT_GENERIC, NVME_SC_SGL_INVALID_OFFSET, true);
-                        return;
-                }
-                if (c->sgl_len != nc->icd_len) {
-                        cmd_fail(c, NVME_SCT_GENERIC, NVME_SC_SGL_INVALID_DATA_LEN, true);
-                        return;
-                }
-        } else if (type == NVME_SGL_TYPE_TRANSPORT_DATA_BLOCK) {
-                if (sub != NVME_SGL_SUBTYPE_TRANSPORT) {
-                        cmd_fail(c, NVME_SCT_GENERIC, NVME_SC_SGL_INVALID_SUBTYPE, true);
-                        return;
-                }
-                if (nc->icd_len || c->sgl_len > TCP_BUF_LEN) {
-                        cmd_fail(c, NVME_SCT_GENERIC, NVME_SC_SGL_INVALID_DATA_LEN, true);
-                        return;
-                }
-        } else {
-                cmd_fail(c, NVME_SCT_GENERIC, NVME_SC_SGL_INVALID_TYPE, true);
+        enum nvme_xfer_error e = nvmf_tcp_check_sgl(nc, TCP_BUF_LEN);
+        if (e != NVME_XFER_OK) {
+                cmd_reject(c, e);
                 return;
         }
 
@@ -899,9 +936,10 @@ static void capsule_ready(struct tcp_queue *q, struct tcp_cmd *c)
                 cmd_send_resp(c);
                 return;
         }
+        /* Parse had the transfer checked (nvmf_tcp_check_xfer); this guards the buffers. */
         if (nc->data_len > nc->buf_len || (nc->h2c && nc->data_len != c->sgl_len) ||
             (!nc->h2c && nc->data_len > c->sgl_len)) {
-                cmd_fail(c, NVME_SCT_GENERIC, NVME_SC_SGL_INVALID_DATA_LEN, true);
+                cmd_reject(c, NVME_XFER_SGL_LENGTH);
                 return;
         }
         if (nc->h2c && nc->data_len > nc->icd_len) {
@@ -924,7 +962,7 @@ static void h2c_ready(struct tcp_cmd *c)
                 return;
         }
         if (c->ddgst_err) {
-                cmd_fail(c, NVME_SCT_GENERIC, NVME_SC_TRANSIENT_TRANSPORT, false);
+                cmd_reject(c, NVME_XFER_DIGEST);
                 return;
         }
         cmd_exec(c);
@@ -1271,6 +1309,7 @@ static struct tcp_queue *queue_new(int fd, struct rt_reactor *r, bool fuzz)
         q->nfree = TCP_POOL;
         q->nq.reactor = r;
         q->nq.teardown = tcp_teardown;
+        q->nq.check_xfer = nvmf_tcp_check_xfer;
         q->nq.transport_priv = q;
         q->rx_ev.fn = rx_ev_fn;
         q->tx_ev.fn = tx_ev_fn;

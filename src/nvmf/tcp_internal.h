@@ -1,6 +1,6 @@
 /*
  * NVMe/TCP transport internals shared with its unit tests and fuzz target:
- * the digest, the common-header check (pure, synchronous) and entry points
+ * the digest, the common-header and SGL checks (pure, synchronous) and entry points
  * that attach a queue pair to an existing socket or drive the PDU state
  * machine from a byte buffer without a socket.
  */
@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "nvme/nvme.h"
 #include "slate/spec/nvme_tcp.h"
 
 #define NVMF_TCP_MAXH2CDATA (128u * 1024) /* announced in ICResp */
@@ -32,6 +33,16 @@ uint32_t nvmf_tcp_crc32c(const void *buf, size_t len);
  */
 int nvmf_tcp_check_ch(const struct nvme_tcp_ch *ch, bool ic_done, bool hdgst, bool ddgst,
                       uint32_t *dlen, uint16_t *fes, uint32_t *fei);
+
+/*
+ * The data pointer of a received capsule before parsing (PSDT, descriptor
+ * kinds TCP carries, in-capsule offset and length; Transport Data Block
+ * lengths up to buf_max), and after parsing against the transfer the
+ * command declared (nvme_queue.check_xfer).  NVME_XFER_OK or the error the
+ * personality reports (nvme_cmd_reject_xfer).
+ */
+enum nvme_xfer_error nvmf_tcp_check_sgl(const struct nvme_cmd *cmd, uint32_t buf_max);
+enum nvme_xfer_error nvmf_tcp_check_xfer(const struct nvme_cmd *cmd, uint32_t len, bool h2c);
 
 /* Make a queue pair of a connected socket on reactor r_idx (takes the fd). 0 or -errno. */
 int nvmf_tcp_attach_fd(int fd, unsigned r_idx);

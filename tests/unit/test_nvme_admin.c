@@ -277,33 +277,77 @@ static void test_identify(void **s)
         assert_int_equal(st(&c), ST(0, NVME_SC_INVALID_FIELD));
 }
 
+/* A stand-in transport judging the data pointer (nvme_queue.check_xfer). */
+static enum nvme_xfer_error xfer_verdict;
+static uint32_t xfer_len;
+static bool xfer_h2c;
+static enum nvme_xfer_error stub_check_xfer(const struct nvme_cmd *c, uint32_t len, bool h2c)
+{
+        (void)c;
+        xfer_len = len;
+        xfer_h2c = h2c;
+        return xfer_verdict;
+}
+
+static const struct nvme_error_log *last_error(struct nvme_ctrl *ctrl)
+{
+        return &ctrl->errlog[(ctrl->err_head + NVME_ERRLOG_ENTRIES - 1) % NVME_ERRLOG_ENTRIES];
+}
+
+/*
+ * The SGL is the transport's: parse asks it (check_xfer) once the command's
+ * transfer is known and turns its verdict into the status, with the error
+ * log locating the field.  PSDT and opcodes stay the personality's checks.
+ */
 static void test_sgl_checks(void **s)
 {
         (void)s;
         struct nvme_cmd c;
+        admin_q.check_xfer = stub_check_xfer;
+        xfer_verdict = NVME_XFER_OK;
         sqe_init(&c, &admin_q, NVME_ADM_IDENTIFY, 0);
-        sgl_len(&c, 4000); /* wrong length */
+        sgl_len(&c, 4096);
+        cdw(&c, 10, NVME_CNS_CTRL);
+        nvme_cmd_parse(&c);
+        assert_int_equal(st(&c), 0);
+        assert_int_equal(xfer_len, 4096);
+        assert_false(xfer_h2c);
+        xfer_verdict = NVME_XFER_SGL_LENGTH;
+        sqe_init(&c, &admin_q, NVME_ADM_IDENTIFY, 0);
         cdw(&c, 10, NVME_CNS_CTRL);
         nvme_cmd_parse(&c);
         assert_int_equal(st(&c), ST(0, NVME_SC_SGL_INVALID_DATA_LEN));
+        assert_int_equal(get_le16(&last_error(admin_q.ctrl)->param_loc), 32);
+        xfer_verdict = NVME_XFER_SGL_TYPE;
         sqe_init(&c, &admin_q, NVME_ADM_IDENTIFY, 0);
-        sgl_len(&c, 4096);
-        c.sqe[39] = 0x40; /* keyed data block: not on TCP */
         nvme_cmd_parse(&c);
         assert_int_equal(st(&c), ST(0, NVME_SC_SGL_INVALID_TYPE));
+        assert_int_equal(get_le16(&last_error(admin_q.ctrl)->param_loc), 39 | (4 << 8));
+        xfer_verdict = NVME_XFER_ICD_C2H;
+        sqe_init(&c, &admin_q, NVME_ADM_IDENTIFY, 0);
+        nvme_cmd_parse(&c);
+        assert_int_equal(st(&c), ST(0, NVME_SC_INVALID_FIELD));
+        admin_q.check_xfer = NULL;
+
         sqe_init(&c, &admin_q, NVME_ADM_IDENTIFY, 0);
         sgl_len(&c, 4096);
         c.sqe[1] = 0; /* PRP */
         nvme_cmd_parse(&c);
         assert_int_equal(st(&c), ST(0, NVME_SC_INVALID_FIELD));
-        sqe_init(&c, &admin_q, NVME_ADM_IDENTIFY, 0);
-        sgl_len(&c, 4096);
-        c.sqe[39] = 0x01; /* in-capsule for controller-to-host data */
-        nvme_cmd_parse(&c);
-        assert_int_equal(st(&c), ST(0, NVME_SC_INVALID_FIELD));
         sqe_init(&c, &admin_q, 0xee, 0); /* unknown opcode */
         nvme_cmd_parse(&c);
         assert_int_equal(st(&c), ST(0, NVME_SC_INVALID_OPCODE));
+
+        /* A parsed command the transport then fails (bad data digest): no DNR, ns released. */
+        sqe_init(&c, &io_q, NVME_IO_WRITE, 1);
+        sgl_len(&c, 4096);
+        assert_int_equal(nvme_cmd_parse(&c), NVME_PARSE_EXEC);
+        assert_non_null(c.ns);
+        nvme_cmd_reject_xfer(&c, NVME_XFER_DIGEST);
+        assert_null(c.ns);
+        assert_int_equal(c.data_len, 0);
+        assert_int_equal(nvme_cqe_status(&c) & 0x47ff, ST(0, NVME_SC_TRANSIENT_TRANSPORT));
+        assert_int_equal(slate_get_le(c.cqe + 12, 2), 0x1234);
 }
 
 static void test_log_pages(void **s)

@@ -406,6 +406,47 @@ static void test_in_capsule_write_and_bad_ddgst(void **st)
         host_close(&h);
 }
 
+/* The data pointer rules alone (pure): before parse, and against the parsed transfer. */
+static void test_sgl_rules(void **st)
+{
+        (void)st;
+        struct nvme_cmd c;
+        struct nvme_sqe *s = (struct nvme_sqe *)c.sqe;
+        memset(&c, 0, sizeof(c));
+        make_sqe(s, NVME_IO_READ, 1, NVME_TCP_SGL_TRANSPORT, 4096, 0);
+        assert_int_equal(nvmf_tcp_check_sgl(&c, 8192), NVME_XFER_OK);
+        assert_int_equal(nvmf_tcp_check_xfer(&c, 4096, false), NVME_XFER_OK);
+        assert_int_equal(nvmf_tcp_check_xfer(&c, 4000, false), NVME_XFER_SGL_LENGTH);
+        assert_int_equal(nvmf_tcp_check_sgl(&c, 2048), NVME_XFER_SGL_LENGTH);
+        c.icd_len = 16; /* in-capsule data with a Transport Data Block */
+        assert_int_equal(nvmf_tcp_check_sgl(&c, 8192), NVME_XFER_SGL_LENGTH);
+        c.icd_len = 0;
+        s->flags = 0; /* PRP */
+        assert_int_equal(nvmf_tcp_check_sgl(&c, 8192), NVME_XFER_PSDT);
+        make_sqe(s, NVME_IO_READ, 1, 0x40 /* keyed data block */, 4096, 0);
+        assert_int_equal(nvmf_tcp_check_sgl(&c, 8192), NVME_XFER_SGL_TYPE);
+        assert_int_equal(nvmf_tcp_check_xfer(&c, 4096, false), NVME_XFER_SGL_TYPE);
+        make_sqe(s, NVME_IO_READ, 1, 0x5b /* transport block, bad subtype */, 4096, 0);
+        assert_int_equal(nvmf_tcp_check_sgl(&c, 8192), NVME_XFER_SGL_SUBTYPE);
+        /* In-capsule: host-to-controller only, at offset 0, exactly the capsule's data. */
+        make_sqe(s, NVME_IO_WRITE, 1, NVME_TCP_SGL_ICD, 512, 0);
+        c.icd_len = 512;
+        assert_int_equal(nvmf_tcp_check_sgl(&c, 8192), NVME_XFER_OK);
+        assert_int_equal(nvmf_tcp_check_xfer(&c, 512, true), NVME_XFER_OK);
+        assert_int_equal(nvmf_tcp_check_xfer(&c, 512, false), NVME_XFER_ICD_C2H);
+        assert_int_equal(nvmf_tcp_check_xfer(&c, 1024, true), NVME_XFER_SGL_LENGTH);
+        c.icd_len = 256;
+        assert_int_equal(nvmf_tcp_check_sgl(&c, 8192), NVME_XFER_SGL_LENGTH);
+        assert_int_equal(nvmf_tcp_check_xfer(&c, 512, true), NVME_XFER_ICD_LENGTH);
+        c.icd_len = 512;
+        put_le64(&s->dptr.addr, 8);
+        assert_int_equal(nvmf_tcp_check_sgl(&c, 8192), NVME_XFER_ICD_OFFSET);
+        assert_int_equal(nvmf_tcp_check_xfer(&c, 512, true), NVME_XFER_ICD_OFFSET);
+        /* No data and a zero-length SGL of any kind: nothing to check. */
+        make_sqe(s, NVME_IO_FLUSH, 1, 0x40, 0, 0);
+        assert_int_equal(nvmf_tcp_check_xfer(&c, 0, false), NVME_XFER_OK);
+}
+
 static void test_unknown_ttag_terminates(void **st)
 {
         (void)st;
@@ -480,6 +521,7 @@ int main(void)
             cmocka_unit_test(test_check_ch),
             cmocka_unit_test(test_write_r2t_read_c2h_digests),
             cmocka_unit_test(test_in_capsule_write_and_bad_ddgst),
+            cmocka_unit_test(test_sgl_rules),
             cmocka_unit_test(test_unknown_ttag_terminates),
             cmocka_unit_test(test_bad_hdgst_terminates),
             cmocka_unit_test(test_bad_hlen_and_garbage),
