@@ -678,20 +678,6 @@ static void cmdsn_advance(struct iscsi_conn *c, bool immediate, uint32_t cmdsn)
                 s->exp_cmdsn = cmdsn + 1;
 }
 
-static void set_check_condition(struct scsi_cmd *cmd, uint8_t key, uint8_t asc, uint8_t ascq)
-{
-        /* Fixed-format sense (SPC-5 4.4.3) for transport-detected errors. */
-        memset(cmd->sense, 0, 18);
-        cmd->sense[0] = 0x70;
-        cmd->sense[2] = key;
-        cmd->sense[7] = 10;
-        cmd->sense[12] = asc;
-        cmd->sense[13] = ascq;
-        cmd->sense_len = 18;
-        cmd->status = SAM_STAT_CHECK_CONDITION;
-        cmd->data_in_len = 0;
-}
-
 static int cdb_from_pdu(struct iscsi_conn *c, struct scsi_cmd *cmd)
 {
         const struct iscsi_scsi_cmd *h = (const struct iscsi_scsi_cmd *)c->bhs;
@@ -790,12 +776,12 @@ static int hdr_scsi_cmd(struct iscsi_conn *c)
                 t->parse_done = true;
                 t->want = 0;
         } else if (cmd->data_out_len > cmd->buf_len) {
-                set_check_condition(cmd, 0x05, 0x24, 0x00);
+                scsi_cmd_reject_xfer(cmd, SCSI_XFER_TOO_LONG);
                 t->parse_done = true;
         } else if (cmd->data_out_len && (!w || cmd->data_out_len > t->edtl)) {
                 /* The initiator would send less than the command needs
                  * (FCP-4 9.4.2 b): write nothing, report the overflow. */
-                set_check_condition(cmd, 0x05, 0x0e, 0x03);
+                scsi_cmd_reject_xfer(cmd, SCSI_XFER_SHORT_OUT);
                 t->parse_done = true;
                 t->rsp_preset = true;
                 uint32_t need =
@@ -860,7 +846,7 @@ bad:
          * and the connection stays up. */
         iscsi_conn_warn(c, "Data-Out ITT 0x%x: DataSN %u / offset %u out of sequence", itt, datasn,
                         off);
-        set_check_condition(&t->cmd, 0x0b, 0x4b, 0x00);
+        scsi_cmd_reject_xfer(&t->cmd, SCSI_XFER_DATA_PHASE);
         t->parse_done = true;
         t->rsp_preset = true;
         t->want = 0;

@@ -119,6 +119,20 @@ enum scsi_parse_result { SCSI_PARSE_DONE = 0, SCSI_PARSE_EXEC = 1 };
 
 enum scsi_parse_result scsi_cmd_parse(struct scsi_cmd *cmd);
 void scsi_cmd_exec(struct scsi_cmd *cmd);
+
+/*
+ * What a transport finds wrong with a command's data transfer.  The
+ * transport names it; the personality builds the status and sense (in the
+ * format the LU's D_SENSE selects), so no transport writes sense bytes.
+ */
+enum scsi_xfer_error {
+        SCSI_XFER_TOO_LONG,   /* more data than the transport can buffer: INVALID FIELD IN CDB */
+        SCSI_XFER_SHORT_OUT,  /* the initiator would send less than the command needs
+                                 (FCP-4 9.4.2 b): INVALID FIELD IN COMMAND INFORMATION UNIT */
+        SCSI_XFER_DATA_PHASE, /* host data out of sequence: ABORTED COMMAND, DATA PHASE ERROR */
+};
+/* Give cmd (parsed, not executed) the CHECK CONDITION for e; no data goes back. */
+void scsi_cmd_reject_xfer(struct scsi_cmd *cmd, enum scsi_xfer_error e);
 /*
  * Task management aborted cmd while it was executing (after scsi_cmd_exec,
  * before done).  Optional for the transport; lets a long-running command

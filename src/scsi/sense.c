@@ -90,6 +90,22 @@ void scsi_sense_invalid_field(struct scsi_cmd *cmd, bool in_cdb, uint16_t byte, 
         scsi_sense_full(cmd, SK_ILLEGAL_REQUEST, in_cdb ? 0x24 : 0x26, 0x00, false, 0, sks);
 }
 
+void scsi_cmd_reject_xfer(struct scsi_cmd *cmd, enum scsi_xfer_error e)
+{
+        switch (e) {
+        case SCSI_XFER_TOO_LONG:
+                scsi_sense_set(cmd, SK_ILLEGAL_REQUEST, 0x24, 0x00);
+                return;
+        case SCSI_XFER_SHORT_OUT:
+                scsi_sense_set(cmd, SK_ILLEGAL_REQUEST, 0x0e, 0x03);
+                return;
+        case SCSI_XFER_DATA_PHASE:
+                scsi_sense_set(cmd, SK_ABORTED_COMMAND, 0x4b, 0x00);
+                return;
+        }
+        scsi_status_from_core(cmd, CORE_E_INTERNAL, 0, false);
+}
+
 void scsi_cmd_good(struct scsi_cmd *cmd)
 {
         cmd->status = SAM_STAT_GOOD;

@@ -213,6 +213,25 @@ static void test_sense_formats(void **state)
         assert_int_equal(cmd.sense_len, 0);
 }
 
+/* Transport-detected data transfer errors get their sense from the personality. */
+static void test_transport_xfer_errors(void **state)
+{
+        uint8_t cdb[16];
+        (void)state;
+        put16(cdb, 0x8a, 0, 8); /* WRITE(16) */
+        assert_int_equal(run(cdb, 16, 4096, 0), SCSI_PARSE_EXEC);
+        scsi_cmd_reject_xfer(&cmd, SCSI_XFER_TOO_LONG);
+        expect_sense(SK_ILLEGAL_REQUEST, 0x24, 0x00);
+        assert_int_equal(cmd.sense_len, 18);
+        assert_int_equal(cmd.data_in_len, 0);
+        scsi_cmd_reject_xfer(&cmd, SCSI_XFER_SHORT_OUT);
+        expect_sense(SK_ILLEGAL_REQUEST, 0x0e, 0x03);
+        scsi_lu_state(&ns)->d_sense = true; /* the LU's sense format holds for them too */
+        scsi_cmd_reject_xfer(&cmd, SCSI_XFER_DATA_PHASE);
+        assert_int_equal(cmd.sense[0], 0x72);
+        expect_sense(SK_ABORTED_COMMAND, 0x4b, 0x00);
+}
+
 static void test_unit_attention(void **state)
 {
         uint8_t tur[16] = {0}, inq[16] = {0x12, 0, 0, 0, 36, 0};
@@ -373,6 +392,7 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_reserved_bits_field_pointer, setup, teardown),
             cmocka_unit_test_setup_teardown(test_unsupported, setup, teardown),
             cmocka_unit_test_setup_teardown(test_sense_formats, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_transport_xfer_errors, setup, teardown),
             cmocka_unit_test_setup_teardown(test_unit_attention, setup, teardown),
             cmocka_unit_test_setup_teardown(test_unmapped_lun, setup, teardown),
             cmocka_unit_test_setup_teardown(test_edtl_truncation, setup, teardown),
