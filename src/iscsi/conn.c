@@ -135,7 +135,7 @@ static void rx_process(struct iscsi_conn *c);
 
 static void arm_poll(struct iscsi_conn *c, bool out)
 {
-        if (c->fuzz || c->state == ISCSI_CONN_CLOSING)
+        if (c->state == ISCSI_CONN_CLOSING)
                 return;
         bool *armed = out ? &c->poll_out : &c->poll_in;
         if (*armed)
@@ -161,7 +161,6 @@ void iscsi_conn_flush(struct iscsi_conn *c)
         while (c->txq_head && c->state != ISCSI_CONN_CLOSING) {
                 struct iovec iov[64];
                 int n = 0;
-                size_t total = 0;
                 for (struct iscsi_tx *tx = c->txq_head; tx && n <= 61; tx = tx->next) {
                         uint32_t skip = tx == c->txq_head ? tx->sent : 0;
                         const uint8_t *parts[3] = {tx->hdr, tx->data, tx->trailer};
@@ -173,28 +172,22 @@ void iscsi_conn_flush(struct iscsi_conn *c)
                                 }
                                 iov[n].iov_base = (void *)(parts[i] + skip);
                                 iov[n].iov_len = lens[i] - skip;
-                                total += iov[n].iov_len;
                                 skip = 0;
                                 n++;
                         }
                 }
-                ssize_t w;
-                if (c->fuzz) {
-                        w = (ssize_t)total;
-                } else {
-                        struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)n};
-                        w = sendmsg(c->fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
-                        if (w < 0) {
-                                if (errno == EINTR)
-                                        continue;
-                                if (errno == EAGAIN || errno == EWOULDBLOCK) {
-                                        arm_poll(c, true);
-                                        break;
-                                }
-                                c->flushing = false;
-                                iscsi_conn_close(c, "send error");
-                                return;
+                struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)n};
+                ssize_t w = sendmsg(c->fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+                if (w < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                                arm_poll(c, true);
+                                break;
                         }
+                        c->flushing = false;
+                        iscsi_conn_close(c, "send error");
+                        return;
                 }
                 size_t left = (size_t)w;
                 while (left && c->txq_head) {
@@ -264,7 +257,7 @@ static void rx_defer_fn(struct rt_defer *d)
 
 static void rx_kick(struct iscsi_conn *c)
 {
-        if (c->fuzz || c->rx_defer_armed)
+        if (c->rx_defer_armed)
                 return;
         c->rx_defer_armed = true;
         rt_defer(c->r, &c->rx_defer);
@@ -498,14 +491,6 @@ static void task_exec(struct iscsi_task *t)
         t->exec_pending = true;
         t->refs++;
         c->exec_count++;
-        if (c->fuzz) {
-                /* No backend while fuzzing the transport: pretend success. */
-                t->cmd.status = SAM_STAT_GOOD;
-                t->cmd.sense_len = 0;
-                t->cmd.data_in_len = t->cmd.dir_read ? min_u32(t->edtl, 65536) : 0;
-                scsi_done(&t->cmd);
-                return;
-        }
         scsi_cmd_exec(&t->cmd);
 }
 
@@ -1138,14 +1123,12 @@ static void dispatch_tmf(struct iscsi_conn *c, struct iscsi_task *t)
                         break;
                 }
                 abort_tasks(c, lun, t);
-                if (!c->fuzz)
-                        scsi_lun_reset(&s->nexus, lun);
+                scsi_lun_reset(&s->nexus, lun);
                 break;
         case ISCSI_TMF_TARGET_WARM_RESET:
         case ISCSI_TMF_TARGET_COLD_RESET:
                 abort_tasks(c, UINT64_MAX, t);
-                if (!c->fuzz)
-                        scsi_target_reset(&s->nexus, func == ISCSI_TMF_TARGET_COLD_RESET);
+                scsi_target_reset(&s->nexus, func == ISCSI_TMF_TARGET_COLD_RESET);
                 t->tmf_close = func == ISCSI_TMF_TARGET_COLD_RESET;
                 break;
         case ISCSI_TMF_CLEAR_ACA:
@@ -1259,22 +1242,11 @@ static void rx_dispatch(struct iscsi_conn *c)
 static int rx_fill(struct iscsi_conn *c, uint8_t *buf, uint32_t len)
 {
         while (c->rx_off < len) {
-                ssize_t n;
-                size_t want = len - c->rx_off;
-                if (c->fuzz) {
-                        n = (ssize_t)(want < c->fz_len ? want : c->fz_len);
-                        if (n == 0)
-                                return -1;
-                        memcpy(buf + c->rx_off, c->fz_data, (size_t)n);
-                        c->fz_data += n;
-                        c->fz_len -= (size_t)n;
-                } else {
-                        n = rt_rxbuf_read(&c->ra, c->fd, buf + c->rx_off, want);
-                        if (n == 0 || (n < 0 && n != -EAGAIN))
-                                return -1;
-                        if (n < 0)
-                                return 0;
-                }
+                ssize_t n = rt_rxbuf_read(&c->ra, c->fd, buf + c->rx_off, len - c->rx_off);
+                if (n == 0 || (n < 0 && n != -EAGAIN))
+                        return -1;
+                if (n < 0)
+                        return 0;
                 c->rx_off += (uint32_t)n;
         }
         return 1;
@@ -1323,7 +1295,7 @@ static void rx_process(struct iscsi_conn *c)
                                 goto out;
                         uint32_t crc = iscsi_crc32c_update(ISCSI_CRC_INIT, c->bhs, ISCSI_BHS_LEN);
                         crc = iscsi_crc32c_final(iscsi_crc32c_update(crc, c->ahs, c->ahs_len));
-                        if (!c->fuzz && crc != iscsi_digest_get(c->dig)) {
+                        if (crc != iscsi_digest_get(c->dig)) {
                                 iscsi_conn_warn(c, "header digest error");
                                 iscsi_conn_close(c, "header digest error");
                                 return;
@@ -1391,7 +1363,7 @@ static void rx_process(struct iscsi_conn *c)
                         r = rx_fill(c, c->dig, ISCSI_DIGEST_LEN);
                         if (r <= 0)
                                 goto out;
-                        if (!c->fuzz && iscsi_crc32c_final(c->rx_crc) != iscsi_digest_get(c->dig)) {
+                        if (iscsi_crc32c_final(c->rx_crc) != iscsi_digest_get(c->dig)) {
                                 /* ERL 0: no recovery within the connection. */
                                 iscsi_conn_warn(c, "data digest error");
                                 iscsi_conn_close(c, "data digest error");
@@ -1419,13 +1391,15 @@ out:
 /* ------------------------------------------------------------------ */
 /* Lifetime                                                             */
 
-struct iscsi_conn *iscsi_conn_new(int fd, bool fuzz)
+/* Connections started and not yet freed (iscsi_conn_live). */
+static atomic_uint live_conns;
+
+struct iscsi_conn *iscsi_conn_new(int fd)
 {
         struct iscsi_conn *c = calloc(1, sizeof(*c));
         if (!c)
                 return NULL;
         c->fd = fd;
-        c->fuzz = fuzz;
         c->ev_in.fn = ev_in_fn;
         c->ev_out.fn = ev_out_fn;
         c->rx_defer.fn = rx_defer_fn;
@@ -1436,7 +1410,7 @@ struct iscsi_conn *iscsi_conn_new(int fd, bool fuzz)
         c->text_in = malloc(ISCSI_TEXT_MAX);
         c->text_out.buf = malloc(ISCSI_TEXT_MAX);
         c->text_out.cap = ISCSI_TEXT_MAX;
-        c->nr_tasks = fuzz ? 8 : ISCSI_QUEUE_DEPTH + ISCSI_TASK_RESERVE;
+        c->nr_tasks = ISCSI_QUEUE_DEPTH + ISCSI_TASK_RESERVE;
         c->tasks = calloc(c->nr_tasks, sizeof(*c->tasks));
         /* One lazily backed region: untouched task buffers cost no memory. */
         c->region_len = (size_t)c->nr_tasks * ISCSI_TASK_BUF_LEN;
@@ -1486,6 +1460,7 @@ void iscsi_conn_start(void *arg)
 {
         struct iscsi_conn *c = arg;
         c->r = rt_current();
+        atomic_fetch_add(&live_conns, 1);
         struct sockaddr_storage peer;
         socklen_t sl = sizeof(peer);
         if (getpeername(c->fd, (struct sockaddr *)&peer, &sl) == 0)
@@ -1506,13 +1481,16 @@ static void conn_free(struct iscsi_conn *c)
                 iscsi_tgt_put(c->login.tgt);
         c->sess = NULL;
         c->login.tgt = NULL;
-        if (!c->fuzz && c->fd >= 0)
+        if (c->fd >= 0)
                 close(c->fd);
+        bool started = c->r != NULL;
         munmap(c->region, c->region_len);
         free(c->tasks);
         free(c->text_in);
         free(c->text_out.buf);
         free(c);
+        if (started)
+                atomic_fetch_sub(&live_conns, 1);
 }
 
 static bool conn_drained(const struct iscsi_conn *c)
@@ -1533,7 +1511,7 @@ static void close_defer_fn(struct rt_defer *d)
 static void conn_try_free(struct iscsi_conn *c)
 {
         /* Freed from a later loop iteration, never under a caller's feet. */
-        if (c->fuzz || c->close_deferred || !conn_drained(c))
+        if (c->close_deferred || !conn_drained(c))
                 return;
         c->close_deferred = true;
         rt_defer(c->r, &c->close_defer);
@@ -1547,9 +1525,8 @@ void iscsi_conn_close(struct iscsi_conn *c, const char *reason)
         c->rx_state = ISCSI_RX_STOP;
         c->close_defer.fn = close_defer_fn;
         snprintf(c->close_reason, sizeof(c->close_reason), "%s", reason);
-        if (!c->fuzz)
-                LOG_INFO(ISCSI_MOD, "%s: connection closed (%s)", c->peer, reason);
-        if (!c->fuzz && c->fd >= 0)
+        LOG_INFO(ISCSI_MOD, "%s: connection closed (%s)", c->peer, reason);
+        if (c->fd >= 0)
                 shutdown(c->fd, SHUT_RDWR);
         /* Queued PDUs will never go out: release what they hold. */
         while (c->txq_head) {
@@ -1571,27 +1548,20 @@ void iscsi_conn_close(struct iscsi_conn *c, const char *reason)
         conn_try_free(c);
 }
 
-/* ------------------------------------------------------------------ */
-/* Fuzzing                                                              */
-
-int iscsi_conn_fuzz_feed(const uint8_t *data, size_t len)
+int iscsi_conn_attach(int fd, struct rt_reactor *r)
 {
-        static bool target_ready;
-        if (!target_ready) {
-                char err[128];
-                iscsi_init();
-                iscsi_target_add("iqn.2024-01.org.slate:fuzz", err, sizeof(err));
-                target_ready = true;
-        }
-        struct iscsi_conn *c = iscsi_conn_new(-1, true);
+        struct iscsi_conn *c = iscsi_conn_new(fd);
         if (!c)
                 return -ENOMEM;
-        c->fz_data = data;
-        c->fz_len = len;
-        c->local.ss_family = AF_INET;
-        rx_process(c);
-        iscsi_conn_flush(c);
-        iscsi_conn_close(c, "fuzz input done");
-        conn_free(c);
-        return 0;
+        int rc = rt_msg_send(r, iscsi_conn_start, c);
+        if (rc < 0) {
+                c->fd = -1; /* the caller keeps its fd */
+                conn_free(c);
+        }
+        return rc;
+}
+
+unsigned iscsi_conn_live(void)
+{
+        return atomic_load(&live_conns);
 }

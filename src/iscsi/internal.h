@@ -384,15 +384,14 @@ struct iscsi_conn {
         bool flushing;
         bool logout_rsp_sent;
         uint32_t text_gen;
-
-        /* Fuzzing: input from memory, output discarded. */
-        bool fuzz;
-        const uint8_t *fz_data;
-        size_t fz_len;
 };
 
-struct iscsi_conn *iscsi_conn_new(int fd, bool fuzz);
+struct iscsi_conn *iscsi_conn_new(int fd);
 void iscsi_conn_start(void *arg); /* rt_msg_send target: runs on the conn's reactor */
+/* Serve connected socket fd on reactor r (takes the fd on success).  0 or -errno. */
+int iscsi_conn_attach(int fd, struct rt_reactor *r);
+/* Connections started on a reactor and not yet freed. */
+unsigned iscsi_conn_live(void);
 void iscsi_conn_close(struct iscsi_conn *c, const char *reason);
 void iscsi_conn_warn(struct iscsi_conn *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -409,8 +408,5 @@ void iscsi_conn_update_window(struct iscsi_conn *c);
 
 /* A complete Login Request (text in c->text_in) arrived. */
 void iscsi_login_rx(struct iscsi_conn *c);
-
-/* Fuzzing entry point: drive one connection from bytes. */
-int iscsi_conn_fuzz_feed(const uint8_t *data, size_t len);
 
 #endif

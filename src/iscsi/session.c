@@ -104,7 +104,7 @@ struct iscsi_session *iscsi_session_create(struct iscsi_conn *c, const struct is
                 snprintf(s->target_name, sizeof(s->target_name), "%s", tgt->name);
         s->tgt = tgt;
         s->params = n->p;
-        s->reactor = c->fuzz ? NULL : c->r;
+        s->reactor = c->r;
         s->conn = c;
 
         if (s->type == ISCSI_SESS_NORMAL)

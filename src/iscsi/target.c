@@ -324,7 +324,7 @@ static void portal_accept_fn(struct rt_event *ev, int res)
                 return;
         }
         if (res >= 0) {
-                struct iscsi_conn *c = iscsi_conn_new(res, false);
+                struct iscsi_conn *c = iscsi_conn_new(res);
                 if (!c) {
                         LOG_WARN(ISCSI_MOD, "out of memory for a new connection");
                         close(res);

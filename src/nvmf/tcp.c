@@ -150,11 +150,6 @@ struct tcp_queue {
         struct rt_rxbuf rx_ra; /* read-ahead for headers and small data */
         bool rx_resume;        /* yielded with read-ahead bytes left: continue from kick_fn */
 
-        /* Fuzzing: input from memory, output dropped. */
-        bool fuzz;
-        uint8_t *fz_data;
-        size_t fz_len, fz_off;
-
         /* Reactor plumbing. */
         struct rt_event rx_ev, tx_ev;
         bool rx_armed, tx_armed;
@@ -376,7 +371,6 @@ static void tx_flush(struct tcp_queue *q)
         while (q->txq_head && q->state != Q_DEAD) {
                 struct iovec iov[TCP_TX_IOV];
                 int n = 0;
-                size_t total = 0;
                 for (struct tx_item *it = q->txq_head; it && n < TCP_TX_IOV; it = it->next) {
                         size_t skip = it == q->txq_head ? it->off : 0;
                         for (int i = 0; i < it->iovcnt && n < TCP_TX_IOV; i++) {
@@ -387,32 +381,26 @@ static void tx_flush(struct tcp_queue *q)
                                 }
                                 iov[n].iov_base = (uint8_t *)it->iov[i].iov_base + skip;
                                 iov[n].iov_len = l - skip;
-                                total += l - skip;
                                 skip = 0;
                                 n++;
                         }
                 }
-                ssize_t sent;
-                if (q->fuzz) {
-                        sent = (ssize_t)total;
-                } else {
-                        struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)n};
-                        sent = sendmsg(q->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
-                        if (sent < 0) {
-                                if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
-                                        if (!q->tx_armed) {
-                                                struct io_uring_sqe *sqe = rt_sqe(q->nq.reactor);
-                                                io_uring_prep_poll_add(sqe, q->fd, POLLOUT);
-                                                io_uring_sqe_set_data(sqe, &q->tx_ev);
-                                                q->tx_armed = true;
-                                        }
-                                        return;
+                struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)n};
+                ssize_t sent = sendmsg(q->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+                if (sent < 0) {
+                        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
+                                if (!q->tx_armed) {
+                                        struct io_uring_sqe *sqe = rt_sqe(q->nq.reactor);
+                                        io_uring_prep_poll_add(sqe, q->fd, POLLOUT);
+                                        io_uring_sqe_set_data(sqe, &q->tx_ev);
+                                        q->tx_armed = true;
                                 }
-                                char why[96];
-                                snprintf(why, sizeof(why), "send failed: %s", strerror(errno));
-                                queue_close(q, why);
                                 return;
                         }
+                        char why[96];
+                        snprintf(why, sizeof(why), "send failed: %s", strerror(errno));
+                        queue_close(q, why);
+                        return;
                 }
                 size_t left = (size_t)sent;
                 while (q->txq_head) {
@@ -501,7 +489,6 @@ static void queue_free(struct tcp_queue *q)
         if (q->bufs)
                 munmap(q->bufs, q->bufs_len);
         free(q->cmds);
-        free(q->fz_data);
         free(q);
 }
 
@@ -1181,16 +1168,6 @@ static int rx_ddgst_done(struct tcp_queue *q)
 
 static ssize_t rx_read(struct tcp_queue *q, uint8_t *dst, size_t len)
 {
-        if (q->fuzz) {
-                size_t left = q->fz_len - q->fz_off;
-                if (!left)
-                        return 0;
-                if (len > left)
-                        len = left;
-                memcpy(dst, q->fz_data + q->fz_off, len);
-                q->fz_off += len;
-                return (ssize_t)len;
-        }
         return rt_rxbuf_read(&q->rx_ra, q->fd, dst, len);
 }
 
@@ -1208,7 +1185,7 @@ static void rx_ev_fn(struct rt_event *ev, int res)
 
 static void rx_arm(struct tcp_queue *q)
 {
-        if (q->rx_armed || q->fuzz)
+        if (q->rx_armed)
                 return;
         struct io_uring_sqe *sqe = rt_sqe(q->nq.reactor);
         io_uring_prep_poll_add(sqe, q->fd, POLLIN);
@@ -1262,7 +1239,7 @@ static void rx_process(struct tcp_queue *q)
                 }
                 if (rc != 0)
                         return; /* stalled (1) or closing (-1) */
-                if (!budget && !q->fuzz && q->rx == RX_CH) {
+                if (!budget && q->rx == RX_CH) {
                         if (rt_rxbuf_pending(&q->rx_ra)) {
                                 /* Bytes already read ahead: no poll would report them. */
                                 q->rx_resume = true;
@@ -1278,13 +1255,12 @@ static void rx_process(struct tcp_queue *q)
 /* ------------------------------------------------------------------ */
 /* Queue creation                                                      */
 
-static struct tcp_queue *queue_new(int fd, struct rt_reactor *r, bool fuzz)
+static struct tcp_queue *queue_new(int fd, struct rt_reactor *r)
 {
         struct tcp_queue *q = calloc(1, sizeof(*q));
         if (!q)
                 return NULL;
         q->fd = fd;
-        q->fuzz = fuzz;
         q->cmds = calloc(TCP_POOL, sizeof(*q->cmds));
         q->bufs_len = (size_t)TCP_POOL * TCP_BUF_LEN;
         q->bufs = mmap(NULL, q->bufs_len, PROT_READ | PROT_WRITE,
@@ -1317,42 +1293,38 @@ static struct tcp_queue *queue_new(int fd, struct rt_reactor *r, bool fuzz)
         q->close_timer.fn = close_timer_fn;
         q->state = Q_WAIT_IC;
         rx_next_pdu(q);
-        snprintf(q->peer, sizeof(q->peer), "fuzz");
-
-        if (!fuzz) {
-                int one = 1;
-                setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-                struct sockaddr_storage ss;
-                socklen_t sl = sizeof(ss);
-                char host[INET6_ADDRSTRLEN] = "?";
-                if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0) {
-                        if (ss.ss_family == AF_INET) {
-                                struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
-                                inet_ntop(AF_INET, &sin->sin_addr, q->nq.local_addr,
-                                          sizeof(q->nq.local_addr));
-                                q->nq.local_port = ntohs(sin->sin_port);
-                        } else if (ss.ss_family == AF_INET6) {
-                                struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
-                                inet_ntop(AF_INET6, &s6->sin6_addr, q->nq.local_addr,
-                                          sizeof(q->nq.local_addr));
-                                q->nq.local_port = ntohs(s6->sin6_port);
-                        }
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof(ss);
+        char host[INET6_ADDRSTRLEN] = "?";
+        if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0) {
+                if (ss.ss_family == AF_INET) {
+                        struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
+                        inet_ntop(AF_INET, &sin->sin_addr, q->nq.local_addr,
+                                  sizeof(q->nq.local_addr));
+                        q->nq.local_port = ntohs(sin->sin_port);
+                } else if (ss.ss_family == AF_INET6) {
+                        struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+                        inet_ntop(AF_INET6, &s6->sin6_addr, q->nq.local_addr,
+                                  sizeof(q->nq.local_addr));
+                        q->nq.local_port = ntohs(s6->sin6_port);
                 }
-                sl = sizeof(ss);
-                uint16_t pport = 0;
-                if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0) {
-                        if (ss.ss_family == AF_INET) {
-                                struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
-                                inet_ntop(AF_INET, &sin->sin_addr, host, sizeof(host));
-                                pport = ntohs(sin->sin_port);
-                        } else if (ss.ss_family == AF_INET6) {
-                                struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
-                                inet_ntop(AF_INET6, &s6->sin6_addr, host, sizeof(host));
-                                pport = ntohs(s6->sin6_port);
-                        }
-                }
-                snprintf(q->peer, sizeof(q->peer), "%s:%u", host, pport);
         }
+        sl = sizeof(ss);
+        uint16_t pport = 0;
+        if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0) {
+                if (ss.ss_family == AF_INET) {
+                        struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
+                        inet_ntop(AF_INET, &sin->sin_addr, host, sizeof(host));
+                        pport = ntohs(sin->sin_port);
+                } else if (ss.ss_family == AF_INET6) {
+                        struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+                        inet_ntop(AF_INET6, &s6->sin6_addr, host, sizeof(host));
+                        pport = ntohs(s6->sin6_port);
+                }
+        }
+        snprintf(q->peer, sizeof(q->peer), "%s:%u", host, pport);
 
         pthread_mutex_lock(&reg_lock);
         q->gen = ++reg_gen;
@@ -1373,7 +1345,7 @@ struct attach_msg {
 static void attach_on_reactor(void *arg)
 {
         struct attach_msg *m = arg;
-        struct tcp_queue *q = queue_new(m->fd, m->r, false);
+        struct tcp_queue *q = queue_new(m->fd, m->r);
         if (!q) {
                 LOG_WARN(MOD, "no memory for a new queue pair; connection refused");
                 close(m->fd);
@@ -1631,58 +1603,4 @@ void nvmf_tcp_fini(void)
         /* Give queues a moment to drain in-flight I/O (bounded). */
         for (int i = 0; i < 200 && nvmf_tcp_live_queues(); i++)
                 usleep(10000);
-}
-
-/* ------------------------------------------------------------------ */
-/* Fuzzing entry                                                       */
-
-struct fuzz_ctx {
-        const uint8_t *data;
-        size_t len;
-        int rc;
-};
-
-static void fuzz_on_reactor(void *arg)
-{
-        struct fuzz_ctx *f = arg;
-        struct tcp_queue *q = queue_new(-1, rt_get(0), true);
-        if (!q) {
-                f->rc = -ENOMEM;
-                return;
-        }
-        q->fz_data = malloc(f->len ? f->len : 1);
-        if (!q->fz_data) {
-                queue_close(q, "fuzz: no memory");
-                f->rc = -ENOMEM;
-                return;
-        }
-        memcpy(q->fz_data, f->data, f->len);
-        q->fz_len = f->len;
-        rx_process(q);
-        /* End of input is end of connection, unless a capsule waits for a command. */
-        if (!q->rx_stalled)
-                queue_close(q, "fuzz input consumed");
-        f->rc = 0;
-}
-
-static void fuzz_noop(void *arg)
-{
-        (void)arg;
-}
-
-int nvmf_tcp_fuzz_feed(const uint8_t *data, size_t len)
-{
-        struct rt_reactor *r = rt_get(0);
-        if (!r)
-                return -ENODEV;
-        unsigned before = nvmf_tcp_live_queues();
-        struct fuzz_ctx f = {.data = data, .len = len, .rc = 0};
-        int rc = rt_msg_call(r, fuzz_on_reactor, &f);
-        if (rc < 0)
-                return rc;
-        for (int i = 0; i < 5000 && nvmf_tcp_live_queues() > before; i++) {
-                rt_msg_call(r, fuzz_noop, NULL);
-                usleep(100);
-        }
-        return f.rc;
 }

@@ -1,8 +1,8 @@
 /*
  * NVMe/TCP transport internals shared with its unit tests and fuzz target:
  * the digest, the common-header and SGL checks (pure, synchronous) and entry points
- * that attach a queue pair to an existing socket or drive the PDU state
- * machine from a byte buffer without a socket.
+ * that attach a queue pair to an existing socket (the tests and the fuzzer
+ * use one end of a socketpair) and count live queue pairs.
  */
 #ifndef NVMF_TCP_INTERNAL_H
 #define NVMF_TCP_INTERNAL_H
@@ -49,12 +49,5 @@ int nvmf_tcp_attach_fd(int fd, unsigned r_idx);
 
 /* Number of queue pairs alive (not yet freed). */
 unsigned nvmf_tcp_live_queues(void);
-
-/*
- * Fuzzing: feed bytes to a fresh queue pair (no socket; what it sends is
- * dropped) on reactor 0 and wait until it is freed.  Reactors must be
- * running; call from a non-reactor thread.  Returns 0 or -errno.
- */
-int nvmf_tcp_fuzz_feed(const uint8_t *data, size_t len);
 
 #endif

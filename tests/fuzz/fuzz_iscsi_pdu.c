@@ -1,18 +1,61 @@
 /*
  * libFuzzer target: arbitrary bytes as the TCP stream of one iSCSI
- * connection (RFC 7143), through the real receive state machine, login
- * and full-feature PDU handling, with sockets and the backend faked
- * (iscsi_conn_fuzz_feed).  Seed with a valid login followed by commands.
+ * connection (RFC 7143), through the real receive state machine, login,
+ * full-feature PDU handling and the SCSI personality on a running reactor.
+ * The bytes go in through one end of a socketpair whose other end the
+ * transport serves like any accepted connection (stream.h); what the
+ * target sends is dropped.  Target iqn.2024-01.org.slate:test (the name
+ * the seeds log in to) maps one 8 MiB mem namespace at LUN 0.  Seed with a
+ * valid login followed by commands.
  */
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
+#include "core/ns.h"
 #include "iscsi/internal.h"
+#include "rt/log.h"
+#include "rt/reactor.h"
+#include "stream.h"
+
+#define FUZZ_IQN "iqn.2024-01.org.slate:test"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+static int setup_once(void)
+{
+        static int done;
+        if (done)
+                return 0;
+        done = 1;
+        rt_log_threshold = RT_LOG_ERR;
+        if (rt_init(1) < 0 || rt_start() < 0)
+                return -1;
+        char dir[] = "/tmp/slate-fuzz-iscsi-XXXXXX";
+        if (!mkdtemp(dir))
+                return -1;
+        core_set_state_dir(dir);
+        char err[256];
+        struct core_ns *ns;
+        struct core_ns_params p = {
+            .name = "fz0", .backend = "mem", .size_bytes = 8u << 20, .block_size = 512};
+        if (core_ns_create(&p, &ns, err, sizeof(err)) < 0)
+                return -1;
+        if (iscsi_init() < 0 || iscsi_target_add(FUZZ_IQN, err, sizeof(err)) < 0 ||
+            iscsi_lun_map(FUZZ_IQN, 0, "fz0", err, sizeof(err)) < 0)
+                return -1;
+        return 0;
+}
+
+static int attach(int fd)
+{
+        return iscsi_conn_attach(fd, rt_get(0));
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-        iscsi_conn_fuzz_feed(data, size);
+        if (setup_once() < 0)
+                abort();
+        fuzz_stream_feed(data, size, attach, iscsi_conn_live, 2000);
         return 0;
 }

@@ -2,10 +2,12 @@
  * libFuzzer target: arbitrary bytes as the TCP stream of one NVMe/TCP
  * queue pair (NVMe/TCP 1.0 section 3.6), through the real PDU receive
  * state machine, SGL checks, R2T/H2CData bookkeeping and the NVMe
- * personality, with the socket faked (nvmf_tcp_fuzz_feed drops what the
- * target sends).  One 8 MiB mem namespace is exported by a subsystem that
- * admits any host.  When the first input byte is odd a valid ICReq (no
- * digests) is prepended, so the fuzzer reaches capsules quickly.
+ * personality.  The bytes go in through one end of a socketpair whose
+ * other end the transport serves like any connection (stream.h); what the
+ * target sends is dropped.  One 8 MiB mem namespace is exported by a
+ * subsystem that admits any host.  When the first input byte is odd a
+ * valid ICReq (no digests) is prepended, so the fuzzer reaches capsules
+ * quickly.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -17,10 +19,21 @@
 #include "nvmf/tcp_internal.h"
 #include "rt/log.h"
 #include "rt/reactor.h"
+#include "stream.h"
 
 #define FUZZ_NQN "nqn.2026-12.io.slate:fuzz"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static int attach(int fd)
+{
+        return nvmf_tcp_attach_fd(fd, 0);
+}
+
+static void feed(const uint8_t *data, size_t len)
+{
+        fuzz_stream_feed(data, len, attach, nvmf_tcp_live_queues, 2000);
+}
 
 static int setup_once(void)
 {
@@ -61,10 +74,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 ic->ch.hlen = sizeof(*ic);
                 put_le32(&ic->ch.plen, sizeof(*ic));
                 memcpy(buf + 128, data + 1, size - 1);
-                nvmf_tcp_fuzz_feed(buf, 128 + size - 1);
+                feed(buf, 128 + size - 1);
                 free(buf);
                 return 0;
         }
-        nvmf_tcp_fuzz_feed(data, size);
+        feed(data, size);
         return 0;
 }
