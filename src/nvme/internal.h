@@ -167,8 +167,11 @@ struct nvme_status_map {
 };
 const struct nvme_status_map *nvme_status_map(enum core_status st);
 uint16_t nvme_cqe_status(const struct nvme_cmd *cmd); /* 15-bit status, without phase */
-void nvme_ctrl_log_error(struct nvme_ctrl *ctrl, const struct nvme_cmd *cmd, uint16_t loc,
-                         uint64_t lba);
+/*
+ * Record cmd's failure (status already in its CQE) in ctrl's Error Information
+ * log and set the CQE's More bit to say so.  No-op without a controller.
+ */
+void nvme_ctrl_log_error(struct nvme_ctrl *ctrl, struct nvme_cmd *cmd, uint16_t loc, uint64_t lba);
 
 /* ---- Command plumbing (opcodes.c) ---- */
 /* The command moves len bytes: checked by the transport (queue->check_xfer); false = rejected. */

@@ -60,8 +60,7 @@ uint16_t nvme_cqe_status(const struct nvme_cmd *cmd)
         return (uint16_t)(slate_get_le(cmd->cqe + 14, 2) >> 1);
 }
 
-void nvme_ctrl_log_error(struct nvme_ctrl *ctrl, const struct nvme_cmd *cmd, uint16_t loc,
-                         uint64_t lba)
+void nvme_ctrl_log_error(struct nvme_ctrl *ctrl, struct nvme_cmd *cmd, uint16_t loc, uint64_t lba)
 {
         if (!ctrl)
                 return;
@@ -79,6 +78,12 @@ void nvme_ctrl_log_error(struct nvme_ctrl *ctrl, const struct nvme_cmd *cmd, uin
         put_le32(&e->nsid, nvme_nsid(cmd));
         e->trtype = NVMF_TRTYPE_TCP;
         pthread_mutex_unlock(&ctrl->lock);
+        /*
+         * More (M, Base 2.0 4.6.1, CQE status field bit 13): the Error Information log holds an
+         * entry for this completion.  Set after the entry took the status, as the Linux target
+         * does, so the logged status field reads without it.
+         */
+        slate_put_le(cmd->cqe + 14, 2, slate_get_le(cmd->cqe + 14, 2) | NVME_STATUS_M);
 }
 
 /* Status (DNR when dnr) plus an Error Information entry locating SQE byte `byte`, bit `bit`. */

@@ -350,6 +350,41 @@ static void test_sgl_checks(void **s)
         assert_int_equal(slate_get_le(c.cqe + 12, 2), 0x1234);
 }
 
+/*
+ * A failing command whose error went into the Error Information log says so
+ * with the More bit (status bit 13); the logged status itself carries no M.
+ * Without a controller (before Connect) there is no log and no M.
+ */
+static void test_more_bit(void **s)
+{
+        (void)s;
+        struct nvme_cmd c;
+        sqe_init(&c, &admin_q, NVME_ADM_IDENTIFY, 0);
+        sgl_len(&c, 4096);
+        cdw(&c, 10, 0x42); /* unknown CNS */
+        uint64_t before = admin_q.ctrl->err_count;
+        nvme_cmd_parse(&c);
+        assert_int_equal(st(&c), ST(0, NVME_SC_INVALID_FIELD));
+        assert_int_equal(admin_q.ctrl->err_count, before + 1);
+        assert_int_equal(slate_get_le(c.cqe + 14, 2) & NVME_STATUS_M, NVME_STATUS_M);
+        assert_int_equal(get_le16(&last_error(admin_q.ctrl)->status) & NVME_STATUS_M, 0);
+        assert_int_equal(get_le16(&last_error(admin_q.ctrl)->status) >> 1,
+                         ST(0, NVME_SC_INVALID_FIELD) | 0x4000);
+
+        sqe_init(&c, &admin_q, NVME_ADM_IDENTIFY, 0); /* success: no M */
+        sgl_len(&c, 4096);
+        cdw(&c, 10, NVME_CNS_CTRL);
+        nvme_cmd_parse(&c);
+        assert_int_equal(slate_get_le(c.cqe + 14, 2), 0);
+
+        struct nvme_queue fresh;
+        memset(&fresh, 0, sizeof(fresh));
+        sqe_init(&c, &fresh, NVME_ADM_IDENTIFY, 0); /* no controller yet */
+        nvme_cmd_parse(&c);
+        assert_int_equal(st(&c), ST(0, NVME_SC_CMD_SEQ_ERROR));
+        assert_int_equal(slate_get_le(c.cqe + 14, 2) & NVME_STATUS_M, 0);
+}
+
 static void test_log_pages(void **s)
 {
         (void)s;
@@ -707,12 +742,19 @@ static void test_reset_and_fini(void **s)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-            cmocka_unit_test(test_status_table),      cmocka_unit_test(test_connect_validation),
-            cmocka_unit_test(test_connect_enable_io), cmocka_unit_test(test_identify),
-            cmocka_unit_test(test_sgl_checks),        cmocka_unit_test(test_log_pages),
-            cmocka_unit_test(test_features),          cmocka_unit_test(test_rae),
-            cmocka_unit_test(test_io_parse),          cmocka_unit_test(test_io_roundtrip),
-            cmocka_unit_test(test_discovery),         cmocka_unit_test(test_reset_and_fini),
+            cmocka_unit_test(test_status_table),
+            cmocka_unit_test(test_connect_validation),
+            cmocka_unit_test(test_connect_enable_io),
+            cmocka_unit_test(test_identify),
+            cmocka_unit_test(test_sgl_checks),
+            cmocka_unit_test(test_more_bit),
+            cmocka_unit_test(test_log_pages),
+            cmocka_unit_test(test_features),
+            cmocka_unit_test(test_rae),
+            cmocka_unit_test(test_io_parse),
+            cmocka_unit_test(test_io_roundtrip),
+            cmocka_unit_test(test_discovery),
+            cmocka_unit_test(test_reset_and_fini),
         };
         return cmocka_run_group_tests(tests, setup, NULL);
 }
