@@ -219,10 +219,3 @@ void nvme_ctrl_log_read(struct nvme_ctrl *ctrl, uint8_t lid)
         pthread_mutex_unlock(&ctrl->lock);
         aen_kick(ctrl);
 }
-
-void nvme_ctrl_drop_aers(struct nvme_ctrl *ctrl)
-{
-        pthread_mutex_lock(&ctrl->lock);
-        ctrl->naer = 0;
-        pthread_mutex_unlock(&ctrl->lock);
-}

@@ -226,8 +226,6 @@ void nvme_ctrl_raise(struct nvme_ctrl *ctrl, uint32_t evt, uint32_t nsid);
 void nvme_events_init(void);
 /* A log page was read with RAE = 0: unmask its event. */
 void nvme_ctrl_log_read(struct nvme_ctrl *ctrl, uint8_t lid);
-/* Drop parked AERs without completing them (queue going away). */
-void nvme_ctrl_drop_aers(struct nvme_ctrl *ctrl);
 uint64_t nvme_uptime_s(void);
 
 /* ---- Discovery (discovery.c) ---- */

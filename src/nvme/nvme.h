@@ -91,8 +91,6 @@ struct nvme_queue {
          * NULL accepts any data pointer (unit tests of the personality alone).
          */
         enum nvme_xfer_error (*check_xfer)(const struct nvme_cmd *cmd, uint32_t len, bool h2c);
-        /* A command slot for a completion the host did not just send (AEN). */
-        void *transport_priv;
 };
 
 struct nvme_cmd {
@@ -141,10 +139,14 @@ void nvme_cmd_reject_xfer(struct nvme_cmd *cmd, enum nvme_xfer_error e);
 void nvme_queue_fini(struct nvme_queue *q);
 
 /*
- * An Asynchronous Event Request parked by the personality completes later:
- * the personality calls queue->... no: it keeps the nvme_cmd and calls
- * cmd->done(cmd) when an event arrives (on the admin queue's reactor).  A
- * transport must therefore not reuse a cmd until done was called.
+ * Asynchronous Event Requests: nvme_cmd_exec parks the command in its
+ * controller (up to NVME_AERL; one more completes with Asynchronous Event
+ * Request Limit Exceeded) and calls cmd->done later, on the admin queue's
+ * reactor: when an unmasked event is pending (success, DW0 = the event), or
+ * from inside nvme_queue_fini of the admin queue (Command Aborted due to SQ
+ * Deletion).  done is called exactly once either way, so a transport keeps
+ * the cmd until then and calls nvme_queue_fini only once nothing but parked
+ * AERs is outstanding.
  */
 
 /* Control API (RPC, config): 0 or -errno with a message in err. */

@@ -501,19 +501,11 @@ static bool queue_try_free(struct tcp_queue *q)
                 return false; /* backend I/O in flight: its done frees us later */
         if (!q->fini_done) {
                 /*
-                 * nvme.h: called once every command but parked AERs has completed;
-                 * the personality drops those AERs without calling their done.
+                 * nvme.h: once every command but parked AERs has completed; the
+                 * personality completes those (cmd_done) from inside this call.
                  */
                 q->fini_done = true;
                 nvme_queue_fini(&q->nq);
-                for (unsigned i = 0; i < TCP_POOL; i++) {
-                        struct tcp_cmd *c = &q->cmds[i];
-                        if (c->state == CMD_EXEC && c->is_aer) {
-                                c->state = CMD_FREE;
-                                q->nexec--;
-                                q->naer--;
-                        }
-                }
                 if (q->nexec || q->kick_pending)
                         return false;
         }
@@ -1286,7 +1278,6 @@ static struct tcp_queue *queue_new(int fd, struct rt_reactor *r)
         q->nq.reactor = r;
         q->nq.teardown = tcp_teardown;
         q->nq.check_xfer = nvmf_tcp_check_xfer;
-        q->nq.transport_priv = q;
         q->rx_ev.fn = rx_ev_fn;
         q->tx_ev.fn = tx_ev_fn;
         q->kick.fn = kick_fn;

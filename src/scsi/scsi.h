@@ -79,7 +79,6 @@ struct scsi_nexus {
         struct scsi_target *target;
         struct core_pr_nexus id;
         _Atomic uint32_t ua[SCSI_MAX_LUNS]; /* pending unit attentions, bit per enum scsi_ua */
-        uint64_t pending_sense_key_dummy;
         struct scsi_nexus *next;
         /* PREVENT ALLOW MEDIUM REMOVAL state per LUN */
         uint8_t prevent[SCSI_MAX_LUNS];

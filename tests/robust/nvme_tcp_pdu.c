@@ -434,6 +434,37 @@ static int case_connect_bad_host(struct conn *c, int cntlid)
                              -1, "Connect from a host not allowed");
 }
 
+/*
+ * Four Asynchronous Event Requests parked (the fifth is over AERL: AER Limit
+ * Exceeded), then the admin queue closes under them: the personality
+ * completes them from nvme_queue_fini and the transport frees the queue.
+ */
+static int case_aer_teardown(struct conn *c, int cntlid)
+{
+        (void)cntlid;
+        uint64_t csts = 0;
+        if (do_connect(c, 0, 0xffff, subnqn, hostnqn, 1024, false) != 0)
+                FAIL("Connect failed");
+        if (prop(c, true, 0x14, 1u | (6u << 16) | (4u << 20), NULL) != 0)
+                FAIL("Property Set CC failed");
+        for (int i = 0; i < 50 && !(csts & 1); i++) {
+                if (prop(c, false, 0x1c, 0, &csts) != 0)
+                        FAIL("Property Get CSTS failed");
+                if (!(csts & 1))
+                        usleep(100000);
+        }
+        if (!(csts & 1))
+                FAIL("controller never ready");
+        for (int i = 0; i < 5; i++) {
+                uint8_t sqe[64];
+                sqe_init(sqe, 0x0c, NVME_TCP_SGL_TRANSPORT, 0);
+                if (send_capsule(c, sqe, NULL, 0, false, false) < 0)
+                        FAIL("send Asynchronous Event Request");
+                c->cid++;
+        }
+        return expect_status(recv_resp(c, NULL, 0), 0x05, "fifth Asynchronous Event Request");
+}
+
 struct tcase {
         const char *name;
         int (*fn)(struct conn *c, int cntlid);
@@ -454,6 +485,7 @@ static const struct tcase cases[] = {
     {"sgl_length", case_sgl_length},
     {"connect_bad_subnqn", case_connect_bad_subnqn},
     {"connect_bad_host", case_connect_bad_host},
+    {"aer_teardown", case_aer_teardown},
 };
 
 int main(int argc, char **argv)

@@ -722,9 +722,24 @@ static void test_status_table(void **s)
         assert_int_equal(nvme_status_map(CORE_STATUS_MAX)->sc, NVME_SC_INTERNAL);
 }
 
+static int aer_done_calls;
+static uint16_t aer_done_status;
+static void aer_done(struct nvme_cmd *c)
+{
+        aer_done_calls++;
+        aer_done_status = nvme_cqe_status(c) & 0x7ff;
+}
+
 static void test_reset_and_fini(void **s)
 {
         (void)s;
+        /* nvme.h's AER contract: a parked AER completes once, from inside nvme_queue_fini. */
+        struct nvme_cmd aer;
+        sqe_init(&aer, &admin_q, NVME_ADM_ASYNC_EVENT, 0);
+        aer.done = aer_done;
+        assert_int_equal(nvme_cmd_parse(&aer), NVME_PARSE_EXEC);
+        nvme_cmd_exec(&aer);
+        assert_int_equal(aer_done_calls, 0);
         /* CC.EN 1 -> 0: CSTS.RDY clears; shutdown reports SHST complete. */
         assert_int_equal(prop_set_cc(&admin_q, (1u << 14) | 1 | (6 << 16) | (4 << 20)), 0);
         assert_int_equal((atomic_load(&admin_q.ctrl->csts) >> 2) & 3, NVME_CSTS_SHST_CMPLT);
@@ -732,8 +747,11 @@ static void test_reset_and_fini(void **s)
         assert_int_equal(atomic_load(&admin_q.ctrl->csts) & NVME_CSTS_RDY, 0);
         nvme_queue_fini(&io_q);
         assert_null(io_q.ctrl);
+        assert_int_equal(aer_done_calls, 0);
         nvme_queue_fini(&admin_q);
         assert_null(admin_q.ctrl);
+        assert_int_equal(aer_done_calls, 1);
+        assert_int_equal(aer_done_status, ST(0, NVME_SC_ABORT_SQ_DELETION));
         char err[128];
         assert_int_equal(nvme_ns_detach(SUBNQN, 1, err, sizeof(err)), 0);
         assert_int_equal(nvme_ns_in_use(ns), 0);
