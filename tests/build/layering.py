@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """The build enforces the module layering (DESIGN.md "Layout"); this checks it.
 
-1. Every module-private header fails to compile outside its module with its
-   own #error, and compiles when the module's SLATE_MODULE_<NAME> macro is
-   defined (so the failure is the guard's and not, say, a missing path).
+1. Every module-private header (the four internal headers, and any header
+   under src/ that carries the guard) fails to compile outside its module
+   with its own #error, and compiles when the module's SLATE_MODULE_<NAME>
+   macro is defined (so the failure is the guard's and not, say, a missing
+   path).
 2. No module library refers to a symbol that only a module above it (or
    beside it) defines: calls point downward only.
 
@@ -12,19 +14,33 @@ Usage (from tests/meson.build):
 Prints one line per check and exits non-zero if any failed.
 """
 import os
+import re
 import subprocess
 import sys
 import tempfile
 
-# Private header -> the module macro that admits it.
-PRIVATE = {
+# Headers that must be private (header -> the module macro that admits it);
+# any other header under src/ guarded the same way is checked too.
+REQUIRED = {
     "scsi/internal.h": "SLATE_MODULE_SCSI",
     "nvme/internal.h": "SLATE_MODULE_NVME",
     "iscsi/internal.h": "SLATE_MODULE_ISCSI",
     "nvmf/tcp_internal.h": "SLATE_MODULE_NVMF",
-    "backend/sync.h": "SLATE_MODULE_BACKEND",
-    "core/crc.h": "SLATE_MODULE_CORE",
 }
+GUARD = re.compile(r'^#ifndef (SLATE_MODULE_[A-Z]+)\n#error "[^"]* is private to', re.M)
+
+
+def private_headers(srcroot):
+    found = dict(REQUIRED)
+    src = os.path.join(srcroot, "src")
+    for d, _, files in os.walk(src):
+        for f in files:
+            if f.endswith(".h"):
+                path = os.path.join(d, f)
+                m = GUARD.search(open(path, encoding="utf-8").read())
+                if m:
+                    found[os.path.relpath(path, src)] = m.group(1)
+    return found
 
 # Module -> the modules it may call (everything below it; core and the
 # backends share one level: backends complete requests through the core).
@@ -73,7 +89,7 @@ def main():
     libs = dict(a.split("=", 1) for a in args[sep + 1:])
     bad = 0
 
-    for header, macro in PRIVATE.items():
+    for header, macro in sorted(private_headers(srcroot).items()):
         rc, out = compile_probe(cc, srcroot, header, [])
         if rc == 0 or "is private to" not in out:
             print("FAIL private header %s compiles outside its module" % header)
