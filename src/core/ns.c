@@ -21,7 +21,7 @@
 #include <unistd.h>
 #include <uuid/uuid.h>
 
-#include "core/crc.h"
+#include "rt/crc.h"
 #include "rt/log.h"
 
 #define META_VERSION 1
@@ -109,7 +109,7 @@ int core_ns_save_meta(struct core_ns *ns)
                 return -ENOMEM;
         }
         json_t *top = json_pack("{s:o, s:I}", "body", body, "crc32c",
-                                (json_int_t)core_crc32c(text, strlen(text)));
+                                (json_int_t)rt_crc32c(text, strlen(text)));
         free(text);
         if (!top)
                 return -ENOMEM;
@@ -156,7 +156,7 @@ static int load_meta(struct core_ns *ns, char *err, size_t errlen)
         json_t *crc = json_object_get(top, "crc32c");
         char *text = body ? json_dumps(body, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
         if (!text || !json_is_integer(crc) ||
-            (uint32_t)json_integer_value(crc) != core_crc32c(text, strlen(text))) {
+            (uint32_t)json_integer_value(crc) != rt_crc32c(text, strlen(text))) {
                 snprintf(err, errlen, "metadata %s: checksum mismatch or malformed", ns->meta_path);
                 goto out;
         }

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "iscsi/internal.h"
+#include "rt/crc.h"
 #include "rt/log.h"
 
 /* ------------------------------------------------------------------ */
@@ -85,16 +86,16 @@ void iscsi_tx_seal(struct iscsi_conn *c, struct iscsi_tx *tx)
         put_be24(&h->data_segment_len, tx->data_len);
         tx->hdr_len = ISCSI_BHS_LEN;
         if (c->hdigest) {
-                iscsi_digest_put(tx->hdr + ISCSI_BHS_LEN, iscsi_crc32c(tx->hdr, ISCSI_BHS_LEN));
+                iscsi_digest_put(tx->hdr + ISCSI_BHS_LEN, rt_crc32c(tx->hdr, ISCSI_BHS_LEN));
                 tx->hdr_len += ISCSI_DIGEST_LEN;
         }
         uint32_t pad = (4 - (tx->data_len & 3)) & 3;
         memset(tx->trailer, 0, sizeof(tx->trailer));
         tx->trailer_len = pad;
         if (c->ddigest && tx->data_len) {
-                uint32_t crc = iscsi_crc32c_update(ISCSI_CRC_INIT, tx->data, tx->data_len);
-                crc = iscsi_crc32c_update(crc, tx->trailer, pad);
-                iscsi_digest_put(tx->trailer + pad, iscsi_crc32c_final(crc));
+                uint32_t crc = rt_crc32c_update(RT_CRC32C_INIT, tx->data, tx->data_len);
+                crc = rt_crc32c_update(crc, tx->trailer, pad);
+                iscsi_digest_put(tx->trailer + pad, rt_crc32c_final(crc));
                 tx->trailer_len += ISCSI_DIGEST_LEN;
         }
         tx->sent = 0;
@@ -1293,8 +1294,8 @@ static void rx_process(struct iscsi_conn *c)
                         r = rx_fill(c, c->dig, ISCSI_DIGEST_LEN);
                         if (r <= 0)
                                 goto out;
-                        uint32_t crc = iscsi_crc32c_update(ISCSI_CRC_INIT, c->bhs, ISCSI_BHS_LEN);
-                        crc = iscsi_crc32c_final(iscsi_crc32c_update(crc, c->ahs, c->ahs_len));
+                        uint32_t crc = rt_crc32c_update(RT_CRC32C_INIT, c->bhs, ISCSI_BHS_LEN);
+                        crc = rt_crc32c_final(rt_crc32c_update(crc, c->ahs, c->ahs_len));
                         if (crc != iscsi_digest_get(c->dig)) {
                                 iscsi_conn_warn(c, "header digest error");
                                 iscsi_conn_close(c, "header digest error");
@@ -1315,7 +1316,7 @@ static void rx_process(struct iscsi_conn *c)
                                 return;
                         }
                         c->rx_off = 0;
-                        c->rx_crc = ISCSI_CRC_INIT;
+                        c->rx_crc = RT_CRC32C_INIT;
                         c->rx_state = c->dsl ? ISCSI_RX_DATA : ISCSI_RX_DISPATCH;
                         break;
                 }
@@ -1324,7 +1325,7 @@ static void rx_process(struct iscsi_conn *c)
                         if (c->rx_dst) {
                                 r = rx_fill(c, c->rx_dst, c->dsl);
                                 if (c->ddigest && c->rx_off > before)
-                                        c->rx_crc = iscsi_crc32c_update(
+                                        c->rx_crc = rt_crc32c_update(
                                             c->rx_crc, c->rx_dst + before, c->rx_off - before);
                         } else {
                                 /* Discard through the scratch buffer, one chunk at a time. */
@@ -1334,7 +1335,7 @@ static void rx_process(struct iscsi_conn *c)
                                 r = rx_fill(c, c->scratch, chunk);
                                 uint32_t got = c->rx_off;
                                 if (c->ddigest && got)
-                                        c->rx_crc = iscsi_crc32c_update(c->rx_crc, c->scratch, got);
+                                        c->rx_crc = rt_crc32c_update(c->rx_crc, c->scratch, got);
                                 c->rx_off = base + got;
                                 if (r > 0 && c->rx_off < c->dsl)
                                         continue;
@@ -1354,7 +1355,7 @@ static void rx_process(struct iscsi_conn *c)
                         if (r <= 0)
                                 goto out;
                         if (c->ddigest)
-                                c->rx_crc = iscsi_crc32c_update(c->rx_crc, c->dig, pad);
+                                c->rx_crc = rt_crc32c_update(c->rx_crc, c->dig, pad);
                         c->rx_off = 0;
                         c->rx_state = c->ddigest ? ISCSI_RX_DDIGEST : ISCSI_RX_DISPATCH;
                         break;
@@ -1363,7 +1364,7 @@ static void rx_process(struct iscsi_conn *c)
                         r = rx_fill(c, c->dig, ISCSI_DIGEST_LEN);
                         if (r <= 0)
                                 goto out;
-                        if (iscsi_crc32c_final(c->rx_crc) != iscsi_digest_get(c->dig)) {
+                        if (rt_crc32c_final(c->rx_crc) != iscsi_digest_get(c->dig)) {
                                 /* ERL 0: no recovery within the connection. */
                                 iscsi_conn_warn(c, "data digest error");
                                 iscsi_conn_close(c, "data digest error");

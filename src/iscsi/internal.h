@@ -76,14 +76,6 @@ struct iscsi_conn_limits {
  */
 int iscsi_pdu_check_bhs(const uint8_t bhs[ISCSI_BHS_LEN], const struct iscsi_conn_limits *lim,
                         uint32_t *ahs_len, uint32_t *dsl);
-/* RFC 3720 CRC32C as used for iSCSI digests; chain with iscsi_crc32c_update. */
-#define ISCSI_CRC_INIT 0xffffffffu
-uint32_t iscsi_crc32c_update(uint32_t crc, const void *buf, size_t len);
-static inline uint32_t iscsi_crc32c_final(uint32_t crc)
-{
-        return crc ^ 0xffffffffu;
-}
-uint32_t iscsi_crc32c(const void *buf, size_t len);
 /* Digests go on the wire least significant byte first (RFC 3720 B.4). */
 void iscsi_digest_put(uint8_t out[4], uint32_t crc);
 uint32_t iscsi_digest_get(const uint8_t in[4]);

@@ -1,33 +1,14 @@
 /*
  * iSCSI PDU helpers (RFC 7143 11.2): validation of a received Basic Header
- * Segment before any length in it is used, CRC32C header/data digests
- * (RFC 7143 11.2.3 / RFC 3720 B.4, computed with ISA-L), and the SAM LUN
+ * Segment before any length in it is used, the byte order of CRC32C
+ * header/data digests (RFC 7143 11.2.3 / RFC 3720 B.4; the CRC itself is
+ * rt_crc32c), and the SAM LUN
  * encoding of the LUN field (SAM-5 4.7, single level only).
  */
 #include <errno.h>
-#include <isa-l.h>
 #include <string.h>
 
 #include "iscsi/internal.h"
-
-uint32_t iscsi_crc32c_update(uint32_t crc, const void *buf, size_t len)
-{
-        /* ISA-L's crc32_iscsi() neither inverts the seed nor the result, so it
-         * chains: start with ISCSI_CRC_INIT and invert once at the end. */
-        const unsigned char *p = buf;
-        while (len > 0) {
-                int n = len > (1u << 30) ? (1 << 30) : (int)len;
-                crc = crc32_iscsi((unsigned char *)p, n, crc);
-                p += n;
-                len -= (size_t)n;
-        }
-        return crc;
-}
-
-uint32_t iscsi_crc32c(const void *buf, size_t len)
-{
-        return iscsi_crc32c_final(iscsi_crc32c_update(ISCSI_CRC_INIT, buf, len));
-}
 
 void iscsi_digest_put(uint8_t out[4], uint32_t crc)
 {

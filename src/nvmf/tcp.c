@@ -18,7 +18,6 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <isa-l.h>
 #include <jansson.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -35,6 +34,7 @@
 
 #include "nvme/nvme.h"
 #include "nvmf/tcp_internal.h"
+#include "rt/crc.h"
 #include "rt/log.h"
 #include "rt/reactor.h"
 #include "rt/rxbuf.h"
@@ -52,11 +52,6 @@
 #define TCP_CLOSE_MS  1000 /* after a C2HTermReq, close even if it could not be sent */
 
 #define container_of(p, T, m) ((T *)((char *)(p)-offsetof(T, m)))
-
-uint32_t nvmf_tcp_crc32c(const void *buf, size_t len)
-{
-        return crc32_iscsi((unsigned char *)buf, (int)len, 0xffffffffu) ^ 0xffffffffu;
-}
 
 /* ------------------------------------------------------------------ */
 /* Objects                                                             */
@@ -308,7 +303,7 @@ static void put_hdgst(struct tcp_queue *q, uint8_t *hdr, uint8_t hlen)
 {
         if (q->hdgst) {
                 le32 d;
-                put_le32(&d, nvmf_tcp_crc32c(hdr, hlen));
+                put_le32(&d, rt_crc32c(hdr, hlen));
                 memcpy(hdr + hlen, &d, sizeof(d));
         }
 }
@@ -736,7 +731,7 @@ static void cmd_send_resp(struct tcp_cmd *c)
                 it->iovcnt = 2;
                 if (dd) {
                         le32 v;
-                        put_le32(&v, nvmf_tcp_crc32c(nc->buf, dlen));
+                        put_le32(&v, rt_crc32c(nc->buf, dlen));
                         memcpy(c->data_dgst, &v, sizeof(v));
                         it->iov[2].iov_base = c->data_dgst;
                         it->iov[2].iov_len = dd;
@@ -1034,7 +1029,7 @@ static int rx_psh_done(struct tcp_queue *q)
         if (ch->flags & NVME_TCP_F_HDGSTF) {
                 le32 got;
                 memcpy(&got, q->rx_hdr + ch->hlen, sizeof(got));
-                uint32_t want = nvmf_tcp_crc32c(q->rx_hdr, ch->hlen);
+                uint32_t want = rt_crc32c(q->rx_hdr, ch->hlen);
                 if (get_le32(&got) != want) {
                         queue_fatal(q, NVME_TCP_FES_HDR_DIGEST, get_le32(&got), "header digest");
                         return -1;
@@ -1148,7 +1143,7 @@ static int rx_ddgst_done(struct tcp_queue *q)
             ch->pdu_type == NVME_TCP_PDU_CAPSULE_CMD ? c->nc.buf : c->nc.buf + c->r2to + c->r2t_got;
         le32 got;
         memcpy(&got, q->rx_ddgst, sizeof(got));
-        if (get_le32(&got) != nvmf_tcp_crc32c(data, q->rx_dlen)) {
+        if (get_le32(&got) != rt_crc32c(data, q->rx_dlen)) {
                 /* Not fatal (3.5): the command completes with Transient Transport Error. */
                 queue_warn(q, "%s (cid %u, %u bytes): command fails", "data digest error", c->cid,
                            q->rx_dlen);

@@ -1,6 +1,6 @@
 /*
  * NVMe/TCP transport internals shared with its unit tests and fuzz target:
- * the digest, the common-header and SGL checks (pure, synchronous) and entry points
+ * the common-header and SGL checks (pure, synchronous) and entry points
  * that attach a queue pair to an existing socket (the tests and the fuzzer
  * use one end of a socketpair) and count live queue pairs.
  */
@@ -20,9 +20,6 @@
 
 #define NVMF_TCP_MAXH2CDATA (128u * 1024) /* announced in ICResp */
 #define NVMF_TCP_CPDA       0             /* we ask no data alignment of the host */
-
-/* CRC32C as NVMe/TCP digests use it (ISA-L crc32_iscsi, seed and result inverted). */
-uint32_t nvmf_tcp_crc32c(const void *buf, size_t len);
 
 /*
  * Check a received common header against the PDU type rules (3.6.1, 3.6.2)

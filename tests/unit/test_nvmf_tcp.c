@@ -24,6 +24,7 @@
 #include "nvme/nvme.h"
 #include "nvmf/nvmf.h"
 #include "nvmf/tcp_internal.h"
+#include "rt/crc.h"
 #include "rt/reactor.h"
 #include "slate/spec/nvme.h"
 #include "slate/spec/nvme_tcp.h"
@@ -164,14 +165,14 @@ static void send_cmd(struct host *h, const struct nvme_sqe *sqe, const void *icd
         memcpy(c->sqe, sqe, 64);
         if (hd) {
                 le32 d;
-                put_le32(&d, nvmf_tcp_crc32c(pdu, 72) ^ (corrupt_hdgst ? 1u : 0u));
+                put_le32(&d, rt_crc32c(pdu, 72) ^ (corrupt_hdgst ? 1u : 0u));
                 memcpy(pdu + 72, &d, 4);
         }
         if (icd_len)
                 memcpy(pdu + 72 + hd, icd, icd_len);
         if (dd) {
                 le32 d;
-                put_le32(&d, nvmf_tcp_crc32c(icd, icd_len) ^ (corrupt_ddgst ? 1u : 0u));
+                put_le32(&d, rt_crc32c(icd, icd_len) ^ (corrupt_ddgst ? 1u : 0u));
                 memcpy(pdu + 72 + hd + icd_len, &d, 4);
         }
         xsend(h->fd, pdu, plen);
@@ -203,7 +204,7 @@ static int recv_hdr(struct host *h, uint8_t *buf, size_t hlen)
                 le32 d;
                 if (xrecv(h->fd, &d, 4) < 0)
                         return -1;
-                assert_int_equal(get_le32(&d), nvmf_tcp_crc32c(buf, hlen));
+                assert_int_equal(get_le32(&d), rt_crc32c(buf, hlen));
         }
         return 0;
 }
@@ -247,7 +248,7 @@ static void host_close(struct host *h)
 static void test_crc32c_vector(void **st)
 {
         (void)st;
-        assert_int_equal(nvmf_tcp_crc32c("123456789", 9), 0xE3069283u);
+        assert_int_equal(rt_crc32c("123456789", 9), 0xE3069283u);
 }
 
 static void test_check_ch(void **st)
@@ -343,9 +344,9 @@ static void test_write_r2t_read_c2h_digests(void **st)
                         put_le32(&d->datao, done + sent);
                         put_le32(&d->datal, n);
                         le32 hdg, ddg;
-                        put_le32(&hdg, nvmf_tcp_crc32c(hdr, 24));
+                        put_le32(&hdg, rt_crc32c(hdr, 24));
                         memcpy(hdr + 24, &hdg, 4);
-                        put_le32(&ddg, nvmf_tcp_crc32c(data + done + sent, n));
+                        put_le32(&ddg, rt_crc32c(data + done + sent, n));
                         xsend(h.fd, hdr, 28);
                         xsend(h.fd, data + done + sent, n);
                         xsend(h.fd, &ddg, 4);
@@ -370,7 +371,7 @@ static void test_write_r2t_read_c2h_digests(void **st)
         assert_int_equal(xrecv(h.fd, back, len), 0);
         le32 ddg;
         assert_int_equal(xrecv(h.fd, &ddg, 4), 0);
-        assert_int_equal(get_le32(&ddg), nvmf_tcp_crc32c(back, len));
+        assert_int_equal(get_le32(&ddg), rt_crc32c(back, len));
         assert_memory_equal(back, data, len);
         assert_int_equal(recv_resp(&h, 8), 0);
         free(data);

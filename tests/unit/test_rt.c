@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "rt/crc.h"
 #include "rt/reactor.h"
 
 static int setup(void **st)
@@ -126,12 +127,27 @@ static void test_timers(void **st)
         assert_int_equal(fired[2], 0); /* cancelled */
 }
 
+/* RFC 3720 B.4 check value; a chain over pieces equals the one-shot CRC. */
+static void test_crc32c(void **st)
+{
+        (void)st;
+        assert_int_equal(rt_crc32c("123456789", 9), 0xe3069283u);
+        uint8_t zeros[32] = {0};
+        assert_int_equal(rt_crc32c(zeros, sizeof(zeros)), 0x8a9136aau);
+        uint32_t crc = RT_CRC32C_INIT;
+        crc = rt_crc32c_update(crc, "1234", 4);
+        crc = rt_crc32c_update(crc, "", 0);
+        crc = rt_crc32c_update(crc, "56789", 5);
+        assert_int_equal(rt_crc32c_final(crc), 0xe3069283u);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_msg_lands_on_target),
             cmocka_unit_test(test_defer_fifo_not_inline),
             cmocka_unit_test(test_timers),
+            cmocka_unit_test(test_crc32c),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }
