@@ -18,9 +18,6 @@
  * I/O is running is never freed under it.
  */
 #include <errno.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <arpa/inet.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -98,32 +95,30 @@ void iscsi_tx_seal(struct iscsi_conn *c, struct iscsi_tx *tx)
                 iscsi_digest_put(tx->trailer + pad, rt_crc32c_final(crc));
                 tx->trailer_len += ISCSI_DIGEST_LEN;
         }
-        tx->sent = 0;
 }
 
 void iscsi_conn_enqueue(struct iscsi_conn *c, struct iscsi_tx *tx)
 {
-        tx->next = NULL;
+        struct rt_txitem *it = &tx->it;
+        it->iovcnt = 0;
+        const uint8_t *parts[3] = {tx->hdr, tx->data, tx->trailer};
+        uint32_t lens[3] = {tx->hdr_len, tx->data_len, tx->trailer_len};
+        for (int i = 0; i < 3; i++)
+                if (lens[i]) {
+                        it->iov[it->iovcnt].iov_base = (void *)parts[i];
+                        it->iov[it->iovcnt].iov_len = lens[i];
+                        it->iovcnt++;
+                }
         tx->queued = true;
-        if (c->txq_tail)
-                c->txq_tail->next = tx;
-        else
-                c->txq_head = tx;
-        c->txq_tail = tx;
-}
-
-static uint32_t tx_total(const struct iscsi_tx *tx)
-{
-        return tx->hdr_len + tx->data_len + tx->trailer_len;
+        rt_txq_push(&c->txq, it);
 }
 
 static struct iscsi_tx *txq_pop(struct iscsi_conn *c)
 {
-        struct iscsi_tx *tx = c->txq_head;
-        c->txq_head = tx->next;
-        if (!c->txq_head)
-                c->txq_tail = NULL;
-        tx->next = NULL;
+        struct rt_txitem *it = rt_txq_pop(&c->txq);
+        if (!it)
+                return NULL;
+        struct iscsi_tx *tx = (struct iscsi_tx *)((char *)it - offsetof(struct iscsi_tx, it));
         tx->queued = false;
         return tx;
 }
@@ -154,60 +149,26 @@ static void rx_arm(struct iscsi_conn *c)
                 arm_poll(c, false);
 }
 
+/* rt_txq_flush callback: a PDU is out; false once its done() closed the connection. */
+static bool conn_tx_sent(struct rt_txitem *it, void *arg)
+{
+        struct iscsi_conn *c = arg;
+        struct iscsi_tx *tx = (struct iscsi_tx *)((char *)it - offsetof(struct iscsi_tx, it));
+        tx->queued = false;
+        if (tx->done)
+                tx->done(c, tx);
+        return c->state != ISCSI_CONN_CLOSING;
+}
+
 void iscsi_conn_flush(struct iscsi_conn *c)
 {
-        if (c->flushing || c->state == ISCSI_CONN_CLOSING)
+        if (c->state == ISCSI_CONN_CLOSING)
                 return;
-        c->flushing = true;
-        while (c->txq_head && c->state != ISCSI_CONN_CLOSING) {
-                struct iovec iov[64];
-                int n = 0;
-                for (struct iscsi_tx *tx = c->txq_head; tx && n <= 61; tx = tx->next) {
-                        uint32_t skip = tx == c->txq_head ? tx->sent : 0;
-                        const uint8_t *parts[3] = {tx->hdr, tx->data, tx->trailer};
-                        uint32_t lens[3] = {tx->hdr_len, tx->data_len, tx->trailer_len};
-                        for (int i = 0; i < 3; i++) {
-                                if (skip >= lens[i]) {
-                                        skip -= lens[i];
-                                        continue;
-                                }
-                                iov[n].iov_base = (void *)(parts[i] + skip);
-                                iov[n].iov_len = lens[i] - skip;
-                                skip = 0;
-                                n++;
-                        }
-                }
-                struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)n};
-                ssize_t w = sendmsg(c->fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
-                if (w < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        if (errno == EAGAIN || errno == EWOULDBLOCK) {
-                                arm_poll(c, true);
-                                break;
-                        }
-                        c->flushing = false;
-                        iscsi_conn_close(c, "send error");
-                        return;
-                }
-                size_t left = (size_t)w;
-                while (left && c->txq_head) {
-                        struct iscsi_tx *tx = c->txq_head;
-                        uint32_t rem = tx_total(tx) - tx->sent;
-                        if (left >= rem) {
-                                left -= rem;
-                                txq_pop(c);
-                                if (tx->done)
-                                        tx->done(c, tx);
-                                if (c->state == ISCSI_CONN_CLOSING)
-                                        break;
-                        } else {
-                                tx->sent += (uint32_t)left;
-                                left = 0;
-                        }
-                }
-        }
-        c->flushing = false;
+        int rc = rt_txq_flush(&c->txq, c->fd, conn_tx_sent, c);
+        if (rc == -EAGAIN)
+                arm_poll(c, true);
+        else if (rc < 0)
+                iscsi_conn_close(c, "send error");
 }
 
 static void ev_in_fn(struct rt_event *ev, int res)
@@ -639,8 +600,7 @@ static void logout_check(struct iscsi_conn *c)
          */
         iscsi_session_end_nexus(c->sess);
         send_logout_rsp(c->logout_task, ISCSI_LOGOUT_RSP_OK);
-        if (!c->flushing)
-                iscsi_conn_flush(c);
+        iscsi_conn_flush(c); /* a no-op when called from inside a flush */
 }
 
 /* ------------------------------------------------------------------ */
@@ -1325,8 +1285,8 @@ static void rx_process(struct iscsi_conn *c)
                         if (c->rx_dst) {
                                 r = rx_fill(c, c->rx_dst, c->dsl);
                                 if (c->ddigest && c->rx_off > before)
-                                        c->rx_crc = rt_crc32c_update(
-                                            c->rx_crc, c->rx_dst + before, c->rx_off - before);
+                                        c->rx_crc = rt_crc32c_update(c->rx_crc, c->rx_dst + before,
+                                                                     c->rx_off - before);
                         } else {
                                 /* Discard through the scratch buffer, one chunk at a time. */
                                 uint32_t chunk = min_u32(c->dsl - c->rx_off, sizeof(c->scratch));
@@ -1438,38 +1398,15 @@ struct iscsi_conn *iscsi_conn_new(int fd)
         return c;
 }
 
-static void sockaddr_str(const struct sockaddr_storage *ss, char *out, size_t len)
-{
-        char a[INET6_ADDRSTRLEN] = "?";
-        uint16_t port = 0;
-        if (ss->ss_family == AF_INET) {
-                const struct sockaddr_in *s4 = (const struct sockaddr_in *)ss;
-                inet_ntop(AF_INET, &s4->sin_addr, a, sizeof(a));
-                port = ntohs(s4->sin_port);
-                snprintf(out, len, "%s:%u", a, port);
-        } else if (ss->ss_family == AF_INET6) {
-                const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)ss;
-                inet_ntop(AF_INET6, &s6->sin6_addr, a, sizeof(a));
-                port = ntohs(s6->sin6_port);
-                snprintf(out, len, "[%s]:%u", a, port);
-        } else {
-                snprintf(out, len, "?");
-        }
-}
-
 void iscsi_conn_start(void *arg)
 {
         struct iscsi_conn *c = arg;
         c->r = rt_current();
         atomic_fetch_add(&live_conns, 1);
-        struct sockaddr_storage peer;
-        socklen_t sl = sizeof(peer);
-        if (getpeername(c->fd, (struct sockaddr *)&peer, &sl) == 0)
-                sockaddr_str(&peer, c->peer, sizeof(c->peer));
-        sl = sizeof(c->local);
+        rt_sock_peer_name(c->fd, c->peer, sizeof(c->peer));
+        socklen_t sl = sizeof(c->local);
         getsockname(c->fd, (struct sockaddr *)&c->local, &sl);
-        int one = 1;
-        setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        rt_sock_tune(c->fd);
         LOG_DEBUG(ISCSI_MOD, "%s: connection accepted", c->peer);
         arm_poll(c, false);
 }
@@ -1497,7 +1434,7 @@ static void conn_free(struct iscsi_conn *c)
 static bool conn_drained(const struct iscsi_conn *c)
 {
         return !c->poll_in && !c->poll_out && !c->rx_defer_armed && c->nr_free == c->nr_tasks &&
-               !c->txq_head;
+               rt_txq_empty(&c->txq);
 }
 
 static void close_defer_fn(struct rt_defer *d)
@@ -1530,8 +1467,7 @@ void iscsi_conn_close(struct iscsi_conn *c, const char *reason)
         if (c->fd >= 0)
                 shutdown(c->fd, SHUT_RDWR);
         /* Queued PDUs will never go out: release what they hold. */
-        while (c->txq_head) {
-                struct iscsi_tx *tx = txq_pop(c);
+        for (struct iscsi_tx *tx; (tx = txq_pop(c));) {
                 if (tx->done)
                         tx->done(c, tx);
         }

@@ -25,6 +25,7 @@
 #include "iscsi/iscsi.h"
 #include "rt/reactor.h"
 #include "rt/rxbuf.h"
+#include "rt/sock.h"
 #include "scsi/scsi.h"
 #include "slate/spec/iscsi.h"
 
@@ -209,14 +210,13 @@ void iscsi_close_all_sessions(void);
 
 /* One item on a connection's send queue: one PDU. */
 struct iscsi_tx {
-        struct iscsi_tx *next;
+        struct rt_txitem it; /* in the connection's send queue (iscsi_conn_enqueue) */
         uint8_t hdr[ISCSI_BHS_LEN + ISCSI_DIGEST_LEN];
         uint32_t hdr_len;
         const uint8_t *data;
         uint32_t data_len;
         uint8_t trailer[8]; /* padding + data digest */
         uint32_t trailer_len;
-        uint32_t sent;
         bool queued;
         void (*done)(struct iscsi_conn *c, struct iscsi_tx *tx);
         void *arg;
@@ -324,7 +324,7 @@ struct iscsi_conn {
         uint32_t mrdsl_in;  /* longest data segment we accept */
         uint32_t statsn;
         uint16_t cid;
-        char peer[80];
+        char peer[RT_ADDR_NAME_MAX];
         struct sockaddr_storage local;
         char close_reason[64];
         bool warned;
@@ -344,7 +344,7 @@ struct iscsi_conn {
         uint8_t scratch[4096];
 
         /* Send queue. */
-        struct iscsi_tx *txq_head, *txq_tail;
+        struct rt_txq txq;
         struct iscsi_tx login_tx;
 
         /* Tasks. */
@@ -373,7 +373,6 @@ struct iscsi_conn {
         bool close_deferred;
         struct rt_defer rx_defer; /* resume a parked receive once a task frees */
         bool rx_defer_armed;
-        bool flushing;
         bool logout_rsp_sent;
         uint32_t text_gen;
 };

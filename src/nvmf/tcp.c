@@ -38,6 +38,7 @@
 #include "rt/log.h"
 #include "rt/reactor.h"
 #include "rt/rxbuf.h"
+#include "rt/sock.h"
 #include "slate/spec/nvme.h"
 #include "slate/spec/nvmf.h"
 #include "slate/spec/nvme_tcp.h"
@@ -48,8 +49,7 @@
 #define TCP_ICD_MAX   NVME_TRANSPORT_ICD_BYTES
 #define TCP_BUF_LEN   (2u * CORE_MAX_TRANSFER_BYTES)
 #define TCP_RX_BUDGET (4u << 20) /* bytes read per wake-up before yielding to others */
-#define TCP_TX_IOV    64
-#define TCP_CLOSE_MS  1000 /* after a C2HTermReq, close even if it could not be sent */
+#define TCP_CLOSE_MS  1000       /* after a C2HTermReq, close even if it could not be sent */
 
 #define container_of(p, T, m) ((T *)((char *)(p)-offsetof(T, m)))
 
@@ -61,13 +61,10 @@ struct tcp_cmd;
 
 /* One PDU (or part of one) waiting to be sent. */
 struct tx_item {
-        struct iovec iov[3];
-        int iovcnt;
-        size_t len, off;
+        struct rt_txitem tx; /* iov and iovcnt set by the producer */
         bool queued;
         bool last;           /* the command's final PDU */
         struct tcp_cmd *cmd; /* NULL for queue-level PDUs */
-        struct tx_item *next;
 };
 
 /* Command life cycle in the transport. */
@@ -122,7 +119,7 @@ struct tcp_queue {
         int fd;
         enum q_state state;
         uint64_t gen;
-        char peer[80];
+        char peer[RT_ADDR_NAME_MAX];
         bool warned;
         bool fini_done;
 
@@ -153,7 +150,7 @@ struct tcp_queue {
         struct rt_timer close_timer;
 
         /* Send queue. */
-        struct tx_item *txq_head, *txq_tail;
+        struct rt_txq txq;
         struct tx_item ic_it, term_it;
         uint8_t ic_buf[sizeof(struct nvme_tcp_icresp)];
         uint8_t term_buf[NVME_TCP_TERM_MAX_PLEN];
@@ -310,19 +307,10 @@ static void put_hdgst(struct tcp_queue *q, uint8_t *hdr, uint8_t hlen)
 
 static void tx_queue(struct tcp_queue *q, struct tx_item *it)
 {
-        it->len = 0;
-        for (int i = 0; i < it->iovcnt; i++)
-                it->len += it->iov[i].iov_len;
-        it->off = 0;
-        it->next = NULL;
         it->queued = true;
         if (it->cmd)
                 it->cmd->tx_refs++;
-        if (q->txq_tail)
-                q->txq_tail->next = it;
-        else
-                q->txq_head = it;
-        q->txq_tail = it;
+        rt_txq_push(&q->txq, &it->tx);
 }
 
 static void cmd_release(struct tcp_cmd *c)
@@ -361,58 +349,30 @@ static void tx_ev_fn(struct rt_event *ev, int res)
         tx_flush(q);
 }
 
+/* rt_txq_flush callback: an item is out; false once the queue died. */
+static bool tx_sent_cb(struct rt_txitem *tx, void *arg)
+{
+        struct tcp_queue *q = arg;
+        tx_item_sent(q, container_of(tx, struct tx_item, tx));
+        return q->state != Q_DEAD;
+}
+
 static void tx_flush(struct tcp_queue *q)
 {
-        while (q->txq_head && q->state != Q_DEAD) {
-                struct iovec iov[TCP_TX_IOV];
-                int n = 0;
-                for (struct tx_item *it = q->txq_head; it && n < TCP_TX_IOV; it = it->next) {
-                        size_t skip = it == q->txq_head ? it->off : 0;
-                        for (int i = 0; i < it->iovcnt && n < TCP_TX_IOV; i++) {
-                                size_t l = it->iov[i].iov_len;
-                                if (skip >= l) {
-                                        skip -= l;
-                                        continue;
-                                }
-                                iov[n].iov_base = (uint8_t *)it->iov[i].iov_base + skip;
-                                iov[n].iov_len = l - skip;
-                                skip = 0;
-                                n++;
-                        }
+        if (q->state == Q_DEAD)
+                return;
+        int rc = rt_txq_flush(&q->txq, q->fd, tx_sent_cb, q);
+        if (rc == -EAGAIN) {
+                if (!q->tx_armed) {
+                        struct io_uring_sqe *sqe = rt_sqe(q->nq.reactor);
+                        io_uring_prep_poll_add(sqe, q->fd, POLLOUT);
+                        io_uring_sqe_set_data(sqe, &q->tx_ev);
+                        q->tx_armed = true;
                 }
-                struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)n};
-                ssize_t sent = sendmsg(q->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
-                if (sent < 0) {
-                        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
-                                if (!q->tx_armed) {
-                                        struct io_uring_sqe *sqe = rt_sqe(q->nq.reactor);
-                                        io_uring_prep_poll_add(sqe, q->fd, POLLOUT);
-                                        io_uring_sqe_set_data(sqe, &q->tx_ev);
-                                        q->tx_armed = true;
-                                }
-                                return;
-                        }
-                        char why[96];
-                        snprintf(why, sizeof(why), "send failed: %s", strerror(errno));
-                        queue_close(q, why);
-                        return;
-                }
-                size_t left = (size_t)sent;
-                while (q->txq_head) {
-                        struct tx_item *it = q->txq_head;
-                        size_t rem = it->len - it->off;
-                        if (left < rem) {
-                                it->off += left;
-                                break;
-                        }
-                        left -= rem;
-                        q->txq_head = it->next;
-                        if (!q->txq_head)
-                                q->txq_tail = NULL;
-                        tx_item_sent(q, it);
-                        if (q->state == Q_DEAD)
-                                return;
-                }
+        } else if (rc < 0) {
+                char why[96];
+                snprintf(why, sizeof(why), "send failed: %s", strerror(-rc));
+                queue_close(q, why);
         }
 }
 
@@ -453,9 +413,9 @@ static void queue_fatal(struct tcp_queue *q, uint16_t fes, uint32_t fei, const c
         put_le16(&t->fes, fes);
         put_le32(&t->fei, fei);
         memcpy(q->term_buf + sizeof(*t), q->rx_hdr, copy);
-        q->term_it.iov[0].iov_base = q->term_buf;
-        q->term_it.iov[0].iov_len = sizeof(*t) + copy;
-        q->term_it.iovcnt = 1;
+        q->term_it.tx.iov[0].iov_base = q->term_buf;
+        q->term_it.tx.iov[0].iov_len = sizeof(*t) + copy;
+        q->term_it.tx.iovcnt = 1;
         q->term_it.cmd = NULL;
         tx_queue(q, &q->term_it);
         rt_timer_arm(q->nq.reactor, &q->close_timer, TCP_CLOSE_MS);
@@ -569,14 +529,12 @@ static void queue_close(struct tcp_queue *q, const char *reason)
                         io_uring_sqe_set_data(sqe, NULL);
                 }
         }
-        while (q->txq_head) {
-                struct tx_item *it = q->txq_head;
-                q->txq_head = it->next;
+        for (struct rt_txitem *tx; (tx = rt_txq_pop(&q->txq));) {
+                struct tx_item *it = container_of(tx, struct tx_item, tx);
                 it->queued = false;
                 if (it->cmd)
                         it->cmd->tx_refs--;
         }
-        q->txq_tail = NULL;
         for (unsigned i = 0; i < TCP_POOL; i++) {
                 struct tcp_cmd *c = &q->cmds[i];
                 if (c->state != CMD_FREE && c->state != CMD_EXEC)
@@ -724,18 +682,18 @@ static void cmd_send_resp(struct tcp_cmd *c)
                 put_le32(&d->datal, dlen);
                 put_hdgst(q, c->data_hdr, sizeof(*d));
                 struct tx_item *it = &c->data_it;
-                it->iov[0].iov_base = c->data_hdr;
-                it->iov[0].iov_len = pdo;
-                it->iov[1].iov_base = nc->buf;
-                it->iov[1].iov_len = dlen;
-                it->iovcnt = 2;
+                it->tx.iov[0].iov_base = c->data_hdr;
+                it->tx.iov[0].iov_len = pdo;
+                it->tx.iov[1].iov_base = nc->buf;
+                it->tx.iov[1].iov_len = dlen;
+                it->tx.iovcnt = 2;
                 if (dd) {
                         le32 v;
                         put_le32(&v, rt_crc32c(nc->buf, dlen));
                         memcpy(c->data_dgst, &v, sizeof(v));
-                        it->iov[2].iov_base = c->data_dgst;
-                        it->iov[2].iov_len = dd;
-                        it->iovcnt = 3;
+                        it->tx.iov[2].iov_base = c->data_dgst;
+                        it->tx.iov[2].iov_len = dd;
+                        it->tx.iovcnt = 3;
                 }
                 it->cmd = c;
                 it->last = success_flag;
@@ -749,9 +707,9 @@ static void cmd_send_resp(struct tcp_cmd *c)
                 memcpy(r->cqe, nc->cqe, sizeof(r->cqe));
                 put_hdgst(q, c->resp_hdr, sizeof(*r));
                 struct tx_item *it = &c->resp_it;
-                it->iov[0].iov_base = c->resp_hdr;
-                it->iov[0].iov_len = sizeof(*r) + hd;
-                it->iovcnt = 1;
+                it->tx.iov[0].iov_base = c->resp_hdr;
+                it->tx.iov[0].iov_len = sizeof(*r) + hd;
+                it->tx.iovcnt = 1;
                 it->cmd = c;
                 it->last = true;
                 tx_queue(q, it);
@@ -808,9 +766,9 @@ static void cmd_r2t(struct tcp_cmd *c)
         put_le32(&r->r2tl, c->r2tl);
         put_hdgst(q, c->r2t_hdr, sizeof(*r));
         struct tx_item *it = &c->r2t_it;
-        it->iov[0].iov_base = c->r2t_hdr;
-        it->iov[0].iov_len = sizeof(*r) + hd;
-        it->iovcnt = 1;
+        it->tx.iov[0].iov_base = c->r2t_hdr;
+        it->tx.iov[0].iov_len = sizeof(*r) + hd;
+        it->tx.iovcnt = 1;
         it->cmd = c;
         it->last = false;
         tx_queue(q, it);
@@ -982,9 +940,9 @@ static void handle_icreq(struct tcp_queue *q)
         r->dgst =
             (uint8_t)((q->hdgst ? NVME_TCP_DGST_HDR : 0) | (q->ddgst ? NVME_TCP_DGST_DATA : 0));
         put_le32(&r->maxh2cdata, NVMF_TCP_MAXH2CDATA);
-        q->ic_it.iov[0].iov_base = q->ic_buf;
-        q->ic_it.iov[0].iov_len = sizeof(*r);
-        q->ic_it.iovcnt = 1;
+        q->ic_it.tx.iov[0].iov_base = q->ic_buf;
+        q->ic_it.tx.iov[0].iov_len = sizeof(*r);
+        q->ic_it.tx.iovcnt = 1;
         q->ic_it.cmd = NULL;
         tx_queue(q, &q->ic_it);
         q->state = Q_LIVE;
@@ -1279,38 +1237,14 @@ static struct tcp_queue *queue_new(int fd, struct rt_reactor *r)
         q->close_timer.fn = close_timer_fn;
         q->state = Q_WAIT_IC;
         rx_next_pdu(q);
-        int one = 1;
-        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        rt_sock_tune(fd);
         struct sockaddr_storage ss;
         socklen_t sl = sizeof(ss);
-        char host[INET6_ADDRSTRLEN] = "?";
-        if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0) {
-                if (ss.ss_family == AF_INET) {
-                        struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
-                        inet_ntop(AF_INET, &sin->sin_addr, q->nq.local_addr,
-                                  sizeof(q->nq.local_addr));
-                        q->nq.local_port = ntohs(sin->sin_port);
-                } else if (ss.ss_family == AF_INET6) {
-                        struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
-                        inet_ntop(AF_INET6, &s6->sin6_addr, q->nq.local_addr,
-                                  sizeof(q->nq.local_addr));
-                        q->nq.local_port = ntohs(s6->sin6_port);
-                }
-        }
-        sl = sizeof(ss);
-        uint16_t pport = 0;
-        if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0) {
-                if (ss.ss_family == AF_INET) {
-                        struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
-                        inet_ntop(AF_INET, &sin->sin_addr, host, sizeof(host));
-                        pport = ntohs(sin->sin_port);
-                } else if (ss.ss_family == AF_INET6) {
-                        struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
-                        inet_ntop(AF_INET6, &s6->sin6_addr, host, sizeof(host));
-                        pport = ntohs(s6->sin6_port);
-                }
-        }
-        snprintf(q->peer, sizeof(q->peer), "%s:%u", host, pport);
+        if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0 &&
+            (ss.ss_family == AF_INET || ss.ss_family == AF_INET6))
+                rt_sockaddr_host(&ss, q->nq.local_addr, sizeof(q->nq.local_addr),
+                                 &q->nq.local_port);
+        rt_sock_peer_name(fd, q->peer, sizeof(q->peer));
 
         pthread_mutex_lock(&reg_lock);
         q->gen = ++reg_gen;

@@ -9,12 +9,16 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <sys/socket.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "rt/crc.h"
 #include "rt/reactor.h"
+#include "rt/sock.h"
 
 static int setup(void **st)
 {
@@ -141,6 +145,129 @@ static void test_crc32c(void **st)
         assert_int_equal(rt_crc32c_final(crc), 0xe3069283u);
 }
 
+static void test_sockaddr(void **st)
+{
+        (void)st;
+        struct sockaddr_storage ss;
+        socklen_t sl;
+        char name[RT_ADDR_NAME_MAX], host[64];
+        uint16_t port;
+        assert_int_equal(rt_sockaddr_parse("127.0.0.1", 3260, &ss, &sl), 0);
+        rt_sockaddr_name(&ss, name, sizeof(name));
+        assert_string_equal(name, "127.0.0.1:3260");
+        assert_int_equal(rt_sockaddr_parse("[::1]", 4420, &ss, &sl), 0);
+        rt_sockaddr_name(&ss, name, sizeof(name));
+        assert_string_equal(name, "[::1]:4420");
+        rt_sockaddr_host(&ss, host, sizeof(host), &port);
+        assert_string_equal(host, "::1");
+        assert_int_equal(port, 4420);
+        assert_int_equal(rt_sockaddr_parse("::", 0, &ss, &sl), 0);
+        assert_int_equal(rt_sockaddr_parse("localhost", 1, &ss, &sl), -EINVAL);
+        assert_int_equal(rt_sockaddr_parse("[127.0.0.1]", 1, &ss, &sl), -EINVAL);
+        assert_int_equal(rt_sockaddr_parse("[::1", 1, &ss, &sl), -EINVAL);
+        assert_int_equal(rt_sockaddr_parse("", 1, &ss, &sl), -EINVAL);
+}
+
+/* Send-queue items: three PDUs of a header and a big data part each. */
+struct txt {
+        struct rt_txitem it[3];
+        uint8_t hdr[3][8];
+        int order[4];
+        int nsent;
+        struct rt_txq *q;
+        int fd;
+        bool nested;
+        bool stop_after_first;
+};
+
+static bool txt_sent(struct rt_txitem *it, void *arg)
+{
+        struct txt *t = arg;
+        t->order[t->nsent++] = (int)(it - t->it);
+        /* A flush from inside the callback is a no-op; the outer one goes on. */
+        t->nested = rt_txq_flush(t->q, t->fd, txt_sent, t) == 0;
+        return !t->stop_after_first;
+}
+
+static void txt_init(struct txt *t, struct rt_txq *q, int fd, uint8_t *data, size_t dlen)
+{
+        memset(t, 0, sizeof(*t));
+        memset(q, 0, sizeof(*q));
+        t->q = q;
+        t->fd = fd;
+        for (int i = 0; i < 3; i++) {
+                memset(t->hdr[i], 'a' + i, sizeof(t->hdr[i]));
+                t->it[i].iov[0].iov_base = t->hdr[i];
+                t->it[i].iov[0].iov_len = sizeof(t->hdr[i]);
+                t->it[i].iov[1].iov_base = data;
+                t->it[i].iov[1].iov_len = dlen;
+                t->it[i].iovcnt = 2;
+                rt_txq_push(q, &t->it[i]);
+        }
+}
+
+static void test_txq(void **st)
+{
+        (void)st;
+        static uint8_t data[256 << 10];
+        for (size_t i = 0; i < sizeof(data); i++)
+                data[i] = (uint8_t)(i * 7);
+        struct txt t;
+        struct rt_txq q;
+        int sv[2];
+        uint8_t sink[256];
+        assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+        fcntl(sv[1], F_SETFL, O_NONBLOCK);
+
+        /* Small PDUs all fit: sent in order in one call, nested flushes are no-ops. */
+        txt_init(&t, &q, sv[0], data, 16);
+        assert_int_equal(rt_txq_flush(&q, sv[0], txt_sent, &t), 0);
+        assert_int_equal(t.nsent, 3);
+        assert_int_equal(t.order[0], 0);
+        assert_int_equal(t.order[2], 2);
+        assert_true(t.nested);
+        assert_true(rt_txq_empty(&q));
+        assert_int_equal(recv(sv[1], sink, sizeof(sink), 0), 3 * (8 + 16));
+
+        /* sent() returning false stops the flush with the rest still queued. */
+        txt_init(&t, &q, sv[0], data, 16);
+        t.stop_after_first = true;
+        assert_int_equal(rt_txq_flush(&q, sv[0], txt_sent, &t), 0);
+        assert_int_equal(t.nsent, 1);
+        assert_ptr_equal(rt_txq_pop(&q), &t.it[1]);
+        assert_int_equal(recv(sv[1], sink, sizeof(sink), 0), 3 * (8 + 16));
+
+        /* A small socket buffer: partial sends resume byte-exactly. */
+        int small = 4096;
+        setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &small, sizeof(small));
+        txt_init(&t, &q, sv[0], data, sizeof(data));
+        size_t want = 3 * (8 + sizeof(data)), got = 0;
+        static uint8_t rx[3 * (8 + sizeof(data))];
+        int rc, eagain = 0;
+        while ((rc = rt_txq_flush(&q, sv[0], txt_sent, &t)) == -EAGAIN || got < want) {
+                if (rc == -EAGAIN)
+                        eagain++;
+                ssize_t n = recv(sv[1], rx + got, want - got, 0);
+                if (n > 0)
+                        got += (size_t)n;
+                assert_true(rc == 0 || rc == -EAGAIN);
+        }
+        assert_true(eagain > 0);
+        assert_int_equal(got, want);
+        assert_int_equal(t.nsent, 3);
+        for (int i = 0; i < 3; i++) {
+                const uint8_t *p = rx + (size_t)i * (8 + sizeof(data));
+                assert_int_equal(p[0], 'a' + i);
+                assert_memory_equal(p + 8, data, sizeof(data));
+        }
+        /* A dead peer is an error, not EAGAIN. */
+        close(sv[1]);
+        txt_init(&t, &q, sv[0], data, 16);
+        rc = rt_txq_flush(&q, sv[0], txt_sent, &t);
+        assert_int_equal(rc, -EPIPE);
+        close(sv[0]);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -148,6 +275,8 @@ int main(void)
             cmocka_unit_test(test_defer_fifo_not_inline),
             cmocka_unit_test(test_timers),
             cmocka_unit_test(test_crc32c),
+            cmocka_unit_test(test_sockaddr),
+            cmocka_unit_test(test_txq),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }

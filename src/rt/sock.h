@@ -1,0 +1,84 @@
+/*
+ * Socket plumbing shared by the TCP transports (iSCSI, NVMe/TCP): numeric
+ * socket addresses and their names, and the send queue.
+ *
+ * The send queue holds items of up to RT_TX_PARTS iovecs (a PDU header,
+ * its data, a digest) in order and writes them with non-blocking sendmsg,
+ * many items per call; a partial send resumes where it stopped.  The queue
+ * does not own its items: the owner embeds a struct rt_txitem in its own
+ * PDU object and learns from the sent() callback when the item's bytes have
+ * all gone to the kernel (and the item may be reused).
+ */
+#ifndef RT_SOCK_H
+#define RT_SOCK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+/* "[ffff:...]:65535" with room to spare. */
+#define RT_ADDR_NAME_MAX 80
+
+/*
+ * A numeric IPv4 or IPv6 address ("[::1]" accepted) and a port as a socket
+ * address.  0, or -EINVAL for anything else (no name lookup).
+ */
+int rt_sockaddr_parse(const char *addr, uint16_t port, struct sockaddr_storage *ss, socklen_t *len);
+
+/* The address part as text (IPv6 without brackets) and the port; "?" and 0 if not IP. */
+void rt_sockaddr_host(const struct sockaddr_storage *ss, char *host, size_t len, uint16_t *port);
+
+/* "a.b.c.d:port" or "[v6]:port"; "?" if not IP. */
+void rt_sockaddr_name(const struct sockaddr_storage *ss, char *out, size_t len);
+
+/* rt_sockaddr_name of a connected socket's peer; "?" if unknown. */
+void rt_sock_peer_name(int fd, char *out, size_t len);
+
+/* Options every accepted connection gets (TCP_NODELAY: PDUs are latency bound). */
+void rt_sock_tune(int fd);
+
+/* ---- send queue ---- */
+
+#define RT_TX_PARTS 3
+
+struct rt_txitem {
+        struct iovec iov[RT_TX_PARTS]; /* set by the owner before rt_txq_push */
+        int iovcnt;
+        size_t len, off; /* total bytes, bytes already sent (set by the queue) */
+        struct rt_txitem *next;
+};
+
+struct rt_txq {
+        struct rt_txitem *head, *tail;
+        bool flushing; /* inside rt_txq_flush: nested calls return at once */
+};
+
+/* Append it (its iov/iovcnt set; it must not be queued already). */
+void rt_txq_push(struct rt_txq *q, struct rt_txitem *it);
+
+/* Unlink and return the first item, or NULL (e.g. to release what a closed connection held). */
+struct rt_txitem *rt_txq_pop(struct rt_txq *q);
+
+static inline bool rt_txq_empty(const struct rt_txq *q)
+{
+        return !q->head;
+}
+
+/*
+ * Write what q holds to fd until it is empty or the socket is full.  Each
+ * item whose last byte went out is unlinked, then passed to sent(it, arg),
+ * which may queue more items (they go out in the same call) or pop the
+ * rest, and returns false to stop (the owner closed the connection); q
+ * itself must stay valid until this call returns.
+ * A call from inside sent() returns 0 at once: the outer call goes on.
+ *
+ * Returns 0 (empty, or stopped by sent()), -EAGAIN (the socket is full:
+ * poll for POLLOUT and call again) or a negative errno (the send failed;
+ * the connection is unusable).
+ */
+int rt_txq_flush(struct rt_txq *q, int fd, bool (*sent)(struct rt_txitem *it, void *arg),
+                 void *arg);
+
+#endif
