@@ -23,6 +23,7 @@
 #include <sys/socket.h>
 
 #include "iscsi/iscsi.h"
+#include "rt/listener.h"
 #include "rt/reactor.h"
 #include "rt/rxbuf.h"
 #include "rt/sock.h"
@@ -156,13 +157,8 @@ struct iscsi_tgt {
 struct iscsi_portal {
         struct iscsi_portal *next;
         char addr[64];
-        uint16_t port;
-        int fd;
-        bool closing;
-        bool armed;
-        struct rt_event ev;
-        struct sockaddr_storage peer;
-        socklen_t peer_len;
+        uint16_t port; /* the bound port (the kernel's pick when added with port 0) */
+        struct rt_listener *lis;
 };
 
 extern pthread_mutex_t iscsi_lock;

@@ -1,14 +1,12 @@
 /*
  * iSCSI control path (RFC 7143 3.2.6 target nodes and portals, 12.2
  * SendTargets): the list of target nodes, each embedding the SCSI target
- * port with its LUN map; portals (listening sockets accepted on reactor 0,
- * each accepted connection handed round robin to a reactor); the
+ * port with its LUN map; portals (rt/listener.c listening sockets, each
+ * accepted connection started on the reactor it is handed to); the
  * SendTargets answer; and the JSON views the RPCs return.
  */
-#include <arpa/inet.h>
 #include <errno.h>
 #include <jansson.h>
-#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,12 +14,13 @@
 #include <unistd.h>
 
 #include "iscsi/internal.h"
+#include "rt/listener.h"
 #include "rt/log.h"
+#include "rt/sock.h"
 
 pthread_mutex_t iscsi_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct iscsi_tgt *targets;
 static struct iscsi_portal *portals;
-static unsigned next_reactor;
 
 #define ERR(...) snprintf(err, errlen, __VA_ARGS__)
 
@@ -29,9 +28,6 @@ int iscsi_init(void)
 {
         return 0;
 }
-
-static void portal_free(struct iscsi_portal *p);
-static void portal_close_msg(void *arg);
 
 void iscsi_fini(void)
 {
@@ -41,15 +37,9 @@ void iscsi_fini(void)
         pthread_mutex_unlock(&iscsi_lock);
         while (p) {
                 struct iscsi_portal *next = p->next;
-                /*
-                 * Close on reactor 0, which owns the portal: done here, the
-                 * accept completion that shutdown() wakes could free the
-                 * portal (or re-arm it) while this thread still looks at it.
-                 * If the reactors are gone nothing completes any more.
-                 */
-                struct rt_reactor *r = rt_get(0);
-                if (!r || rt_msg_call(r, portal_close_msg, p) < 0)
-                        portal_free(p);
+                /* Closed on reactor 0, which owns the listener (rt/listener.c says why). */
+                rt_listener_close(p->lis);
+                free(p);
                 p = next;
         }
         iscsi_close_all_sessions();
@@ -240,16 +230,16 @@ json_t *iscsi_targets_json(void)
 
 /* ---- SendTargets ---- */
 
+/* This connection's local address, as a TargetAddress host (IPv6 in brackets). */
 static void addr_str(const struct sockaddr_storage *ss, char *out, size_t len)
 {
-        char a[INET6_ADDRSTRLEN] = "0.0.0.0";
-        if (ss->ss_family == AF_INET6) {
-                inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)ss)->sin6_addr, a, sizeof(a));
+        char a[64];
+        uint16_t port;
+        rt_sockaddr_host(ss, a, sizeof(a), &port);
+        if (ss->ss_family == AF_INET6)
                 snprintf(out, len, "[%s]", a);
-        } else {
-                inet_ntop(AF_INET, &((const struct sockaddr_in *)ss)->sin_addr, a, sizeof(a));
+        else
                 snprintf(out, len, "%s", a);
-        }
 }
 
 static bool wildcard(const char *addr)
@@ -303,102 +293,30 @@ int iscsi_send_targets(struct iscsi_textbuf *tb, const char *what, const char *c
 
 /* ---- portals ---- */
 
-static void portal_arm(struct iscsi_portal *p);
-
-static void portal_free(struct iscsi_portal *p)
+/* A connection accepted on a portal, on the reactor it was handed to. */
+static void portal_accept(int fd)
 {
-        if (p->fd >= 0)
-                close(p->fd);
-        free(p);
-}
-
-static void portal_accept_fn(struct rt_event *ev, int res)
-{
-        struct iscsi_portal *p =
-            (struct iscsi_portal *)((char *)ev - offsetof(struct iscsi_portal, ev));
-        p->armed = false;
-        if (p->closing) {
-                if (res >= 0)
-                        close(res);
-                portal_free(p);
+        struct iscsi_conn *c = iscsi_conn_new(fd);
+        if (!c) {
+                LOG_WARN(ISCSI_MOD, "out of memory for a new connection");
+                close(fd);
                 return;
         }
-        if (res >= 0) {
-                struct iscsi_conn *c = iscsi_conn_new(res);
-                if (!c) {
-                        LOG_WARN(ISCSI_MOD, "out of memory for a new connection");
-                        close(res);
-                } else {
-                        struct rt_reactor *r = rt_get(next_reactor++ % rt_count());
-                        if (rt_msg_send(r, iscsi_conn_start, c)) {
-                                close(res);
-                                free(c);
-                        }
-                }
-        } else if (res != -EINTR && res != -EAGAIN && res != -ECONNABORTED && res != -EMFILE &&
-                   res != -ENFILE && res != -ENOBUFS && res != -ENOMEM) {
-                LOG_WARN(ISCSI_MOD, "accept on %s:%u failed: %s", p->addr, p->port, strerror(-res));
-        }
-        portal_arm(p);
+        iscsi_conn_start(c);
 }
 
-static void portal_arm(struct iscsi_portal *p)
-{
-        if (p->closing) {
-                portal_free(p);
-                return;
-        }
-        p->armed = true;
-        p->peer_len = sizeof(p->peer);
-        struct io_uring_sqe *sqe = rt_sqe(rt_current());
-        io_uring_prep_accept(sqe, p->fd, (struct sockaddr *)&p->peer, &p->peer_len,
-                             SOCK_NONBLOCK | SOCK_CLOEXEC);
-        io_uring_sqe_set_data(sqe, &p->ev);
-}
-
-static void portal_arm_msg(void *arg)
-{
-        portal_arm(arg);
-}
-
-static int parse_addr(const char *addr, uint16_t port, struct sockaddr_storage *ss, socklen_t *len)
-{
-        memset(ss, 0, sizeof(*ss));
-        struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
-        struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
-        char tmp[64];
-        snprintf(tmp, sizeof(tmp), "%s", addr);
-        if (tmp[0] == '[') {
-                memmove(tmp, tmp + 1, strlen(tmp));
-                char *e = strchr(tmp, ']');
-                if (e)
-                        *e = 0;
-        }
-        if (inet_pton(AF_INET, tmp, &s4->sin_addr) == 1) {
-                s4->sin_family = AF_INET;
-                s4->sin_port = htons(port);
-                *len = sizeof(*s4);
-                return 0;
-        }
-        if (inet_pton(AF_INET6, tmp, &s6->sin6_addr) == 1) {
-                s6->sin6_family = AF_INET6;
-                s6->sin6_port = htons(port);
-                *len = sizeof(*s6);
-                return 0;
-        }
-        return -EINVAL;
-}
-
+/*
+ * Port 0 asks the kernel for a free port: the portal is then listed, logged,
+ * advertised in SendTargets and deleted under the port it got.
+ */
 int iscsi_portal_add(const char *addr, uint16_t port, char *err, size_t errlen)
 {
-        struct sockaddr_storage ss;
-        socklen_t sl;
-        if (!addr || strlen(addr) >= 64 || parse_addr(addr, port, &ss, &sl)) {
+        if (!addr || strlen(addr) >= sizeof(((struct iscsi_portal *)0)->addr)) {
                 ERR("invalid address '%s'", addr ? addr : "");
                 return -EINVAL;
         }
         pthread_mutex_lock(&iscsi_lock);
-        for (struct iscsi_portal *p = portals; p; p = p->next)
+        for (struct iscsi_portal *p = portals; p && port; p = p->next)
                 if (!strcmp(p->addr, addr) && p->port == port) {
                         pthread_mutex_unlock(&iscsi_lock);
                         ERR("portal %s:%u exists", addr, port);
@@ -406,80 +324,43 @@ int iscsi_portal_add(const char *addr, uint16_t port, char *err, size_t errlen)
                 }
         pthread_mutex_unlock(&iscsi_lock);
 
-        int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-        if (fd < 0) {
-                int e = errno;
-                ERR("socket: %s", strerror(e));
-                return -e;
-        }
-        int one = 1;
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-        if (bind(fd, (struct sockaddr *)&ss, sl) || listen(fd, 128)) {
-                int e = errno;
-                close(fd);
-                ERR("cannot listen on %s:%u: %s", addr, port, strerror(e));
-                return -e;
-        }
         struct iscsi_portal *p = calloc(1, sizeof(*p));
         if (!p) {
-                close(fd);
                 ERR("out of memory");
                 return -ENOMEM;
         }
+        int rc = rt_listener_open(addr, port, ISCSI_MOD, portal_accept, &p->lis, err, errlen);
+        if (rc < 0) {
+                free(p);
+                return rc;
+        }
         snprintf(p->addr, sizeof(p->addr), "%s", addr);
-        p->port = port;
-        p->fd = fd;
-        p->ev.fn = portal_accept_fn;
+        p->port = rt_listener_port(p->lis);
         pthread_mutex_lock(&iscsi_lock);
         p->next = portals;
         portals = p;
         pthread_mutex_unlock(&iscsi_lock);
-        p->armed = true; /* owned by reactor 0 from here on */
-        if (rt_msg_send(rt_get(0), portal_arm_msg, p)) {
-                pthread_mutex_lock(&iscsi_lock);
-                for (struct iscsi_portal **pp = &portals; *pp; pp = &(*pp)->next)
-                        if (*pp == p) {
-                                *pp = p->next;
-                                break;
-                        }
-                pthread_mutex_unlock(&iscsi_lock);
-                portal_free(p);
-                ERR("cannot reach reactor 0");
-                return -ENOMEM;
-        }
-        LOG_INFO(ISCSI_MOD, "portal listening on %s:%u", addr, port);
+        LOG_INFO(ISCSI_MOD, "portal listening on %s:%u", addr, p->port);
         return 0;
-}
-
-static void portal_close_msg(void *arg)
-{
-        struct iscsi_portal *p = arg;
-        /* On reactor 0: the pending accept completes with an error after shutdown(). */
-        p->closing = true;
-        shutdown(p->fd, SHUT_RDWR);
-        if (!p->armed)
-                portal_free(p);
 }
 
 int iscsi_portal_del(const char *addr, uint16_t port, char *err, size_t errlen)
 {
         pthread_mutex_lock(&iscsi_lock);
         struct iscsi_portal **pp = &portals;
-        while (*pp && !(!strcmp((*pp)->addr, addr) && (*pp)->port == port))
+        while (*pp && !(addr && !strcmp((*pp)->addr, addr) && (*pp)->port == port))
                 pp = &(*pp)->next;
         struct iscsi_portal *p = *pp;
         if (p)
                 *pp = p->next;
         pthread_mutex_unlock(&iscsi_lock);
         if (!p) {
-                ERR("no portal %s:%u", addr, port);
+                ERR("no portal %s:%u", addr ? addr : "", port);
                 return -ENOENT;
         }
-        if (rt_msg_send(rt_get(0), portal_close_msg, p)) {
-                ERR("cannot reach reactor 0");
-                return -ENOMEM;
-        }
-        LOG_INFO(ISCSI_MOD, "portal %s:%u removed", addr, port);
+        rt_listener_close(p->lis);
+        LOG_INFO(ISCSI_MOD, "portal %s:%u removed", p->addr, p->port);
+        free(p);
         return 0;
 }
 

@@ -2,12 +2,12 @@
  * The NVMe/TCP transport, target side (NVM Express TCP Transport
  * Specification 1.0: 3.3 connection setup, 3.4 capsules and data
  * transfers, 3.5 digests, 3.6 PDUs, 3.6.2.4 fatal errors).  Listeners
- * accept on reactor 0 and hand each connection (one queue pair) to a
- * reactor round robin.  Each queue pair receives PDUs through one explicit
- * state machine (common header, rest of header + digest + pad, data
- * straight into the command's buffer, data digest), fed by non-blocking
- * recv after an io_uring POLL_ADD, and sends through a queue of iovec items
- * flushed with sendmsg (POLLOUT re-armed when the socket is full).  Every
+ * are rt/listener.c sockets: each accepted connection (one queue pair)
+ * starts on the reactor it is handed to.  Each queue pair receives PDUs
+ * through one explicit state machine (common header, rest of header +
+ * digest + pad, data straight into the command's buffer, data digest), fed
+ * by non-blocking recv after an io_uring POLL_ADD, and sends through an
+ * rt_txq of iovec items (POLLOUT re-armed when the socket is full).  Every
  * length from the wire is checked against the negotiated limits before
  * anything is read into a buffer.  Commands come from a pool sized at
  * connection time (NVME_TRANSPORT_QUEUE_DEPTH, announced as CAP.MQES), each
@@ -16,14 +16,10 @@
  */
 #include "nvmf/nvmf.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <jansson.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +31,7 @@
 #include "nvme/nvme.h"
 #include "nvmf/tcp_internal.h"
 #include "rt/crc.h"
+#include "rt/listener.h"
 #include "rt/log.h"
 #include "rt/reactor.h"
 #include "rt/rxbuf.h"
@@ -1262,16 +1259,22 @@ struct attach_msg {
         struct rt_reactor *r;
 };
 
-static void attach_on_reactor(void *arg)
+/* A queue pair for a connected socket, on its reactor r (takes fd). */
+static void queue_start(int fd, struct rt_reactor *r)
 {
-        struct attach_msg *m = arg;
-        struct tcp_queue *q = queue_new(m->fd, m->r);
+        struct tcp_queue *q = queue_new(fd, r);
         if (!q) {
                 LOG_WARN(MOD, "no memory for a new queue pair; connection refused");
-                close(m->fd);
+                close(fd);
         } else {
                 rx_process(q);
         }
+}
+
+static void attach_on_reactor(void *arg)
+{
+        struct attach_msg *m = arg;
+        queue_start(m->fd, m->r);
         free(m);
 }
 
@@ -1304,109 +1307,35 @@ unsigned nvmf_tcp_live_queues(void)
 
 struct tcp_listener {
         char addr[64];
-        uint16_t port;
-        int fd;
-        bool closing;
-        struct rt_event ev;
-        struct rt_timer retry;
+        uint16_t port; /* the bound port (the kernel's pick when added with port 0) */
+        struct rt_listener *lis;
         struct tcp_listener *next;
 };
 
 static pthread_mutex_t lis_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct tcp_listener *lis_head;
-static atomic_uint next_reactor;
 
-static void listener_arm(struct tcp_listener *l)
+/* A connection accepted on a listener, on the reactor it was handed to. */
+static void listener_accept(int fd)
 {
-        struct rt_reactor *r = rt_get(0);
-        struct io_uring_sqe *sqe = rt_sqe(r);
-        io_uring_prep_accept(sqe, l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        io_uring_sqe_set_data(sqe, &l->ev);
+        queue_start(fd, rt_current());
 }
 
-static void listener_retry(struct rt_timer *t)
-{
-        struct tcp_listener *l = container_of(t, struct tcp_listener, retry);
-        if (l->closing) {
-                close(l->fd);
-                free(l);
-                return;
-        }
-        listener_arm(l);
-}
-
-static void listener_accepted(struct rt_event *ev, int res)
-{
-        struct tcp_listener *l = container_of(ev, struct tcp_listener, ev);
-        if (l->closing) {
-                if (res >= 0)
-                        close(res);
-                close(l->fd);
-                free(l);
-                return;
-        }
-        if (res < 0) {
-                LOG_WARN(MOD, "accept on %s:%u: %s", l->addr, l->port, strerror(-res));
-                rt_timer_arm(rt_get(0), &l->retry, 100); /* e.g. EMFILE: do not spin */
-                return;
-        }
-        unsigned idx = atomic_fetch_add(&next_reactor, 1) % rt_count();
-        if (nvmf_tcp_attach_fd(res, idx) < 0)
-                close(res);
-        listener_arm(l);
-}
-
-static void listener_start_fn(void *arg)
-{
-        listener_arm(arg);
-}
-
-static void listener_stop_fn(void *arg)
-{
-        struct tcp_listener *l = arg;
-        l->closing = true;
-        if (l->retry.armed) {
-                rt_timer_cancel(rt_get(0), &l->retry);
-                close(l->fd);
-                free(l);
-                return;
-        }
-        /* The accept completes with -ECANCELED; its callback frees l. */
-        struct io_uring_sqe *sqe = rt_sqe(rt_get(0));
-        io_uring_prep_cancel(sqe, &l->ev, 0);
-        io_uring_sqe_set_data(sqe, NULL);
-        shutdown(l->fd, SHUT_RDWR);
-}
-
+/*
+ * Port 0 asks the kernel for a free port: the listener is then listed,
+ * logged, registered for the discovery log and deleted under the port it
+ * got.
+ */
 int nvmf_tcp_listener_add(const char *addr, uint16_t port, char *err, size_t errlen)
 {
-        struct sockaddr_storage ss;
-        socklen_t sl;
-        memset(&ss, 0, sizeof(ss));
-        if (!addr || strlen(addr) >= sizeof(((struct tcp_listener *)0)->addr)) {
-                snprintf(err, errlen, "invalid address");
+        if (!addr || strlen(addr) >= sizeof(((struct tcp_listener *)0)->addr) || addr[0] == '[') {
+                /* Discovery log TRADDR is the bare address: no IPv6 brackets. */
+                snprintf(err, errlen, "invalid address '%s' (numeric IPv4 or IPv6)",
+                         addr ? addr : "");
                 return -EINVAL;
-        }
-        struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
-        struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
-        if (inet_pton(AF_INET, addr, &sin->sin_addr) == 1) {
-                sin->sin_family = AF_INET;
-                sin->sin_port = htons(port);
-                sl = sizeof(*sin);
-        } else if (inet_pton(AF_INET6, addr, &s6->sin6_addr) == 1) {
-                s6->sin6_family = AF_INET6;
-                s6->sin6_port = htons(port);
-                sl = sizeof(*s6);
-        } else {
-                snprintf(err, errlen, "invalid address '%s' (numeric IPv4 or IPv6)", addr);
-                return -EINVAL;
-        }
-        if (!rt_count()) {
-                snprintf(err, errlen, "reactors not running");
-                return -ENODEV;
         }
         pthread_mutex_lock(&lis_lock);
-        for (struct tcp_listener *l = lis_head; l; l = l->next) {
+        for (struct tcp_listener *l = lis_head; l && port; l = l->next) {
                 if (l->port == port && strcmp(l->addr, addr) == 0) {
                         pthread_mutex_unlock(&lis_lock);
                         snprintf(err, errlen, "listener %s:%u exists", addr, port);
@@ -1415,49 +1344,30 @@ int nvmf_tcp_listener_add(const char *addr, uint16_t port, char *err, size_t err
         }
         pthread_mutex_unlock(&lis_lock);
 
-        int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fd < 0) {
-                int e = errno;
-                snprintf(err, errlen, "socket: %s", strerror(e));
-                return -e;
-        }
-        int one = 1;
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-        if (bind(fd, (struct sockaddr *)&ss, sl) < 0 || listen(fd, 128) < 0) {
-                int e = errno;
-                snprintf(err, errlen, "listen on %s:%u: %s", addr, port, strerror(e));
-                close(fd);
-                return -e;
-        }
-        int rc = nvme_listener_register("tcp", addr, port);
-        if (rc < 0) {
-                snprintf(err, errlen, "cannot register listener: %s", strerror(-rc));
-                close(fd);
-                return rc;
-        }
         struct tcp_listener *l = calloc(1, sizeof(*l));
         if (!l) {
-                nvme_listener_unregister("tcp", addr, port);
-                close(fd);
                 snprintf(err, errlen, "out of memory");
                 return -ENOMEM;
         }
+        int rc = rt_listener_open(addr, port, MOD, listener_accept, &l->lis, err, errlen);
+        if (rc < 0) {
+                free(l);
+                return rc;
+        }
         snprintf(l->addr, sizeof(l->addr), "%s", addr);
-        l->port = port;
-        l->fd = fd;
-        l->ev.fn = listener_accepted;
-        l->retry.fn = listener_retry;
+        l->port = rt_listener_port(l->lis);
+        rc = nvme_listener_register("tcp", addr, l->port);
+        if (rc < 0) {
+                snprintf(err, errlen, "cannot register listener: %s", strerror(-rc));
+                rt_listener_close(l->lis);
+                free(l);
+                return rc;
+        }
         pthread_mutex_lock(&lis_lock);
         l->next = lis_head;
         lis_head = l;
         pthread_mutex_unlock(&lis_lock);
-        rc = rt_msg_send(rt_get(0), listener_start_fn, l);
-        if (rc < 0) {
-                /* Unlikely (no memory for a message); leave it listed so del cleans up. */
-                snprintf(err, errlen, "cannot start accepting");
-                return rc;
-        }
-        LOG_INFO(MOD, "NVMe/TCP listener up on %s:%u", addr, port);
+        LOG_INFO(MOD, "NVMe/TCP listener up on %s:%u", addr, l->port);
         return 0;
 }
 
@@ -1478,11 +1388,9 @@ int nvmf_tcp_listener_del(const char *addr, uint16_t port, char *err, size_t err
                 return -ENOENT;
         }
         nvme_listener_unregister("tcp", l->addr, l->port);
+        rt_listener_close(l->lis);
         LOG_INFO(MOD, "NVMe/TCP listener on %s:%u removed", l->addr, l->port);
-        if (rt_msg_call(rt_get(0), listener_stop_fn, l) < 0) {
-                snprintf(err, errlen, "cannot stop listener");
-                return -ENOMEM;
-        }
+        free(l);
         return 0;
 }
 
