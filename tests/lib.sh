@@ -1,9 +1,11 @@
 # tests/lib.sh — shared shell helpers for Slate's test scripts (sourced, not run).
 #
-# Starts and stops slated with a throw-away state dir, a generated JSON config
-# (a replayable list of RPC calls, see src/mgmt/mgmt.h and DESIGN.md
-# "Configuration is a table") and a free TCP port; waits for the port; finds
-# binaries.  Everything here is plain bash so it also runs inside linuxvm.
+# Starts and stops slated with a throw-away state dir and a generated JSON
+# config (a replayable list of RPC calls, see src/mgmt/mgmt.h and DESIGN.md
+# "Configuration is a table"); finds binaries.  slated listens on port 0 (the
+# kernel picks a free port) and slate_start reads the ports it got from its
+# log, so no test races another program for a port.  Everything here is
+# plain bash so it also runs inside linuxvm.
 #
 # Variables a caller may set before sourcing:
 #   SLATE_BUILD   build dir holding slated (default build-asan)
@@ -31,7 +33,10 @@ slate_port_busy() {
 	(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
 }
 
-# slate_free_port -> prints a TCP port nobody listens on (random, 20000-59999)
+# slate_free_port -> prints a TCP port nobody listens on (random, 20000-59999).
+# Only for programs that cannot listen on port 0 and say which port they got
+# (tgtd, iperf3 in bench/): between this check and their bind another program
+# may take the port.  slated never needs it (see slate_start).
 slate_free_port() {
 	local p i
 	for i in $(seq 1 200); do
@@ -61,9 +66,11 @@ slate_wait_port() {
 # slate_write_config FILE PORT BACKEND SIZE_MIB [DATAFILE] [PORT2] [WP]
 # Writes a slated config (src/mgmt/rpc.c method table): namespace ns0
 # (BACKEND mem or file, DATAFILE for file) as LUN 0 of $SLATE_IQN on
-# 127.0.0.1:PORT.  PORT2 adds a second portal (MultipathIO).  WP=1 adds a
-# write-protected namespace ns1 (8 MiB, mem) as LUN 1.  Portals come last, so
-# once the port listens the target is complete.
+# 127.0.0.1:PORT.  PORT 0 lets slated pick a free port (slate_start then sets
+# SLATE_PORT).  PORT2 (0 too, usually) adds a second portal for MultipathIO,
+# listed after the first (SLATE_PORTS keeps that order).  WP=1 adds a
+# write-protected namespace ns1 (8 MiB, mem) as LUN 1.  Portals come last,
+# so once they listen the target is complete.
 slate_write_config() {
 	local file=$1 port=$2 backend=$3 size=$4 data=${5:-} port2=${6:-} wp=${7:-0} nsparams
 	case $backend in
@@ -81,16 +88,47 @@ slate_write_config() {
 			echo "  {\"method\": \"iscsi_lun_map\", \"params\": {\"target\": \"$SLATE_IQN\", \"lun\": 1, \"namespace\": \"ns1\"}},"
 		fi
 		if [ -n "$port2" ]; then
-			echo "  {\"method\": \"iscsi_portal_add\", \"params\": {\"addr\": \"127.0.0.1\", \"port\": $port2}},"
+			echo "  {\"method\": \"iscsi_portal_add\", \"params\": {\"addr\": \"127.0.0.1\", \"port\": $port}},"
+			echo "  {\"method\": \"iscsi_portal_add\", \"params\": {\"addr\": \"127.0.0.1\", \"port\": $port2}}"
+		else
+			echo "  {\"method\": \"iscsi_portal_add\", \"params\": {\"addr\": \"127.0.0.1\", \"port\": $port}}"
 		fi
-		echo "  {\"method\": \"iscsi_portal_add\", \"params\": {\"addr\": \"127.0.0.1\", \"port\": $port}}"
 		echo ']}'
 	} >"$file"
 }
 
+# slate_read_ports LOG FIRST_LINE -> sets SLATE_PORTS / SLATE_NVME_PORTS (the
+# iSCSI portals' and NVMe/TCP listeners' ports, in config order) and
+# SLATE_PORT / SLATE_NVME_PORT (the first of each) from the listening lines
+# slated logged at FIRST_LINE or later.  Without them (e.g. -L warn) it asks
+# slated over the RPC socket named in its ready line.
+slate_read_ports() {
+	local log=$1 first=$2 lines sock ctl
+	lines=$(tail -n +"$first" "$log" 2>/dev/null)
+	SLATE_PORTS=$(echo "$lines" | sed -n 's/.* portal listening on .*:\([0-9][0-9]*\)$/\1/p' | tr '\n' ' ')
+	SLATE_NVME_PORTS=$(echo "$lines" | sed -n 's/.* NVMe\/TCP listener up on .*:\([0-9][0-9]*\)$/\1/p' | tr '\n' ' ')
+	if [ -z "$SLATE_PORTS$SLATE_NVME_PORTS" ]; then
+		sock=$(echo "$lines" | sed -n 's/.* ready: .*, rpc socket \(.*\)$/\1/p' | tail -n 1)
+		ctl=${SLATECTL:-$SLATE_BUILD/slatectl}
+		if [ -n "$sock" ] && [ -x "$ctl" ]; then
+			SLATE_PORTS=$("$ctl" -s "$sock" iscsi_portal_list 2>/dev/null |
+				python3 -c 'import json,sys; print(" ".join(str(p["port"]) for p in reversed(json.load(sys.stdin))))' 2>/dev/null)
+			SLATE_NVME_PORTS=$("$ctl" -s "$sock" nvmf_listener_list 2>/dev/null |
+				python3 -c 'import json,sys; print(" ".join(str(p["port"]) for p in reversed(json.load(sys.stdin))))' 2>/dev/null)
+		fi
+	fi
+	SLATE_PORT=${SLATE_PORTS%% *}
+	SLATE_NVME_PORT=${SLATE_NVME_PORTS%% *}
+}
+
 # slate_start STATEDIR CONFIG PORT LOG [extra slated args...]
-# Starts slated in the background; sets SLATE_PID.  Returns non-zero (and
-# prints the log tail) if it does not listen within 30 s.
+# Starts slated in the background; sets SLATE_PID and, from its log, the
+# ports it listens on (slate_read_ports: SLATE_PORT, SLATE_PORTS,
+# SLATE_NVME_PORT, SLATE_NVME_PORTS).  PORT is the port the config names:
+# 0 when slated picks (then a restart may get another port: use the
+# variables after every start), or a fixed one to wait for.  Returns
+# non-zero (and prints the log tail) if slated is not ready and listening
+# within 30 s.
 slate_start() {
 	local state=$1 cfg=$2 port=$3 log=$4
 	shift 4
@@ -100,23 +138,29 @@ slate_start() {
 		return 1
 	}
 	mkdir -p "$state"
-	local before
-	before=$(grep -c ' ready: ' "$log" 2>/dev/null)
+	local first ready=0
+	first=$(($(wc -l <"$log" 2>/dev/null || echo 0) + 1))
+	SLATE_PORT= SLATE_PORTS= SLATE_NVME_PORT= SLATE_NVME_PORTS=
 	# shellcheck disable=SC2086
 	"$bin" --config "$cfg" --state-dir "$state" ${SLATED_EXTRA:-} "$@" >>"$log" 2>&1 &
 	SLATE_PID=$!
 	# Wait for this daemon's own "ready" line (printed after its portals are
-	# bound), not just for the port: after a SIGKILL the dead daemon's
+	# bound), not just for a port: after a SIGKILL the dead daemon's
 	# listening socket lives on for a moment while the kernel tears down its
 	# io_uring, and a connection made then is reset.
 	local i
 	for i in $(seq 1 300); do
-		[ "$(grep -c ' ready: ' "$log" 2>/dev/null)" -gt "${before:-0}" ] && break
+		if tail -n +"$first" "$log" 2>/dev/null | grep -q ' ready: '; then
+			ready=1
+			break
+		fi
 		kill -0 "$SLATE_PID" 2>/dev/null || break
 		sleep 0.1
 	done
-	if ! slate_wait_port "$port" 30 "$SLATE_PID"; then
-		echo "slated did not start listening on port $port; log tail:" >&2
+	[ "$ready" = 1 ] && slate_read_ports "$log" "$first"
+	[ "$port" = 0 ] && port=${SLATE_PORT:-$SLATE_NVME_PORT}
+	if [ "$ready" != 1 ] || [ -z "$port" ] || ! slate_wait_port "$port" 30 "$SLATE_PID"; then
+		echo "slated did not start listening (port ${port:-unknown}); log tail:" >&2
 		tail -n 30 "$log" >&2
 		slate_stop
 		return 1

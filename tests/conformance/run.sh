@@ -2,12 +2,13 @@
 # tests/conformance/run.sh — libiscsi's iscsi-test-cu against a live slated.
 #
 # Starts build-asan/slated (ASan+UBSan) with a fresh state dir, a file-backed
-# namespace and two portals (MultipathIO needs a second path), then runs every
-# leaf test of iscsi-test-cu's ALL family with --dataloss, one test per
-# process (libiscsi 1.19's CompareAndWrite.InvalidDataOutSize leaves a hook
-# behind that corrupts later CDBs, and one process per test also keeps a
-# failure from hiding the rest).  Checks RFC 7143 / SPC-5 / SBC-4 behaviour
-# as encoded by libiscsi (STANDARDS.md §16).
+# namespace and two portals on ports slated picks (MultipathIO needs a second
+# path), then runs every leaf test of iscsi-test-cu's ALL family with
+# --dataloss, one test per process (libiscsi 1.19's
+# CompareAndWrite.InvalidDataOutSize leaves a hook behind that corrupts later
+# CDBs, and one process per test also keeps a failure from hiding the
+# rest).  Checks RFC 7143 / SPC-5 / SBC-4 behaviour as encoded by libiscsi
+# (STANDARDS.md §16).
 #
 # A test that reports "[SKIPPED]" passes only if it is listed in
 # expected-skips.txt with the later issue that owns it; otherwise it fails.
@@ -62,12 +63,14 @@ add_removable_lun() {
 		{ print }' "$f" >"$f.tmp" && mv "$f.tmp" "$f"
 }
 
+# Both portals on port 0: slated picks free ports, slate_start reads them (a
+# restart after a crash may get others, so the URLs are set here each time).
 start_target() {
-	port=$(slate_free_port) && port2=$(slate_free_port) || return 1
-	while [ "$port2" = "$port" ]; do port2=$(slate_free_port); done
-	slate_write_config "$state/slate.json" "$port" "$backend" "$size" "$state/ns0.img" "$port2" 1
+	slate_write_config "$state/slate.json" 0 "$backend" "$size" "$state/ns0.img" 0 1
 	add_removable_lun "$state/slate.json" || return 1
-	slate_start "$state/run" "$state/slate.json" "$port" "$daemon_log" || return 1
+	slate_start "$state/run" "$state/slate.json" 0 "$daemon_log" || return 1
+	read -r port port2 _ <<<"$SLATE_PORTS"
+	[ -n "${port2:-}" ] || return 1
 	slate_wait_port "$port2" 10 "$SLATE_PID" || return 1
 	url=$(slate_url "$port")
 	url2=$(slate_url "$port2")

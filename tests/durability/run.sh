@@ -25,13 +25,14 @@ trap 'slate_stop KILL >/dev/null 2>&1; rm -rf "$state"' EXIT
 daemon_log=$logdir/slated.log
 : >"$daemon_log"
 journal=$state/journal
-port=$(slate_free_port)
-slate_write_config "$state/slate.json" "$port" file 64 "$state/ns0.img"
-url=$(slate_url "$port")
+slate_write_config "$state/slate.json" 0 file 64 "$state/ns0.img"
+url=
 fail=0
 
+# slated picks a free port (0) at every start, so the URL is read again after
+# each restart: the writer and the verifier always talk to the live daemon.
 start() {
-	slate_start "$state/run" "$state/slate.json" "$port" "$daemon_log"
+	slate_start "$state/run" "$state/slate.json" 0 "$daemon_log" && url=$(slate_url "$SLATE_PORT")
 }
 
 # round NAME HOW WRITE-ARGS...  (HOW: kill = SIGKILL after the writer ends;

@@ -3,7 +3,8 @@
 #
 # Starts slated (build-asan by default) with a temp state dir and a config
 # that creates a mem namespace, an NVMe subsystem admitting one host NQN,
-# and an NVMe/TCP listener on a free port; then runs nvme-tcp-pdu
+# and an NVMe/TCP listener on port 0 (slated picks a free port and logs it);
+# then runs nvme-tcp-pdu
 # (tests/robust/nvme_tcp_pdu.c) once per case.  Each case checks the
 # C2HTermReq (FES/FEI) or the CapsuleResp status, that a healthy admin
 # queue still answers Identify, and afterwards that slated is alive and its
@@ -46,15 +47,12 @@ write_config() {
 JSON
 }
 
-port=$(slate_free_port) || {
-	slate_result FAIL nvme-tcp.start "" "no free port"
-	exit 1
-}
-write_config "$state/slate.json" "$port"
-if ! slate_start "$state/run" "$state/slate.json" "$port" "$daemon_log"; then
+write_config "$state/slate.json" 0
+if ! slate_start "$state/run" "$state/slate.json" 0 "$daemon_log" || [ -z "$SLATE_NVME_PORT" ]; then
 	slate_result FAIL nvme-tcp.start "$daemon_log" "slated did not start"
 	exit 1
 fi
+port=$SLATE_NVME_PORT
 
 fail=0
 pass=0
@@ -81,6 +79,18 @@ for c in $("$bin" -l); do
 		pass=$((pass + 1))
 	fi
 done
+# The listener was added with port 0: the discovery log must name the port
+# slated got (tests/robust/nvme_discovery.py), never 0.
+log=$logdir/discovery-port.log
+if timeout 30 python3 "$here/nvme_discovery.py" "$port" "$HOSTNQN" "$SUBNQN" >"$log" 2>&1 &&
+	grep -q '^PASS discovery-port$' "$log"; then
+	slate_result PASS nvme-tcp.discovery-port
+	pass=$((pass + 1))
+else
+	slate_result FAIL nvme-tcp.discovery-port "$log" "$(tail -n1 "$log")"
+	fail=$((fail + 1))
+fi
+
 rc=0
 slate_stop || rc=$?
 if [ "$rc" -ne 0 ] || ! slate_sanitizer_clean "$daemon_log"; then

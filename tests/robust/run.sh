@@ -24,10 +24,10 @@ trap 'slate_stop >/dev/null 2>&1; rm -rf "$state"' EXIT
 daemon_log=$logdir/slated.log
 : >"$daemon_log"
 
+# slated picks its port (0); a restart may get another one.
 start() {
-	port=$(slate_free_port) || return 1
-	slate_write_config "$state/slate.json" "$port" mem 64
-	slate_start "$state/run" "$state/slate.json" "$port" "$daemon_log"
+	slate_write_config "$state/slate.json" 0 mem 64
+	slate_start "$state/run" "$state/slate.json" 0 "$daemon_log" && port=$SLATE_PORT
 }
 if ! start; then
 	slate_result FAIL robust.start "$daemon_log" "slated did not start"
@@ -69,6 +69,34 @@ for c in $("$bin" -l); do
 		fail=1
 	fi
 done
+# A portal added at run time with port 0: iscsi_portal_list names the port
+# the kernel picked, the log line says the same, SendTargets advertises it, a
+# login through it works, and deleting it by that port closes it.
+portal_port0() {
+	local ctl=$SLATE_BUILD/slatectl sock=$state/run/slated.sock p
+	"$ctl" -s "$sock" iscsi_portal_add addr=127.0.0.1 port=0 || return 1
+	p=$("$ctl" -s "$sock" iscsi_portal_list |
+		python3 -c 'import json,sys; print(" ".join(str(x["port"]) for x in json.load(sys.stdin) if x["port"] != int(sys.argv[1])))' "$port")
+	echo "new portal: port $p"
+	case $p in '' | 0 | *' '*) return 1 ;; esac
+	grep -q "portal listening on 127.0.0.1:$p\$" "$daemon_log" || return 1
+	iscsi-ls "iscsi://127.0.0.1:$p" | grep -q "Portal:127.0.0.1:$p," || return 1
+	iscsi-inq "$(slate_url "$p")" >/dev/null || return 1
+	"$ctl" -s "$sock" iscsi_portal_delete addr=127.0.0.1 port="$p" || return 1
+	! "$ctl" -s "$sock" iscsi_portal_list | grep -q "\"port\": $p\$" || return 1
+	! slate_port_busy "$p"
+}
+log=$logdir/portal-port0.log
+if ! slate_alive; then
+	slate_result FAIL robust.portal-port0 "$daemon_log" "slated is not running"
+	fail=1
+elif portal_port0 >"$log" 2>&1; then
+	slate_result PASS robust.portal-port0
+else
+	slate_result FAIL robust.portal-port0 "$log" "port-0 portal not listed, advertised, usable or deleted"
+	fail=1
+fi
+
 slate_stop
 rc=$?
 if [ "$rc" != 0 ] || ! slate_sanitizer_clean "$daemon_log"; then
