@@ -11,12 +11,15 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <sys/socket.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "rt/crc.h"
+#include "rt/listener.h"
 #include "rt/reactor.h"
 #include "rt/sock.h"
 
@@ -268,6 +271,60 @@ static void test_txq(void **st)
         close(sv[0]);
 }
 
+/* Accepted connections: on which reactors they landed. */
+static atomic_int accepted_on[2];
+
+static void on_accept(int fd)
+{
+        atomic_fetch_add(&accepted_on[rt_index(rt_current())], 1);
+        close(fd);
+}
+
+static int connect_to(uint16_t port)
+{
+        struct sockaddr_storage ss;
+        socklen_t sl;
+        assert_int_equal(rt_sockaddr_parse("127.0.0.1", port, &ss, &sl), 0);
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        assert_true(fd >= 0);
+        int rc = connect(fd, (struct sockaddr *)&ss, sl);
+        close(fd);
+        return rc;
+}
+
+/* Port 0 binds a free port; connections go round robin; close frees the port. */
+static void test_listener(void **st)
+{
+        (void)st;
+        struct rt_listener *l = NULL;
+        char err[128];
+        assert_int_equal(rt_listener_open("127.0.0.1", 0, "test", on_accept, &l, err, sizeof(err)),
+                         0);
+        uint16_t port = rt_listener_port(l);
+        assert_true(port != 0);
+        for (int i = 0; i < 4; i++)
+                assert_int_equal(connect_to(port), 0);
+        for (int i = 0; i < 200 && accepted_on[0] + accepted_on[1] < 4; i++)
+                usleep(10000);
+        assert_int_equal(accepted_on[0], 2);
+        assert_int_equal(accepted_on[1], 2);
+
+        /* The same port again is taken; after close it is free. */
+        struct rt_listener *l2 = NULL;
+        assert_int_equal(
+            rt_listener_open("127.0.0.1", port, "test", on_accept, &l2, err, sizeof(err)),
+            -EADDRINUSE);
+        rt_listener_close(l);
+        assert_int_equal(connect_to(port), -1);
+        assert_int_equal(
+            rt_listener_open("127.0.0.1", port, "test", on_accept, &l2, err, sizeof(err)), 0);
+        assert_int_equal(rt_listener_port(l2), port);
+        rt_listener_close(l2);
+
+        assert_int_equal(rt_listener_open("localhost", 0, "test", on_accept, &l2, err, sizeof(err)),
+                         -EINVAL);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -277,6 +334,7 @@ int main(void)
             cmocka_unit_test(test_crc32c),
             cmocka_unit_test(test_sockaddr),
             cmocka_unit_test(test_txq),
+            cmocka_unit_test(test_listener),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }
