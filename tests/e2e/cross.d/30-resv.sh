@@ -5,7 +5,9 @@
 # writes, then an iSCSI reservation (sg_persist --out) enforced against
 # NVMe writes and listed by nvme resv-report, then an NVMe PREEMPT AND ABORT
 # of the iSCSI registrant, which the iSCSI host hears of as REGISTRATIONS
-# PREEMPTED.  Each part leaves the namespace without registrations.
+# PREEMPTED, and an iSCSI PREEMPT of the NVMe host, which the NVMe host
+# reads in its Reservation Notification log page.  Each part leaves the
+# namespace without registrations.
 
 NVKEY=0xabc1
 SDKEY=0x5c51
@@ -80,3 +82,28 @@ resv_preempt_across() {
 	nv_write
 }
 check resv-preempt-across resv_preempt_across
+
+# The reverse preemption: an iSCSI PREEMPT of the NVMe host's reservation
+# reaches the NVMe host as a Reservation Notification (log page 80h,
+# Registration Preempted for NSID 1) after its asynchronous event.
+nv_log80() { nvme get-log "$NVCTRL" -i 0x80 -l 64 -b | od -An -tx1 -v | tr -s ' \n' ' '; }
+resv_notify_nvme() {
+	nv_log80 >/dev/null 2>&1 # drop anything queued before
+	nv_resv resv-register -k $NVKEY -r 0 || return 1
+	nv_resv resv-acquire -c $NVKEY -t 1 -a 0 || return 1
+	sg_turs "$SD" >/dev/null 2>&1
+	sg_persist --out --register --param-sark=$SDKEY "$SD" || return 1
+	sg_persist --out --preempt --param-rk=$SDKEY --param-sark=$NVKEY --prout-type=1 "$SD" || return 1
+	local log out
+	log=$(nv_log80) || return 1
+	echo "log page 80h: $log"
+	# bytes 0-7 count (non-zero), 8 type 01h, 12-15 NSID 1
+	set -- $log
+	[ "$9" = 01 ] && [ "${13}" = 01 ] && [ "$1$2$3$4$5$6$7$8" != 0000000000000000 ] || return 1
+	out=$(nv_write)
+	echo "NVMe write after being preempted: $out"
+	echo "$out" | grep -qi 'reservation.conflict' || return 1
+	sg_persist --out --clear --param-rk=$SDKEY "$SD" || return 1
+	nv_write
+}
+check resv-notify-nvme resv_notify_nvme
