@@ -190,8 +190,14 @@ static enum core_status do_register(struct core_pr *pr, const struct core_pr_nex
 {
         if (me < 0 && c->registered_only)
                 return CORE_E_RESERVATION_CONFLICT;
-        if (me >= 0 && c->register_new)
-                return c->sa_key == pr->regs[me].key ? CORE_OK : CORE_E_RESERVATION_CONFLICT;
+        if (me >= 0 && c->register_new) {
+                /* NVMe: registering the key it already has succeeds (CPTPL still applies). */
+                if (c->sa_key != pr->regs[me].key)
+                        return CORE_E_RESERVATION_CONFLICT;
+                if (!c->aptpl_keep)
+                        pr->aptpl = c->aptpl;
+                return CORE_OK;
+        }
         if (me < 0) {
                 /* Unregistered: REGISTER needs RESERVATION KEY 0 (SPC-5 5.14.7). */
                 if (c->action == CORE_PR_REGISTER && c->key != 0)
