@@ -107,7 +107,7 @@ static void nexus_abort(struct scsi_nexus *nx, uint64_t lun)
         m->lun = lun;
         atomic_fetch_add(&s->refs, 1);
         if (rt_msg_send(s->reactor, abort_msg_fn, m)) {
-                LOG_ERR(ISCSI_MOD, "session tsih %u: tasks not aborted (message ring full)",
+                LOG_ERR(ISCSI_MOD, "session tsih %u: tasks not aborted (cannot reach its reactor)",
                         s->tsih);
                 atomic_fetch_sub(&s->refs, 1); /* the session holds its own reference */
                 free(m);
