@@ -55,12 +55,13 @@ struct core_ns_params {
  * reports every reason as Namespace Is Write Protected and its feature
  * 84h shows the strongest of SOFTWARE/POWER_CYCLE/PERMANENT.
  */
-#define CORE_WP_CONFIG      (1u << 0) /* management: namespace_create/namespace_set write_protect */
-#define CORE_WP_SOFTWARE    (1u << 1) /* a host: SCSI control page SWP, NVMe 84h Write Protect */
-#define CORE_WP_POWER_CYCLE (1u << 2) /* NVMe 84h Write Protect Until Power Cycle (not persisted)  \
-                                       */
-#define CORE_WP_PERMANENT (1u << 3)   /* NVMe 84h Permanent Write Protect (persisted, final) */
-#define CORE_WP_SPACE     (1u << 4)   /* thin provisioning: out of space (later) */
+#define CORE_WP_CONFIG   (1u << 0) /* management: namespace_create/namespace_set write_protect */
+#define CORE_WP_SOFTWARE (1u << 1) /* a host: SCSI control page SWP, NVMe 84h Write Protect */
+#define CORE_WP_POWER_CYCLE                                                                        \
+        (1u << 2)                   /* NVMe 84h Write Protect Until Power Cycle (not persisted)    \
+                                     */
+#define CORE_WP_PERMANENT (1u << 3) /* NVMe 84h Permanent Write Protect (persisted, final) */
+#define CORE_WP_SPACE     (1u << 4) /* thin provisioning: out of space (later) */
 
 /* Whether the medium can be accessed at all. */
 enum core_ns_ready {
@@ -215,7 +216,12 @@ struct core_ns_event {
         struct core_ns *ns;
         core_origin_t origin;
         uint32_t old_val, new_val;
-        /* CORE_NS_EV_RESERVATION: the registrant told, and CORE_PR_EV_* bits. */
+        /*
+         * CORE_NS_EV_RESERVATION (published by core_ns_pr_out, one per
+         * registrant affected): the registrant told (a copy, valid for the
+         * call only; SCSI nexus or NVMe host, see nvme/resv.c) and its
+         * CORE_PR_EV_* bits, CORE_PR_EV_ABORT included for PREEMPT AND ABORT.
+         */
         const struct core_pr_reg *pr_reg;
         unsigned pr_events;
 };

@@ -188,6 +188,16 @@ static bool type_scope_ok(struct core_pr_cmd *c)
 static enum core_status do_register(struct core_pr *pr, const struct core_pr_nexus *self,
                                     struct core_pr_cmd *c, int me)
 {
+        if (me < 0 && c->registered_only)
+                return CORE_E_RESERVATION_CONFLICT;
+        if (me >= 0 && c->register_new) {
+                /* NVMe: registering the key it already has succeeds (CPTPL still applies). */
+                if (c->sa_key != pr->regs[me].key)
+                        return CORE_E_RESERVATION_CONFLICT;
+                if (!c->aptpl_keep)
+                        pr->aptpl = c->aptpl;
+                return CORE_OK;
+        }
         if (me < 0) {
                 /* Unregistered: REGISTER needs RESERVATION KEY 0 (SPC-5 5.14.7). */
                 if (c->action == CORE_PR_REGISTER && c->key != 0)
@@ -211,7 +221,8 @@ static enum core_status do_register(struct core_pr *pr, const struct core_pr_nex
                         pr->regs[me].key = c->sa_key;
         }
         pr->generation++;
-        pr->aptpl = c->aptpl;
+        if (!c->aptpl_keep)
+                pr->aptpl = c->aptpl;
         return CORE_OK;
 }
 
@@ -388,9 +399,50 @@ enum core_status core_pr_out(struct core_pr *pr, const struct core_pr_nexus *sel
         return st;
 }
 
-enum core_status core_ns_pr_out(struct core_ns *ns, const struct core_pr_nexus *self,
-                                struct core_pr_cmd *c)
+/* Registrants an operation affected, recorded under ns->lock and told after it is dropped. */
+struct pr_told {
+        struct core_pr_reg reg;
+        unsigned events;
+};
+struct pr_collect {
+        struct pr_told *v; /* allocated on the first event: most operations affect nobody */
+        unsigned n;
+        void (*notify)(void *arg, const struct core_pr_reg *reg, unsigned events);
+        void *notify_arg;
+        bool lost;
+};
+
+static void collect(void *arg, const struct core_pr_reg *reg, unsigned events)
 {
+        struct pr_collect *col = arg;
+        if (col->notify)
+                col->notify(col->notify_arg, reg, events);
+        for (unsigned i = 0; i < col->n; i++) {
+                struct pr_told *t = &col->v[i];
+                if (t->reg.all_tg_pt == reg->all_tg_pt &&
+                    core_pr_nexus_eq(&t->reg.nexus, &reg->nexus)) {
+                        t->events |= events;
+                        return;
+                }
+        }
+        if (!col->v)
+                col->v = calloc(CORE_PR_MAX_REGS + 1, sizeof(*col->v));
+        if (!col->v || col->n >= CORE_PR_MAX_REGS + 1) {
+                col->lost = true;
+                return;
+        }
+        col->v[col->n].reg = *reg;
+        col->v[col->n].events = events;
+        col->n++;
+}
+
+enum core_status core_ns_pr_out(struct core_ns *ns, const struct core_pr_nexus *self,
+                                struct core_pr_cmd *c, const void *origin)
+{
+        struct pr_collect col = {.notify = c->notify, .notify_arg = c->notify_arg};
+        c->notify = collect;
+        c->notify_arg = &col;
+
         pthread_mutex_lock(&ns->lock);
         enum core_status st = core_pr_out(&ns->pr, self, c);
         if (st == CORE_OK && c->save) {
@@ -405,7 +457,45 @@ enum core_status core_ns_pr_out(struct core_ns *ns, const struct core_pr_nexus *
                                 strerror(-rc));
         }
         pthread_mutex_unlock(&ns->lock);
+        c->notify = col.notify;
+        c->notify_arg = col.notify_arg;
+
+        if (col.lost)
+                LOG_ERR("pr", "%s: out of memory: some hosts are not told of a reservation change",
+                        ns->name);
+        for (unsigned i = 0; i < col.n; i++) {
+                struct core_ns_event ev = {.type = CORE_NS_EV_RESERVATION,
+                                           .ns = ns,
+                                           .origin = origin,
+                                           .pr_reg = &col.v[i].reg,
+                                           .pr_events = col.v[i].events};
+                core_ns_publish(&ev);
+        }
+        free(col.v);
         return st;
+}
+
+int core_ns_pr_set_aptpl(struct core_ns *ns, bool on)
+{
+        pthread_mutex_lock(&ns->lock);
+        int rc = 0;
+        if (ns->pr.aptpl != on) {
+                ns->pr.aptpl = on;
+                rc = core_ns_save_meta(ns);
+        }
+        pthread_mutex_unlock(&ns->lock);
+        return rc;
+}
+
+bool core_ns_pr_conflict(struct core_ns *ns, const struct core_pr_nexus *nexus, bool is_read,
+                         bool is_write)
+{
+        if (!nexus || (!is_read && !is_write) || !core_pr_any_reservation(&ns->pr))
+                return false;
+        pthread_mutex_lock(&ns->lock);
+        bool c = core_pr_conflict(&ns->pr, nexus, is_read, is_write);
+        pthread_mutex_unlock(&ns->lock);
+        return c;
 }
 
 bool core_pr_conflict(const struct core_pr *pr, const struct core_pr_nexus *nexus, bool is_read,

@@ -120,6 +120,15 @@ struct core_pr_cmd {
          */
         void (*notify)(void *arg, const struct core_pr_reg *reg, unsigned events);
         void *notify_arg;
+        /*
+         * NVMe Reservation Register semantics (all false for SPC):
+         * registered_only: self must already be registered, else
+         * RESERVATION CONFLICT (Unregister, Replace); register_new: a
+         * registered self's REGISTER succeeds without change when sa_key is
+         * its key and conflicts otherwise (Register); aptpl_keep: leave
+         * APTPL as it is (CPTPL 00b "no change").
+         */
+        bool registered_only, register_new, aptpl_keep;
 
         /* Out. */
         enum core_pr_field bad_field;
@@ -151,9 +160,34 @@ bool core_pr_type_valid(unsigned type);
  */
 enum core_status core_pr_out(struct core_pr *pr, const struct core_pr_nexus *self,
                              struct core_pr_cmd *c);
-/* core_pr_out() under ns->lock, then core_ns_save_meta() when c->save. */
+/*
+ * core_pr_out() under ns->lock, then core_ns_save_meta() when c->save;
+ * then, with the lock dropped, one CORE_NS_EV_RESERVATION event per
+ * registrant the operation affected (its registration in ev->pr_reg, the
+ * CORE_PR_EV_* bits in ev->pr_events, origin as given), so that every
+ * personality tells its hosts: SCSI unit attentions and task aborts on every
+ * target port, NVMe reservation notifications.  c->notify, if set, is still
+ * called under the lock.  Must not be called with a SCSI target lock or an
+ * NVMe controller lock held (the listeners take them).
+ */
 enum core_status core_ns_pr_out(struct core_ns *ns, const struct core_pr_nexus *self,
-                                struct core_pr_cmd *c);
+                                struct core_pr_cmd *c, const void *origin);
+
+/*
+ * Set APTPL / NVMe Persist Through Power Loss (Set Features 83h) and save
+ * the state.  0 or a negative errno from core_ns_save_meta().
+ */
+int core_ns_pr_set_aptpl(struct core_ns *ns, bool on);
+
+/*
+ * The one reservation check for commands of either personality: does a
+ * command from nexus that reads (is_read) and/or writes (is_write) the
+ * medium conflict with the namespace's reservation?  Lock-free when there
+ * is none; nexus NULL (the core's own I/O, e.g. sanitize) never conflicts.
+ * Takes ns->lock otherwise.
+ */
+bool core_ns_pr_conflict(struct core_ns *ns, const struct core_pr_nexus *nexus, bool is_read,
+                         bool is_write);
 
 /*
  * SPC-2 RESERVE/RELEASE with the SPC-5 5.14.3 exceptions.  Caller holds

@@ -1,7 +1,8 @@
 /*
  * Request execution: checks common to every personality (the namespace's
- * state through core_ns_check: sanitize, ready, write protection; range;
- * buffers), then the op as one or more backend I/Os.
+ * state through core_ns_check: sanitize, ready, write protection; the
+ * reservation through core_ns_pr_conflict; range; buffers), then the op as
+ * one or more backend I/Os.
  * The backend knows READ, WRITE, FLUSH and WRITE_ZEROES; compare, compare
  * and write, orwrite, write same and verify are built here, once, for SCSI
  * now and NVMe later.
@@ -268,6 +269,18 @@ void core_req_submit(struct core_req *req)
         enum core_status st = core_ns_check(ns, chk);
         if (st != CORE_OK) {
                 core_req_complete(req, st);
+                return;
+        }
+        /*
+         * Reservations, the same rule for both personalities (core/pr.c):
+         * SBC-4 table 13 and NVMe Base 2.0 8.19 put reads, compares,
+         * verifies and pre-fetches in the read group, every modification
+         * and flush (SYNCHRONIZE CACHE, NVMe Flush) in the write group.
+         */
+        bool reads = req->op == CORE_OP_READ || req->op == CORE_OP_COMPARE ||
+                     req->op == CORE_OP_VERIFY || req->op == CORE_OP_PREFETCH;
+        if (core_ns_pr_conflict(ns, req->nexus, reads, writes || !medium)) {
+                core_req_complete(req, CORE_E_RESERVATION_CONFLICT);
                 return;
         }
         if (medium && !core_ns_range_ok(ns, req->lba, req->nlb)) {

@@ -19,6 +19,7 @@
 #include "rt/reactor.h"
 
 struct core_ns;
+struct core_pr_nexus;
 struct backend;
 
 enum core_op {
@@ -49,6 +50,13 @@ struct core_req {
         uint32_t flags;
         uint64_t lba;
         uint32_t nlb;
+        /*
+         * Who issued it, for the reservation check (core_ns_pr_conflict): the
+         * SCSI I_T nexus or the NVMe host.  NULL: the core's own I/O
+         * (sanitize), which reservations do not stop.  Set after
+         * core_req_init(); must stay valid until the request is submitted.
+         */
+        const struct core_pr_nexus *nexus;
         /* Data: the transport's buffers.  Length must be what op needs. */
         struct iovec iov[CORE_REQ_MAX_IOV];
         int iovcnt;

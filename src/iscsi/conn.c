@@ -1038,6 +1038,37 @@ static void abort_tasks(struct iscsi_conn *c, uint64_t lun, struct iscsi_task *t
         }
 }
 
+/*
+ * PREEMPT AND ABORT from another I_T nexus (SPC-5 5.14.11.5): the tasks of
+ * this session on lun are aborted as ABORT TASK SET would abort them, with
+ * no response (TAS = 0 in the control mode page), except a task whose PDU is
+ * being received right now: its data would land in a freed task, and the
+ * command or write that follows is checked against the new reservation
+ * anyway (parse, and core_req_submit).  Runs on the connection's reactor.
+ */
+void iscsi_conn_abort_lun(struct iscsi_conn *c, uint64_t lun)
+{
+        if (c->state != ISCSI_CONN_FULL && c->state != ISCSI_CONN_LOGOUT)
+                return;
+        struct iscsi_task *receiving = c->rx_state != ISCSI_RX_BHS ? c->rx_task : NULL;
+        unsigned n = 0;
+        for (uint32_t i = 0; i < c->nr_tasks; i++) {
+                struct iscsi_task *x = &c->tasks[i];
+                if (x == receiving || !x->is_scsi || x->finished || x->aborted)
+                        continue;
+                if (x->state != ISCSI_TASK_RX_DATA && x->state != ISCSI_TASK_EXEC)
+                        continue;
+                if (iscsi_lun_decode(x->lun_raw) != lun)
+                        continue;
+                abort_one(x, NULL);
+                n++;
+        }
+        if (n)
+                LOG_INFO(ISCSI_MOD, "%s: %u task(s) on LUN %llu aborted by PREEMPT AND ABORT",
+                         c->peer, n, (unsigned long long)lun);
+        iscsi_conn_flush(c);
+}
+
 static void dispatch_tmf(struct iscsi_conn *c, struct iscsi_task *t)
 {
         const struct iscsi_tmf_req *h = (const struct iscsi_tmf_req *)c->bhs;

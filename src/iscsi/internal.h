@@ -384,6 +384,8 @@ void iscsi_conn_warn(struct iscsi_conn *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void iscsi_conn_enqueue(struct iscsi_conn *c, struct iscsi_tx *tx);
 void iscsi_conn_flush(struct iscsi_conn *c);
+/* Abort the SCSI tasks of c on lun (PREEMPT AND ABORT by another nexus); on c's reactor. */
+void iscsi_conn_abort_lun(struct iscsi_conn *c, uint64_t lun);
 /* Fill the digest/padding of a prepared tx (hdr[0..47], data, data_len set). */
 void iscsi_tx_seal(struct iscsi_conn *c, struct iscsi_tx *tx);
 /* StatSN/ExpCmdSN/MaxCmdSN for a response (advances StatSN when with_status). */

@@ -72,6 +72,48 @@ static void close_msg(void *arg)
         session_put(s);
 }
 
+struct abort_msg {
+        struct iscsi_session *s;
+        uint64_t lun;
+};
+
+static void abort_msg_fn(void *arg)
+{
+        struct abort_msg *m = arg;
+        if (m->s->conn)
+                iscsi_conn_abort_lun(m->s->conn, m->lun);
+        session_put(m->s);
+        free(m);
+}
+
+/*
+ * The SCSI personality's task-abort callback for this session's nexus
+ * (PREEMPT AND ABORT): called with the target lock held, from any thread,
+ * while the nexus is on the target's list (so the session is alive); the
+ * abort itself runs on the session's reactor, which owns its tasks.
+ */
+static void nexus_abort(struct scsi_nexus *nx, uint64_t lun)
+{
+        struct iscsi_session *s =
+            (struct iscsi_session *)((char *)nx - offsetof(struct iscsi_session, nexus));
+        if (!s->reactor)
+                return;
+        struct abort_msg *m = malloc(sizeof(*m));
+        if (!m) {
+                LOG_ERR(ISCSI_MOD, "session tsih %u: out of memory, tasks not aborted", s->tsih);
+                return;
+        }
+        m->s = s;
+        m->lun = lun;
+        atomic_fetch_add(&s->refs, 1);
+        if (rt_msg_send(s->reactor, abort_msg_fn, m)) {
+                LOG_ERR(ISCSI_MOD, "session tsih %u: tasks not aborted (cannot reach its reactor)",
+                        s->tsih);
+                atomic_fetch_sub(&s->refs, 1); /* the session holds its own reference */
+                free(m);
+        }
+}
+
 void iscsi_session_reinstate(const char *initiator, const uint8_t isid[6], const char *target,
                              const struct iscsi_session *except)
 {
@@ -137,6 +179,7 @@ struct iscsi_session *iscsi_session_create(struct iscsi_conn *c, const struct is
                 snprintf(tport, sizeof(tport), "%s,t,0x%04x", tgt->name, ISCSI_DEFAULT_TPGT);
                 uint16_t tl = transport_id(tid, sizeof(tid), iport);
                 scsi_nexus_init(&s->nexus, &tgt->scsi, iport, tport, tid, tl);
+                scsi_nexus_set_abort(&s->nexus, nexus_abort);
                 s->nexus_live = true;
         }
         return s;

@@ -1,7 +1,8 @@
 /*
  * Admin commands without a file of their own (NVMe Base 2.0 5.1 Abort,
  * 5.2 Asynchronous Event Request, 5.25 Keep Alive) and the asynchronous
- * event machinery: events are raised from any thread, queued per
+ * event machinery (Namespace Attribute Changed, Discovery Log Page Change,
+ * Reservation Log Page Available): events are raised from any thread, queued per
  * controller, and delivered on the admin queue's reactor into parked AER
  * commands; a delivered event type stays masked until the host reads its
  * log page with RAE cleared (Base 2.0 5.2, 5.16 "Retain Asynchronous Event").
@@ -49,6 +50,8 @@ static const struct {
 } events[] = {
     {NVME_EVT_NS_CHANGED, NVME_AER_TYPE_NOTICE, NVME_AER_NOTICE_NS_CHANGED, NVME_LOG_CHANGED_NS},
     {NVME_EVT_DISC_CHANGED, NVME_AER_TYPE_NOTICE, NVME_AER_NOTICE_DISC_CHANGED, NVME_LOG_DISCOVERY},
+    {NVME_EVT_RESV, NVME_AER_TYPE_IO_SPECIFIC, NVME_AER_IO_RESV_LOG_AVAILABLE,
+     NVME_LOG_RESV_NOTIFY},
 };
 
 /* On the admin reactor: pair pending, unmasked events with parked AERs. */
@@ -159,10 +162,37 @@ void nvme_ctrl_raise(struct nvme_ctrl *ctrl, uint32_t evt, uint32_t nsid)
         }
         if ((evt & NVME_EVT_DISC_CHANGED) && (ctrl->aec & NVME_AEN_CFG_DISC_CHANGE))
                 enable |= NVME_EVT_DISC_CHANGED;
+        /* Not in AEC: feature 82h masks reservation notifications before they are queued. */
+        if (evt & NVME_EVT_RESV)
+                enable |= NVME_EVT_RESV;
         ctrl->aen_pending |= enable;
         pthread_mutex_unlock(&ctrl->lock);
         if (enable)
                 aen_kick(ctrl);
+}
+
+/*
+ * A registrant lost its registration or reservation (from either protocol):
+ * a Reservation Notification log entry and event for every controller of
+ * that host in every subsystem the namespace is attached to, except the
+ * controller whose command made the change (resv.c, Base 2.0 8.19.x).
+ */
+static void on_resv_event(const struct core_ns_event *ev)
+{
+        pthread_mutex_lock(&nvme_lock);
+        for (struct nvme_subsys *s = nvme_subsystems; s; s = s->next) {
+                if (s->discovery)
+                        continue;
+                for (uint32_t nsid = 1; nsid <= NVME_MAX_NSID; nsid++) {
+                        if (atomic_load(&s->ns[nsid]) != ev->ns)
+                                continue;
+                        for (struct nvme_ctrl *c = s->ctrls; c; c = c->next)
+                                if ((const void *)c != ev->origin &&
+                                    nvme_resv_reg_is_ctrl(ev->pr_reg, c))
+                                        nvme_resv_notify(c, nsid, ev->pr_events);
+                }
+        }
+        pthread_mutex_unlock(&nvme_lock);
 }
 
 /*
@@ -176,6 +206,10 @@ void nvme_ctrl_raise(struct nvme_ctrl *ctrl, uint32_t evt, uint32_t nsid)
 static void on_ns_event(const struct core_ns_event *ev, void *arg)
 {
         (void)arg;
+        if (ev->type == CORE_NS_EV_RESERVATION) {
+                on_resv_event(ev);
+                return;
+        }
         if (ev->type != CORE_NS_EV_CAPACITY && ev->type != CORE_NS_EV_WRITE_PROTECT &&
             ev->type != CORE_NS_EV_IDENTITY)
                 return;

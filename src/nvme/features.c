@@ -3,7 +3,8 @@
  * Power Management, Temperature Threshold, Error Recovery, Volatile Write
  * Cache (the namespaces' shared wce, the same bit SCSI's WCE shows),
  * Number of Queues, Asynchronous Event Configuration, Keep Alive Timer,
- * Host Behavior Support and Host Identifier.  Nothing is saveable; SEL
+ * Host Behavior Support, Host Identifier, and the namespace-specific
+ * Reservation Notification Mask and Reservation Persistence (resv.c).  Nothing is saveable; SEL
  * current/default/saved/supported-capabilities are all answered.
  */
 #include <string.h>
@@ -21,6 +22,7 @@ static const struct feat feats[256] = {
     [NVME_FEAT_VOLATILE_WC] = {true, false, true},   [NVME_FEAT_NUM_QUEUES] = {true, false, true},
     [NVME_FEAT_ASYNC_EVENT] = {true, true, true},    [NVME_FEAT_KATO] = {true, true, true},
     [NVME_FEAT_HOST_BEHAVIOR] = {true, false, true}, [NVME_FEAT_HOST_ID] = {true, false, false},
+    [NVME_FEAT_RESV_MASK] = {true, false, true},     [NVME_FEAT_RESV_PERSIST] = {true, false, true},
 };
 
 static bool feat_ok(struct nvme_ctrl *ctrl, uint8_t fid)
@@ -58,6 +60,8 @@ enum nvme_parse_result nvme_get_features_parse(struct nvme_cmd *cmd)
         if (sel > NVME_SEL_SUPPORTED)
                 return nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD,
                                    NVME_SQE_OFF_CDW(10) + 1, 0);
+        if (fid == NVME_FEAT_RESV_MASK || fid == NVME_FEAT_RESV_PERSIST)
+                return nvme_resv_get_feature(cmd, fid, sel); /* namespace-specific (resv.c) */
         if (fid == NVME_FEAT_HOST_BEHAVIOR && sel != NVME_SEL_SUPPORTED)
                 len = sizeof(struct nvme_host_behavior);
         if (fid == NVME_FEAT_HOST_ID && sel != NVME_SEL_SUPPORTED) {
@@ -157,6 +161,8 @@ enum nvme_parse_result nvme_set_features_parse(struct nvme_cmd *cmd)
         if (!nvme_xfer(cmd, fid == NVME_FEAT_HOST_BEHAVIOR ? sizeof(struct nvme_host_behavior) : 0,
                        true))
                 return NVME_PARSE_DONE;
+        if (fid == NVME_FEAT_RESV_MASK || fid == NVME_FEAT_RESV_PERSIST)
+                return nvme_resv_set_feature(cmd, fid); /* namespace-specific (resv.c) */
 
         pthread_mutex_lock(&ctrl->lock);
         switch (fid) {

@@ -58,7 +58,8 @@ static void id_ctrl(struct nvme_ctrl *ctrl, struct nvme_id_ctrl *id)
         if (!disc) {
                 put_le32(&id->nn, NVME_MAX_NSID);
                 put_le16(&id->oncs, NVME_ONCS_COMPARE | NVME_ONCS_DSM | NVME_ONCS_WRITE_ZEROES |
-                                        NVME_ONCS_SAVE_SELECT | NVME_ONCS_VERIFY);
+                                        NVME_ONCS_SAVE_SELECT | NVME_ONCS_RESERVATIONS |
+                                        NVME_ONCS_VERIFY);
                 id->vwc = 0x01 | (0x2 << 1); /* present; Flush to FFFFFFFFh not supported */
         }
         put_le32(&id->sgls, (1u << 0) | (1u << 20)); /* SGLs; Offset (in-capsule) data blocks */
@@ -69,6 +70,11 @@ static void id_ctrl(struct nvme_ctrl *ctrl, struct nvme_id_ctrl *id)
         put_le16(&id->psd[0].mp, 1000); /* 10.00 W, nominal */
 }
 
+/* Reservations (resv.c): persist through power loss, every type, IEKEY as in 1.3+. */
+#define RESCAP_ALL                                                                                 \
+        (NVME_RESCAP_PTPL | NVME_RESCAP_WE | NVME_RESCAP_EA | NVME_RESCAP_WE_RO |                  \
+         NVME_RESCAP_EA_RO | NVME_RESCAP_WE_AR | NVME_RESCAP_EA_AR | NVME_RESCAP_IEKEY13)
+
 static void id_ns(struct core_ns *ns, struct nvme_id_ns *id)
 {
         put_le64(&id->nsze, ns->num_blocks);
@@ -78,6 +84,7 @@ static void id_ns(struct core_ns *ns, struct nvme_id_ns *id)
         id->flbas = 0;
         id->dlfeat = 0; /* deallocated blocks are not reported to read as zeroes */
         id->nmic = 1;   /* may be attached to several controllers */
+        id->rescap = RESCAP_ALL;
         id->nsattr = core_ns_wp(ns) ? 1 : 0; /* write protected, for any reason */
         memcpy(id->nguid, ns->uuid, 16);
         slate_put_be(id->eui64, 8, ns->eui64);
@@ -162,6 +169,7 @@ enum nvme_parse_result nvme_identify_parse(struct nvme_cmd *cmd)
                 } else if (cns == NVME_CNS_NS_INDEPENDENT) {
                         struct nvme_id_ns_indep *id = (struct nvme_id_ns_indep *)p;
                         id->nmic = 1;
+                        id->rescap = RESCAP_ALL;
                         id->nsattr = core_ns_wp(cmd->ns) ? 1 : 0;
                         id->nstat = core_ns_ready(cmd->ns) == CORE_NS_READY; /* NRDY */
                 }

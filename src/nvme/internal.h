@@ -41,6 +41,9 @@
 /* Event bits for AEN pending/masked state. */
 #define NVME_EVT_NS_CHANGED   (1u << 0)
 #define NVME_EVT_DISC_CHANGED (1u << 1)
+#define NVME_EVT_RESV         (1u << 2) /* Reservation Log Page Available */
+
+#define NVME_RESV_LOG_MAX 64 /* queued reservation notifications per controller */
 
 struct nvme_subsys {
         char nqn[NVMF_NQN_SIZE];
@@ -99,6 +102,17 @@ struct nvme_ctrl {
         _Atomic uint64_t host_reads, host_writes, media_errors;
         _Atomic uint64_t dsm_cmds, dsm_ranges, dsm_ad, dsm_idr, dsm_idw, dsm_access_hints;
         uint64_t created_ns;
+        /*
+         * Reservations (resv.c): the host as a registrant (built on first
+         * use from hostnqn, hostid and the subsystem NQN), and under lock the
+         * notification log queue and the per-namespace notification mask.
+         */
+        struct core_pr_nexus pr_id;
+        atomic_bool pr_id_ready;
+        struct nvme_resv_notify_log resv_log[NVME_RESV_LOG_MAX];
+        unsigned resv_head, resv_n;
+        uint64_t resv_count, resv_lost;
+        uint8_t resv_mask[NVME_MAX_NSID + 1];
 
         struct nvme_ctrl *next; /* subsys->ctrls, under nvme_lock */
 };
@@ -210,6 +224,25 @@ enum nvme_parse_result nvme_io_compare_parse(struct nvme_cmd *cmd);
 enum nvme_parse_result nvme_io_dsm_parse(struct nvme_cmd *cmd);
 void nvme_io_dsm_exec(struct nvme_cmd *cmd);
 void nvme_io_submit(struct nvme_cmd *cmd);
+/* Reservations (resv.c). */
+enum nvme_parse_result nvme_resv_register_parse(struct nvme_cmd *cmd);
+enum nvme_parse_result nvme_resv_acquire_parse(struct nvme_cmd *cmd);
+enum nvme_parse_result nvme_resv_release_parse(struct nvme_cmd *cmd);
+enum nvme_parse_result nvme_resv_report_parse(struct nvme_cmd *cmd);
+void nvme_resv_exec(struct nvme_cmd *cmd);
+/* The synchronous body of Register/Acquire/Release (data in buf): fills the CQE.  For tests. */
+void nvme_resv_do(struct nvme_cmd *cmd);
+/* The controller's host as a reservation registrant (one per host and subsystem). */
+const struct core_pr_nexus *nvme_ctrl_pr_id(struct nvme_ctrl *ctrl);
+/* Get/Set Features 82h (Reservation Notification Mask) and 83h (Reservation Persistence). */
+enum nvme_parse_result nvme_resv_get_feature(struct nvme_cmd *cmd, uint8_t fid, uint8_t sel);
+enum nvme_parse_result nvme_resv_set_feature(struct nvme_cmd *cmd, uint8_t fid);
+/* Queue reservation notifications (CORE_PR_EV_* bits) for nsid; caller holds nvme_lock. */
+void nvme_resv_notify(struct nvme_ctrl *ctrl, uint32_t nsid, unsigned pr_events);
+/* Is reg the registration of ctrl's host? */
+bool nvme_resv_reg_is_ctrl(const struct core_pr_reg *reg, struct nvme_ctrl *ctrl);
+/* Fill the Reservation Notification log page: the oldest entry, consumed. */
+void nvme_resv_log(struct nvme_ctrl *ctrl, struct nvme_resv_notify_log *out);
 enum nvme_parse_result nvmf_connect_parse(struct nvme_cmd *cmd);
 void nvmf_connect_exec(struct nvme_cmd *cmd);
 /* The synchronous body of Connect (data in buf): fills the CQE.  For tests. */

@@ -1,7 +1,8 @@
 /*
  * NVM command set I/O commands (NVM Command Set Specification 1.0 chapter
  * 3): Read, Write, Compare, Write Zeroes, Verify, Flush and Dataset
- * Management, each translated into one core request.  Parse checks the
+ * Management, each translated into one core request carrying the host's
+ * registrant identity, so the core applies reservations to it.  Parse checks the
  * NSID, the LBA range (overflow-safe core_ns_range_ok), MDTS and the SGL;
  * exec submits to the core and maps the core status with status.c.
  */
@@ -31,6 +32,8 @@ static bool io_ns(struct nvme_cmd *cmd)
 static void io_req_init(struct nvme_cmd *cmd, enum core_op op, uint64_t lba, uint32_t nlb)
 {
         core_req_init(&cmd->req, cmd->ns, op, lba, nlb, 0, cmd->reactor, NULL, cmd);
+        /* The host, for the core's reservation check (resv.c). */
+        cmd->req.nexus = nvme_ctrl_pr_id(cmd->queue->ctrl);
 }
 
 /* SLBA in CDW10/11, NLB (0's based) in CDW12 15:0: range and MDTS checks. */
@@ -144,6 +147,11 @@ enum nvme_parse_result nvme_io_dsm_parse(struct nvme_cmd *cmd)
         uint32_t nr = (nvme_cdw(cmd, 10) & 0xff) + 1;
         if (!io_ns(cmd))
                 return NVME_PARSE_DONE;
+        /* DSM runs no core request, yet it is in the write command group (8.19). */
+        if (core_ns_pr_conflict(cmd->ns, nvme_ctrl_pr_id(cmd->queue->ctrl), false, true)) {
+                nvme_status_from_core(cmd, CORE_E_RESERVATION_CONFLICT);
+                return NVME_PARSE_DONE;
+        }
         if (!nvme_xfer(cmd, nr * (uint32_t)sizeof(struct nvme_dsm_range), true))
                 return NVME_PARSE_DONE;
         return NVME_PARSE_EXEC;

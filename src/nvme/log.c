@@ -1,10 +1,11 @@
 /*
  * Get Log Page (NVMe Base 2.0 5.16): 01h Error Information, 02h SMART /
  * Health Information, 03h Firmware Slot Information, 04h Changed Namespace
- * List, 05h Commands Supported and Effects (from the opcode tables), and
- * 70h Discovery on discovery controllers.  NUMDL/NUMDU give the length,
+ * List, 05h Commands Supported and Effects (from the opcode tables), 80h
+ * Reservation Notification (resv.c), and 70h Discovery on discovery
+ * controllers.  NUMDL/NUMDU give the length,
  * LPOL/LPOU a dword-aligned offset (LPA bit 2); bytes past the end of a log
- * read as zeroes.  RAE = 0 on 04h/70h unmasks the matching event.
+ * read as zeroes.  RAE = 0 on 04h/70h/80h unmasks the matching event.
  */
 #include <string.h>
 
@@ -116,6 +117,7 @@ enum nvme_parse_result nvme_get_log_parse(struct nvme_cmd *cmd)
                 struct nvme_fw_slot_log fw;
                 struct nvme_effects_log effects;
                 struct nvme_error_log err[NVME_ERRLOG_ENTRIES];
+                struct nvme_resv_notify_log resv;
         } page;
         uint32_t size;
         memset(&page, 0, sizeof(page));
@@ -140,6 +142,12 @@ enum nvme_parse_result nvme_get_log_parse(struct nvme_cmd *cmd)
                 if (lpo > size)
                         return nvme_invalid_field(cmd, NVME_SQE_OFF_CDW(12));
                 changed_ns_log(ctrl, page.raw, !rae);
+                break;
+        case NVME_LOG_RESV_NOTIFY:
+                if (lpo > sizeof(page.resv))
+                        return nvme_invalid_field(cmd, NVME_SQE_OFF_CDW(12));
+                nvme_resv_log(ctrl, &page.resv); /* consumes the oldest entry */
+                size = sizeof(page.resv);
                 break;
         case NVME_LOG_CMD_EFFECTS:
                 if (csi != NVME_CSI_NVM)

@@ -44,6 +44,15 @@ static const struct nvme_op io_ops[256] = {
     [NVME_IO_DSM] = {"dataset-management", NVME_IO_DSM, NVME_DIR_H2C, 0, 0, nvme_io_dsm_parse,
                      nvme_io_dsm_exec},
     [NVME_IO_VERIFY] = {"verify", NVME_IO_VERIFY, NVME_DIR_NONE, 0, 0, nvme_io_verify_parse, NULL},
+    /* Reservations (resv.c): no effects bit describes a reservation change. */
+    [NVME_IO_RESV_REGISTER] = {"reservation-register", NVME_IO_RESV_REGISTER, NVME_DIR_H2C, 0, 0,
+                               nvme_resv_register_parse, nvme_resv_exec},
+    [NVME_IO_RESV_REPORT] = {"reservation-report", NVME_IO_RESV_REPORT, NVME_DIR_C2H, 0, 0,
+                             nvme_resv_report_parse, NULL},
+    [NVME_IO_RESV_ACQUIRE] = {"reservation-acquire", NVME_IO_RESV_ACQUIRE, NVME_DIR_H2C, 0, 0,
+                              nvme_resv_acquire_parse, nvme_resv_exec},
+    [NVME_IO_RESV_RELEASE] = {"reservation-release", NVME_IO_RESV_RELEASE, NVME_DIR_H2C, 0, 0,
+                              nvme_resv_release_parse, nvme_resv_exec},
 };
 
 static const struct nvme_op fabrics_ops[256] = {

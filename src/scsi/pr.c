@@ -6,8 +6,11 @@
  * (SPC-2 7.21/7.17 with the SPC-5 5.14.3 exceptions), and the table of
  * commands allowed in the presence of reservations (SPC-5 5.14.1 table
  * 63, SBC-4 4.17).  The rules themselves live in core/pr.c; this file
- * decodes CDBs and parameter data, encodes responses and sense, and turns
- * the core's events into unit attentions on the other nexuses.
+ * decodes CDBs and parameter data, encodes responses and sense, and
+ * classifies commands for the core's conflict check.  The other nexuses
+ * hear of a change through the core's CORE_NS_EV_RESERVATION event
+ * (target.c turns it into unit attentions and, for PREEMPT AND ABORT, task
+ * aborts on every target port).
  */
 #include "scsi/pr.h"
 
@@ -19,8 +22,6 @@
 #include "core/pr.h"
 #include "scsi/internal.h"
 #include "slate/byteorder.h"
-
-void (*scsi_pr_abort_hook)(struct scsi_nexus *nx, uint64_t lun);
 
 #define PR_OUT_BASIC_LEN 24
 #define TID_MIN_LEN      24 /* 4-byte header + name, padded (SPC-5 7.6.4.6: at least 20) */
@@ -122,82 +123,6 @@ bool scsi_pr_reg_is_nexus(const struct core_pr_reg *reg, const struct scsi_nexus
 {
         return !strcasecmp(reg->nexus.initiator, nx->id.initiator) &&
                (reg->all_tg_pt || !strcasecmp(reg->nexus.target, nx->id.target));
-}
-
-struct pr_event {
-        char initiator[CORE_PR_NEXUS_MAX];
-        char target[CORE_PR_NEXUS_MAX];
-        bool all_tg_pt;
-        unsigned events;
-};
-
-/* Filled under ns->lock by the core's notify callback, applied after it is dropped. */
-static _Thread_local struct pr_event pr_events[CORE_PR_MAX_REGS + 1];
-static _Thread_local unsigned pr_nevents;
-
-static void pr_notify(void *arg, const struct core_pr_reg *reg, unsigned events)
-{
-        (void)arg;
-        for (unsigned i = 0; i < pr_nevents; i++) {
-                struct pr_event *e = &pr_events[i];
-                if (!strcasecmp(e->initiator, reg->nexus.initiator) &&
-                    !strcasecmp(e->target, reg->nexus.target) && e->all_tg_pt == reg->all_tg_pt) {
-                        e->events |= events;
-                        return;
-                }
-        }
-        if (pr_nevents >= CORE_PR_MAX_REGS + 1)
-                return;
-        struct pr_event *e = &pr_events[pr_nevents++];
-        memcpy(e->initiator, reg->nexus.initiator, sizeof(e->initiator));
-        memcpy(e->target, reg->nexus.target, sizeof(e->target));
-        e->initiator[sizeof(e->initiator) - 1] = 0;
-        e->target[sizeof(e->target) - 1] = 0;
-        e->all_tg_pt = reg->all_tg_pt;
-        e->events = events;
-}
-
-static uint32_t ua_bits(unsigned events)
-{
-        uint32_t b = 0;
-        if (events & CORE_PR_EV_RES_PREEMPTED)
-                b |= 1u << SCSI_UA_RESERVATIONS_PREEMPTED;
-        if (events & CORE_PR_EV_RES_RELEASED)
-                b |= 1u << SCSI_UA_RESERVATIONS_RELEASED;
-        if (events & CORE_PR_EV_REGS_PREEMPTED)
-                b |= 1u << SCSI_UA_REGISTRATIONS_PREEMPTED;
-        return b;
-}
-
-/* Called without ns->lock (lock order elsewhere is target->lock, then ns->lock). */
-static void pr_apply_events(struct scsi_cmd *cmd)
-{
-        struct scsi_target *tgt = cmd->nexus ? cmd->nexus->target : NULL;
-        if (!tgt || pr_nevents == 0) {
-                pr_nevents = 0;
-                return;
-        }
-        pthread_mutex_lock(&tgt->lock);
-        for (struct scsi_nexus *nx = tgt->nexus_list; nx; nx = nx->next) {
-                for (unsigned i = 0; i < pr_nevents; i++) {
-                        const struct pr_event *e = &pr_events[i];
-                        if (strcasecmp(e->initiator, nx->id.initiator) ||
-                            (!e->all_tg_pt && strcasecmp(e->target, nx->id.target)))
-                                continue;
-                        for (unsigned l = 0; l < SCSI_MAX_LUNS; l++) {
-                                if (atomic_load(&tgt->luns[l]) != cmd->ns)
-                                        continue;
-                                uint32_t b = ua_bits(e->events);
-                                if (b)
-                                        atomic_fetch_or(&nx->ua[l], b);
-                                if ((e->events & CORE_PR_EV_ABORT) && scsi_pr_abort_hook &&
-                                    nx != cmd->nexus)
-                                        scsi_pr_abort_hook(nx, l);
-                        }
-                }
-        }
-        pthread_mutex_unlock(&tgt->lock);
-        pr_nevents = 0;
 }
 
 /* ---- PERSISTENT RESERVE IN ---- */
@@ -409,7 +334,6 @@ void scsi_pr_out(struct scsi_cmd *cmd)
         c.type = (enum core_pr_type)(cdb[2] & 0x0f);
         c.key = slate_be64(p);
         c.sa_key = slate_be64(p + 8);
-        c.notify = pr_notify;
 
         if (sa == CORE_PR_REGISTER_MOVE) {
                 /* 6.17.4: keys, reserved, UNREG/APTPL, RELATIVE TARGET PORT, TransportID. */
@@ -453,14 +377,10 @@ void scsi_pr_out(struct scsi_cmd *cmd)
                 }
         }
 
-        pr_nevents = 0;
-        enum core_status st = core_ns_pr_out(ns, &cmd->nexus->id, &c);
-        if (st != CORE_OK) {
-                pr_nevents = 0;
+        /* The other nexuses hear of it through the core's event (target.c on_ns_event). */
+        enum core_status st = core_ns_pr_out(ns, &cmd->nexus->id, &c, cmd->nexus);
+        if (st != CORE_OK)
                 pr_out_error(cmd, st, c.bad_field, sa == CORE_PR_REGISTER_MOVE);
-                return;
-        }
-        pr_apply_events(cmd);
 }
 
 /* ---- RESERVE(6)/(10), RELEASE(6)/(10) ---- */
@@ -586,9 +506,8 @@ bool scsi_pr_conflict(struct scsi_cmd *cmd, bool is_read, bool is_write)
         enum pr_class cls = classify(cmd->cdb, is_read, is_write);
         if (cls == PR_ALLOWED)
                 return false;
-        pthread_mutex_lock(&ns->lock);
-        bool c = core_pr_conflict(&ns->pr, &cmd->nexus->id, cls == PR_READ, cls == PR_WRITE);
-        pthread_mutex_unlock(&ns->lock);
+        /* The core's rule (the one core_req_submit applies again at execution). */
+        bool c = core_ns_pr_conflict(ns, &cmd->nexus->id, cls == PR_READ, cls == PR_WRITE);
         if (c)
                 conflict(cmd);
         return c;

@@ -20,13 +20,6 @@ void scsi_pr_reset(struct core_ns *ns);
 /* Is reg (a registration) the registration of I_T nexus nx (honouring ALL_TG_PT)? */
 bool scsi_pr_reg_is_nexus(const struct core_pr_reg *reg, const struct scsi_nexus *nx);
 
-/*
- * Set by the transport (optional): abort every task of nexus nx on lun,
- * for PREEMPT AND ABORT (SPC-5 5.14.11.5).  Called with target->lock held;
- * it must only mark tasks and never take target->lock or ns->lock.
- */
-extern void (*scsi_pr_abort_hook)(struct scsi_nexus *nx, uint64_t lun);
-
 /* Build the iSCSI TransportID (SPC-5 7.6.4.6) of nexus into out; returns its length (0: no room).
  */
 uint16_t scsi_pr_transport_id(const struct core_pr_nexus *nexus, uint8_t *out, uint32_t cap);

@@ -116,6 +116,7 @@ static void req_init(struct scsi_cmd *cmd, enum core_op op, uint64_t lba, uint32
 {
         core_req_init(&cmd->req, cmd->ns, op, lba, nlb, flags, cmd->reactor, scsi_sbc_req_done,
                       cmd);
+        cmd->req.nexus = cmd->nexus ? &cmd->nexus->id : NULL;
         cmd->lba = lba;
         cmd->nlb = nlb;
 }

@@ -82,6 +82,14 @@ struct scsi_nexus {
         struct scsi_nexus *next;
         /* PREVENT ALLOW MEDIUM REMOVAL state per LUN */
         uint8_t prevent[SCSI_MAX_LUNS];
+        /*
+         * Set by the transport with scsi_nexus_set_abort() (optional): abort
+         * every task of this nexus on lun, as ABORT TASK SET does, for a
+         * PREEMPT AND ABORT from another nexus (SPC-5 5.14.11.5).  Called
+         * from any thread with the target lock held: it must only hand the
+         * work to the nexus's own thread, never take a target or ns lock.
+         */
+        void (*abort_tasks)(struct scsi_nexus *nx, uint64_t lun);
 };
 
 struct scsi_cmd {
@@ -145,6 +153,9 @@ void scsi_cmd_abort(struct scsi_cmd *cmd);
 void scsi_nexus_init(struct scsi_nexus *nx, struct scsi_target *tgt, const char *initiator_port,
                      const char *target_port, const uint8_t *transport_id, uint16_t tid_len);
 void scsi_nexus_fini(struct scsi_nexus *nx); /* I_T nexus loss: releases RESERVE(6) etc. */
+/* Install the transport's task-abort callback (see scsi_nexus.abort_tasks). */
+void scsi_nexus_set_abort(struct scsi_nexus *nx,
+                          void (*abort_tasks)(struct scsi_nexus *nx, uint64_t lun));
 
 /* Task management effects on the personality's state. */
 void scsi_lun_reset(struct scsi_nexus *nx, uint64_t lun);

@@ -189,13 +189,17 @@ static uint32_t event_ua(const struct core_ns_event *ev)
  * A namespace event: the unit attention goes to every I_T nexus, of every
  * target port that maps the namespace, but the one whose command made the
  * change (SPC-5 5.14, 7.5: "other I_T nexuses").  Reservation events go
- * only to the nexuses of the registrant named.
+ * only to the nexuses of the registrant named, whichever protocol or
+ * target port changed the reservation; for PREEMPT AND ABORT those nexuses'
+ * tasks on the LUN are aborted too (SPC-5 5.14.11.5), through the
+ * transport's callback.
  */
 static void on_ns_event(const struct core_ns_event *ev, void *arg)
 {
         (void)arg;
         uint32_t ua = event_ua(ev);
-        if (!ua)
+        bool abort = ev->type == CORE_NS_EV_RESERVATION && (ev->pr_events & CORE_PR_EV_ABORT);
+        if (!ua && !abort)
                 return;
         pthread_mutex_lock(&targets_lock);
         for (struct scsi_target *tgt = targets; tgt; tgt = tgt->next) {
@@ -208,7 +212,12 @@ static void on_ns_event(const struct core_ns_event *ev, void *arg)
                                         continue;
                                 if (ev->pr_reg && !scsi_pr_reg_is_nexus(ev->pr_reg, nx))
                                         continue;
-                                atomic_fetch_or(&nx->ua[l], ua);
+                                if (ua)
+                                        atomic_fetch_or(&nx->ua[l], ua);
+                                void (*abort_fn)(struct scsi_nexus *, uint64_t) =
+                                    __atomic_load_n(&nx->abort_tasks, __ATOMIC_ACQUIRE);
+                                if (abort && abort_fn)
+                                        abort_fn(nx, l);
                         }
                 }
                 pthread_mutex_unlock(&tgt->lock);
@@ -254,6 +263,12 @@ void scsi_nexus_init(struct scsi_nexus *nx, struct scsi_target *tgt, const char 
                 tgt->nexus_list = nx;
                 pthread_mutex_unlock(&tgt->lock);
         }
+}
+
+void scsi_nexus_set_abort(struct scsi_nexus *nx,
+                          void (*abort_tasks)(struct scsi_nexus *nx, uint64_t lun))
+{
+        __atomic_store_n(&nx->abort_tasks, abort_tasks, __ATOMIC_RELEASE);
 }
 
 void scsi_nexus_fini(struct scsi_nexus *nx)

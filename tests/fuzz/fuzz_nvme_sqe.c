@@ -5,8 +5,9 @@
  * exports one 8 MiB mem namespace.  Input layout: byte 0 selects the queue
  * (0 admin, 1 I/O, 2 fresh), bytes 1..64 are the SQE, the rest is the
  * in-capsule data.  Connect is carried through (nvmf_connect_do) on the
- * fresh queue, which is finalised afterwards; other commands are parsed
- * only (execution needs the transport's reactor).  The controller is
+ * fresh queue, which is finalised afterwards, and so are the reservation
+ * commands (nvme_resv_do); other commands are parsed only (execution needs
+ * the transport's reactor).  The controller is
  * re-enabled after each input so later inputs keep reaching the handlers.
  */
 #include <stddef.h>
@@ -121,8 +122,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
         enum nvme_parse_result r = nvme_cmd_parse(&c);
         if (r == NVME_PARSE_EXEC) {
-                if (c.op && c.op == nvmf_fabrics_op(NVMF_FCTYPE_CONNECT) && c.data_len <= icd)
+                const struct nvme_op *op = c.op;
+                if (op && op == nvmf_fabrics_op(NVMF_FCTYPE_CONNECT) && c.data_len <= icd)
                         nvmf_connect_do(&c);
+                else if (op && op->exec == nvme_resv_exec && c.data_len <= icd)
+                        nvme_resv_do(&c); /* Reservation Register/Acquire/Release */
                 if (c.ns) {
                         core_ns_put(c.ns);
                         c.ns = NULL;

@@ -6,7 +6,9 @@
  * timeout, never hanging and never accepting it.  Before the case it logs
  * in a second, independent session (the "bystander"); after the case the
  * bystander must still answer a NOP-Out ping and TEST UNIT READY, which
- * shows the daemon neither died nor wedged.  One case per process:
+ * shows the daemon neither died nor wedged.  One case (preempt_abort) is a
+ * valid exchange across the two sessions instead: the task management a
+ * PERSISTENT RESERVE OUT PREEMPT AND ABORT must do.  One case per process:
  *
  *     robust-pdu -p PORT -t TARGET-IQN [-a 127.0.0.1] -c CASE
  *     robust-pdu -l            (list the cases)
@@ -640,6 +642,7 @@ static enum outcome observe(struct conn *c, uint32_t bad_itt, uint32_t ping_itt)
 struct ctx {
         struct conn c;
         uint32_t bad_itt, ping_itt;
+        struct conn *by; /* the bystander session */
 };
 
 /* Log in a fresh session on c; false if that failed (a setup failure). */
@@ -920,6 +923,123 @@ static enum outcome case_immediate_over_edtl(struct ctx *x)
         return observe(&x->c, x->bad_itt, x->ping_itt);
 }
 
+/*
+ * Not a malformed PDU but task management across sessions: PREEMPT AND
+ * ABORT (SPC-5 5.14.11.5) from the bystander's I_T nexus must abort the
+ * victim's task.  The victim (the test session) registers, starts a WRITE
+ * and stops at the R2T; the bystander registers and preempts-and-aborts
+ * the victim's key.  Then the victim's Data-Out goes nowhere and the WRITE
+ * is never answered (TAS = 0), a ping still is ("silently discarded"), and
+ * the victim's next command reports REGISTRATIONS PREEMPTED (2Ah/05h).
+ */
+#define OP_R2T 0x31
+
+/* Send one SCSI command with its data immediate; the SCSI status, or -1. */
+static int scsi_do(struct conn *c, const uint8_t *cdb, int write, const uint8_t *data,
+                   uint32_t dlen, uint8_t *asc, uint8_t *ascq)
+{
+        uint8_t bhs[BHS_LEN];
+        struct pdu p;
+        uint32_t itt = ++c->itt;
+        int st;
+
+        scsi_bhs(c, bhs, cdb, 0, write, dlen, dlen, itt);
+        c->cmdsn++;
+        if (pdu_send_raw(c, bhs, NULL, 0, data, dlen, false, false) ||
+            wait_itt(c, itt, &p, now_ms() + TIMEOUT_MS))
+                return -1;
+        if ((p.bhs[0] & 0x3f) != OP_SCSI_RESP) {
+                pdu_free(&p);
+                return -1;
+        }
+        st = p.bhs[3];
+        *asc = *ascq = 0;
+        if (p.dlen >= 2 + 14) {
+                const uint8_t *sn = p.data + 2;
+                bool desc = (sn[0] & 0x7f) >= 0x72;
+                *asc = desc ? sn[2] : sn[12];
+                *ascq = desc ? sn[3] : sn[13];
+        } else if (p.dlen >= 2 + 4 && (p.data[2] & 0x7f) >= 0x72) {
+                *asc = p.data[4];
+                *ascq = p.data[5];
+        }
+        pdu_free(&p);
+        return st;
+}
+
+static int prout(struct conn *c, uint8_t sa, uint8_t type, uint64_t key, uint64_t sark)
+{
+        uint8_t cdb[16] = {0x5f, sa, type}, param[24] = {0}, asc, ascq;
+        cdb[8] = sizeof(param);
+        slate_put_be(param, 8, key);
+        slate_put_be(param + 8, 8, sark);
+        return scsi_do(c, cdb, 1, param, sizeof(param), &asc, &ascq);
+}
+
+static enum outcome case_preempt_abort(struct ctx *x)
+{
+        uint8_t bhs[BHS_LEN], cdb[16] = {0x2a}, data[512], asc, ascq;
+        struct pdu p;
+        struct conn *by = x->by;
+        enum outcome o;
+        int st;
+
+        memset(data, 0x33, sizeof(data));
+        if (check_tur(&x->c)) /* consumes the session's power-on unit attention */
+                return OUT_HANG;
+        if (prout(&x->c, 0 /* REGISTER */, 0, 0, 0x7) != 0) {
+                vlog("  victim REGISTER failed\n");
+                return OUT_ERR_STATUS;
+        }
+        /* WRITE(10) of one block, no immediate data: the target answers with an R2T. */
+        cdb[8] = 1;
+        x->bad_itt = ++x->c.itt;
+        scsi_bhs(&x->c, bhs, cdb, 0, 1, sizeof(data), 0, x->bad_itt);
+        x->c.cmdsn++;
+        if (pdu_send_raw(&x->c, bhs, NULL, 0, NULL, 0, false, false) ||
+            wait_itt(&x->c, x->bad_itt, &p, now_ms() + TIMEOUT_MS))
+                return OUT_HANG;
+        if ((p.bhs[0] & 0x3f) != OP_R2T) {
+                vlog("  expected an R2T, got opcode 0x%02x\n", p.bhs[0] & 0x3f);
+                pdu_free(&p);
+                return OUT_ERR_STATUS;
+        }
+        uint32_t ttt = (uint32_t)slate_get_be(p.bhs + 20, 4);
+        pdu_free(&p);
+
+        st = prout(by, 0 /* REGISTER */, 0, 0, 0x9);
+        if (st == 0)
+                st = prout(by, 5 /* PREEMPT AND ABORT */, 0x01 /* WE */, 0x9, 0x7);
+        if (st != 0) {
+                vlog("  bystander PREEMPT AND ABORT failed (status %d)\n", st);
+                return OUT_ERR_STATUS;
+        }
+        usleep(200 * 1000); /* the abort runs on the victim's reactor */
+
+        bhs_init(bhs, OP_DATA_OUT, 0x80, sizeof(data), x->bad_itt);
+        slate_put_be(bhs + 20, 4, ttt);
+        slate_put_be(bhs + 28, 4, x->c.expstatsn);
+        pdu_send_raw(&x->c, bhs, NULL, 0, data, sizeof(data), false, false);
+        follow_ping(x);
+        o = observe(&x->c, x->bad_itt, x->ping_itt);
+        if (o != OUT_DISCARDED) {
+                vlog("  the preempted WRITE was not aborted\n");
+                return o;
+        }
+        uint8_t tur[16] = {0};
+        st = scsi_do(&x->c, tur, 0, NULL, 0, &asc, &ascq);
+        vlog("  victim TEST UNIT READY: status 0x%02x sense %02xh/%02xh\n", st, asc, ascq);
+        if (st != 2 || asc != 0x2a || ascq != 0x05) {
+                vlog("  expected CHECK CONDITION, REGISTRATIONS PREEMPTED\n");
+                o = OUT_ACCEPTED;
+        }
+        if (prout(by, 3 /* CLEAR */, 0, 0x9, 0) != 0) {
+                vlog("  bystander CLEAR failed\n");
+                o = OUT_ERR_STATUS;
+        }
+        return o;
+}
+
 enum phase { PH_NONE, PH_PLAIN, PH_HD, PH_DD };
 
 struct tcase {
@@ -965,6 +1085,8 @@ static const struct tcase cases[] = {
     {"immediate_over_edtl", PH_PLAIN, case_immediate_over_edtl,
      STRICT | B(OUT_ERR_STATUS) | B(OUT_ACCEPTED),
      "WRITE(10) of 512 bytes with 4 KiB immediate data (residual overflow allowed)"},
+    {"preempt_abort", PH_PLAIN, case_preempt_abort, B(OUT_DISCARDED),
+     "PERSISTENT RESERVE OUT PREEMPT AND ABORT from another session aborts a WRITE at its R2T"},
 };
 
 static void usage(void)
@@ -1026,6 +1148,7 @@ int main(int argc, char **argv)
         }
 
         vlog("case %s: %s\n", tc->name, tc->what);
+        x.by = &by;
         if (tc->login == PH_NONE) {
                 if (conn_open(&x.c)) {
                         vlog("  cannot connect\n");

@@ -399,7 +399,8 @@ static void test_log_pages(void **s)
         assert_int_equal(c.data_len, 1024);
         assert_int_equal(slate_get_le(buf + 4 * NVME_IO_WRITE, 4) & 3, 3); /* CSUPP | LBCC */
         assert_int_equal(slate_get_le(buf + 4 * NVME_IO_READ, 4), 1);
-        assert_int_equal(slate_get_le(buf + 4 * 0x0d, 4), 0);
+        assert_int_equal(slate_get_le(buf + 4 * NVME_IO_RESV_REGISTER, 4), 1);
+        assert_int_equal(slate_get_le(buf + 4 * 0x10, 4), 0);
         /* Unaligned offset: Invalid Field; the error log says where (CDW12 = byte 48). */
         sqe_init(&c, &admin_q, NVME_ADM_GET_LOG_PAGE, 0);
         cdw(&c, 10, NVME_LOG_SMART | (127u << 16));

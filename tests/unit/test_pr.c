@@ -3,7 +3,12 @@
  * matrix of every reservation type, REGISTER / REGISTER AND IGNORE /
  * RESERVE / RELEASE / CLEAR / PREEMPT / PREEMPT AND ABORT / REGISTER AND
  * MOVE, the PRgeneration counter, the events reported for other nexuses,
- * RESERVE(6) interplay, and the APTPL JSON round trip.
+ * RESERVE(6) interplay, the APTPL JSON round trip, the NVMe Register
+ * semantics (register_new, registered_only, aptpl_keep), and a change's
+ * journey through the core: core_ns_pr_out publishes one event per
+ * registrant after dropping ns->lock, the SCSI listener sets the unit
+ * attention and calls the abort callback on every target port that maps the
+ * namespace, and core_ns_pr_conflict is the check both personalities use.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,7 +21,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/ns.h"
 #include "core/pr.h"
+#include "scsi/scsi.h"
 
 static struct core_pr pr;
 static struct core_pr_nexus A, B, C, A2;
@@ -482,6 +489,121 @@ static void test_json_round_trip(void **state)
         }
 }
 
+static void test_nvme_register_flags(void **state)
+{
+        (void)state;
+        struct core_pr_cmd c = {.action = CORE_PR_REGISTER, .sa_key = 5, .registered_only = true};
+        /* Unregister/Replace of an unregistered host: conflict, even with IEKEY. */
+        assert_int_equal(core_pr_out(&pr, &A, &c), CORE_E_RESERVATION_CONFLICT);
+        c.action = CORE_PR_REGISTER_IGNORE;
+        assert_int_equal(core_pr_out(&pr, &A, &c), CORE_E_RESERVATION_CONFLICT);
+        /* Register: new, then again with the same key (no change), then another key. */
+        c = (struct core_pr_cmd){.action = CORE_PR_REGISTER, .sa_key = 5, .register_new = true};
+        assert_int_equal(core_pr_out(&pr, &A, &c), CORE_OK);
+        uint32_t gen = pr.generation;
+        assert_int_equal(core_pr_out(&pr, &A, &c), CORE_OK);
+        assert_int_equal(pr.generation, gen);
+        c.sa_key = 6;
+        assert_int_equal(core_pr_out(&pr, &A, &c), CORE_E_RESERVATION_CONFLICT);
+        /* Replace keeps APTPL when asked to (CPTPL 00b). */
+        pr.aptpl = true;
+        c = (struct core_pr_cmd){.action = CORE_PR_REGISTER,
+                                 .key = 5,
+                                 .sa_key = 7,
+                                 .registered_only = true,
+                                 .aptpl_keep = true};
+        assert_int_equal(core_pr_out(&pr, &A, &c), CORE_OK);
+        assert_true(pr.aptpl);
+        assert_int_equal(core_pr_find_reg(&pr, &A)->key, 7);
+}
+
+static struct ev bus[16];
+static unsigned nbus;
+static void on_bus(const struct core_ns_event *ev, void *arg)
+{
+        (void)arg;
+        if (ev->type != CORE_NS_EV_RESERVATION || nbus >= 16)
+                return;
+        snprintf(bus[nbus].ini, sizeof(bus[nbus].ini), "%s", ev->pr_reg->nexus.initiator);
+        bus[nbus].events = ev->pr_events;
+        nbus++;
+}
+
+static unsigned aborts[2];
+static void on_abort(struct scsi_nexus *nx, uint64_t lun)
+{
+        (void)nx;
+        if (lun < 2)
+                aborts[lun]++;
+}
+
+static void test_events_through_core(void **state)
+{
+        (void)state;
+        char dir[] = "/tmp/slate-test-pr-XXXXXX", err[128];
+        assert_non_null(mkdtemp(dir));
+        core_set_state_dir(dir);
+        struct core_ns *ns;
+        struct core_ns_params p = {
+            .name = "prev", .backend = "mem", .size_bytes = 1 << 20, .block_size = 512};
+        assert_int_equal(core_ns_create(&p, &ns, err, sizeof(err)), 0);
+        assert_int_equal(core_ns_listen(on_bus, NULL), 0);
+
+        /* Two target ports map the namespace (LUN 0 and LUN 1); B is logged in to both. */
+        static struct scsi_target t1, t2;
+        static struct scsi_nexus b1, b2, a1;
+        scsi_target_init(&t1, "iqn.t", 1);
+        scsi_target_init(&t2, "iqn.t2", 2);
+        assert_int_equal(scsi_target_map_lun(&t1, 0, ns), 0);
+        assert_int_equal(scsi_target_map_lun(&t2, 1, ns), 0);
+        scsi_nexus_init(&a1, &t1, A.initiator, A.target, NULL, 0);
+        scsi_nexus_init(&b1, &t1, B.initiator, B.target, NULL, 0);
+        scsi_nexus_init(&b2, &t2, B.initiator, "iqn.t2,t,0x2", NULL, 0);
+        scsi_nexus_set_abort(&b1, on_abort);
+        scsi_nexus_set_abort(&b2, on_abort);
+        atomic_store(&b1.ua[0], 0);
+        atomic_store(&b2.ua[1], 0);
+
+        /* B registers for all target ports and reserves WE; A registers. */
+        struct core_pr_cmd c = {.action = CORE_PR_REGISTER, .sa_key = 0xb, .all_tg_pt = true};
+        assert_int_equal(core_ns_pr_out(ns, &B, &c, &b1), CORE_OK);
+        c = (struct core_pr_cmd){
+            .action = CORE_PR_RESERVE, .key = 0xb, .type = CORE_PR_WRITE_EXCLUSIVE};
+        assert_int_equal(core_ns_pr_out(ns, &B, &c, &b1), CORE_OK);
+        assert_true(core_ns_pr_conflict(ns, &A, false, true));
+        assert_false(core_ns_pr_conflict(ns, &A, true, false));
+        assert_false(core_ns_pr_conflict(ns, &B, false, true));
+        assert_false(core_ns_pr_conflict(ns, NULL, false, true)); /* the core's own I/O */
+        c = (struct core_pr_cmd){.action = CORE_PR_REGISTER, .sa_key = 0xa};
+        assert_int_equal(core_ns_pr_out(ns, &A, &c, &a1), CORE_OK);
+        assert_int_equal(nbus, 0);
+
+        /* A preempts and aborts B: one event for B, told on both ports, tasks aborted on both. */
+        c = (struct core_pr_cmd){.action = CORE_PR_PREEMPT_ABORT,
+                                 .key = 0xa,
+                                 .sa_key = 0xb,
+                                 .type = CORE_PR_EXCLUSIVE_ACCESS};
+        assert_int_equal(core_ns_pr_out(ns, &A, &c, &a1), CORE_OK);
+        assert_int_equal(nbus, 1);
+        assert_string_equal(bus[0].ini, B.initiator);
+        assert_true(bus[0].events & CORE_PR_EV_REGS_PREEMPTED);
+        assert_true(bus[0].events & CORE_PR_EV_ABORT);
+        assert_true(atomic_load(&b1.ua[0]) & (1u << SCSI_UA_REGISTRATIONS_PREEMPTED));
+        assert_true(atomic_load(&b2.ua[1]) & (1u << SCSI_UA_REGISTRATIONS_PREEMPTED));
+        assert_int_equal(aborts[0], 1);
+        assert_int_equal(aborts[1], 1);
+        assert_true(core_ns_pr_conflict(ns, &B, true, false));
+
+        scsi_nexus_fini(&a1);
+        scsi_nexus_fini(&b1);
+        scsi_nexus_fini(&b2);
+        scsi_target_unmap_lun(&t1, 0);
+        scsi_target_unmap_lun(&t2, 1);
+        scsi_target_fini(&t1);
+        scsi_target_fini(&t2);
+        assert_int_equal(core_ns_delete("prev"), 0);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -497,6 +619,8 @@ int main(void)
             cmocka_unit_test_setup(test_spec_i_pt_rejected, setup),
             cmocka_unit_test_setup(test_legacy, setup),
             cmocka_unit_test_setup(test_json_round_trip, setup),
+            cmocka_unit_test_setup(test_nvme_register_flags, setup),
+            cmocka_unit_test_setup(test_events_through_core, setup),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

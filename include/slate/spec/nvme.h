@@ -3,7 +3,8 @@
  * Set Specification 1.0): the submission and completion queue entries, SGL
  * descriptors, Identify Controller/Namespace, the log pages Slate serves
  * (Error Information, SMART/Health, Firmware Slot, Changed Namespace List,
- * Commands Supported and Effects), the namespace identification descriptor
+ * Commands Supported and Effects, Reservation Notification), the
+ * reservation data structures, the namespace identification descriptor
  * and the opcode, status and feature numbers.  Layouts only: no code, all
  * multi-byte fields little-endian wrapper types, every size checked.
  */
@@ -35,6 +36,10 @@ enum {
         NVME_IO_WRITE_ZEROES = 0x08,
         NVME_IO_DSM = 0x09,
         NVME_IO_VERIFY = 0x0c,
+        NVME_IO_RESV_REGISTER = 0x0d,
+        NVME_IO_RESV_REPORT = 0x0e,
+        NVME_IO_RESV_ACQUIRE = 0x11,
+        NVME_IO_RESV_RELEASE = 0x15,
 };
 
 /* ---- Submission queue entry (Base 2.0 4.2) ---- */
@@ -307,6 +312,7 @@ _Static_assert(offsetof(struct nvme_id_ctrl, psd) == 2048, "psd");
 #define NVME_ONCS_DSM          (1u << 2)
 #define NVME_ONCS_WRITE_ZEROES (1u << 3)
 #define NVME_ONCS_SAVE_SELECT  (1u << 4)
+#define NVME_ONCS_RESERVATIONS (1u << 5)
 #define NVME_ONCS_VERIFY       (1u << 7)
 
 struct nvme_lbaf {
@@ -364,6 +370,16 @@ _Static_assert(offsetof(struct nvme_id_ns, nguid) == 104, "nguid");
 _Static_assert(offsetof(struct nvme_id_ns, eui64) == 120, "eui64");
 _Static_assert(offsetof(struct nvme_id_ns, lbaf) == 128, "lbaf");
 
+/* RESCAP (Identify Namespace byte 31): PTPL, the six reservation types, IEKEY as in 1.3+ */
+#define NVME_RESCAP_PTPL    (1u << 0)
+#define NVME_RESCAP_WE      (1u << 1)
+#define NVME_RESCAP_EA      (1u << 2)
+#define NVME_RESCAP_WE_RO   (1u << 3)
+#define NVME_RESCAP_EA_RO   (1u << 4)
+#define NVME_RESCAP_WE_AR   (1u << 5)
+#define NVME_RESCAP_EA_AR   (1u << 6)
+#define NVME_RESCAP_IEKEY13 (1u << 7)
+
 /* I/O Command Set Independent Identify Namespace (CNS 08h) */
 struct nvme_id_ns_indep {
         uint8_t nsfeat;
@@ -398,6 +414,7 @@ enum {
         NVME_LOG_CHANGED_NS = 0x04,
         NVME_LOG_CMD_EFFECTS = 0x05,
         NVME_LOG_DISCOVERY = 0x70,
+        NVME_LOG_RESV_NOTIFY = 0x80,
 };
 
 struct nvme_error_log {
@@ -471,7 +488,13 @@ _Static_assert(sizeof(struct nvme_effects_log) == 4096, "commands supported and 
 #define NVME_EFFECTS_CSE_SHIFT 16
 
 /* Asynchronous event types (Base 2.0 fig. 146) */
-enum { NVME_AER_TYPE_ERROR = 0, NVME_AER_TYPE_SMART = 1, NVME_AER_TYPE_NOTICE = 2 };
+enum {
+        NVME_AER_TYPE_ERROR = 0,
+        NVME_AER_TYPE_SMART = 1,
+        NVME_AER_TYPE_NOTICE = 2,
+        NVME_AER_TYPE_IO_SPECIFIC = 6,
+};
+enum { NVME_AER_IO_RESV_LOG_AVAILABLE = 0x00 };
 enum { NVME_AER_NOTICE_NS_CHANGED = 0x00, NVME_AER_NOTICE_DISC_CHANGED = 0xf0 };
 
 /* ---- Features (Base 2.0 5.27.1) ---- */
@@ -490,6 +513,8 @@ enum {
         NVME_FEAT_KATO = 0x0f,
         NVME_FEAT_HOST_BEHAVIOR = 0x16,
         NVME_FEAT_HOST_ID = 0x81,
+        NVME_FEAT_RESV_MASK = 0x82,
+        NVME_FEAT_RESV_PERSIST = 0x83,
 };
 enum { NVME_SEL_CURRENT = 0, NVME_SEL_DEFAULT = 1, NVME_SEL_SAVED = 2, NVME_SEL_SUPPORTED = 3 };
 #define NVME_FEAT_CAP_SAVEABLE   (1u << 0)
@@ -514,5 +539,57 @@ _Static_assert(sizeof(struct nvme_dsm_range) == 16, "DSM range");
 #define NVME_DSM_IDR (1u << 0)
 #define NVME_DSM_IDW (1u << 1)
 #define NVME_DSM_AD  (1u << 2)
+
+/* ---- Reservations (Base 2.0 7.2-7.5 commands, 8.19; NVM 1.0 3.2) ---- */
+/* Reservation Register/Acquire data: current key, then the new (Register) or preempt key. */
+struct nvme_resv_keys {
+        le64 crkey;
+        le64 nkey; /* NRKEY (Register) or PRKEY (Acquire) */
+};
+_Static_assert(sizeof(struct nvme_resv_keys) == 16, "reservation register/acquire data");
+
+/* Reservation Status data structure, extended (EDS = 1) header: 64 bytes. */
+struct nvme_resv_status_ext {
+        le32 gen;
+        uint8_t rtype;
+        uint8_t regctl[2]; /* little endian, unaligned */
+        uint8_t rsvd7[2];
+        uint8_t ptpls;
+        uint8_t rsvd10[54];
+};
+_Static_assert(sizeof(struct nvme_resv_status_ext) == 64, "reservation status header (EDS)");
+
+/* Registered Controller extended data structure: 64 bytes each. */
+struct nvme_resv_ctrl_ext {
+        le16 cntlid;
+        uint8_t rcsts; /* bit 0: holds the reservation */
+        uint8_t rsvd3[5];
+        le64 rkey;
+        uint8_t hostid[16];
+        uint8_t rsvd32[32];
+};
+_Static_assert(sizeof(struct nvme_resv_ctrl_ext) == 64, "registered controller (EDS)");
+_Static_assert(offsetof(struct nvme_resv_ctrl_ext, hostid) == 16, "registered controller hostid");
+
+/* Reservation Notification log page (80h). */
+struct nvme_resv_notify_log {
+        le64 count; /* log page count; 0: empty */
+        uint8_t type;
+        uint8_t nalp; /* number of available log pages after this one */
+        uint8_t rsvd10[2];
+        le32 nsid;
+        uint8_t rsvd16[48];
+};
+_Static_assert(sizeof(struct nvme_resv_notify_log) == 64, "reservation notification log");
+enum {
+        NVME_RESV_LOG_EMPTY = 0,
+        NVME_RESV_LOG_REG_PREEMPTED = 1,
+        NVME_RESV_LOG_RESV_RELEASED = 2,
+        NVME_RESV_LOG_RESV_PREEMPTED = 3,
+};
+/* Reservation Notification Mask (feature 82h, CDW11) */
+#define NVME_RESV_MASK_REGPRE (1u << 1)
+#define NVME_RESV_MASK_RESREL (1u << 2)
+#define NVME_RESV_MASK_RESPRE (1u << 3)
 
 #endif
