@@ -2,8 +2,9 @@
  * Namespaces: the registry, creation/reopen, and persistent metadata.
  *
  * Each namespace keeps its identity (a UUID generated once with libuuid),
- * geometry and reservation state in "<state_dir>/<name>.meta.json" beside
- * its data.  The file holds {"body": {...}, "crc32c": N}: the checksum is
+ * geometry (resizes included), NVMe permanent write protection (optional
+ * "wp_permanent") and reservation state in "<state_dir>/<name>.meta.json"
+ * beside its data.  The file holds {"body": {...}, "crc32c": N}: the checksum is
  * over the body serialised compactly with sorted keys, so a torn or edited
  * file is detected.  Writes go to a temporary file, fsync, rename, fsync of
  * the directory, so a crash leaves either the old or the new version.
@@ -70,9 +71,12 @@ static json_t *meta_body(struct core_ns *ns)
         json_t *b = json_pack("{s:i, s:s, s:s, s:s, s:s, s:I, s:I, s:b}", "version", META_VERSION,
                               "name", ns->name, "uuid", u, "backend", ns->backend_name, "path",
                               ns->path, "block_size", (json_int_t)ns->block_size, "num_blocks",
-                              (json_int_t)ns->num_blocks, "thin", ns->thin);
+                              (json_int_t)core_ns_blocks(ns), "thin", ns->thin);
         if (!b)
                 return NULL;
+        /* Optional: only NVMe Permanent Write Protect outlives the daemon. */
+        if (core_ns_wp(ns) & CORE_WP_PERMANENT)
+                json_object_set_new(b, "wp_permanent", json_true());
         json_t *pr = core_pr_to_json(&ns->pr);
         if (pr)
                 json_object_set_new(b, "pr", pr);
@@ -175,6 +179,13 @@ static int load_meta(struct core_ns *ns, char *err, size_t errlen)
         ns->block_size = (uint32_t)bs;
         ns->num_blocks = (uint64_t)nb;
         ns->thin = thin;
+        json_t *wpp = json_object_get(body, "wp_permanent");
+        if (wpp && !json_is_boolean(wpp)) {
+                snprintf(err, errlen, "metadata %s: bad wp_permanent", ns->meta_path);
+                goto out;
+        }
+        if (json_is_true(wpp))
+                atomic_fetch_or(&ns->wp, CORE_WP_PERMANENT);
         json_t *pr = json_object_get(body, "pr");
         if (pr && core_pr_from_json(&ns->pr, pr)) {
                 snprintf(err, errlen, "metadata %s: bad reservation state", ns->meta_path);
