@@ -382,7 +382,7 @@ static void test_bad_params(void **st)
 
 /* Core events seen by this test program (a listener like the personalities'). */
 static _Atomic unsigned ev_count[CORE_NS_EV_MAX];
-static _Atomic const void *ev_last_origin;
+static _Atomic(const void *) ev_last_origin;
 static void count_event(const struct core_ns_event *ev, void *arg)
 {
         (void)arg;
