@@ -175,8 +175,8 @@ typedef const void *core_origin_t;
  * Set or clear write-protect reasons (CORE_WP_*).  PERMANENT is never
  * cleared and is persisted in the metadata before it takes effect (0 or
  * the -errno of saving it; nothing changes then); POWER_CYCLE is never
- * cleared either: only a restart of slated (the "power cycle") drops it,
- * since it is not persisted.
+ * cleared either: only a restart of slated (the "power cycle") drops it
+ * (persisted for the current run only).
  */
 int core_ns_set_wp(struct core_ns *ns, uint32_t reasons, bool on, core_origin_t origin);
 static inline uint32_t core_ns_wp(const struct core_ns *ns)
@@ -211,8 +211,8 @@ static inline enum core_sanitize_state core_ns_sanitize_state(const struct core_
  * an NVMe attachment: a host may hold the blocks) unless force, then
  * publishes the smaller size before the backend shrinks.  The size is
  * persisted, and CORE_NS_EV_CAPACITY is published (origin NULL).  0 or
- * -errno (-EOPNOTSUPP: the backend cannot resize; -ENOSPC: cannot grow so
- * far), with a message in err.
+ * -errno (-EBUSY also while a sanitize runs; -EOPNOTSUPP: the backend
+ * cannot resize; -ENOSPC: cannot grow so far), with a message in err.
  */
 int core_ns_resize(struct core_ns *ns, uint64_t num_blocks, bool force, char *err, size_t errlen);
 

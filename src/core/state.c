@@ -73,7 +73,7 @@ int core_ns_set_wp(struct core_ns *ns, uint32_t reasons, bool on, core_origin_t 
         /* NVMe: permanent means permanent, and until power cycle means until a restart. */
         now |= old & (CORE_WP_PERMANENT | CORE_WP_POWER_CYCLE);
         atomic_store_explicit(&ns->wp, now, memory_order_release);
-        if ((now & ~old) & CORE_WP_PERMANENT) {
+        if ((now & ~old) & (CORE_WP_PERMANENT | CORE_WP_POWER_CYCLE)) {
                 /* Persist before anyone is told; undo if it cannot be. */
                 int rc = core_ns_save_meta(ns);
                 if (rc) {
@@ -168,6 +168,11 @@ int core_ns_resize(struct core_ns *ns, uint64_t num_blocks, bool force, char *er
 {
         int rc = 0;
         err[0] = 0;
+        if (core_ns_sanitize_state(ns) == CORE_SAN_RUNNING) {
+                /* The sanitize walks the blocks up to the capacity it started with. */
+                snprintf(err, errlen, "a sanitize is in progress");
+                return -EBUSY;
+        }
         if (num_blocks == 0 || num_blocks > (UINT64_MAX >> ns->block_shift)) {
                 snprintf(err, errlen, "size must be at least one block and fit 64 bits");
                 return -EINVAL;

@@ -17,9 +17,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <errno.h>
+#include <jansson.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/crc.h"
 #include "core/ns.h"
 #include "core/req.h"
 #include "rt/reactor.h"
@@ -397,6 +399,20 @@ static void listen_once(void)
         done = true;
 }
 
+/* Replace one member of a metadata file's body, with a valid checksum (as another run wrote it). */
+static void rewrite_meta(const char *path, const char *key, json_t *val)
+{
+        json_t *top = json_load_file(path, 0, NULL);
+        assert_non_null(top);
+        json_t *body = json_object_get(top, "body");
+        json_object_set_new(body, key, val);
+        char *text = json_dumps(body, JSON_COMPACT | JSON_SORT_KEYS);
+        json_object_set_new(top, "crc32c", json_integer(core_crc32c(text, strlen(text))));
+        free(text);
+        assert_int_equal(json_dump_file(top, path, JSON_SORT_KEYS), 0);
+        json_decref(top);
+}
+
 static void test_wp_lifetimes(void **st)
 {
         (void)st;
@@ -414,8 +430,16 @@ static void test_wp_lifetimes(void **st)
         assert_int_equal(atomic_load(&ev_count[CORE_NS_EV_WRITE_PROTECT]), wp_ev + 1);
         assert_int_equal(run_req(ns, CORE_OP_WRITE, 0, 1, b, 512, NULL, 0, NULL),
                          CORE_E_WRITE_PROTECT);
+        /* Deleted and reopened within this run of the daemon: still protected. */
         assert_int_equal(core_ns_delete("wpl"), 0);
-        ns = mk("wpl", "file"); /* the "power cycle" */
+        ns = mk("wpl", "file");
+        assert_int_equal(core_ns_wp(ns), CORE_WP_POWER_CYCLE);
+        /* Metadata written by an earlier run (the "power cycle" happened): writable. */
+        char meta[4096];
+        snprintf(meta, sizeof(meta), "%s", ns->meta_path);
+        assert_int_equal(core_ns_delete("wpl"), 0);
+        rewrite_meta(meta, "wp_power_cycle_run", json_string("an-earlier-run"));
+        ns = mk("wpl", "file");
         assert_int_equal(core_ns_wp(ns), 0);
         assert_int_equal(run_req(ns, CORE_OP_WRITE, 0, 1, b, 512, NULL, 0, NULL), CORE_OK);
 
@@ -504,6 +528,13 @@ static void test_resize_null(void **st)
 {
         (void)st;
         check_resize("rnull", "null", false);
+        /* Not while a sanitize walks the blocks. */
+        struct core_ns *ns = core_ns_find("rnull");
+        char err[256];
+        assert_int_equal(core_ns_sanitize_begin(ns, NULL), 0);
+        assert_int_equal(core_ns_resize(ns, 8192, false, err, sizeof(err)), -EBUSY);
+        core_ns_sanitize_end(ns, true, false, NULL);
+        assert_int_equal(core_ns_resize(ns, 8192, false, err, sizeof(err)), 0);
 }
 
 static void test_resize_file(void **st)
