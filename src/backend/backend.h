@@ -45,6 +45,15 @@ struct backend_ops {
          */
         void (*submit)(struct backend *be, struct core_req *req, enum core_op op, uint64_t offset,
                        uint64_t len, const struct iovec *iov, int iovcnt, bool fua);
+        /*
+         * Change the size to size_bytes (control path, while reactors keep
+         * submitting I/O below the smaller of the old and new sizes): 0 or
+         * -errno, be->size_bytes updated on success.  Growing must make the
+         * new range readable (as zeroes) and writable before it returns;
+         * nothing a reactor may still use is ever freed or moved.  NULL:
+         * the backend cannot resize.
+         */
+        int (*resize)(struct backend *be, uint64_t size_bytes);
 };
 
 const struct backend_ops *backend_find(const char *name);

@@ -182,9 +182,38 @@ static void file_submit(struct backend *be, struct core_req *req, enum core_op o
         io_uring_sqe_set_data(sqe, &req->ev);
 }
 
+/*
+ * A regular file is truncated to the new size: growing is sparse (no
+ * blocks allocated until written, reads return zeroes), shrinking returns
+ * the space past the end.  A block device cannot change size here; it may
+ * only be "resized" within what the device already has.
+ */
+static int file_resize(struct backend *be, uint64_t size_bytes)
+{
+        struct file_be *f = be->priv;
+        struct stat st;
+        if (size_bytes == 0 || size_bytes > (uint64_t)INT64_MAX)
+                return -EINVAL;
+        if (fstat(f->fd_buf, &st))
+                return -errno;
+        if (S_ISBLK(st.st_mode)) {
+                off_t end = lseek(f->fd_buf, 0, SEEK_END);
+                if (end < 0)
+                        return -errno;
+                if (size_bytes > (uint64_t)end)
+                        return -ENOSPC;
+        } else if (ftruncate(f->fd_buf, (off_t)size_bytes)) {
+                return -errno;
+        }
+        be->size_bytes = size_bytes;
+        LOG_INFO("file", "%s: resized to %llu bytes", f->path, (unsigned long long)size_bytes);
+        return 0;
+}
+
 const struct backend_ops backend_file_ops = {
     .name = "file",
     .open = file_open,
     .close = file_close,
     .submit = file_submit,
+    .resize = file_resize,
 };

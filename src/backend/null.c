@@ -28,9 +28,18 @@ static void null_submit(struct backend *be, struct core_req *req, enum core_op o
         backend_sync_done(req, (int)(len > 0x7fffffff ? 0x7fffffff : len));
 }
 
+static int null_resize(struct backend *be, uint64_t size_bytes)
+{
+        if (size_bytes == 0)
+                return -EINVAL;
+        be->size_bytes = size_bytes;
+        return 0;
+}
+
 const struct backend_ops backend_null_ops = {
     .name = "null",
     .open = null_open,
     .close = null_close,
     .submit = null_submit,
+    .resize = null_resize,
 };

@@ -2,11 +2,13 @@
  * Namespaces: the registry, creation/reopen, and persistent metadata.
  *
  * Each namespace keeps its identity (a UUID generated once with libuuid),
- * geometry and reservation state in "<state_dir>/<name>.meta.json" beside
- * its data.  The file holds {"body": {...}, "crc32c": N}: the checksum is
- * over the body serialised compactly with sorted keys, so a torn or edited
- * file is detected.  Writes go to a temporary file, fsync, rename, fsync of
- * the directory, so a crash leaves either the old or the new version.
+ * geometry (resizes included), NVMe permanent write protection (optional
+ * "wp_permanent"; "wp_power_cycle_run" keeps Until Power Cycle across a
+ * delete and reopen within one run) and reservation state in
+ * "<state_dir>/<name>.meta.json" beside its data.  The file holds {"body": {...}, "crc32c": N}: the
+ * checksum is over the body serialised compactly with sorted keys, so a torn or edited file is
+ * detected.  Writes go to a temporary file, fsync, rename, fsync of the directory, so a crash
+ * leaves either the old or the new version.
  */
 #include "core/ns.h"
 
@@ -63,6 +65,26 @@ static void derive_ids(struct core_ns *ns)
         ns->eui64 = ((uint64_t)CORE_COMPANY_ID << 40) | low;
 }
 
+/*
+ * This daemon run, as NVMe Write Protect Until Power Cycle sees it: the
+ * reason is saved with the run's id, so a namespace deleted and reopened
+ * within the run keeps it and only a restart of slated (the "power cycle")
+ * drops it.
+ */
+static char run_id[37];
+static void make_run_id(void)
+{
+        uuid_t u;
+        uuid_generate_random(u);
+        uuid_unparse_lower(u, run_id);
+}
+static const char *this_run(void)
+{
+        static pthread_once_t once = PTHREAD_ONCE_INIT;
+        pthread_once(&once, make_run_id);
+        return run_id;
+}
+
 static json_t *meta_body(struct core_ns *ns)
 {
         char u[37];
@@ -70,9 +92,14 @@ static json_t *meta_body(struct core_ns *ns)
         json_t *b = json_pack("{s:i, s:s, s:s, s:s, s:s, s:I, s:I, s:b}", "version", META_VERSION,
                               "name", ns->name, "uuid", u, "backend", ns->backend_name, "path",
                               ns->path, "block_size", (json_int_t)ns->block_size, "num_blocks",
-                              (json_int_t)ns->num_blocks, "thin", ns->thin);
+                              (json_int_t)core_ns_blocks(ns), "thin", ns->thin);
         if (!b)
                 return NULL;
+        /* Optional: NVMe Permanent Write Protect; Until Power Cycle for this run only. */
+        if (core_ns_wp(ns) & CORE_WP_PERMANENT)
+                json_object_set_new(b, "wp_permanent", json_true());
+        if (core_ns_wp(ns) & CORE_WP_POWER_CYCLE)
+                json_object_set_new(b, "wp_power_cycle_run", json_string(this_run()));
         json_t *pr = core_pr_to_json(&ns->pr);
         if (pr)
                 json_object_set_new(b, "pr", pr);
@@ -175,6 +202,16 @@ static int load_meta(struct core_ns *ns, char *err, size_t errlen)
         ns->block_size = (uint32_t)bs;
         ns->num_blocks = (uint64_t)nb;
         ns->thin = thin;
+        json_t *wpp = json_object_get(body, "wp_permanent");
+        if (wpp && !json_is_boolean(wpp)) {
+                snprintf(err, errlen, "metadata %s: bad wp_permanent", ns->meta_path);
+                goto out;
+        }
+        if (json_is_true(wpp))
+                atomic_fetch_or(&ns->wp, CORE_WP_PERMANENT);
+        json_t *wpc = json_object_get(body, "wp_power_cycle_run");
+        if (json_is_string(wpc) && strcmp(json_string_value(wpc), this_run()) == 0)
+                atomic_fetch_or(&ns->wp, CORE_WP_POWER_CYCLE);
         json_t *pr = json_object_get(body, "pr");
         if (pr && core_pr_from_json(&ns->pr, pr)) {
                 snprintf(err, errlen, "metadata %s: bad reservation state", ns->meta_path);

@@ -101,7 +101,11 @@ struct core_ns {
         char meta_path[4096]; /* persistent metadata (identity, geometry, reservations) */
         uint32_t block_size;
         uint32_t block_shift;
-        uint64_t num_blocks;
+        /*
+         * Capacity in blocks: read on every reactor (use core_ns_blocks(),
+         * one load per decision), changed only by core_ns_resize().
+         */
+        _Atomic uint64_t num_blocks;
         bool thin;
         bool removable;   /* SCSI removable-medium LU (config option, not persisted) */
         uint8_t uuid[16]; /* the identity; every designator derives from it */
@@ -168,8 +172,14 @@ int core_ns_save_meta(struct core_ns *ns);
  */
 typedef const void *core_origin_t;
 
-/* Set or clear write-protect reasons (CORE_WP_*). */
-void core_ns_set_wp(struct core_ns *ns, uint32_t reasons, bool on, core_origin_t origin);
+/*
+ * Set or clear write-protect reasons (CORE_WP_*).  PERMANENT is never
+ * cleared and is persisted in the metadata before it takes effect (0 or
+ * the -errno of saving it; nothing changes then); POWER_CYCLE is never
+ * cleared either: only a restart of slated (the "power cycle") drops it
+ * (persisted for the current run only).
+ */
+int core_ns_set_wp(struct core_ns *ns, uint32_t reasons, bool on, core_origin_t origin);
 static inline uint32_t core_ns_wp(const struct core_ns *ns)
 {
         return atomic_load_explicit(&ns->wp, memory_order_acquire);
@@ -194,6 +204,18 @@ static inline enum core_sanitize_state core_ns_sanitize_state(const struct core_
 {
         return (enum core_sanitize_state)atomic_load_explicit(&ns->san_state, memory_order_acquire);
 }
+
+/*
+ * Change the capacity to num_blocks (control path).  Growing asks the
+ * backend to grow first, then publishes the new size; shrinking is refused
+ * with -EBUSY while a personality holds the namespace (an iSCSI LUN map,
+ * an NVMe attachment: a host may hold the blocks) unless force, then
+ * publishes the smaller size before the backend shrinks.  The size is
+ * persisted, and CORE_NS_EV_CAPACITY is published (origin NULL).  0 or
+ * -errno (-EBUSY also while a sanitize runs; -EOPNOTSUPP: the backend
+ * cannot resize; -ENOSPC: cannot grow so far), with a message in err.
+ */
+int core_ns_resize(struct core_ns *ns, uint64_t num_blocks, bool force, char *err, size_t errlen);
 
 /* The first failing check of chk (CORE_CHK_*), or CORE_OK. */
 enum core_status core_ns_check(const struct core_ns *ns, unsigned chk);
@@ -236,10 +258,16 @@ typedef void (*core_ns_listener_fn)(const struct core_ns_event *ev, void *arg);
 int core_ns_listen(core_ns_listener_fn fn, void *arg);
 void core_ns_publish(const struct core_ns_event *ev);
 
-/* Overflow-safe range check: lba + nlb <= num_blocks. */
+static inline uint64_t core_ns_blocks(const struct core_ns *ns)
+{
+        return atomic_load_explicit(&ns->num_blocks, memory_order_acquire);
+}
+
+/* Overflow-safe range check: lba + nlb <= num_blocks (one load: a resize may run). */
 static inline bool core_ns_range_ok(const struct core_ns *ns, uint64_t lba, uint64_t nlb)
 {
-        return lba <= ns->num_blocks && nlb <= ns->num_blocks - lba;
+        uint64_t n = core_ns_blocks(ns);
+        return lba <= n && nlb <= n - lba;
 }
 
 #endif

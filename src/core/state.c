@@ -7,6 +7,11 @@
  * personalities), and the event bus that tells every personality, and so
  * every host on either transport, what changed.
  *
+ * Capacity changes (core_ns_resize) live here too: the backend grows
+ * before the new size is published and a shrink publishes before the
+ * backend shrinks, so a reactor that read either size only touches blocks
+ * the backend has.
+ *
  * Writers serialise on ns->lock and publish after dropping it, so a
  * listener may take its own locks (a SCSI target's, nvme_lock) without an
  * order against ns->lock.  Readers on the data path use the atomics.
@@ -14,6 +19,8 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "core/ns.h"
 #include "rt/log.h"
@@ -58,19 +65,29 @@ static void publish(struct core_ns *ns, enum core_ns_event_type type, core_origi
         core_ns_publish(&ev);
 }
 
-void core_ns_set_wp(struct core_ns *ns, uint32_t reasons, bool on, core_origin_t origin)
+int core_ns_set_wp(struct core_ns *ns, uint32_t reasons, bool on, core_origin_t origin)
 {
         pthread_mutex_lock(&ns->lock);
         uint32_t old = atomic_load(&ns->wp);
         uint32_t now = on ? old | reasons : old & ~reasons;
-        if (old & CORE_WP_PERMANENT)
-                now |= CORE_WP_PERMANENT; /* NVMe: permanent means permanent */
+        /* NVMe: permanent means permanent, and until power cycle means until a restart. */
+        now |= old & (CORE_WP_PERMANENT | CORE_WP_POWER_CYCLE);
         atomic_store_explicit(&ns->wp, now, memory_order_release);
+        if ((now & ~old) & (CORE_WP_PERMANENT | CORE_WP_POWER_CYCLE)) {
+                /* Persist before anyone is told; undo if it cannot be. */
+                int rc = core_ns_save_meta(ns);
+                if (rc) {
+                        atomic_store_explicit(&ns->wp, old, memory_order_release);
+                        pthread_mutex_unlock(&ns->lock);
+                        return rc;
+                }
+        }
         pthread_mutex_unlock(&ns->lock);
         if (old == now)
-                return;
+                return 0;
         LOG_INFO("core", "namespace %s: write protect reasons 0x%x -> 0x%x", ns->name, old, now);
         publish(ns, CORE_NS_EV_WRITE_PROTECT, origin, old, now);
+        return 0;
 }
 
 void core_ns_set_ready(struct core_ns *ns, enum core_ns_ready r, core_origin_t origin)
@@ -144,6 +161,74 @@ int core_ns_sanitize_exit_failure(struct core_ns *ns, core_origin_t origin)
         pthread_mutex_unlock(&ns->lock);
         if (old == CORE_SAN_FAILED)
                 publish(ns, CORE_NS_EV_SANITIZE, origin, old, CORE_SAN_DONE);
+        return 0;
+}
+
+int core_ns_resize(struct core_ns *ns, uint64_t num_blocks, bool force, char *err, size_t errlen)
+{
+        int rc = 0;
+        err[0] = 0;
+        if (core_ns_sanitize_state(ns) == CORE_SAN_RUNNING) {
+                /* The sanitize walks the blocks up to the capacity it started with. */
+                snprintf(err, errlen, "a sanitize is in progress");
+                return -EBUSY;
+        }
+        if (num_blocks == 0 || num_blocks > (UINT64_MAX >> ns->block_shift)) {
+                snprintf(err, errlen, "size must be at least one block and fit 64 bits");
+                return -EINVAL;
+        }
+        if (!ns->be.ops->resize) {
+                snprintf(err, errlen, "the %s backend cannot resize", ns->backend_name);
+                return -EOPNOTSUPP;
+        }
+        pthread_mutex_lock(&ns->lock);
+        uint64_t old = core_ns_blocks(ns);
+        uint64_t bytes = num_blocks << ns->block_shift;
+        if (num_blocks == old)
+                goto out;
+        if (num_blocks > old) {
+                /* The backend first: no request may see blocks it cannot reach. */
+                rc = ns->be.ops->resize(&ns->be, bytes);
+                if (rc) {
+                        snprintf(err, errlen, "backend %s cannot grow to %llu bytes: %s",
+                                 ns->backend_name, (unsigned long long)bytes, strerror(-rc));
+                        goto out;
+                }
+                atomic_store_explicit(&ns->num_blocks, num_blocks, memory_order_release);
+        } else {
+                /*
+                 * A personality's reference means a host may hold blocks past
+                 * the new end (SPDK refuses to shrink an open bdev the same way).
+                 */
+                if (!force && atomic_load(&ns->refs) > 1) {
+                        snprintf(err, errlen,
+                                 "namespace is exported (iSCSI LUN or NVMe namespace); unmap or "
+                                 "detach it first, or force");
+                        rc = -EBUSY;
+                        goto out;
+                }
+                /* New requests are refused past the end before the blocks go. */
+                atomic_store_explicit(&ns->num_blocks, num_blocks, memory_order_release);
+                int brc = ns->be.ops->resize(&ns->be, bytes);
+                if (brc)
+                        LOG_WARN("core", "namespace %s: backend kept its size after shrink: %s",
+                                 ns->name, strerror(-brc));
+        }
+        rc = core_ns_save_meta(ns);
+        if (rc) {
+                snprintf(err, errlen, "saving metadata: %s", strerror(-rc));
+                if (num_blocks > old) /* not durable: back to the old size */
+                        atomic_store_explicit(&ns->num_blocks, old, memory_order_release);
+                else
+                        rc = 0; /* smaller already; the next save records it */
+        }
+out:
+        pthread_mutex_unlock(&ns->lock);
+        if (rc || num_blocks == old)
+                return rc;
+        LOG_INFO("core", "namespace %s: capacity %llu -> %llu blocks", ns->name,
+                 (unsigned long long)old, (unsigned long long)num_blocks);
+        publish(ns, CORE_NS_EV_CAPACITY, NULL, (uint32_t)old, (uint32_t)num_blocks);
         return 0;
 }
 

@@ -384,8 +384,16 @@ json_t *mgmt_config_dump(void)
         for (size_t i = 0; i < n; i++)
                 v[i] = json_array_get(nss, i);
         qsort(v, n, sizeof(*v), cmp_name);
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < n; i++) {
                 json_array_append_new(out, entry("namespace_create", json_incref(v[i])));
+                /* namespace_create starts with the cache on: replay it being off. */
+                const char *nm = json_string_value(json_object_get(v[i], "name"));
+                struct core_ns *ns = nm ? core_ns_find(nm) : NULL;
+                if (ns && !atomic_load(&ns->wce))
+                        json_array_append_new(
+                            out, entry("namespace_set",
+                                       json_pack("{s:s, s:b}", "name", nm, "write_cache", false)));
+        }
         free(v);
 
         /* 2. targets, 3. their LUN maps */

@@ -388,6 +388,64 @@ static int h_namespace_delete(struct rpc_ctx *c)
         return 0;
 }
 
+/*
+ * Runtime changes reach the hosts through the core's events: a new size is
+ * CAPACITY DATA HAS CHANGED on every I_T nexus and Namespace Attribute
+ * Changed on every NVMe controller (the Linux host rescans and sees it
+ * without reconnecting).  Shrinking while exported is refused unless
+ * force: a host may hold the blocks past the new end (SPDK refuses to
+ * shrink an open bdev; LIO and nvmet only revalidate whatever size the
+ * device has, so the check is ours to make).
+ */
+static int h_namespace_resize(struct rpc_ctx *c)
+{
+        struct core_ns *ns = core_ns_find(pstr(c, "name", NULL));
+        if (!ns)
+                return opfail(c, -ENOENT, "namespace_resize", "no such namespace");
+        uint64_t size = psize(c, "size", 0);
+        bool force = pbool(c, "force", false);
+        if (size == 0 || size % ns->block_size)
+                return inval(c, "'size' (%" PRIu64 ") must be a non-zero multiple of block_size %u",
+                             size, ns->block_size);
+        uint64_t nb = size / ns->block_size;
+        if (nb < core_ns_blocks(ns) && !force && (iscsi_ns_in_use(ns) || nvme_ns_in_use(ns)))
+                return opfail(c, -EBUSY, "namespace_resize",
+                              "shrinking an exported namespace (iSCSI LUN or NVMe namespace): "
+                              "unmap/detach it first, or force=true");
+        char msg[256] = "";
+        int rc = core_ns_resize(ns, nb, force, msg, sizeof(msg));
+        if (rc < 0)
+                return opfail(c, rc, "namespace_resize", msg);
+        c->result = json_pack("{s:s, s:I, s:I}", "name", ns->name, "size",
+                              (json_int_t)(core_ns_blocks(ns) * (uint64_t)ns->block_size),
+                              "num_blocks", (json_int_t)core_ns_blocks(ns));
+        return 0;
+}
+
+/* Management write protection (the CONFIG reason) and the volatile write cache. */
+static int h_namespace_set(struct rpc_ctx *c)
+{
+        struct core_ns *ns = core_ns_find(pstr(c, "name", NULL));
+        if (!ns)
+                return opfail(c, -ENOENT, "namespace_set", "no such namespace");
+        json_t *wp = json_object_get(c->params, "write_protect");
+        json_t *wc = json_object_get(c->params, "write_cache");
+        if (!wp && !wc)
+                return inval(c, "give 'write_protect' and/or 'write_cache'");
+        if (wp) {
+                int rc = core_ns_set_wp(ns, CORE_WP_CONFIG, json_is_true(wp), NULL);
+                if (rc < 0)
+                        return opfail(c, rc, "namespace_set", "write protect");
+        }
+        if (wc)
+                core_ns_set_wce(ns, json_is_true(wc), NULL);
+        LOG_INFO("mgmt", "namespace %s: write_protect(config)=%d write_cache=%d", ns->name,
+                 (core_ns_wp(ns) & CORE_WP_CONFIG) != 0, atomic_load(&ns->wce));
+        c->result = json_pack("{s:s, s:b, s:b}", "name", ns->name, "write_protect",
+                              core_ns_wp(ns) != 0, "write_cache", atomic_load(&ns->wce));
+        return 0;
+}
+
 /* The namespace's shared state (core/ns.h) as namespace_list shows it. */
 static json_t *mgmt_ns_state_json(struct core_ns *ns)
 {
@@ -760,6 +818,22 @@ static const struct rpc_method rpc_methods[] = {
      "Delete a namespace (refused while mapped to a LUN); the data file is kept",
      {{.name = "name", .type = P_NAME, .required = true, .desc = "namespace name"}}},
     {"namespace_list", h_namespace_list, "List namespaces with geometry, identity and stats", {}},
+    {"namespace_resize",
+     h_namespace_resize,
+     "Grow (or, unexported or forced, shrink) a namespace; hosts are told (capacity changed)",
+     {{.name = "name", .type = P_NAME, .required = true, .desc = "namespace name"},
+      {.name = "size",
+       .type = P_SIZE,
+       .required = true,
+       .desc = "new capacity in bytes, or \"1G\"-style string; a multiple of block_size"},
+      BOOL("force", "shrink even while mapped/attached: hosts lose the blocks past the end "
+                    "(default false)")}},
+    {"namespace_set",
+     h_namespace_set,
+     "Change a namespace's state at runtime; hosts are told (mode/attribute changed)",
+     {{.name = "name", .type = P_NAME, .required = true, .desc = "namespace name"},
+      BOOL("write_protect", "management write protect: SCSI DATA PROTECT, NVMe NSATTR"),
+      BOOL("write_cache", "volatile write cache enabled (SCSI WCE, NVMe feature 06h)")}},
     {"iscsi_target_create",
      h_iscsi_target_create,
      "Create an iSCSI target node",

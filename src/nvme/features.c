@@ -3,8 +3,11 @@
  * Power Management, Temperature Threshold, Error Recovery, Volatile Write
  * Cache (the namespaces' shared wce, the same bit SCSI's WCE shows),
  * Number of Queues, Asynchronous Event Configuration, Keep Alive Timer,
- * Host Behavior Support, Host Identifier, and the namespace-specific
- * Reservation Notification Mask and Reservation Persistence (resv.c).  Nothing is saveable; SEL
+ * Host Behavior Support, Host Identifier, Namespace Write Protection
+ * Config (84h, 5.27.1.28 and 8.12: the core's write-protect reasons
+ * SOFTWARE, POWER_CYCLE and PERMANENT, so SCSI hosts see the same state),
+ * and the namespace-specific Reservation Notification Mask and Reservation
+ * Persistence (resv.c).  Nothing is saveable; SEL
  * current/default/saved/supported-capabilities are all answered.
  */
 #include <string.h>
@@ -14,15 +17,23 @@
 struct feat {
         bool io, disc; /* available on I/O / discovery controllers */
         bool changeable;
+        bool ns; /* namespace specific: NSID names one active namespace */
 };
 
 static const struct feat feats[256] = {
-    [NVME_FEAT_ARBITRATION] = {true, false, true},   [NVME_FEAT_POWER_MGMT] = {true, false, true},
-    [NVME_FEAT_TEMP_THRESH] = {true, false, true},   [NVME_FEAT_ERR_RECOVERY] = {true, false, true},
-    [NVME_FEAT_VOLATILE_WC] = {true, false, true},   [NVME_FEAT_NUM_QUEUES] = {true, false, true},
-    [NVME_FEAT_ASYNC_EVENT] = {true, true, true},    [NVME_FEAT_KATO] = {true, true, true},
-    [NVME_FEAT_HOST_BEHAVIOR] = {true, false, true}, [NVME_FEAT_HOST_ID] = {true, false, false},
-    [NVME_FEAT_RESV_MASK] = {true, false, true},     [NVME_FEAT_RESV_PERSIST] = {true, false, true},
+    [NVME_FEAT_ARBITRATION] = {true, false, true},
+    [NVME_FEAT_POWER_MGMT] = {true, false, true},
+    [NVME_FEAT_TEMP_THRESH] = {true, false, true},
+    [NVME_FEAT_ERR_RECOVERY] = {true, false, true},
+    [NVME_FEAT_VOLATILE_WC] = {true, false, true},
+    [NVME_FEAT_NUM_QUEUES] = {true, false, true},
+    [NVME_FEAT_ASYNC_EVENT] = {true, true, true},
+    [NVME_FEAT_KATO] = {true, true, true},
+    [NVME_FEAT_HOST_BEHAVIOR] = {true, false, true},
+    [NVME_FEAT_HOST_ID] = {true, false, false},
+    [NVME_FEAT_WRITE_PROTECT] = {true, false, true, true},
+    [NVME_FEAT_RESV_MASK] = {true, false, true, true},
+    [NVME_FEAT_RESV_PERSIST] = {true, false, true, true},
 };
 
 static bool feat_ok(struct nvme_ctrl *ctrl, uint8_t fid)
@@ -46,6 +57,70 @@ static bool vwc_current(struct nvme_subsys *s, uint32_t nsid)
         bool wce = atomic_load(&ns->wce);
         core_ns_put(ns);
         return wce;
+}
+
+/* A namespace-specific feature's NSID: one active namespace (cmd->ns), no broadcast. */
+static bool feat_ns(struct nvme_cmd *cmd)
+{
+        uint32_t nsid = nvme_nsid(cmd);
+        if (nsid == 0 || nsid == 0xffffffffu) {
+                nvme_invalid_field(cmd, offsetof(struct nvme_sqe, nsid));
+                return false;
+        }
+        cmd->ns = nvme_ns_lookup(cmd->queue->ctrl->subsys, nsid);
+        if (!cmd->ns) {
+                nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_INVALID_NS,
+                            offsetof(struct nvme_sqe, nsid), -1);
+                return false;
+        }
+        return true;
+}
+
+/* Feature 84h's state from the core's reasons: the strongest host-settable one. */
+static uint32_t wps_of(uint32_t wp)
+{
+        if (wp & CORE_WP_PERMANENT)
+                return NVME_WPS_PERMANENT;
+        if (wp & CORE_WP_POWER_CYCLE)
+                return NVME_WPS_UNTIL_POWER_CYC;
+        return (wp & CORE_WP_SOFTWARE) ? NVME_WPS_WRITE_PROTECT : NVME_WPS_NONE;
+}
+
+/*
+ * Set Features 84h (Base 2.0 5.27.1.28, 8.12): No Write Protect and Write
+ * Protect toggle the software reason (the one SCSI's SWP shows); Until
+ * Power Cycle lasts until slated restarts; Permanent is persisted and
+ * final.  Leaving either of those two states is Feature Not Changeable;
+ * asking for the state the namespace is already in changes nothing.  A
+ * management (CONFIG) reason is outside this feature: NSATTR shows it,
+ * WPS does not.  The core tells the other controllers and the SCSI hosts.
+ */
+static enum nvme_parse_result set_write_protect(struct nvme_cmd *cmd, uint32_t cdw11)
+{
+        static const uint32_t reason[] = {
+            [NVME_WPS_NONE] = CORE_WP_SOFTWARE,
+            [NVME_WPS_WRITE_PROTECT] = CORE_WP_SOFTWARE,
+            [NVME_WPS_UNTIL_POWER_CYC] = CORE_WP_POWER_CYCLE,
+            [NVME_WPS_PERMANENT] = CORE_WP_PERMANENT,
+        };
+        uint32_t wps = cdw11 & NVME_WPS_MASK;
+        if (cdw11 & ~NVME_WPS_MASK) /* reserved */
+                return nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD,
+                                   NVME_SQE_OFF_CDW(11), 3);
+        if (wps > NVME_WPS_PERMANENT)
+                return nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD,
+                                   NVME_SQE_OFF_CDW(11), 0);
+        if (!feat_ns(cmd))
+                return NVME_PARSE_DONE;
+        uint32_t cur = wps_of(core_ns_wp(cmd->ns));
+        if (wps == cur)
+                return NVME_PARSE_DONE;
+        if (cur == NVME_WPS_UNTIL_POWER_CYC || cur == NVME_WPS_PERMANENT)
+                return nvme_reject(cmd, NVME_SCT_CMD_SPECIFIC, NVME_SC_FEATURE_NOT_CHANGEABLE,
+                                   NVME_SQE_OFF_CDW(11), 0);
+        if (core_ns_set_wp(cmd->ns, reason[wps], wps != NVME_WPS_NONE, cmd->queue->ctrl))
+                return nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_INTERNAL, NVME_LOC_NONE, -1);
+        return NVME_PARSE_DONE;
 }
 
 enum nvme_parse_result nvme_get_features_parse(struct nvme_cmd *cmd)
@@ -72,10 +147,16 @@ enum nvme_parse_result nvme_get_features_parse(struct nvme_cmd *cmd)
         if (!nvme_xfer(cmd, len, false))
                 return NVME_PARSE_DONE;
         if (sel == NVME_SEL_SUPPORTED) {
-                nvme_cqe_dw0(cmd, feats[fid].changeable ? NVME_FEAT_CAP_CHANGEABLE : 0);
+                nvme_cqe_dw0(cmd, (feats[fid].changeable ? NVME_FEAT_CAP_CHANGEABLE : 0) |
+                                      (feats[fid].ns ? NVME_FEAT_CAP_NS : 0));
                 return NVME_PARSE_DONE;
         }
         bool cur = sel == NVME_SEL_CURRENT;
+        if (fid == NVME_FEAT_WRITE_PROTECT) {
+                if (feat_ns(cmd))
+                        nvme_cqe_dw0(cmd, cur ? wps_of(core_ns_wp(cmd->ns)) : NVME_WPS_NONE);
+                return NVME_PARSE_DONE;
+        }
 
         pthread_mutex_lock(&ctrl->lock);
         switch (fid) {
@@ -163,6 +244,8 @@ enum nvme_parse_result nvme_set_features_parse(struct nvme_cmd *cmd)
                 return NVME_PARSE_DONE;
         if (fid == NVME_FEAT_RESV_MASK || fid == NVME_FEAT_RESV_PERSIST)
                 return nvme_resv_set_feature(cmd, fid); /* namespace-specific (resv.c) */
+        if (fid == NVME_FEAT_WRITE_PROTECT)
+                return set_write_protect(cmd, cdw11);
 
         pthread_mutex_lock(&ctrl->lock);
         switch (fid) {

@@ -61,6 +61,8 @@ static void id_ctrl(struct nvme_ctrl *ctrl, struct nvme_id_ctrl *id)
                                         NVME_ONCS_SAVE_SELECT | NVME_ONCS_RESERVATIONS |
                                         NVME_ONCS_VERIFY);
                 id->vwc = 0x01 | (0x2 << 1); /* present; Flush to FFFFFFFFh not supported */
+                /* Feature 84h: every namespace write protection state (8.12). */
+                id->nwpc = NVME_NWPC_WP | NVME_NWPC_UNTIL_PWR_CY | NVME_NWPC_PERMANENT;
         }
         put_le32(&id->sgls, (1u << 0) | (1u << 20)); /* SGLs; Offset (in-capsule) data blocks */
         snprintf(id->subnqn, sizeof(id->subnqn), "%s", s->nqn);
@@ -77,9 +79,10 @@ static void id_ctrl(struct nvme_ctrl *ctrl, struct nvme_id_ctrl *id)
 
 static void id_ns(struct core_ns *ns, struct nvme_id_ns *id)
 {
-        put_le64(&id->nsze, ns->num_blocks);
-        put_le64(&id->ncap, ns->num_blocks);
-        put_le64(&id->nuse, ns->num_blocks);
+        uint64_t nb = core_ns_blocks(ns); /* one value, should a resize run */
+        put_le64(&id->nsze, nb);
+        put_le64(&id->ncap, nb);
+        put_le64(&id->nuse, nb);
         id->nlbaf = 0; /* one format: the namespace's block size */
         id->flbas = 0;
         id->dlfeat = 0; /* deallocated blocks are not reported to read as zeroes */

@@ -22,7 +22,8 @@ static const struct nvme_op admin_ops[256] = {
                            nvme_identify_parse, NULL},
     [NVME_ADM_ABORT] = {"abort", NVME_ADM_ABORT, NVME_DIR_NONE, 0, 0, nvme_abort_parse, NULL},
     [NVME_ADM_SET_FEATURES] = {"set-features", NVME_ADM_SET_FEATURES, NVME_DIR_H2C, NVME_OPF_DISC,
-                               NVME_EFFECTS_CCC, nvme_set_features_parse, nvme_set_features_exec},
+                               NVME_EFFECTS_CCC | NVME_EFFECTS_NCC, /* NCC: feature 84h */
+                               nvme_set_features_parse, nvme_set_features_exec},
     [NVME_ADM_GET_FEATURES] = {"get-features", NVME_ADM_GET_FEATURES, NVME_DIR_C2H, NVME_OPF_DISC,
                                0, nvme_get_features_parse, NULL},
     [NVME_ADM_ASYNC_EVENT] = {"async-event-request", NVME_ADM_ASYNC_EVENT, NVME_DIR_NONE,

@@ -429,7 +429,7 @@ enum scsi_parse_result scsi_sbc_read_capacity10(struct scsi_cmd *cmd)
 {
         const uint8_t *c = cmd->cdb;
         struct core_ns *ns = cmd->ns;
-        uint64_t last = ns->num_blocks ? ns->num_blocks - 1 : 0;
+        uint64_t last = core_ns_blocks(ns) - 1; /* never 0 blocks; one load (resize) */
 
         cmd->xfer_len = 8;
         if (!(c[8] & 0x01) && slate_be32(c + 2)) {
@@ -455,7 +455,7 @@ enum scsi_parse_result scsi_sbc_read_capacity16(struct scsi_cmd *cmd)
                 return SCSI_PARSE_DONE;
         }
         memset(d, 0, sizeof(*d));
-        put_be64(&d->last_lba, ns->num_blocks ? ns->num_blocks - 1 : 0);
+        put_be64(&d->last_lba, core_ns_blocks(ns) - 1);
         put_be32(&d->block_len, ns->block_size);
         /* P_TYPE/PROT_EN 0, LBPPBE 0, LBPME 0, LBPRZ 0. */
         scsi_cmd_data_in(cmd, sizeof(*d), alloc);

@@ -1,7 +1,10 @@
 /*
  * Block core and backends on a real reactor: read/write round trips,
  * compare/compare-and-write/orwrite/write-same semantics, range and write
- * protection checks, and the persistent identity surviving a reopen.
+ * protection checks, the persistent identity surviving a reopen, the
+ * write-protect reasons' lifetimes (until power cycle: not persisted;
+ * permanent: persisted, never cleared) and runtime resize of every backend
+ * (grow, the shrink rule, the range check after each, the capacity event).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,8 +17,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <errno.h>
+#include <jansson.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "rt/crc.h"
 #include "core/ns.h"
 #include "core/req.h"
 #include "rt/reactor.h"
@@ -196,7 +202,7 @@ static void test_range_and_wp(void **st)
         (void)st;
         struct core_ns *ns = mk("m1", "mem");
         uint8_t b[512];
-        uint64_t last = ns->num_blocks - 1;
+        uint64_t last = core_ns_blocks(ns) - 1;
         assert_int_equal(run_req(ns, CORE_OP_READ, last, 1, b, 512, NULL, 0, NULL), CORE_OK);
         assert_int_equal(run_req(ns, CORE_OP_READ, last, 2, b, 1024, NULL, 0, NULL),
                          CORE_E_LBA_RANGE);
@@ -376,6 +382,178 @@ static void test_bad_params(void **st)
         assert_int_equal(core_ns_create(&p, &ns, err, sizeof(err)), -EINVAL);
 }
 
+/* Core events seen by this test program (a listener like the personalities'). */
+static _Atomic unsigned ev_count[CORE_NS_EV_MAX];
+static _Atomic(const void *) ev_last_origin;
+static void count_event(const struct core_ns_event *ev, void *arg)
+{
+        (void)arg;
+        atomic_fetch_add(&ev_count[ev->type], 1);
+        atomic_store(&ev_last_origin, ev->origin);
+}
+static void listen_once(void)
+{
+        static bool done;
+        if (!done)
+                assert_int_equal(core_ns_listen(count_event, NULL), 0);
+        done = true;
+}
+
+/* Replace one member of a metadata file's body, with a valid checksum (as another run wrote it). */
+static void rewrite_meta(const char *path, const char *key, json_t *val)
+{
+        json_t *top = json_load_file(path, 0, NULL);
+        assert_non_null(top);
+        json_t *body = json_object_get(top, "body");
+        json_object_set_new(body, key, val);
+        char *text = json_dumps(body, JSON_COMPACT | JSON_SORT_KEYS);
+        json_object_set_new(top, "crc32c", json_integer(rt_crc32c(text, strlen(text))));
+        free(text);
+        assert_int_equal(json_dump_file(top, path, JSON_SORT_KEYS), 0);
+        json_decref(top);
+}
+
+static void test_wp_lifetimes(void **st)
+{
+        (void)st;
+        listen_once();
+        struct core_ns *ns = mk("wpl", "file");
+        uint8_t b[512] = {0};
+        unsigned wp_ev = atomic_load(&ev_count[CORE_NS_EV_WRITE_PROTECT]);
+        int me;
+        /* Until power cycle: nothing but a restart clears it, and a restart does. */
+        assert_int_equal(core_ns_set_wp(ns, CORE_WP_POWER_CYCLE, true, &me), 0);
+        assert_int_equal(atomic_load(&ev_count[CORE_NS_EV_WRITE_PROTECT]), wp_ev + 1);
+        assert_ptr_equal(atomic_load(&ev_last_origin), &me);
+        assert_int_equal(core_ns_set_wp(ns, CORE_WP_POWER_CYCLE, false, NULL), 0);
+        assert_int_equal(core_ns_wp(ns), CORE_WP_POWER_CYCLE);
+        assert_int_equal(atomic_load(&ev_count[CORE_NS_EV_WRITE_PROTECT]), wp_ev + 1);
+        assert_int_equal(run_req(ns, CORE_OP_WRITE, 0, 1, b, 512, NULL, 0, NULL),
+                         CORE_E_WRITE_PROTECT);
+        /* Deleted and reopened within this run of the daemon: still protected. */
+        assert_int_equal(core_ns_delete("wpl"), 0);
+        ns = mk("wpl", "file");
+        assert_int_equal(core_ns_wp(ns), CORE_WP_POWER_CYCLE);
+        /* Metadata written by an earlier run (the "power cycle" happened): writable. */
+        char meta[4096];
+        snprintf(meta, sizeof(meta), "%s", ns->meta_path);
+        assert_int_equal(core_ns_delete("wpl"), 0);
+        rewrite_meta(meta, "wp_power_cycle_run", json_string("an-earlier-run"));
+        ns = mk("wpl", "file");
+        assert_int_equal(core_ns_wp(ns), 0);
+        assert_int_equal(run_req(ns, CORE_OP_WRITE, 0, 1, b, 512, NULL, 0, NULL), CORE_OK);
+
+        /* Permanent: persisted before it takes effect, never cleared, survives a restart. */
+        assert_int_equal(core_ns_set_wp(ns, CORE_WP_SOFTWARE | CORE_WP_PERMANENT, true, NULL), 0);
+        assert_int_equal(core_ns_set_wp(ns, ~0u, false, NULL), 0);
+        assert_int_equal(core_ns_wp(ns), CORE_WP_PERMANENT);
+        assert_int_equal(core_ns_delete("wpl"), 0);
+        ns = mk("wpl", "file");
+        assert_int_equal(core_ns_wp(ns), CORE_WP_PERMANENT);
+        assert_int_equal(run_req(ns, CORE_OP_WRITE, 0, 1, b, 512, NULL, 0, NULL),
+                         CORE_E_WRITE_PROTECT);
+        assert_int_equal(run_req(ns, CORE_OP_READ, 0, 1, b, 512, NULL, 0, NULL), CORE_OK);
+        /* A metadata file without the optional field (older) reopens writable. */
+        struct core_ns *n2 = mk("wpl2", "file");
+        assert_int_equal(core_ns_wp(n2), 0);
+}
+
+/* Grow, shrink rules and the range check after each, on one backend. */
+static void check_resize(const char *name, const char *backend, bool data)
+{
+        listen_once();
+        struct core_ns *ns = mk(name, backend); /* 1 MiB = 2048 blocks */
+        static uint8_t w[512], r[512];
+        char err[256];
+        memset(w, 0x3c, sizeof(w));
+        unsigned cap_ev = atomic_load(&ev_count[CORE_NS_EV_CAPACITY]);
+        assert_int_equal(core_ns_blocks(ns), 2048);
+
+        /* Grow: the new blocks are there, read zeroes, and the new end is checked. */
+        assert_int_equal(core_ns_resize(ns, 6144, false, err, sizeof(err)), 0);
+        assert_int_equal(core_ns_blocks(ns), 6144);
+        assert_int_equal(ns->be.size_bytes, 6144 * 512);
+        assert_int_equal(atomic_load(&ev_count[CORE_NS_EV_CAPACITY]), cap_ev + 1);
+        assert_null(atomic_load(&ev_last_origin)); /* management: every host is told */
+        memset(r, 0xff, sizeof(r));
+        assert_int_equal(run_req(ns, CORE_OP_READ, 6143, 1, r, 512, NULL, 0, NULL), CORE_OK);
+        if (data)
+                assert_int_equal(r[0] | r[511], 0);
+        assert_int_equal(run_req(ns, CORE_OP_WRITE, 6143, 1, w, 512, NULL, 0, NULL), CORE_OK);
+        assert_int_equal(run_req(ns, CORE_OP_READ, 6143, 2, r, 512, NULL, 0, NULL),
+                         CORE_E_LBA_RANGE);
+        assert_int_equal(run_req(ns, CORE_OP_WRITE, 2048, 1, w, 512, NULL, 0, NULL), CORE_OK);
+        /* Same size: nothing happens, nobody is told. */
+        assert_int_equal(core_ns_resize(ns, 6144, false, err, sizeof(err)), 0);
+        assert_int_equal(atomic_load(&ev_count[CORE_NS_EV_CAPACITY]), cap_ev + 1);
+
+        /* Shrink: refused while a personality holds it, unless forced. */
+        core_ns_get(ns); /* as an iSCSI LUN map or NVMe attachment does */
+        assert_int_equal(core_ns_resize(ns, 2048, false, err, sizeof(err)), -EBUSY);
+        assert_int_equal(core_ns_blocks(ns), 6144);
+        assert_int_equal(core_ns_resize(ns, 4096, true, err, sizeof(err)), 0);
+        core_ns_put(ns);
+        assert_int_equal(core_ns_resize(ns, 2048, false, err, sizeof(err)), 0);
+        assert_int_equal(core_ns_blocks(ns), 2048);
+        assert_int_equal(atomic_load(&ev_count[CORE_NS_EV_CAPACITY]), cap_ev + 3);
+        assert_int_equal(run_req(ns, CORE_OP_READ, 2048, 1, r, 512, NULL, 0, NULL),
+                         CORE_E_LBA_RANGE);
+        assert_int_equal(run_req(ns, CORE_OP_WRITE, 2047, 2, w, 1024, NULL, 0, NULL),
+                         CORE_E_LBA_RANGE);
+        /* Grown again, the blocks dropped by the shrink read as zeroes. */
+        assert_int_equal(core_ns_resize(ns, 4096, false, err, sizeof(err)), 0);
+        memset(r, 0xff, sizeof(r));
+        assert_int_equal(run_req(ns, CORE_OP_READ, 2048, 1, r, 512, NULL, 0, NULL), CORE_OK);
+        if (data)
+                assert_int_equal(r[0] | r[511], 0);
+
+        /* Nonsense sizes change nothing. */
+        assert_int_equal(core_ns_resize(ns, 0, true, err, sizeof(err)), -EINVAL);
+        assert_int_equal(core_ns_resize(ns, UINT64_MAX, true, err, sizeof(err)), -EINVAL);
+        assert_int_equal(core_ns_blocks(ns), 4096);
+}
+
+static void test_resize_mem(void **st)
+{
+        (void)st;
+        check_resize("rmem", "mem", true);
+        /* Beyond the address space reserved at open: refused, nothing moves. */
+        struct core_ns *ns = core_ns_find("rmem");
+        char err[256];
+        assert_int_equal(core_ns_resize(ns, 1ull << 45, false, err, sizeof(err)), -ENOSPC);
+        assert_int_equal(core_ns_blocks(ns), 4096);
+}
+
+static void test_resize_null(void **st)
+{
+        (void)st;
+        check_resize("rnull", "null", false);
+        /* Not while a sanitize walks the blocks. */
+        struct core_ns *ns = core_ns_find("rnull");
+        char err[256];
+        assert_int_equal(core_ns_sanitize_begin(ns, NULL), 0);
+        assert_int_equal(core_ns_resize(ns, 8192, false, err, sizeof(err)), -EBUSY);
+        core_ns_sanitize_end(ns, true, false, NULL);
+        assert_int_equal(core_ns_resize(ns, 8192, false, err, sizeof(err)), 0);
+}
+
+static void test_resize_file(void **st)
+{
+        (void)st;
+        check_resize("rfile", "file", true);
+        struct core_ns *ns = core_ns_find("rfile");
+        char err[256], path[4096];
+        struct stat sb;
+        assert_int_equal(core_ns_resize(ns, 10000, false, err, sizeof(err)), 0);
+        snprintf(path, sizeof(path), "%s", ns->path);
+        assert_int_equal(stat(path, &sb), 0);
+        assert_int_equal(sb.st_size, 10000 * 512);
+        /* The size is in the metadata: a reopen keeps it. */
+        assert_int_equal(core_ns_delete("rfile"), 0);
+        ns = mk("rfile", "file");
+        assert_int_equal(core_ns_blocks(ns), 10000);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -386,6 +564,10 @@ int main(void)
             cmocka_unit_test(test_identity_persists),
             cmocka_unit_test(test_corrupt_meta_refused),
             cmocka_unit_test(test_bad_params),
+            cmocka_unit_test(test_wp_lifetimes),
+            cmocka_unit_test(test_resize_mem),
+            cmocka_unit_test(test_resize_null),
+            cmocka_unit_test(test_resize_file),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }

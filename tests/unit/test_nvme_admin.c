@@ -506,6 +506,211 @@ static void test_features(void **s)
         assert_int_equal(getfeat(NVME_FEAT_ASYNC_EVENT, 0, &status), NVME_AEN_CFG_NS_ATTR);
 }
 
+static uint32_t getfeat_ns(uint8_t fid, uint8_t sel, uint32_t nsid, uint16_t *status)
+{
+        struct nvme_cmd c;
+        sqe_init(&c, &admin_q, NVME_ADM_GET_FEATURES, nsid);
+        cdw(&c, 10, fid | ((uint32_t)sel << 8));
+        assert_int_equal(nvme_cmd_parse(&c), NVME_PARSE_DONE);
+        assert_null(c.ns); /* the reference is dropped */
+        *status = st(&c);
+        return dw0(&c);
+}
+
+static uint16_t setfeat_ns(uint8_t fid, uint32_t nsid, uint32_t v, bool save)
+{
+        struct nvme_cmd c;
+        sqe_init(&c, &admin_q, NVME_ADM_SET_FEATURES, nsid);
+        cdw(&c, 10, fid | (save ? 1u << 31 : 0));
+        cdw(&c, 11, v);
+        assert_int_equal(nvme_cmd_parse(&c), NVME_PARSE_DONE);
+        assert_null(c.ns);
+        return st(&c);
+}
+
+/* The newest error log entry's parameter location (byte | bit << 8). */
+static uint16_t last_err_loc(void)
+{
+        struct nvme_ctrl *ctrl = admin_q.ctrl;
+        const struct nvme_error_log *e =
+            &ctrl->errlog[(ctrl->err_head + NVME_ERRLOG_ENTRIES - 1) % NVME_ERRLOG_ENTRIES];
+        return get_le16(&e->param_loc);
+}
+
+/* Did ctrl get Namespace Attribute Changed for nsid since its list was last cleared? */
+static bool ns_changed(struct nvme_ctrl *ctrl, uint32_t nsid)
+{
+        for (unsigned i = 0; i < ctrl->nchanged && i < 1024; i++)
+                if (ctrl->changed_ns[i] == nsid)
+                        return true;
+        return false;
+}
+
+/*
+ * Feature 84h, Namespace Write Protection Config (Base 2.0 5.27.1.28, 8.12),
+ * on a second namespace (NSID 2) so permanent protection stays there: every
+ * transition, every malformed command, the core state the SCSI side shares,
+ * and the other controller told while the one that made the change is not.
+ */
+static void test_write_protect_feature(void **s)
+{
+        (void)s;
+        char err[256];
+        uint16_t status;
+        struct core_ns *wns = NULL;
+        struct core_ns_params p = {
+            .name = "nvt-wp", .backend = "mem", .size_bytes = 1 << 20, .block_size = 4096};
+        assert_int_equal(core_ns_create(&p, &wns, err, sizeof(err)), 0);
+        assert_int_equal(nvme_ns_attach(SUBNQN, 2, "nvt-wp", err, sizeof(err)), 2);
+        struct nvme_queue q2;
+        memset(&q2, 0, sizeof(q2));
+        assert_int_equal(do_connect(&q2, 0, 31, 0xffff, SUBNQN, HOSTNQN, NULL), 0);
+        struct nvme_ctrl *me = admin_q.ctrl, *other = q2.ctrl;
+
+        /* Identify Controller NWPC: all three optional states. */
+        struct nvme_cmd c;
+        sqe_init(&c, &admin_q, NVME_ADM_IDENTIFY, 0);
+        sgl_len(&c, 4096);
+        cdw(&c, 10, NVME_CNS_CTRL);
+        nvme_cmd_parse(&c);
+        assert_int_equal(((const struct nvme_id_ctrl *)buf)->nwpc,
+                         NVME_NWPC_WP | NVME_NWPC_UNTIL_PWR_CY | NVME_NWPC_PERMANENT);
+
+        /* Get: changeable and namespace specific; not saveable; starts unprotected. */
+        assert_int_equal(getfeat_ns(NVME_FEAT_WRITE_PROTECT, NVME_SEL_SUPPORTED, 2, &status),
+                         NVME_FEAT_CAP_CHANGEABLE | NVME_FEAT_CAP_NS);
+        assert_int_equal(getfeat_ns(NVME_FEAT_WRITE_PROTECT, NVME_SEL_CURRENT, 2, &status),
+                         NVME_WPS_NONE);
+        assert_int_equal(status, 0);
+
+        /* Malformed: no / broadcast / inactive / out-of-range NSID, reserved bits, WPS 4-7, SV. */
+        assert_int_equal(setfeat_ns(NVME_FEAT_WRITE_PROTECT, 0, 1, false),
+                         ST(0, NVME_SC_INVALID_FIELD));
+        assert_int_equal(last_err_loc(), 4);
+        assert_int_equal(setfeat_ns(NVME_FEAT_WRITE_PROTECT, 0xffffffff, 1, false),
+                         ST(0, NVME_SC_INVALID_FIELD));
+        assert_int_equal(setfeat_ns(NVME_FEAT_WRITE_PROTECT, 3, 1, false),
+                         ST(0, NVME_SC_INVALID_NS));
+        assert_int_equal(setfeat_ns(NVME_FEAT_WRITE_PROTECT, NVME_MAX_NSID + 1, 1, false),
+                         ST(0, NVME_SC_INVALID_NS));
+        for (uint32_t wps = 4; wps <= 7; wps++) {
+                assert_int_equal(setfeat_ns(NVME_FEAT_WRITE_PROTECT, 2, wps, false),
+                                 ST(0, NVME_SC_INVALID_FIELD));
+                assert_int_equal(last_err_loc(), NVME_SQE_OFF_CDW(11));
+        }
+        assert_int_equal(setfeat_ns(NVME_FEAT_WRITE_PROTECT, 2, 1u << 3, false),
+                         ST(0, NVME_SC_INVALID_FIELD));
+        assert_int_equal(last_err_loc(), NVME_SQE_OFF_CDW(11) | (3 << 8));
+        assert_int_equal(setfeat_ns(NVME_FEAT_WRITE_PROTECT, 2, 0x80000001u, false),
+                         ST(0, NVME_SC_INVALID_FIELD));
+        assert_int_equal(setfeat_ns(NVME_FEAT_WRITE_PROTECT, 2, 1, true),
+                         ST(1, NVME_SC_FEATURE_NOT_SAVEABLE));
+        getfeat_ns(NVME_FEAT_WRITE_PROTECT, NVME_SEL_CURRENT, 0, &status);
+        assert_int_equal(status, ST(0, NVME_SC_INVALID_FIELD));
+        getfeat_ns(NVME_FEAT_WRITE_PROTECT, NVME_SEL_CURRENT, 9, &status);
+        assert_int_equal(status, ST(0, NVME_SC_INVALID_NS));
+        assert_int_equal(core_ns_wp(wns), 0); /* none of that changed anything */
+
+        /* No Write Protect <-> Write Protect: the software reason SCSI's SWP shows. */
+        me->nchanged = other->nchanged = 0;
+        assert_int_equal(setfeat_ns(NVME_FEAT_WRITE_PROTECT, 2, NVME_WPS_WRITE_PROTECT, false), 0);
+        assert_int_equal(core_ns_wp(wns), CORE_WP_SOFTWARE);
+        assert_int_equal(core_ns_check(wns, CORE_CHK_WRITABLE), CORE_E_WRITE_PROTECT_SOFTWARE);
+        assert_int_equal(getfeat_ns(NVME_FEAT_WRITE_PROTECT, NVME_SEL_CURRENT, 2, &status),
+                         NVME_WPS_WRITE_PROTECT);
+        assert_int_equal(getfeat_ns(NVME_FEAT_WRITE_PROTECT, NVME_SEL_DEFAULT, 2, &status),
+                         NVME_WPS_NONE);
+        assert_true(ns_changed(other, 2));
+        assert_false(ns_changed(me, 2)); /* the originator knows */
+        sqe_init(&c, &admin_q, NVME_ADM_IDENTIFY, 2);
+        sgl_len(&c, 4096);
+        cdw(&c, 10, NVME_CNS_NS);
+        nvme_cmd_parse(&c);
+        assert_int_equal(((const struct nvme_id_ns *)buf)->nsattr, 1);
+        assert_int_equal(setfeat_ns(NVME_FEAT_WRITE_PROTECT, 2, NVME_WPS_WRITE_PROTECT, false), 0);
+        assert_int_equal(setfeat_ns(NVME_FEAT_WRITE_PROTECT, 2, NVME_WPS_NONE, false), 0);
+        assert_int_equal(core_ns_wp(wns), 0);
+        /* A management reason is not the host's to clear, nor shown as WPS. */
+        core_ns_set_wp(wns, CORE_WP_CONFIG, true, NULL);
+        assert_int_equal(setfeat_ns(NVME_FEAT_WRITE_PROTECT, 2, NVME_WPS_NONE, false), 0);
+        assert_int_equal(core_ns_wp(wns), CORE_WP_CONFIG);
+        assert_int_equal(getfeat_ns(NVME_FEAT_WRITE_PROTECT, NVME_SEL_CURRENT, 2, &status),
+                         NVME_WPS_NONE);
+        core_ns_set_wp(wns, CORE_WP_CONFIG, false, NULL);
+
+        /* Write Protect -> Until Power Cycle; nothing leaves it but a restart. */
+        assert_int_equal(setfeat_ns(NVME_FEAT_WRITE_PROTECT, 2, NVME_WPS_WRITE_PROTECT, false), 0);
+        assert_int_equal(setfeat_ns(NVME_FEAT_WRITE_PROTECT, 2, NVME_WPS_UNTIL_POWER_CYC, false),
+                         0);
+        assert_true(core_ns_wp(wns) & CORE_WP_POWER_CYCLE);
+        assert_int_equal(getfeat_ns(NVME_FEAT_WRITE_PROTECT, NVME_SEL_CURRENT, 2, &status),
+                         NVME_WPS_UNTIL_POWER_CYC);
+        for (uint32_t wps = NVME_WPS_NONE; wps <= NVME_WPS_PERMANENT; wps++) {
+                if (wps == NVME_WPS_UNTIL_POWER_CYC)
+                        continue;
+                assert_int_equal(setfeat_ns(NVME_FEAT_WRITE_PROTECT, 2, wps, false),
+                                 ST(1, NVME_SC_FEATURE_NOT_CHANGEABLE));
+        }
+        assert_int_equal(setfeat_ns(NVME_FEAT_WRITE_PROTECT, 2, NVME_WPS_UNTIL_POWER_CYC, false),
+                         0);                                /* the state it is in */
+        core_ns_set_wp(wns, CORE_WP_SOFTWARE, false, NULL); /* SCSI clears SWP: still protected */
+        assert_int_equal(getfeat_ns(NVME_FEAT_WRITE_PROTECT, NVME_SEL_CURRENT, 2, &status),
+                         NVME_WPS_UNTIL_POWER_CYC);
+        assert_int_equal(core_ns_check(wns, CORE_CHK_WRITABLE), CORE_E_WRITE_PROTECT);
+
+        /* Permanent, on a third namespace straight from No Write Protect: final. */
+        struct core_ns *pns = NULL;
+        p.name = "nvt-perm";
+        assert_int_equal(core_ns_create(&p, &pns, err, sizeof(err)), 0);
+        assert_int_equal(nvme_ns_attach(SUBNQN, 3, "nvt-perm", err, sizeof(err)), 3);
+        assert_int_equal(setfeat_ns(NVME_FEAT_WRITE_PROTECT, 3, NVME_WPS_PERMANENT, false), 0);
+        assert_int_equal(core_ns_wp(pns), CORE_WP_PERMANENT);
+        assert_int_equal(getfeat_ns(NVME_FEAT_WRITE_PROTECT, NVME_SEL_CURRENT, 3, &status),
+                         NVME_WPS_PERMANENT);
+        for (uint32_t wps = NVME_WPS_NONE; wps < NVME_WPS_PERMANENT; wps++)
+                assert_int_equal(setfeat_ns(NVME_FEAT_WRITE_PROTECT, 3, wps, false),
+                                 ST(1, NVME_SC_FEATURE_NOT_CHANGEABLE));
+        assert_int_equal(setfeat_ns(NVME_FEAT_WRITE_PROTECT, 3, NVME_WPS_PERMANENT, false), 0);
+        assert_int_equal(core_ns_wp(pns), CORE_WP_PERMANENT);
+
+        /* 84h does not exist on a discovery controller. */
+        struct nvme_queue dq;
+        memset(&dq, 0, sizeof(dq));
+        assert_int_equal(do_connect(&dq, 0, 31, 0xffff, NVMF_DISCOVERY_NQN, HOSTNQN, NULL), 0);
+        assert_int_equal(prop_set_cc(&dq, 1), 0);
+        sqe_init(&c, &dq, NVME_ADM_SET_FEATURES, 1);
+        cdw(&c, 10, NVME_FEAT_WRITE_PROTECT);
+        cdw(&c, 11, 1);
+        nvme_cmd_parse(&c);
+        assert_int_equal(st(&c), ST(0, NVME_SC_INVALID_FIELD));
+
+        /* A resize reaches every controller (management: no originator) and Identify. */
+        me->nchanged = other->nchanged = 0;
+        assert_int_equal(core_ns_resize(wns, 512, false, err, sizeof(err)), 0);
+        assert_true(ns_changed(me, 2) && ns_changed(other, 2));
+        sqe_init(&c, &admin_q, NVME_ADM_IDENTIFY, 2);
+        sgl_len(&c, 4096);
+        cdw(&c, 10, NVME_CNS_NS);
+        nvme_cmd_parse(&c);
+        assert_int_equal(get_le64(&((const struct nvme_id_ns *)buf)->nsze), 512);
+        /* The I/O range check follows the new end. */
+        sqe_init(&c, &io_q, NVME_IO_READ, 2);
+        cdw(&c, 10, 511);
+        sgl_len(&c, 4096);
+        assert_int_equal(nvme_cmd_parse(&c), NVME_PARSE_EXEC);
+        core_ns_put(c.ns);
+        sqe_init(&c, &io_q, NVME_IO_READ, 2);
+        cdw(&c, 10, 512);
+        sgl_len(&c, 4096);
+        assert_int_equal(nvme_cmd_parse(&c), NVME_PARSE_DONE);
+        assert_int_equal(st(&c), ST(0, NVME_SC_LBA_RANGE));
+
+        nvme_queue_fini(&dq);
+        nvme_queue_fini(&q2);
+        assert_int_equal(nvme_ns_detach(SUBNQN, 2, err, sizeof(err)), 0);
+        assert_int_equal(nvme_ns_detach(SUBNQN, 3, err, sizeof(err)), 0);
+}
+
 static void test_rae(void **s)
 {
         (void)s;
@@ -773,6 +978,7 @@ int main(void)
             cmocka_unit_test(test_io_parse),
             cmocka_unit_test(test_io_roundtrip),
             cmocka_unit_test(test_discovery),
+            cmocka_unit_test(test_write_protect_feature),
             cmocka_unit_test(test_reset_and_fini),
         };
         return cmocka_run_group_tests(tests, setup, NULL);

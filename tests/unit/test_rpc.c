@@ -2,7 +2,7 @@
  * Unit tests for the management RPC (src/mgmt/rpc.c, config.c): the
  * JSON-RPC 2.0 error paths (parse error, invalid request, unknown method,
  * invalid params naming the parameter, oversize), notifications and
- * batches, namespace_create/list/delete on the mem backend, config file
+ * batches, namespace_create/list/delete/resize/set on the mem backend, config file
  * errors naming the entry, config_save replay, and the socket framing.
  */
 #include <errno.h>
@@ -359,6 +359,77 @@ static void test_config_save_roundtrip(void **state)
         assert_int_equal(core_ns_delete("rt1"), 0);
 }
 
+/* namespace_resize and namespace_set: checks, the shrink rule, and config_save replay. */
+static void test_namespace_runtime(void **state)
+{
+        (void)state;
+        char path[256], params[512], err[512];
+        json_t *r =
+            call("namespace_create", "{\"name\":\"rz\",\"backend\":\"mem\",\"size\":\"64K\"}");
+        assert_int_equal(err_code(r), 0);
+        json_decref(r);
+        struct core_ns *ns = core_ns_find("rz");
+
+        expect_error("namespace_resize", "{\"name\":\"rz\"}", -32602, "'size'");
+        expect_error("namespace_resize", "{\"size\":\"1M\"}", -32602, "'name'");
+        expect_error("namespace_resize", "{\"name\":\"rz\",\"size\":1000}", -32602, "'size'");
+        expect_error("namespace_resize", "{\"name\":\"rz\",\"size\":0}", -32602, "'size'");
+        expect_error("namespace_resize", "{\"name\":\"rz\",\"size\":\"1X\"}", -32602, "'size'");
+        expect_error("namespace_resize", "{\"name\":\"rz\",\"size\":\"1M\",\"force\":1}", -32602,
+                     "'force'");
+        expect_error("namespace_resize", "{\"name\":\"nope\",\"size\":\"1M\"}", -32000,
+                     "no such namespace");
+
+        r = call("namespace_resize", "{\"name\":\"rz\",\"size\":\"128K\"}");
+        assert_int_equal(err_code(r), 0);
+        assert_int_equal(
+            json_integer_value(json_object_get(json_object_get(r, "result"), "num_blocks")), 256);
+        json_decref(r);
+        assert_int_equal(core_ns_blocks(ns), 256);
+        /* Shrinking what a personality holds: refused, then forced. */
+        core_ns_get(ns);
+        expect_error("namespace_resize", "{\"name\":\"rz\",\"size\":\"64K\"}", -32000, "force");
+        assert_int_equal(core_ns_blocks(ns), 256);
+        r = call("namespace_resize", "{\"name\":\"rz\",\"size\":\"96K\",\"force\":true}");
+        assert_int_equal(err_code(r), 0);
+        json_decref(r);
+        core_ns_put(ns);
+        r = call("namespace_resize", "{\"name\":\"rz\",\"size\":65536}");
+        assert_int_equal(err_code(r), 0);
+        json_decref(r);
+        assert_int_equal(core_ns_blocks(ns), 128);
+
+        expect_error("namespace_set", "{\"name\":\"rz\"}", -32602, "write_protect");
+        expect_error("namespace_set", "{\"name\":\"rz\",\"write_cache\":\"no\"}", -32602,
+                     "'write_cache'");
+        expect_error("namespace_set", "{\"name\":\"nope\",\"write_protect\":true}", -32000, NULL);
+        r = call("namespace_set", "{\"name\":\"rz\",\"write_protect\":true,\"write_cache\":false}");
+        assert_int_equal(err_code(r), 0);
+        json_decref(r);
+        assert_int_equal(core_ns_wp(ns), CORE_WP_CONFIG);
+        assert_false(atomic_load(&ns->wce));
+
+        /* config_save brings back the size, the write protect and the cache setting. */
+        snprintf(path, sizeof(path), "%s/runtime.json", tmpdir);
+        snprintf(params, sizeof(params), "{\"path\":\"%s\"}", path);
+        r = call("config_save", params);
+        assert_int_equal(err_code(r), 0);
+        json_decref(r);
+        assert_int_equal(core_ns_delete("rz"), 0);
+        if (mgmt_config_load_file(path, err, sizeof(err)) != 0)
+                fail_msg("reloading the saved config: %s", err);
+        ns = core_ns_find("rz");
+        assert_non_null(ns);
+        assert_int_equal(core_ns_blocks(ns), 128);
+        assert_int_equal(core_ns_wp(ns), CORE_WP_CONFIG);
+        assert_false(atomic_load(&ns->wce));
+        r = call("namespace_set", "{\"name\":\"rz\",\"write_protect\":false}");
+        assert_int_equal(err_code(r), 0);
+        json_decref(r);
+        assert_int_equal(core_ns_wp(ns), 0);
+        assert_int_equal(core_ns_delete("rz"), 0);
+}
+
 /* The socket server: split and concatenated requests, garbage, and a silent client. */
 static void test_socket(void **state)
 {
@@ -452,12 +523,12 @@ static int teardown(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-            cmocka_unit_test(test_parse_errors),   cmocka_unit_test(test_invalid_request),
-            cmocka_unit_test(test_unknown_method), cmocka_unit_test(test_invalid_params),
-            cmocka_unit_test(test_oversize),       cmocka_unit_test(test_notification_and_batch),
-            cmocka_unit_test(test_rpc_list),       cmocka_unit_test(test_namespace_lifecycle),
-            cmocka_unit_test(test_config_file),    cmocka_unit_test(test_config_save_roundtrip),
-            cmocka_unit_test(test_socket),
+            cmocka_unit_test(test_parse_errors),      cmocka_unit_test(test_invalid_request),
+            cmocka_unit_test(test_unknown_method),    cmocka_unit_test(test_invalid_params),
+            cmocka_unit_test(test_oversize),          cmocka_unit_test(test_notification_and_batch),
+            cmocka_unit_test(test_rpc_list),          cmocka_unit_test(test_namespace_lifecycle),
+            cmocka_unit_test(test_config_file),       cmocka_unit_test(test_config_save_roundtrip),
+            cmocka_unit_test(test_namespace_runtime), cmocka_unit_test(test_socket),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -295,6 +295,7 @@ _Static_assert(offsetof(struct nvme_id_ctrl, cntrltype) == 111, "cntrltype");
 _Static_assert(offsetof(struct nvme_id_ctrl, oacs) == 256, "oacs");
 _Static_assert(offsetof(struct nvme_id_ctrl, kas) == 320, "kas");
 _Static_assert(offsetof(struct nvme_id_ctrl, sqes) == 512, "sqes");
+_Static_assert(offsetof(struct nvme_id_ctrl, nwpc) == 531, "nwpc");
 _Static_assert(offsetof(struct nvme_id_ctrl, sgls) == 536, "sgls");
 _Static_assert(offsetof(struct nvme_id_ctrl, subnqn) == 768, "subnqn");
 _Static_assert(offsetof(struct nvme_id_ctrl, ioccsz) == 1792, "ioccsz");
@@ -515,7 +516,20 @@ enum {
         NVME_FEAT_HOST_ID = 0x81,
         NVME_FEAT_RESV_MASK = 0x82,
         NVME_FEAT_RESV_PERSIST = 0x83,
+        NVME_FEAT_WRITE_PROTECT = 0x84, /* Namespace Write Protection Config (5.27.1.28) */
 };
+/* Feature 84h CDW11 bits 2:0 WPS, the namespace write protection state (Base 2.0 8.12). */
+enum {
+        NVME_WPS_NONE = 0,        /* No Write Protect */
+        NVME_WPS_WRITE_PROTECT,   /* Write Protect */
+        NVME_WPS_UNTIL_POWER_CYC, /* Write Protect Until Power Cycle */
+        NVME_WPS_PERMANENT,       /* Permanent Write Protect */
+};
+#define NVME_WPS_MASK 0x7u
+/* Identify Controller NWPC (byte 531). */
+#define NVME_NWPC_WP           (1u << 0) /* No Write Protect and Write Protect */
+#define NVME_NWPC_UNTIL_PWR_CY (1u << 1) /* Write Protect Until Power Cycle */
+#define NVME_NWPC_PERMANENT    (1u << 2) /* Permanent Write Protect */
 enum { NVME_SEL_CURRENT = 0, NVME_SEL_DEFAULT = 1, NVME_SEL_SAVED = 2, NVME_SEL_SUPPORTED = 3 };
 #define NVME_FEAT_CAP_SAVEABLE   (1u << 0)
 #define NVME_FEAT_CAP_NS         (1u << 1)
