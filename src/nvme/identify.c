@@ -60,6 +60,10 @@ static void id_ctrl(struct nvme_ctrl *ctrl, struct nvme_id_ctrl *id)
                 put_le16(&id->oncs, NVME_ONCS_COMPARE | NVME_ONCS_DSM | NVME_ONCS_WRITE_ZEROES |
                                         NVME_ONCS_SAVE_SELECT | NVME_ONCS_VERIFY);
                 id->vwc = 0x01 | (0x2 << 1); /* present; Flush to FFFFFFFFh not supported */
+                /* Block erase and overwrite (core/sanitize.c); no crypto erase: nothing
+                 * is encrypted.  NDAS is honoured (NDI = 0). */
+                put_le32(&id->sanicap,
+                         NVME_SANICAP_BES | NVME_SANICAP_OWS | NVME_SANICAP_NODMMAS_NOT);
         }
         put_le32(&id->sgls, (1u << 0) | (1u << 20)); /* SGLs; Offset (in-capsule) data blocks */
         snprintf(id->subnqn, sizeof(id->subnqn), "%s", s->nqn);
