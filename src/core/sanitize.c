@@ -342,7 +342,9 @@ static void resume_fn(void *arg)
 {
         struct core_ns *ns = arg;
         struct core_sanitize *s = ns->san;
-        LOG_WARN("core", "namespace %s: a %s was interrupted; restarting it from the first block",
+        LOG_WARN("core",
+                 "namespace %s: %s interrupted by a restart; starting it again from the "
+                 "first block",
                  ns->name, action_names[s->p.action]);
         s->done = NULL;
         s->origin = NULL;
