@@ -99,7 +99,6 @@ static void finish(struct core_sanitize *s, bool ok)
         }
         s->writes_at_end = ok ? atomic_load(&ns->stats.write_ops) : UINT64_MAX;
         s->busy = false;
-        save_locked(ns);
         pthread_mutex_unlock(&ns->lock);
         LOG_INFO("core", "namespace %s: %s %s in %.1f s", ns->name, action_names[s->p.action],
                  ok ? "completed" : "failed", el / 1e9);

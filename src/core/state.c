@@ -120,6 +120,7 @@ void core_ns_sanitize_end(struct core_ns *ns, bool ok, bool exit_allowed, core_o
         ns->san_exit_allowed = !ok && exit_allowed;
         atomic_store(&ns->san_progress, 0);
         atomic_store_explicit(&ns->san_state, now, memory_order_release);
+        core_ns_save_meta(ns); /* the result is durable before anyone hears of it */
         pthread_mutex_unlock(&ns->lock);
         if (ok)
                 LOG_INFO("core", "namespace %s: sanitize completed", ns->name);

@@ -107,9 +107,16 @@ static enum core_status rw(struct core_ns *ns, enum core_op op, uint64_t lba, vo
         return req.status;
 }
 
+static struct {
+        struct core_ns *ns;
+        const struct core_sanitize_params *p;
+        int rc;
+} call;
+
 static void san_done(void *arg, bool ok)
 {
-        (void)arg;
+        if (arg != call.ns)
+                return; /* an earlier test's operation ending late */
         pthread_mutex_lock(&m);
         result = ok;
         finished = true;
@@ -117,16 +124,10 @@ static void san_done(void *arg, bool ok)
         pthread_mutex_unlock(&m);
 }
 
-static struct {
-        struct core_ns *ns;
-        const struct core_sanitize_params *p;
-        int rc;
-} call;
-
 static void start_fn(void *arg)
 {
         (void)arg;
-        call.rc = core_sanitize_start(call.ns, call.p, NULL, rt_get(0), san_done, NULL);
+        call.rc = core_sanitize_start(call.ns, call.p, NULL, rt_get(0), san_done, call.ns);
 }
 
 static int start(struct core_ns *ns, const struct core_sanitize_params *p)
@@ -143,6 +144,9 @@ static void wait_state(struct core_ns *ns)
         for (int i = 0; i < 2000 && core_ns_sanitize_state(ns) == CORE_SAN_RUNNING; i++)
                 usleep(5000);
         assert_int_not_equal(core_ns_sanitize_state(ns), CORE_SAN_RUNNING);
+        /* State changes are made, and saved, under ns->lock: this waits for the save. */
+        pthread_mutex_lock(&ns->lock);
+        pthread_mutex_unlock(&ns->lock);
 }
 
 static bool meta_says(const char *name, const char *what)
@@ -348,9 +352,6 @@ static void test_failure_persists(void **st)
         wait_finished();
         /* As the engine would record a failure (a failed backend write). */
         core_ns_sanitize_end(ns, false, true, NULL);
-        pthread_mutex_lock(&ns->lock);
-        assert_int_equal(core_ns_save_meta(ns), 0);
-        pthread_mutex_unlock(&ns->lock);
         usleep(20000);
         assert_int_equal(core_ns_delete("fl"), 0);
         ns = mk("fl", 0, 0);
