@@ -222,6 +222,7 @@ enum nvme_parse_result nvmf_disconnect_parse(struct nvme_cmd *cmd);
 
 /* sanitize.c: Sanitize (Base 2.0 5.24) and the Sanitize Status log (81h). */
 enum nvme_parse_result nvme_sanitize_parse(struct nvme_cmd *cmd);
+void nvme_sanitize_exec(struct nvme_cmd *cmd);
 void nvme_sanitize_log(struct nvme_ctrl *ctrl, struct nvme_sanitize_log *log);
 /* Does a namespace attached to s have a sanitize in progress? */
 bool nvme_subsys_sanitizing(struct nvme_subsys *s);

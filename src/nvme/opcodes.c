@@ -34,7 +34,7 @@ static const struct nvme_op admin_ops[256] = {
                              NVME_OPF_DISC | SAN_OK, 0, nvme_keep_alive_parse, NULL},
     /* Changes every block of every namespace of the subsystem; one at a time (CSE). */
     [NVME_ADM_SANITIZE] = {"sanitize", NVME_ADM_SANITIZE, NVME_DIR_NONE, 0,
-                           NVME_EFFECTS_LBCC | CSE_SUBSYS, nvme_sanitize_parse, NULL},
+                           NVME_EFFECTS_LBCC | CSE_SUBSYS, nvme_sanitize_parse, nvme_sanitize_exec},
 };
 
 static const struct nvme_op io_ops[256] = {

@@ -18,11 +18,10 @@
  * media verification (EMVS).
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "nvme/internal.h"
-
-#define NVME_SAN_RSVD_MASK 0xfffffc00u /* CDW10 bits 31:10 (EMVS included: not supported) */
 
 struct ns_set {
         struct core_ns *ns[NVME_MAX_NSID];
@@ -61,69 +60,92 @@ bool nvme_subsys_sanitizing(struct nvme_subsys *s)
         return false;
 }
 
+static const uint32_t san_rsvd = 0xfffffc00u; /* CDW10 bits 31:10 (EMVS: not supported) */
+
+/* Parse: every field, and whether the subsystem's namespaces allow it now. */
 enum nvme_parse_result nvme_sanitize_parse(struct nvme_cmd *cmd)
 {
         struct nvme_ctrl *ctrl = cmd->queue->ctrl;
+        uint32_t cdw10 = nvme_cdw(cmd, 10);
+        uint8_t sanact = cdw10 & 7;
+        struct ns_set *set;
+        enum core_status st = CORE_OK;
+
+        if (cdw10 & san_rsvd)
+                return nvme_invalid_field(cmd, NVME_SQE_OFF_CDW(10) + 1);
+        if (sanact < NVME_SANACT_EXIT_FAILURE || sanact > NVME_SANACT_OVERWRITE)
+                /* reserved, or Crypto Erase (SANICAP.CES = 0) */
+                return nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD,
+                                   NVME_SQE_OFF_CDW(10), 0);
+        set = malloc(sizeof(*set));
+        if (!set)
+                return nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_INTERNAL, NVME_LOC_NONE, -1);
+        ns_collect(ctrl->subsys, set);
+        for (unsigned i = 0; i < set->n && st == CORE_OK; i++) {
+                if (core_ns_sanitize_state(set->ns[i]) == CORE_SAN_RUNNING)
+                        st = CORE_E_SANITIZE_IN_PROGRESS;
+                else if (sanact != NVME_SANACT_EXIT_FAILURE)
+                        /* 8.14: a write-protected namespace refuses a sanitize. */
+                        st = core_ns_check(set->ns[i], CORE_CHK_WRITABLE | CORE_CHK_STARTED);
+        }
+        ns_release(set);
+        free(set);
+        if (st != CORE_OK) {
+                nvme_status_from_core(cmd, st);
+                return NVME_PARSE_DONE;
+        }
+        return NVME_PARSE_EXEC;
+}
+
+/* Execute: start the operation on every namespace, or leave failure mode. */
+void nvme_sanitize_exec(struct nvme_cmd *cmd)
+{
+        struct nvme_ctrl *ctrl = cmd->queue ? cmd->queue->ctrl : NULL;
         uint32_t cdw10 = nvme_cdw(cmd, 10), ovrpat = nvme_cdw(cmd, 11);
         uint8_t sanact = cdw10 & 7, owpass = (cdw10 >> NVME_SAN_OWPASS_SHIFT) & 0xf;
         uint8_t pattern[4];
         struct core_sanitize_params p = {
+            .action =
+                sanact == NVME_SANACT_OVERWRITE ? CORE_SANACT_OVERWRITE : CORE_SANACT_BLOCK_ERASE,
             .ause = (cdw10 & NVME_SAN_AUSE) != 0,
-            .invert = (cdw10 & NVME_SAN_OIPBP) != 0,
             .no_dealloc = (cdw10 & NVME_SAN_NDAS) != 0,
         };
-        static struct ns_set set; /* admin commands of all controllers: under set_lock */
-        static pthread_mutex_t set_lock = PTHREAD_MUTEX_INITIALIZER;
+        struct ns_set *set = malloc(sizeof(*set));
         enum core_status st = CORE_OK;
         int rc = 0;
 
-        if (cdw10 & NVME_SAN_RSVD_MASK)
-                return nvme_invalid_field(cmd, NVME_SQE_OFF_CDW(10) + 1);
-        switch (sanact) {
-        case NVME_SANACT_EXIT_FAILURE:
-                break;
-        case NVME_SANACT_BLOCK_ERASE:
-                p.action = CORE_SANACT_BLOCK_ERASE;
-                break;
-        case NVME_SANACT_OVERWRITE:
-                p.action = CORE_SANACT_OVERWRITE;
+        if (!ctrl || !set) {
+                free(set);
+                nvme_status_from_core(cmd, ctrl ? CORE_E_NO_RESOURCES : CORE_E_ABORTED);
+                nvme_cmd_complete_deferred(cmd);
+                return;
+        }
+        if (p.action == CORE_SANACT_OVERWRITE) {
                 p.passes = owpass ? owpass : 16;
+                p.invert = (cdw10 & NVME_SAN_OIPBP) != 0;
                 slate_put_le(pattern, 4, ovrpat);
                 p.pattern = pattern;
                 p.pattern_len = 4;
-                break;
-        default: /* reserved, or Crypto Erase (SANICAP.CES = 0) */
-                return nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD,
-                                   NVME_SQE_OFF_CDW(10), 0);
         }
-
-        pthread_mutex_lock(&set_lock);
-        ns_collect(ctrl->subsys, &set);
-        for (unsigned i = 0; i < set.n && st == CORE_OK; i++) {
-                if (core_ns_sanitize_state(set.ns[i]) == CORE_SAN_RUNNING)
-                        st = CORE_E_SANITIZE_IN_PROGRESS;
-                else if (sanact != NVME_SANACT_EXIT_FAILURE)
-                        /* 8.14: a write-protected namespace refuses a sanitize. */
-                        st = core_ns_check(set.ns[i], CORE_CHK_WRITABLE | CORE_CHK_STARTED);
-        }
-        if (st == CORE_OK && sanact == NVME_SANACT_EXIT_FAILURE) {
+        ns_collect(ctrl->subsys, set);
+        if (sanact == NVME_SANACT_EXIT_FAILURE) {
                 /* Restricted completion mode (AUSE was 0): only a new sanitize leaves it. */
-                for (unsigned i = 0; i < set.n; i++)
-                        if (core_ns_sanitize_exit_failure(set.ns[i], ctrl) < 0)
+                for (unsigned i = 0; i < set->n; i++)
+                        if (core_ns_sanitize_exit_failure(set->ns[i], ctrl) < 0)
                                 st = CORE_E_SANITIZE_FAILED;
-        } else if (st == CORE_OK) {
-                for (unsigned i = 0; i < set.n && rc == 0; i++)
-                        rc = core_sanitize_start(set.ns[i], &p, ctrl, cmd->reactor, NULL, NULL);
+        } else {
+                for (unsigned i = 0; i < set->n && rc == 0; i++)
+                        rc = core_sanitize_start(set->ns[i], &p, ctrl, cmd->reactor, NULL, NULL);
                 if (rc == -EBUSY) /* an iSCSI host got there first */
                         st = CORE_E_SANITIZE_IN_PROGRESS;
                 else if (rc < 0)
                         st = CORE_E_NO_RESOURCES;
         }
-        ns_release(&set);
-        pthread_mutex_unlock(&set_lock);
+        ns_release(set);
+        free(set);
         if (st != CORE_OK)
                 nvme_status_from_core(cmd, st);
-        return NVME_PARSE_DONE;
+        nvme_cmd_complete_deferred(cmd);
 }
 
 static uint32_t max_est(uint32_t a, uint32_t b)

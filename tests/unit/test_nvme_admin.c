@@ -642,21 +642,31 @@ static void test_io_roundtrip(void **s)
 
 /* ---- Sanitize (Base 2.0 5.24, 8.21) and the Sanitize Status log (81h) ---- */
 
-static void parse_fn(void *arg)
+static void parse_exec_fn(void *arg)
 {
-        nvme_cmd_parse(arg);
+        struct nvme_cmd *c = arg;
+        if (nvme_cmd_parse(c) == NVME_PARSE_EXEC)
+                nvme_cmd_exec(c); /* completes later, on this reactor: on_done */
+        else
+                on_done(c);
 }
 
-/* Sanitize on the admin queue, parsed on reactor 0 (as the transport would). */
+/* Sanitize on the admin queue, parsed and executed on reactor 0 (as the transport would). */
 static uint16_t sanitize(uint32_t cdw10, uint32_t cdw11, uint32_t sgl)
 {
         static struct nvme_cmd c;
         sqe_init(&c, &admin_q, NVME_ADM_SANITIZE, 0);
         c.reactor = rt_get(0);
+        c.done = on_done;
         cdw(&c, 10, cdw10);
         cdw(&c, 11, cdw11);
         sgl_len(&c, sgl);
-        rt_msg_call(rt_get(0), parse_fn, &c);
+        w.done = false;
+        rt_msg_send(rt_get(0), parse_exec_fn, &c);
+        pthread_mutex_lock(&w.m);
+        while (!w.done)
+                pthread_cond_wait(&w.cv, &w.m);
+        pthread_mutex_unlock(&w.m);
         return st(&c);
 }
 
