@@ -86,3 +86,50 @@ sanitize_nvme_to_scsi() {
 	[ "$s" = "$(printf '0%.0s' $(seq 1024))" ] && [ "$n" = "$s" ]
 }
 check sanitize-nvme-to-scsi sanitize_nvme_to_scsi
+
+# (c) A crash in the middle: slated is killed (SIGKILL) during an NVMe overwrite
+#     and started again; the namespace's metadata said "running", so the
+#     sanitize is in progress again at once (slatectl namespace_list) and
+#     starts over from the first block (SBC-4 4.11, NVMe 8.21: a sanitize
+#     continues after power on).  Once it completes, both hosts reconnect,
+#     read the pattern, and the Sanitize Status log still names the
+#     interrupted command (SCDW10).
+ns_sanitize_state() {
+	ctl namespace_list | python3 -c 'import json,sys
+for n in json.load(sys.stdin):
+    if n["name"] == "shared": print(n["state"]["sanitize"])'
+}
+ns_sanitize_is() { [ "$(ns_sanitize_state)" = "$1" ]; }
+sanitize_survives_crash() {
+	nvme sanitize "$NVCTRL" --sanact=start-overwrite --owpass=1 --ovrpat=0x5a5a5a5a \
+		>"$state/san-cmd.txt" 2>&1 ||
+		nvme sanitize "$NVCTRL" --sanact=3 --owpass=1 --ovrpat=0x5a5a5a5a \
+			>"$state/san-cmd.txt" 2>&1 || {
+		cat "$state/san-cmd.txt"
+		return 1
+	}
+	sleep 1
+	[ "$(ns_sanitize_state)" = running ] || return 1
+	slate_stop KILL
+	echo "slated killed during the overwrite"
+	slate_start "$state/run" "$state/slate.json" "$PORT" "$log" || return 1
+	local st
+	st=$(ns_sanitize_state)
+	echo "after the restart: sanitize $st"
+	[ "$st" = running ] || return 1
+	grep 'interrupted by a restart' "$log" || return 1
+	wait_for 60 ns_sanitize_is done || return 1
+	echo "completed after the restart"
+	nv_reconnect || return 1
+	sd_relogin || return 1
+	local want s n
+	want=$(for i in $(seq 128); do printf '5a5a5a5a'; done)
+	s=$(sd_block 4242)
+	n=$(nv_block 4242)
+	echo "block 4242: iSCSI ${s:0:16}... NVMe ${n:0:16}..."
+	[ "$s" = "$want" ] && [ "$n" = "$want" ] || return 1
+	san_log | tee "$state/san-log-c.txt"
+	[ "$(($(awk '/SSTAT/ {print $NF}' "$state/san-log-c.txt") & 7))" = 1 ] || return 1
+	[ "$(($(awk '/SCDW10/ {print $NF}' "$state/san-log-c.txt")))" = $((0x13)) ]
+}
+check sanitize-survives-crash sanitize_survives_crash
