@@ -91,16 +91,21 @@ static void finish(struct core_sanitize *s, bool ok)
         free(s->buf);
         s->buf = NULL;
         s->done = NULL;
-        core_ns_sanitize_end(ns, ok, s->p.ause, s->origin);
+        /* What the end reports (GDE, estimates) is in place before anyone sees the end. */
         pthread_mutex_lock(&ns->lock);
         if (ok && el > 0 && s->total_blocks > 1) {
                 unsigned __int128 b = (unsigned __int128)s->total_blocks << ns->block_shift;
                 s->speed[s->p.action] = (uint64_t)(b * 1000000000u / el);
         }
         s->writes_at_end = ok ? atomic_load(&ns->stats.write_ops) : UINT64_MAX;
+        /* Still RUNNING until the end below, so no new start can slip in before it. */
         s->busy = false;
+        enum core_sanitize_action a = s->p.action;
+        bool ause = s->p.ause;
+        core_origin_t origin = s->origin;
         pthread_mutex_unlock(&ns->lock);
-        LOG_INFO("core", "namespace %s: %s %s in %.1f s", ns->name, action_names[s->p.action],
+        core_ns_sanitize_end(ns, ok, ause, origin);
+        LOG_INFO("core", "namespace %s: %s %s in %.1f s", ns->name, action_names[a],
                  ok ? "completed" : "failed", el / 1e9);
         if (done)
                 done(arg, ok);
