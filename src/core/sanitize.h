@@ -6,6 +6,10 @@
 #ifndef CORE_SANITIZE_H
 #define CORE_SANITIZE_H
 
+#ifndef SLATE_MODULE_CORE
+#error "core/sanitize.h is private to src/core/; personalities use core/ns.h"
+#endif
+
 #include <jansson.h>
 
 #include "core/ns.h"
