@@ -70,7 +70,8 @@ slate_wait_port() {
 # SLATE_PORT).  PORT2 (0 too, usually) adds a second portal for MultipathIO,
 # listed after the first (SLATE_PORTS keeps that order).  WP=1 adds a
 # write-protected namespace ns1 (8 MiB, mem) as LUN 1.  Portals come last,
-# so once they listen the target is complete.
+# so once they listen the target is complete. SLATE_SANITIZE_RATE
+# (MiB/s) paces ns0's sanitize operations (namespace_create sanitize_rate_mibps).
 slate_write_config() {
 	local file=$1 port=$2 backend=$3 size=$4 data=${5:-} port2=${6:-} wp=${7:-0} nsparams
 	case $backend in
@@ -80,7 +81,7 @@ slate_write_config() {
 	esac
 	{
 		echo '{"config": ['
-		echo "  {\"method\": \"namespace_create\", \"params\": {$nsparams, \"block_size\": 512}},"
+		echo "  {\"method\": \"namespace_create\", \"params\": {$nsparams, \"block_size\": 512${SLATE_SANITIZE_RATE:+, \"sanitize_rate_mibps\": $SLATE_SANITIZE_RATE}}},"
 		echo "  {\"method\": \"iscsi_target_create\", \"params\": {\"name\": \"$SLATE_IQN\"}},"
 		echo "  {\"method\": \"iscsi_lun_map\", \"params\": {\"target\": \"$SLATE_IQN\", \"lun\": 0, \"namespace\": \"$SLATE_NS\"}},"
 		if [ "$wp" = 1 ]; then

@@ -23,6 +23,7 @@
 #include <unistd.h>
 #include <uuid/uuid.h>
 
+#include "core/sanitize.h"
 #include "rt/crc.h"
 #include "rt/log.h"
 
@@ -103,6 +104,9 @@ static json_t *meta_body(struct core_ns *ns)
         json_t *pr = core_pr_to_json(&ns->pr);
         if (pr)
                 json_object_set_new(b, "pr", pr);
+        json_t *san = core_sanitize_to_json(ns); /* optional: absent = never sanitized */
+        if (san)
+                json_object_set_new(b, "sanitize", san);
         return b;
 }
 
@@ -217,6 +221,11 @@ static int load_meta(struct core_ns *ns, char *err, size_t errlen)
                 snprintf(err, errlen, "metadata %s: bad reservation state", ns->meta_path);
                 goto out;
         }
+        json_t *san = json_object_get(body, "sanitize");
+        if (san && core_sanitize_from_json(ns, san)) {
+                snprintf(err, errlen, "metadata %s: bad sanitize state", ns->meta_path);
+                goto out;
+        }
         rc = 1;
 out:
         free(text);
@@ -230,6 +239,7 @@ static void ns_free(struct core_ns *ns)
                 ns->be.ops->close(&ns->be);
         if (ns->scsi_state && ns->scsi_state_free)
                 ns->scsi_state_free(ns->scsi_state);
+        core_sanitize_free(ns);
         pthread_mutex_destroy(&ns->lock);
         pthread_mutex_destroy(&ns->rmw_lock);
         free(ns);
@@ -280,6 +290,7 @@ int core_ns_create(const struct core_ns_params *p, struct core_ns **out, char *e
         ns->block_size = bs;
         ns->thin = p->thin;
         ns->removable = p->removable;
+        ns->san_rate_mibps = p->sanitize_rate_mibps;
         ns->pr.holder = -1;
         atomic_init(&ns->wp, p->write_protect ? CORE_WP_CONFIG : 0);
         atomic_init(&ns->ready, CORE_NS_READY);
@@ -359,6 +370,8 @@ int core_ns_create(const struct core_ns_params *p, struct core_ns **out, char *e
         LOG_INFO("core", "namespace %s: %s backend, %llu x %u-byte blocks, uuid %s%s", ns->name,
                  ops->name, (unsigned long long)ns->num_blocks, ns->block_size, u,
                  loaded ? " (reopened)" : "");
+        /* SBC-4 4.11, NVMe 8.21: an interrupted sanitize continues after power on. */
+        core_sanitize_resume(ns);
         *out = ns;
         return 0;
 fail:

@@ -45,6 +45,7 @@ struct core_ns_params {
         bool thin;           /* sparse file (informational until thin provisioning lands) */
         bool write_protect;  /* software write protect at start */
         bool removable;      /* SCSI: removable medium (RMB=1, eject/load, PREVENT) */
+        uint32_t sanitize_rate_mibps; /* pace sanitize operations (MiB/s); 0 = backend speed */
 };
 
 /*
@@ -124,6 +125,8 @@ struct core_ns {
         _Atomic uint8_t san_state;     /* enum core_sanitize_state */
         _Atomic uint16_t san_progress; /* of a running sanitize, 0..65535 */
         bool san_exit_allowed;         /* the failed sanitize allowed EXIT FAILURE MODE (AUSE) */
+        uint32_t san_rate_mibps;       /* sanitize pacing (config, not persisted); 0 = unpaced */
+        struct core_sanitize *san;     /* the last or running sanitize (core/sanitize.c) */
         _Atomic bool wce;              /* volatile write cache enabled */
         struct core_pr pr;             /* persistent reservations */
         void *scsi_state;              /* owned by the SCSI personality (D_SENSE, PREVENT ...) */
@@ -216,6 +219,55 @@ static inline enum core_sanitize_state core_ns_sanitize_state(const struct core_
  * cannot resize; -ENOSPC: cannot grow so far), with a message in err.
  */
 int core_ns_resize(struct core_ns *ns, uint64_t num_blocks, bool force, char *err, size_t errlen);
+
+/* ---- The sanitize engine (sanitize.c) ---- */
+
+enum core_sanitize_action {
+        CORE_SANACT_NONE = 0,
+        CORE_SANACT_OVERWRITE,    /* write a pattern over every block, passes times */
+        CORE_SANACT_BLOCK_ERASE,  /* deallocate every block (reads return zeroes) */
+        CORE_SANACT_CRYPTO_ERASE, /* change the media key: unsupported, nothing is encrypted */
+};
+
+#define CORE_SANITIZE_MAX_PASSES 31 /* SCSI OVERWRITE COUNT is 5 bits; NVMe allows 16 */
+
+struct core_sanitize_params {
+        enum core_sanitize_action action;
+        uint8_t passes;         /* overwrite: 1..CORE_SANITIZE_MAX_PASSES */
+        bool invert;            /* overwrite: invert the pattern between passes */
+        bool ause;              /* a failure may be left by EXIT FAILURE MODE */
+        bool no_dealloc;        /* block erase: write zeroes, keep blocks allocated (NVMe NDAS) */
+        uint32_t pattern_len;   /* overwrite: 1..block_size bytes, repeated over each block */
+        const uint8_t *pattern; /* borrowed for the call; the engine keeps a copy */
+};
+
+/*
+ * Start a sanitize operation of the whole namespace in the background, on
+ * reactor r.  Returns -EBUSY when one already runs (the caller reports
+ * SANITIZE IN PROGRESS), -EINVAL for parameters the engine cannot honour
+ * (crypto erase, a pattern longer than a block, 0 passes), -ENOMEM; or 0,
+ * and then calls done(arg, ok) exactly once on r when the operation ends
+ * (ok: completed and flushed), never from inside the call.  done may be
+ * NULL (NVMe: the command completes at once; the Sanitize Status log and
+ * the event tell the rest).  The operation is the namespace's, not the
+ * caller's: it outlives commands, connections and resets, and the
+ * namespace's metadata records it, so a restart resumes it from the start.
+ */
+int core_sanitize_start(struct core_ns *ns, const struct core_sanitize_params *p,
+                        core_origin_t origin, struct rt_reactor *r,
+                        void (*done)(void *arg, bool ok), void *arg);
+
+/* What the NVMe Sanitize Status log and namespace_list report. */
+struct core_sanitize_info {
+        enum core_sanitize_state state;
+        uint16_t progress;             /* 0..65535 of a running one */
+        struct core_sanitize_params p; /* the most recent one's (pattern NULL) */
+        uint8_t passes_done;           /* overwrite passes completed (most recent) */
+        bool untouched;                /* completed, and nothing written since (NVMe GDE) */
+};
+void core_sanitize_info(struct core_ns *ns, struct core_sanitize_info *out);
+/* Seconds an operation would take (pacing, or the last measured speed); UINT32_MAX = unknown. */
+uint32_t core_sanitize_estimate_s(struct core_ns *ns, enum core_sanitize_action a, unsigned passes);
 
 /* The first failing check of chk (CORE_CHK_*), or CORE_OK. */
 enum core_status core_ns_check(const struct core_ns *ns, unsigned chk);

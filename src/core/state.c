@@ -137,6 +137,7 @@ void core_ns_sanitize_end(struct core_ns *ns, bool ok, bool exit_allowed, core_o
         ns->san_exit_allowed = !ok && exit_allowed;
         atomic_store(&ns->san_progress, 0);
         atomic_store_explicit(&ns->san_state, now, memory_order_release);
+        core_ns_save_meta(ns); /* the result is durable before anyone hears of it */
         pthread_mutex_unlock(&ns->lock);
         if (ok)
                 LOG_INFO("core", "namespace %s: sanitize completed", ns->name);
@@ -156,8 +157,10 @@ int core_ns_sanitize_exit_failure(struct core_ns *ns, core_origin_t origin)
                 pthread_mutex_unlock(&ns->lock);
                 return -EPERM;
         }
-        if (old == CORE_SAN_FAILED)
+        if (old == CORE_SAN_FAILED) {
                 atomic_store_explicit(&ns->san_state, CORE_SAN_DONE, memory_order_release);
+                core_ns_save_meta(ns); /* failure mode must not come back after a restart */
+        }
         pthread_mutex_unlock(&ns->lock);
         if (old == CORE_SAN_FAILED)
                 publish(ns, CORE_NS_EV_SANITIZE, origin, old, CORE_SAN_DONE);

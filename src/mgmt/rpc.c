@@ -95,7 +95,7 @@ struct rpc_method {
         const char *name;
         int (*fn)(struct rpc_ctx *c);
         const char *desc;
-        struct param_spec params[9]; /* terminated by name == NULL */
+        struct param_spec params[10]; /* terminated by name == NULL */
 };
 
 static const struct rpc_method rpc_methods[];
@@ -342,6 +342,7 @@ static int h_namespace_create(struct rpc_ctx *c)
             .thin = pbool(c, "thin", true),
             .write_protect = pbool(c, "write_protect", false),
             .removable = pbool(c, "removable", false),
+            .sanitize_rate_mibps = (uint32_t)puint(c, "sanitize_rate_mibps", 0),
         };
         if (strcmp(p.backend, "mem") != 0 && strcmp(p.backend, "file") != 0 &&
             strcmp(p.backend, "null") != 0)
@@ -474,6 +475,8 @@ json_t *mgmt_ns_params_json(struct core_ns *ns)
                               (core_ns_wp(ns) & CORE_WP_CONFIG) != 0, "removable", ns->removable);
         if (o && strcmp(ns->backend_name, "file") == 0 && ns->path[0])
                 json_object_set_new(o, "path", json_string(ns->path));
+        if (o && ns->san_rate_mibps)
+                json_object_set_new(o, "sanitize_rate_mibps", json_integer(ns->san_rate_mibps));
         return o;
 }
 
@@ -812,7 +815,9 @@ static const struct rpc_method rpc_methods[] = {
       BOOL("thin", "sparse file (default true)"),
       BOOL("write_protect", "software write protect at start (default false)"),
       BOOL("removable", "SCSI removable medium: RMB=1, START STOP UNIT eject/load, "
-                        "PREVENT ALLOW MEDIUM REMOVAL (default false)")}},
+                        "PREVENT ALLOW MEDIUM REMOVAL (default false)"),
+      UINT("sanitize_rate_mibps", false, 0, 1u << 20,
+           "pace SANITIZE / NVMe Sanitize to this many MiB/s (default 0: backend speed)")}},
     {"namespace_delete",
      h_namespace_delete,
      "Delete a namespace (refused while mapped to a LUN); the data file is kept",

@@ -52,6 +52,7 @@ static const struct {
     {NVME_EVT_DISC_CHANGED, NVME_AER_TYPE_NOTICE, NVME_AER_NOTICE_DISC_CHANGED, NVME_LOG_DISCOVERY},
     {NVME_EVT_RESV, NVME_AER_TYPE_IO_SPECIFIC, NVME_AER_IO_RESV_LOG_AVAILABLE,
      NVME_LOG_RESV_NOTIFY},
+    {NVME_EVT_SANITIZED, NVME_AER_TYPE_IO_SPECIFIC, NVME_AER_IO_SANITIZE_DONE, NVME_LOG_SANITIZE},
 };
 
 /* On the admin reactor: pair pending, unmasked events with parked AERs. */
@@ -165,6 +166,8 @@ void nvme_ctrl_raise(struct nvme_ctrl *ctrl, uint32_t evt, uint32_t nsid)
         /* Not in AEC: feature 82h masks reservation notifications before they are queued. */
         if (evt & NVME_EVT_RESV)
                 enable |= NVME_EVT_RESV;
+        if (evt & NVME_EVT_SANITIZED) /* no AEC bit: I/O command set events always report */
+                enable |= NVME_EVT_SANITIZED;
         ctrl->aen_pending |= enable;
         pthread_mutex_unlock(&ctrl->lock);
         if (enable)
@@ -203,11 +206,54 @@ static void on_resv_event(const struct core_ns_event *ev)
  * one whose command made the change (Base 2.0 5.27.1.2x, 8.12.1).  The
  * Linux host answers it by re-reading Identify (a rescan: new size, read-only).
  */
+/*
+ * A sanitize started or ended on a namespace (whoever started it: an NVMe
+ * host, an iSCSI host): the start withdraws a Sanitize Operation Completed
+ * event not yet delivered (Base 2.0 8.21); the end of the last one running
+ * in a subsystem raises it on every controller of that subsystem.
+ */
+static void on_sanitize_event(const struct core_ns_event *ev)
+{
+        bool started = ev->new_val == CORE_SAN_RUNNING;
+        if (!started && ev->old_val != CORE_SAN_RUNNING)
+                return; /* EXIT FAILURE MODE: nothing to report */
+        pthread_mutex_lock(&nvme_lock);
+        for (struct nvme_subsys *s = nvme_subsystems; s; s = s->next) {
+                uint32_t nsid = 0;
+                bool others = false;
+                if (s->discovery)
+                        continue;
+                for (uint32_t i = 1; i <= NVME_MAX_NSID; i++) {
+                        struct core_ns *ns = atomic_load(&s->ns[i]);
+                        if (ns == ev->ns)
+                                nsid = i;
+                        else if (ns && core_ns_sanitize_state(ns) == CORE_SAN_RUNNING)
+                                others = true;
+                }
+                if (!nsid)
+                        continue;
+                for (struct nvme_ctrl *c = s->ctrls; c; c = c->next) {
+                        if (started) {
+                                pthread_mutex_lock(&c->lock);
+                                c->aen_pending &= ~NVME_EVT_SANITIZED;
+                                pthread_mutex_unlock(&c->lock);
+                        } else if (!others) {
+                                nvme_ctrl_raise(c, NVME_EVT_SANITIZED, nsid);
+                        }
+                }
+        }
+        pthread_mutex_unlock(&nvme_lock);
+}
+
 static void on_ns_event(const struct core_ns_event *ev, void *arg)
 {
         (void)arg;
         if (ev->type == CORE_NS_EV_RESERVATION) {
                 on_resv_event(ev);
+                return;
+        }
+        if (ev->type == CORE_NS_EV_SANITIZE) {
+                on_sanitize_event(ev);
                 return;
         }
         if (ev->type != CORE_NS_EV_CAPACITY && ev->type != CORE_NS_EV_WRITE_PROTECT &&

@@ -63,6 +63,10 @@ static void id_ctrl(struct nvme_ctrl *ctrl, struct nvme_id_ctrl *id)
                 id->vwc = 0x01 | (0x2 << 1); /* present; Flush to FFFFFFFFh not supported */
                 /* Feature 84h: every namespace write protection state (8.12). */
                 id->nwpc = NVME_NWPC_WP | NVME_NWPC_UNTIL_PWR_CY | NVME_NWPC_PERMANENT;
+                /* Block erase and overwrite (core/sanitize.c); no crypto erase: nothing
+                 * is encrypted.  NDAS is honoured (NDI = 0). */
+                put_le32(&id->sanicap,
+                         NVME_SANICAP_BES | NVME_SANICAP_OWS | NVME_SANICAP_NODMMAS_NOT);
         }
         put_le32(&id->sgls, (1u << 0) | (1u << 20)); /* SGLs; Offset (in-capsule) data blocks */
         snprintf(id->subnqn, sizeof(id->subnqn), "%s", s->nqn);

@@ -42,6 +42,7 @@
 #define NVME_EVT_NS_CHANGED   (1u << 0)
 #define NVME_EVT_DISC_CHANGED (1u << 1)
 #define NVME_EVT_RESV         (1u << 2) /* Reservation Log Page Available */
+#define NVME_EVT_SANITIZED    (1u << 3) /* Sanitize Operation Completed (log 81h) */
 
 #define NVME_RESV_LOG_MAX 64 /* queued reservation notifications per controller */
 
@@ -120,10 +121,11 @@ struct nvme_ctrl {
 /* ---- Opcode tables (opcodes.c) ---- */
 enum nvme_dir { NVME_DIR_NONE = 0, NVME_DIR_H2C, NVME_DIR_C2H };
 
-#define NVME_OPF_DISC    (1u << 0) /* allowed on a discovery controller */
-#define NVME_OPF_NO_EN   (1u << 1) /* allowed while CC.EN = 0 / CSTS.RDY = 0 */
-#define NVME_OPF_NO_CTRL (1u << 2) /* allowed before Connect (Connect itself) */
-#define NVME_OPF_ADMIN_Q (1u << 3) /* fabrics command allowed on the admin queue only */
+#define NVME_OPF_DISC        (1u << 0) /* allowed on a discovery controller */
+#define NVME_OPF_NO_EN       (1u << 1) /* allowed while CC.EN = 0 / CSTS.RDY = 0 */
+#define NVME_OPF_NO_CTRL     (1u << 2) /* allowed before Connect (Connect itself) */
+#define NVME_OPF_ADMIN_Q     (1u << 3) /* fabrics command allowed on the admin queue only */
+#define NVME_OPF_SANITIZE_OK (1u << 4) /* admin: processed while a sanitize runs (8.21.1) */
 
 struct nvme_op {
         const char *name;
@@ -250,6 +252,13 @@ void nvmf_connect_do(struct nvme_cmd *cmd);
 enum nvme_parse_result nvmf_property_get_parse(struct nvme_cmd *cmd);
 enum nvme_parse_result nvmf_property_set_parse(struct nvme_cmd *cmd);
 enum nvme_parse_result nvmf_disconnect_parse(struct nvme_cmd *cmd);
+
+/* sanitize.c: Sanitize (Base 2.0 5.24) and the Sanitize Status log (81h). */
+enum nvme_parse_result nvme_sanitize_parse(struct nvme_cmd *cmd);
+void nvme_sanitize_exec(struct nvme_cmd *cmd);
+void nvme_sanitize_log(struct nvme_ctrl *ctrl, struct nvme_sanitize_log *log);
+/* Does a namespace attached to s have a sanitize in progress? */
+bool nvme_subsys_sanitizing(struct nvme_subsys *s);
 
 /* ---- Logs and events (log.c, admin.c) ---- */
 void nvme_effects_log_build(struct nvme_effects_log *log);

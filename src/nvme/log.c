@@ -2,10 +2,10 @@
  * Get Log Page (NVMe Base 2.0 5.16): 01h Error Information, 02h SMART /
  * Health Information, 03h Firmware Slot Information, 04h Changed Namespace
  * List, 05h Commands Supported and Effects (from the opcode tables), 80h
- * Reservation Notification (resv.c), and 70h Discovery on discovery
- * controllers.  NUMDL/NUMDU give the length,
+ * Reservation Notification (resv.c), 81h Sanitize Status (sanitize.c), and
+ * 70h Discovery on discovery controllers.  NUMDL/NUMDU give the length,
  * LPOL/LPOU a dword-aligned offset (LPA bit 2); bytes past the end of a log
- * read as zeroes.  RAE = 0 on 04h/70h/80h unmasks the matching event.
+ * read as zeroes.  RAE = 0 on 04h/70h/80h/81h unmasks the matching event.
  */
 #include <string.h>
 
@@ -118,6 +118,7 @@ enum nvme_parse_result nvme_get_log_parse(struct nvme_cmd *cmd)
                 struct nvme_effects_log effects;
                 struct nvme_error_log err[NVME_ERRLOG_ENTRIES];
                 struct nvme_resv_notify_log resv;
+                struct nvme_sanitize_log san;
         } page;
         uint32_t size;
         memset(&page, 0, sizeof(page));
@@ -154,6 +155,10 @@ enum nvme_parse_result nvme_get_log_parse(struct nvme_cmd *cmd)
                         return nvme_invalid_field(cmd, NVME_SQE_OFF_CDW(14) + 3);
                 nvme_effects_log_build(&page.effects);
                 size = sizeof(page.effects);
+                break;
+        case NVME_LOG_SANITIZE:
+                nvme_sanitize_log(ctrl, &page.san);
+                size = sizeof(page.san);
                 break;
         default:
                 return nvme_reject(cmd, NVME_SCT_CMD_SPECIFIC, NVME_SC_INVALID_LOG_PAGE,

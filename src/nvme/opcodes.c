@@ -12,24 +12,30 @@
 #include "nvme/internal.h"
 #include "rt/reactor.h"
 
-#define CSE_NONE 0u
-#define CSE_NS   (1u << NVME_EFFECTS_CSE_SHIFT) /* exclusive per namespace */
+#define CSE_NONE   0u
+#define CSE_NS     (1u << NVME_EFFECTS_CSE_SHIFT) /* exclusive per namespace */
+#define CSE_SUBSYS (2u << NVME_EFFECTS_CSE_SHIFT) /* exclusive in the NVM subsystem */
+#define SAN_OK     NVME_OPF_SANITIZE_OK
 
 static const struct nvme_op admin_ops[256] = {
-    [NVME_ADM_GET_LOG_PAGE] = {"get-log-page", NVME_ADM_GET_LOG_PAGE, NVME_DIR_C2H, NVME_OPF_DISC,
-                               0, nvme_get_log_parse, NULL},
-    [NVME_ADM_IDENTIFY] = {"identify", NVME_ADM_IDENTIFY, NVME_DIR_C2H, NVME_OPF_DISC, 0,
+    [NVME_ADM_GET_LOG_PAGE] = {"get-log-page", NVME_ADM_GET_LOG_PAGE, NVME_DIR_C2H,
+                               NVME_OPF_DISC | SAN_OK, 0, nvme_get_log_parse, NULL},
+    [NVME_ADM_IDENTIFY] = {"identify", NVME_ADM_IDENTIFY, NVME_DIR_C2H, NVME_OPF_DISC | SAN_OK, 0,
                            nvme_identify_parse, NULL},
-    [NVME_ADM_ABORT] = {"abort", NVME_ADM_ABORT, NVME_DIR_NONE, 0, 0, nvme_abort_parse, NULL},
-    [NVME_ADM_SET_FEATURES] = {"set-features", NVME_ADM_SET_FEATURES, NVME_DIR_H2C, NVME_OPF_DISC,
+    [NVME_ADM_ABORT] = {"abort", NVME_ADM_ABORT, NVME_DIR_NONE, SAN_OK, 0, nvme_abort_parse, NULL},
+    [NVME_ADM_SET_FEATURES] = {"set-features", NVME_ADM_SET_FEATURES, NVME_DIR_H2C,
+                               NVME_OPF_DISC | SAN_OK,
                                NVME_EFFECTS_CCC | NVME_EFFECTS_NCC, /* NCC: feature 84h */
                                nvme_set_features_parse, nvme_set_features_exec},
-    [NVME_ADM_GET_FEATURES] = {"get-features", NVME_ADM_GET_FEATURES, NVME_DIR_C2H, NVME_OPF_DISC,
-                               0, nvme_get_features_parse, NULL},
+    [NVME_ADM_GET_FEATURES] = {"get-features", NVME_ADM_GET_FEATURES, NVME_DIR_C2H,
+                               NVME_OPF_DISC | SAN_OK, 0, nvme_get_features_parse, NULL},
     [NVME_ADM_ASYNC_EVENT] = {"async-event-request", NVME_ADM_ASYNC_EVENT, NVME_DIR_NONE,
-                              NVME_OPF_DISC, 0, nvme_aer_parse, nvme_aer_exec},
-    [NVME_ADM_KEEP_ALIVE] = {"keep-alive", NVME_ADM_KEEP_ALIVE, NVME_DIR_NONE, NVME_OPF_DISC, 0,
-                             nvme_keep_alive_parse, NULL},
+                              NVME_OPF_DISC | SAN_OK, 0, nvme_aer_parse, nvme_aer_exec},
+    [NVME_ADM_KEEP_ALIVE] = {"keep-alive", NVME_ADM_KEEP_ALIVE, NVME_DIR_NONE,
+                             NVME_OPF_DISC | SAN_OK, 0, nvme_keep_alive_parse, NULL},
+    /* Changes every block of every namespace of the subsystem; one at a time (CSE). */
+    [NVME_ADM_SANITIZE] = {"sanitize", NVME_ADM_SANITIZE, NVME_DIR_NONE, 0,
+                           NVME_EFFECTS_LBCC | CSE_SUBSYS, nvme_sanitize_parse, nvme_sanitize_exec},
 };
 
 static const struct nvme_op io_ops[256] = {
@@ -196,6 +202,11 @@ enum nvme_parse_result nvme_cmd_parse(struct nvme_cmd *cmd)
         if ((flags >> 6) != NVME_PSDT_SGL_MPTR && (flags >> 6) != NVME_PSDT_SGL_SGL)
                 return nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD, 1, 6);
         cmd->op = op;
+        /* Base 2.0 8.21.1: while a sanitize runs, only the admin commands it allows. */
+        if (ctrl && q->qid == 0 && opc != NVME_OPC_FABRICS && !(op->flags & NVME_OPF_SANITIZE_OK) &&
+            nvme_subsys_sanitizing(ctrl->subsys))
+                return nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_SANITIZE_IN_PROGRESS,
+                                   NVME_LOC_NONE, -1);
         if (op->dir == NVME_DIR_NONE && !nvme_xfer(cmd, 0, false))
                 return NVME_PARSE_DONE;
 

@@ -86,30 +86,6 @@ bool scsi_op_has_sa(uint8_t opcode);
 const struct scsi_op *scsi_op_lookup(uint8_t opcode, uint16_t sa);
 
 /*
- * A sanitize operation (sanitize.c): runs in the background on the reactor
- * of the command that started it, independent of that command, its
- * connection and task management.  Whether one runs, its progress and the
- * failure mode are the namespace's (core_ns san_state, san_progress); the
- * fields here belong to that reactor while it runs.
- */
-struct scsi_sanitize {
-        struct core_ns *ns;
-        struct scsi_cmd *waiter; /* IMMED=0: the command that completes at the end */
-        struct rt_reactor *reactor;
-        uint8_t *pattern; /* one block of the initialization pattern */
-        uint8_t *scratch; /* write-same replication buffer */
-        uint32_t scratch_len;
-        uint8_t passes_left;
-        bool invert, cmd_ause;
-        const void *origin; /* the nexus that started it */
-        uint64_t next_lba, done_blocks, total_blocks;
-        uint64_t start_ns;
-        struct core_req req;
-        struct rt_timer timer;
-        struct rt_defer defer;
-};
-
-/*
  * ---- Per-LU SCSI state, hung off core_ns.scsi_state (target.c) ----
  * Only what is the SCSI protocol's own: write protection, ready/stopped/
  * medium and sanitize state are the namespace's (core/ns.h).
@@ -120,7 +96,9 @@ struct scsi_lu_state {
          * REMOVAL prevents removal; changed only under the target lock by
          * scsi_prevent_set() and the reset/nexus-loss paths in target.c. */
         atomic_int prevent_count;
-        struct scsi_sanitize san;
+        /* SANITIZE with IMMED=0 waiting for the core's operation to end
+         * (sanitize.c; on the reactor that started it). */
+        struct scsi_cmd *san_waiter;
 };
 
 /* Returns the LU's state, allocating it on first use; NULL only on ENOMEM. */

@@ -513,9 +513,12 @@ static const struct scsi_op pr_out_ops[] = {
 
 /*
  * SANITIZE (SBC-4 5.30): OVERWRITE and EXIT FAILURE MODE.  BLOCK ERASE is
- * absent: it means deallocating every block (LBPME=1, GET LBA STATUS
- * reporting deallocated), which needs thin provisioning.  CRYPTOGRAPHIC
- * ERASE is absent: nothing is encrypted, so there is no key to change.
+ * absent although the core can do it (NVMe Sanitize uses it) and
+ * sanitize.c parses it: a SCSI block erase leaves every block deallocated,
+ * which a host checks with LBPME=1 and GET LBA STATUS, and those come with
+ * thin provisioning; add the row (and VPD B1h WABEREQ) then.
+ * CRYPTOGRAPHIC ERASE is absent: nothing is encrypted, so there is no key
+ * to change.
  */
 #define SANITIZE_OP(sa_, n)                                                                        \
         {                                                                                          \

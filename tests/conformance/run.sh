@@ -16,7 +16,8 @@
 #
 # Environment: CONF_TESTS (space-separated list or grep -E regex via
 # CONF_FILTER), CONF_TIMEOUT (s per test, default 180), CONF_BACKEND
-# (file|mem), CONF_SIZE_MIB (default 256), TARGET_URL/TARGET_URL2 to test
+# (file|mem), CONF_SIZE_MIB (default 256), CONF_SANITIZE_MIBPS (ns0's sanitize
+# pacing, default 32), TARGET_URL/TARGET_URL2 to test
 # another target (e.g. tgtd) instead of starting slated (TARGET_URL_WP: a
 # write-protected LU, TARGET_URL_RM: a removable one).
 set -u
@@ -66,6 +67,9 @@ add_removable_lun() {
 # Both portals on port 0: slated picks free ports, slate_start reads them (a
 # restart after a crash may get others, so the URLs are set here each time).
 start_target() {
+	# libiscsi's Sanitize.Reset must still see the overwrite running 4-5 s after
+	# it started: pace it (256 MiB at 32 MiB/s: 8 s) rather than rely on a slow disk.
+	local SLATE_SANITIZE_RATE=${CONF_SANITIZE_MIBPS:-32}
 	slate_write_config "$state/slate.json" 0 "$backend" "$size" "$state/ns0.img" 0 1
 	add_removable_lun "$state/slate.json" || return 1
 	slate_start "$state/run" "$state/slate.json" 0 "$daemon_log" || return 1

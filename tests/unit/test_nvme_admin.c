@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/ns.h"
 #include "nvme/internal.h"
@@ -845,6 +846,177 @@ static void test_io_roundtrip(void **s)
         assert_int_equal(run_io(NVME_IO_VERIFY, 0, 8, 0), 0);
 }
 
+/* ---- Sanitize (Base 2.0 5.24, 8.21) and the Sanitize Status log (81h) ---- */
+
+static void parse_exec_fn(void *arg)
+{
+        struct nvme_cmd *c = arg;
+        if (nvme_cmd_parse(c) == NVME_PARSE_EXEC)
+                nvme_cmd_exec(c); /* completes later, on this reactor: on_done */
+        else
+                on_done(c);
+}
+
+/* Sanitize on the admin queue, parsed and executed on reactor 0 (as the transport would). */
+static uint16_t sanitize(uint32_t cdw10, uint32_t cdw11, uint32_t sgl)
+{
+        static struct nvme_cmd c;
+        sqe_init(&c, &admin_q, NVME_ADM_SANITIZE, 0);
+        c.reactor = rt_get(0);
+        c.done = on_done;
+        cdw(&c, 10, cdw10);
+        cdw(&c, 11, cdw11);
+        sgl_len(&c, sgl);
+        w.done = false;
+        rt_msg_send(rt_get(0), parse_exec_fn, &c);
+        pthread_mutex_lock(&w.m);
+        while (!w.done)
+                pthread_cond_wait(&w.cv, &w.m);
+        pthread_mutex_unlock(&w.m);
+        return st(&c);
+}
+
+static struct nvme_sanitize_log *sanitize_log(bool rae)
+{
+        static struct nvme_cmd c;
+        sqe_init(&c, &admin_q, NVME_ADM_GET_LOG_PAGE, 0xffffffff);
+        cdw(&c, 10, NVME_LOG_SANITIZE | (rae ? 1u << 15 : 0) | (127u << 16));
+        sgl_len(&c, 512);
+        nvme_cmd_parse(&c);
+        assert_int_equal(st(&c), 0);
+        return (struct nvme_sanitize_log *)buf;
+}
+
+/* A block erase started through the core's API (as SCSI would), on reactor 0. */
+static void block_erase_fn(void *arg)
+{
+        struct core_sanitize_params p = {.action = CORE_SANACT_BLOCK_ERASE};
+        (void)arg;
+        assert_int_equal(core_sanitize_start(ns, &p, NULL, rt_get(0), NULL, NULL), 0);
+}
+
+static void wait_sanitized(void)
+{
+        for (int i = 0; i < 1000 && core_ns_sanitize_state(ns) == CORE_SAN_RUNNING; i++)
+                usleep(10000);
+        assert_int_not_equal(core_ns_sanitize_state(ns), CORE_SAN_RUNNING);
+}
+
+static void test_sanitize(void **s)
+{
+        (void)s;
+        struct nvme_ctrl *ctrl = admin_q.ctrl;
+        struct nvme_cmd c;
+
+        /* Identify Controller SANICAP: block erase and overwrite, no crypto erase. */
+        sqe_init(&c, &admin_q, NVME_ADM_IDENTIFY, 0);
+        cdw(&c, 10, NVME_CNS_CTRL);
+        sgl_len(&c, 4096);
+        nvme_cmd_parse(&c);
+        uint32_t sanicap = get_le32(&((struct nvme_id_ctrl *)buf)->sanicap);
+        assert_int_equal(sanicap & 7, NVME_SANICAP_BES | NVME_SANICAP_OWS);
+        assert_int_equal(sanicap & NVME_SANICAP_NDI, 0);
+        /* The effects log lists it: changes data, exclusive in the subsystem. */
+        sqe_init(&c, &admin_q, NVME_ADM_GET_LOG_PAGE, 0);
+        cdw(&c, 10, NVME_LOG_CMD_EFFECTS | (1023u << 16));
+        sgl_len(&c, 4096);
+        nvme_cmd_parse(&c);
+        assert_int_equal(slate_get_le(buf + 4 * NVME_ADM_SANITIZE, 4),
+                         NVME_EFFECTS_CSUPP | NVME_EFFECTS_LBCC | (2u << 16));
+        /* Never sanitized: SSTAT 0, SPROG FFFFh, no estimate yet. */
+        struct nvme_sanitize_log *l = sanitize_log(true);
+        assert_int_equal(get_le16(&l->sstat) & 7, NVME_SSTAT_NEVER);
+        assert_int_equal(get_le16(&l->sprog), 0xffff);
+        assert_int_equal(get_le32(&l->etce), NVME_SANITIZE_NO_TIME);
+
+        /* Malformed: every one is Invalid Field, with nothing started. */
+        const uint32_t bad[] = {
+            0, NVME_SANACT_CRYPTO_ERASE,           5,
+            7, NVME_SANACT_BLOCK_ERASE | 1u << 10, NVME_SANACT_OVERWRITE | 1u << 31};
+        for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+                assert_int_equal(sanitize(bad[i], 0, 0), ST(0, NVME_SC_INVALID_FIELD));
+        /* An admin command: not on an I/O queue. */
+        sqe_init(&c, &io_q, NVME_ADM_SANITIZE, 1);
+        nvme_cmd_parse(&c);
+        assert_int_equal(st(&c), ST(0, NVME_SC_INVALID_OPCODE));
+        assert_int_equal(core_ns_sanitize_state(ns), CORE_SAN_NEVER);
+        /* A write-protected namespace refuses it. */
+        core_ns_set_wp(ns, CORE_WP_CONFIG, true, NULL);
+        assert_int_equal(sanitize(NVME_SANACT_BLOCK_ERASE, 0, 0) & 0x7ff,
+                         ST(0, NVME_SC_NS_WRITE_PROTECTED));
+        core_ns_set_wp(ns, CORE_WP_CONFIG, false, NULL);
+
+        /* Overwrite, 2 passes of DEADBEEFh inverted between them, paced so we see it run. */
+        memset(buf, 0x11, 4096);
+        assert_int_equal(run_io(NVME_IO_WRITE, 5, 1, 0), 0);
+        ns->san_rate_mibps = 128; /* 64 MiB x 2 passes: about a second */
+        ctrl->aen_pending = ctrl->aen_masked = 0;
+        assert_int_equal(sanitize(NVME_SANACT_OVERWRITE | 2u << 4 | NVME_SAN_OIPBP, 0xdeadbeef, 0),
+                         0);
+        assert_int_equal(core_ns_sanitize_state(ns), CORE_SAN_RUNNING);
+        /* Meanwhile: I/O and other sanitizes get Sanitize In Progress; Identify and logs work. */
+        assert_int_equal(run_io(NVME_IO_READ, 5, 1, 0) & 0xff, NVME_SC_SANITIZE_IN_PROGRESS);
+        assert_int_equal(run_io(NVME_IO_WRITE, 5, 1, 0) & 0xff, NVME_SC_SANITIZE_IN_PROGRESS);
+        assert_int_equal(sanitize(NVME_SANACT_BLOCK_ERASE, 0, 0) & 0x7ff,
+                         ST(0, NVME_SC_SANITIZE_IN_PROGRESS));
+        assert_int_equal(sanitize(NVME_SANACT_EXIT_FAILURE, 0, 0) & 0x7ff,
+                         ST(0, NVME_SC_SANITIZE_IN_PROGRESS));
+        sqe_init(&c, &admin_q, NVME_ADM_IDENTIFY, 1);
+        cdw(&c, 10, NVME_CNS_NS);
+        sgl_len(&c, 4096);
+        nvme_cmd_parse(&c);
+        assert_int_equal(st(&c), 0);
+        l = sanitize_log(true);
+        assert_int_equal(get_le16(&l->sstat) & 7, NVME_SSTAT_IN_PROGRESS);
+        assert_int_not_equal(get_le16(&l->sprog), 0xffff);
+        assert_int_equal(get_le32(&l->scdw10), NVME_SANACT_OVERWRITE | 2u << 4 | NVME_SAN_OIPBP);
+        assert_int_not_equal(get_le32(&l->eto), NVME_SANITIZE_NO_TIME); /* paced: known */
+        assert_false(ctrl->aen_pending & NVME_EVT_SANITIZED);
+        wait_sanitized();
+
+        /* Done: SSTAT 1, 2 passes, nothing written since (GDE), the event pending. */
+        assert_true(ctrl->aen_pending & NVME_EVT_SANITIZED);
+        l = sanitize_log(true);
+        assert_int_equal(get_le16(&l->sstat), NVME_SSTAT_DONE | 2u << 3 | NVME_SSTAT_GDE);
+        assert_int_equal(get_le16(&l->sprog), 0xffff);
+        /* The last pass wrote the inverted pattern, little-endian dwords. */
+        assert_int_equal(run_io(NVME_IO_READ, 5, 1, 0), 0);
+        assert_int_equal(slate_get_le(buf, 4), (uint32_t)~0xdeadbeefu);
+        assert_int_equal(slate_get_le(buf + 4092, 4), (uint32_t)~0xdeadbeefu);
+        assert_int_equal(run_io(NVME_IO_WRITE, 5, 1, 0), 0);
+        l = sanitize_log(true);
+        assert_int_equal(get_le16(&l->sstat) & NVME_SSTAT_GDE, 0); /* written since */
+        /* The event, once delivered, stays masked until the log is read with RAE = 0. */
+        ctrl->aen_pending = 0;
+        ctrl->aen_masked = NVME_EVT_SANITIZED;
+        sanitize_log(false);
+        assert_false(ctrl->aen_masked & NVME_EVT_SANITIZED);
+
+        /* Exit Failure Mode outside failure mode: nothing to do, success. */
+        assert_int_equal(sanitize(NVME_SANACT_EXIT_FAILURE, 0, 0), 0);
+        /* A failed sanitize with AUSE = 0 (restricted): I/O gets Sanitize Failed, Exit
+         * Failure Mode too; only a new sanitize (block erase here) leaves it. */
+        rt_msg_call(rt_get(0), block_erase_fn, NULL);
+        wait_sanitized();
+        core_ns_sanitize_end(ns, false, false, NULL);
+        assert_int_equal(run_io(NVME_IO_READ, 5, 1, 0) & 0xff, NVME_SC_SANITIZE_FAILED);
+        assert_int_equal(get_le16(&sanitize_log(true)->sstat) & 7, NVME_SSTAT_FAILED);
+        assert_int_equal(sanitize(NVME_SANACT_EXIT_FAILURE, 0, 0) & 0x7ff,
+                         ST(0, NVME_SC_SANITIZE_FAILED));
+        ns->san_rate_mibps = 0;
+        assert_int_equal(sanitize(NVME_SANACT_BLOCK_ERASE | NVME_SAN_AUSE, 0, 0), 0);
+        wait_sanitized();
+        assert_int_equal(core_ns_sanitize_state(ns), CORE_SAN_DONE);
+        assert_int_equal(run_io(NVME_IO_READ, 5, 1, 0), 0);
+        assert_int_equal(buf[0], 0);
+        assert_int_equal(get_le32(&sanitize_log(true)->scdw10),
+                         NVME_SANACT_BLOCK_ERASE | NVME_SAN_AUSE);
+        /* With AUSE, Exit Failure Mode leaves failure mode. */
+        core_ns_sanitize_end(ns, false, true, NULL);
+        assert_int_equal(sanitize(NVME_SANACT_EXIT_FAILURE, 0, 0), 0);
+        assert_int_equal(run_io(NVME_IO_READ, 5, 1, 0), 0);
+}
+
 static void test_discovery(void **s)
 {
         (void)s;
@@ -977,6 +1149,7 @@ int main(void)
             cmocka_unit_test(test_rae),
             cmocka_unit_test(test_io_parse),
             cmocka_unit_test(test_io_roundtrip),
+            cmocka_unit_test(test_sanitize),
             cmocka_unit_test(test_discovery),
             cmocka_unit_test(test_write_protect_feature),
             cmocka_unit_test(test_reset_and_fini),

@@ -341,7 +341,7 @@ static void test_config_save_roundtrip(void **state)
         snprintf(path, sizeof(path), "%s/saved.json", tmpdir);
         json_t *r =
             call("namespace_create", "{\"name\":\"rt1\",\"backend\":\"mem\",\"size\":\"64K\","
-                                     "\"write_protect\":true}");
+                                     "\"write_protect\":true,\"sanitize_rate_mibps\":7}");
         assert_int_equal(err_code(r), 0);
         json_decref(r);
         char params[512];
@@ -356,6 +356,7 @@ static void test_config_save_roundtrip(void **state)
         assert_non_null(ns);
         assert_int_equal(ns->num_blocks * ns->block_size, 65536);
         assert_true(core_ns_wp(ns) & CORE_WP_CONFIG);
+        assert_int_equal(ns->san_rate_mibps, 7); /* the pacing is replayed too */
         assert_int_equal(core_ns_delete("rt1"), 0);
 }
 

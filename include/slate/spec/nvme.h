@@ -25,6 +25,7 @@ enum {
         NVME_ADM_GET_FEATURES = 0x0a,
         NVME_ADM_ASYNC_EVENT = 0x0c,
         NVME_ADM_KEEP_ALIVE = 0x18,
+        NVME_ADM_SANITIZE = 0x84,
         NVME_OPC_FABRICS = 0x7f,
 };
 
@@ -294,6 +295,7 @@ _Static_assert(sizeof(struct nvme_id_ctrl) == 4096, "Identify Controller");
 _Static_assert(offsetof(struct nvme_id_ctrl, cntrltype) == 111, "cntrltype");
 _Static_assert(offsetof(struct nvme_id_ctrl, oacs) == 256, "oacs");
 _Static_assert(offsetof(struct nvme_id_ctrl, kas) == 320, "kas");
+_Static_assert(offsetof(struct nvme_id_ctrl, sanicap) == 328, "sanicap");
 _Static_assert(offsetof(struct nvme_id_ctrl, sqes) == 512, "sqes");
 _Static_assert(offsetof(struct nvme_id_ctrl, nwpc) == 531, "nwpc");
 _Static_assert(offsetof(struct nvme_id_ctrl, sgls) == 536, "sgls");
@@ -416,6 +418,7 @@ enum {
         NVME_LOG_CMD_EFFECTS = 0x05,
         NVME_LOG_DISCOVERY = 0x70,
         NVME_LOG_RESV_NOTIFY = 0x80,
+        NVME_LOG_SANITIZE = 0x81,
 };
 
 struct nvme_error_log {
@@ -488,6 +491,48 @@ _Static_assert(sizeof(struct nvme_effects_log) == 4096, "commands supported and 
 #define NVME_EFFECTS_CCC       (1u << 4)
 #define NVME_EFFECTS_CSE_SHIFT 16
 
+/* Sanitize Status log (Base 2.0 5.16.1.25) */
+struct nvme_sanitize_log {
+        le16 sprog;  /* progress of the one in progress, /65536; FFFFh when none */
+        le16 sstat;  /* 2:0 status, 7:3 overwrite passes completed, 8 global data erased */
+        le32 scdw10; /* CDW10 of the Sanitize that started the most recent one */
+        le32 eto;    /* estimated seconds: overwrite */
+        le32 etbe;   /* block erase */
+        le32 etce;   /* crypto erase */
+        le32 etond;  /* overwrite, no-deallocate */
+        le32 etbend; /* block erase, no-deallocate */
+        le32 etcend; /* crypto erase, no-deallocate */
+        uint8_t rsvd32[480];
+};
+_Static_assert(sizeof(struct nvme_sanitize_log) == 512, "sanitize status log");
+enum {
+        NVME_SSTAT_NEVER = 0,
+        NVME_SSTAT_DONE = 1,
+        NVME_SSTAT_IN_PROGRESS = 2,
+        NVME_SSTAT_FAILED = 3,
+};
+#define NVME_SSTAT_OPC_SHIFT  3
+#define NVME_SSTAT_GDE        (1u << 8)
+#define NVME_SANITIZE_NO_TIME 0xffffffffu
+
+/* Sanitize command CDW10 (Base 2.0 5.24) */
+enum {
+        NVME_SANACT_EXIT_FAILURE = 1,
+        NVME_SANACT_BLOCK_ERASE = 2,
+        NVME_SANACT_OVERWRITE = 3,
+        NVME_SANACT_CRYPTO_ERASE = 4,
+};
+#define NVME_SAN_AUSE         (1u << 3)
+#define NVME_SAN_OWPASS_SHIFT 4
+#define NVME_SAN_OIPBP        (1u << 8)
+#define NVME_SAN_NDAS         (1u << 9)
+/* Identify Controller SANICAP */
+#define NVME_SANICAP_CES         (1u << 0)
+#define NVME_SANICAP_BES         (1u << 1)
+#define NVME_SANICAP_OWS         (1u << 2)
+#define NVME_SANICAP_NDI         (1u << 29)
+#define NVME_SANICAP_NODMMAS_NOT (1u << 30) /* 01b: media not additionally modified after */
+
 /* Asynchronous event types (Base 2.0 fig. 146) */
 enum {
         NVME_AER_TYPE_ERROR = 0,
@@ -496,6 +541,8 @@ enum {
         NVME_AER_TYPE_IO_SPECIFIC = 6,
 };
 enum { NVME_AER_IO_RESV_LOG_AVAILABLE = 0x00 };
+/* I/O command set specific information (NVM): 01h Sanitize Operation Completed, LID 81h */
+enum { NVME_AER_IO_SANITIZE_DONE = 0x01 };
 enum { NVME_AER_NOTICE_NS_CHANGED = 0x00, NVME_AER_NOTICE_DISC_CHANGED = 0xf0 };
 
 /* ---- Features (Base 2.0 5.27.1) ---- */
