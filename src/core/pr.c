@@ -35,11 +35,16 @@ bool core_pr_nexus_eq(const struct core_pr_nexus *a, const struct core_pr_nexus 
         return strcasecmp(a->initiator, b->initiator) == 0 && strcasecmp(a->target, b->target) == 0;
 }
 
-static bool reg_matches(const struct core_pr_reg *r, const struct core_pr_nexus *nx)
+bool core_pr_reg_names(const struct core_pr_reg *r, const struct core_pr_nexus *nx)
 {
-        if (!r->used || strcasecmp(r->nexus.initiator, nx->initiator) != 0)
+        if (strcasecmp(r->nexus.initiator, nx->initiator) != 0)
                 return false;
         return r->all_tg_pt || strcasecmp(r->nexus.target, nx->target) == 0;
+}
+
+static bool reg_matches(const struct core_pr_reg *r, const struct core_pr_nexus *nx)
+{
+        return r->used && core_pr_reg_names(r, nx);
 }
 
 static int find_reg(const struct core_pr *pr, const struct core_pr_nexus *nx)

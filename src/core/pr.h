@@ -139,6 +139,8 @@ struct core_pr_cmd {
 void core_pr_init(struct core_pr *pr);
 /* Same I_T nexus (initiator port and target port; names compare case-insensitively). */
 bool core_pr_nexus_eq(const struct core_pr_nexus *a, const struct core_pr_nexus *b);
+/* Is reg (used or not: events carry copies) a registration of nexus, honouring ALL_TG_PT? */
+bool core_pr_reg_names(const struct core_pr_reg *reg, const struct core_pr_nexus *nexus);
 /* The registration of nexus (honouring ALL_TG_PT), or NULL. Caller holds ns->lock. */
 const struct core_pr_reg *core_pr_find_reg(const struct core_pr *pr,
                                            const struct core_pr_nexus *nexus);

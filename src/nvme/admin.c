@@ -175,12 +175,14 @@ void nvme_ctrl_raise(struct nvme_ctrl *ctrl, uint32_t evt, uint32_t nsid)
 }
 
 /*
- * A registrant lost its registration or reservation (from either protocol):
- * a Reservation Notification log entry and event for every controller of
- * that host in every subsystem the namespace is attached to, except the
- * controller whose command made the change (resv.c, Base 2.0 8.19.x).
+ * fn for every controller of every subsystem the event's namespace is
+ * attached to, at each NSID it has there, except the controller whose
+ * command made the change.  Under nvme_lock (the order is nvme_lock, then
+ * ctrl->lock).
  */
-static void on_resv_event(const struct core_ns_event *ev)
+static void each_ctrl_of_ns(const struct core_ns_event *ev,
+                            void (*fn)(struct nvme_ctrl *c, uint32_t nsid,
+                                       const struct core_ns_event *ev))
 {
         pthread_mutex_lock(&nvme_lock);
         for (struct nvme_subsys *s = nvme_subsystems; s; s = s->next) {
@@ -190,22 +192,36 @@ static void on_resv_event(const struct core_ns_event *ev)
                         if (atomic_load(&s->ns[nsid]) != ev->ns)
                                 continue;
                         for (struct nvme_ctrl *c = s->ctrls; c; c = c->next)
-                                if ((const void *)c != ev->origin &&
-                                    nvme_resv_reg_is_ctrl(ev->pr_reg, c))
-                                        nvme_resv_notify(c, nsid, ev->pr_events);
+                                if ((const void *)c != ev->origin)
+                                        fn(c, nsid, ev);
                 }
         }
         pthread_mutex_unlock(&nvme_lock);
 }
 
 /*
- * Namespace events from the core: a change to what Identify Namespace
- * reports (capacity, write protection, identity) is a Namespace Attribute
- * Changed notice, with the NSID in the Changed Namespace List, for every
- * controller of every subsystem the namespace is attached to — except the
- * one whose command made the change (Base 2.0 5.27.1.2x, 8.12.1).  The
- * Linux host answers it by re-reading Identify (a rescan: new size, read-only).
+ * A registrant lost its registration or reservation (from either
+ * protocol): a Reservation Notification log entry and event for every
+ * controller of that host (resv.c, Base 2.0 8.19).
  */
+static void resv_notify(struct nvme_ctrl *c, uint32_t nsid, const struct core_ns_event *ev)
+{
+        if (core_pr_reg_names(ev->pr_reg, nvme_ctrl_pr_id(c)))
+                nvme_resv_notify(c, nsid, ev->pr_events);
+}
+
+/*
+ * A change to what Identify Namespace reports (capacity, write protection,
+ * identity) is a Namespace Attribute Changed notice with the NSID in the
+ * Changed Namespace List (Base 2.0 5.27.1.2x, 8.12.1).  The Linux host
+ * answers it by re-reading Identify (a rescan: new size, read-only).
+ */
+static void ns_changed(struct nvme_ctrl *c, uint32_t nsid, const struct core_ns_event *ev)
+{
+        (void)ev;
+        nvme_ctrl_raise(c, NVME_EVT_NS_CHANGED, nsid);
+}
+
 /*
  * A sanitize started or ended on a namespace (whoever started it: an NVMe
  * host, an iSCSI host): the start withdraws a Sanitize Operation Completed
@@ -245,33 +261,25 @@ static void on_sanitize_event(const struct core_ns_event *ev)
         pthread_mutex_unlock(&nvme_lock);
 }
 
+/* Namespace events from the core, whoever caused them: an NVMe host, an iSCSI host, management. */
 static void on_ns_event(const struct core_ns_event *ev, void *arg)
 {
         (void)arg;
-        if (ev->type == CORE_NS_EV_RESERVATION) {
-                on_resv_event(ev);
-                return;
-        }
-        if (ev->type == CORE_NS_EV_SANITIZE) {
+        switch (ev->type) {
+        case CORE_NS_EV_RESERVATION:
+                each_ctrl_of_ns(ev, resv_notify);
+                break;
+        case CORE_NS_EV_SANITIZE:
                 on_sanitize_event(ev);
-                return;
+                break;
+        case CORE_NS_EV_CAPACITY:
+        case CORE_NS_EV_WRITE_PROTECT:
+        case CORE_NS_EV_IDENTITY:
+                each_ctrl_of_ns(ev, ns_changed);
+                break;
+        default:
+                break;
         }
-        if (ev->type != CORE_NS_EV_CAPACITY && ev->type != CORE_NS_EV_WRITE_PROTECT &&
-            ev->type != CORE_NS_EV_IDENTITY)
-                return;
-        pthread_mutex_lock(&nvme_lock);
-        for (struct nvme_subsys *s = nvme_subsystems; s; s = s->next) {
-                if (s->discovery)
-                        continue;
-                for (uint32_t nsid = 1; nsid <= NVME_MAX_NSID; nsid++) {
-                        if (atomic_load(&s->ns[nsid]) != ev->ns)
-                                continue;
-                        for (struct nvme_ctrl *c = s->ctrls; c; c = c->next)
-                                if ((const void *)c != ev->origin)
-                                        nvme_ctrl_raise(c, NVME_EVT_NS_CHANGED, nsid);
-                }
-        }
-        pthread_mutex_unlock(&nvme_lock);
 }
 
 static void listen_once(void)

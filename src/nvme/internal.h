@@ -241,8 +241,6 @@ enum nvme_parse_result nvme_resv_get_feature(struct nvme_cmd *cmd, uint8_t fid, 
 enum nvme_parse_result nvme_resv_set_feature(struct nvme_cmd *cmd, uint8_t fid);
 /* Queue reservation notifications (CORE_PR_EV_* bits) for nsid; caller holds nvme_lock. */
 void nvme_resv_notify(struct nvme_ctrl *ctrl, uint32_t nsid, unsigned pr_events);
-/* Is reg the registration of ctrl's host? */
-bool nvme_resv_reg_is_ctrl(const struct core_pr_reg *reg, struct nvme_ctrl *ctrl);
 /* Fill the Reservation Notification log page: the oldest entry, consumed. */
 void nvme_resv_log(struct nvme_ctrl *ctrl, struct nvme_resv_notify_log *out);
 enum nvme_parse_result nvmf_connect_parse(struct nvme_cmd *cmd);

@@ -28,8 +28,8 @@
  * controller model: a host may have several controllers, or none).  Its
  * HOSTID is the host's own for NVMe registrants; a SCSI registrant (an I_T
  * nexus) has none, so it is reported with a deterministic stand-in:
- * FNV-1a-64 of the initiator port name followed by FNV-1a-64 of the target
- * port name, both big-endian — the same nexus always reads the same, and
+ * XXH64 (xxhash, seed 0) of the initiator port name followed by XXH64 of
+ * the target port name, both big-endian — the same nexus always reads the same, and
  * two nexuses differ.
  *
  * PREEMPT AND ABORT: the preempted host's commands still being processed
@@ -43,9 +43,11 @@
  * Reservation Released or Reservation Preempted entries (unless masked by
  * feature 82h) and raises the "Reservation Log Page Available" event.
  */
+#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <xxhash.h>
 
 #include "nvme/internal.h"
 #include "rt/log.h"
@@ -82,34 +84,6 @@ const struct core_pr_nexus *nvme_ctrl_pr_id(struct nvme_ctrl *ctrl)
         return &ctrl->pr_id;
 }
 
-bool nvme_resv_reg_is_ctrl(const struct core_pr_reg *reg, struct nvme_ctrl *ctrl)
-{
-        const struct core_pr_nexus *id = nvme_ctrl_pr_id(ctrl);
-        return !strcasecmp(reg->nexus.initiator, id->initiator) &&
-               (reg->all_tg_pt || !strcasecmp(reg->nexus.target, id->target));
-}
-
-static int nibble(char c)
-{
-        if (c >= '0' && c <= '9')
-                return c - '0';
-        if (c >= 'a' && c <= 'f')
-                return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F')
-                return c - 'A' + 10;
-        return -1;
-}
-
-static uint64_t fnv1a64(const char *s)
-{
-        uint64_t h = 0xcbf29ce484222325ull;
-        for (; *s; s++) {
-                h ^= (uint8_t)*s;
-                h *= 0x100000001b3ull;
-        }
-        return h;
-}
-
 /* The 128-bit Host Identifier of a registrant (see the top of this file). */
 static void reg_hostid(const struct core_pr_nexus *nx, uint8_t out[16])
 {
@@ -117,16 +91,15 @@ static void reg_hostid(const struct core_pr_nexus *nx, uint8_t out[16])
         if (p && p - nx->initiator >= 12 && !strncmp(p - 7, ",hostid", 7) &&
             !strncmp(p, ",0x", 3) && strlen(p + 3) == 32) {
                 bool ok = true;
-                for (int i = 0; i < 16 && ok; i++) {
-                        int hi = nibble(p[3 + 2 * i]), lo = nibble(p[4 + 2 * i]);
-                        ok = hi >= 0 && lo >= 0;
-                        out[i] = (uint8_t)(hi << 4 | lo);
-                }
+                for (int i = 0; i < 16 && ok; i++)
+                        ok = isxdigit((unsigned char)p[3 + 2 * i]) &&
+                             isxdigit((unsigned char)p[4 + 2 * i]) &&
+                             sscanf(p + 3 + 2 * i, "%2hhx", &out[i]) == 1;
                 if (ok)
                         return;
         }
-        slate_put_be(out, 8, fnv1a64(nx->initiator));
-        slate_put_be(out + 8, 8, fnv1a64(nx->target));
+        slate_put_be(out, 8, XXH64(nx->initiator, strlen(nx->initiator), 0));
+        slate_put_be(out + 8, 8, XXH64(nx->target, strlen(nx->target), 0));
 }
 
 /* ---- Types ---- */

@@ -119,12 +119,6 @@ static bool parse_tid(struct scsi_cmd *cmd, const uint8_t *tid, uint32_t len,
 
 /* ---- Unit attentions for the other nexuses ---- */
 
-bool scsi_pr_reg_is_nexus(const struct core_pr_reg *reg, const struct scsi_nexus *nx)
-{
-        return !strcasecmp(reg->nexus.initiator, nx->id.initiator) &&
-               (reg->all_tg_pt || !strcasecmp(reg->nexus.target, nx->id.target));
-}
-
 /* ---- PERSISTENT RESERVE IN ---- */
 
 static uint32_t read_keys(const struct core_pr *pr, uint8_t *p)

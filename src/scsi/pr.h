@@ -17,8 +17,6 @@ void scsi_pr_nexus_lost(struct scsi_nexus *nx);
 
 /* LU reset / target reset: releases the LU's RESERVE(6) (SPC-2 5.5.1). Takes ns->lock. */
 void scsi_pr_reset(struct core_ns *ns);
-/* Is reg (a registration) the registration of I_T nexus nx (honouring ALL_TG_PT)? */
-bool scsi_pr_reg_is_nexus(const struct core_pr_reg *reg, const struct scsi_nexus *nx);
 
 /* Build the iSCSI TransportID (SPC-5 7.6.4.6) of nexus into out; returns its length (0: no room).
  */

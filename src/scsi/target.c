@@ -210,7 +210,7 @@ static void on_ns_event(const struct core_ns_event *ev, void *arg)
                         for (struct scsi_nexus *nx = tgt->nexus_list; nx; nx = nx->next) {
                                 if ((const void *)nx == ev->origin)
                                         continue;
-                                if (ev->pr_reg && !scsi_pr_reg_is_nexus(ev->pr_reg, nx))
+                                if (ev->pr_reg && !core_pr_reg_names(ev->pr_reg, &nx->id))
                                         continue;
                                 if (ua)
                                         atomic_fetch_or(&nx->ua[l], ua);
