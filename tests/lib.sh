@@ -218,3 +218,52 @@ slate_result() {
 		tail -n "${SLATE_TAIL:-25}" "$log" | sed 's/^/    | /'
 	fi
 }
+
+# slate_vm_run NAME TIMEOUT CMD... -> on the host: boots ../shared/tools/linuxvm
+# (or $LINUXVM) and runs CMD inside with SLATE_BUILD and SLATE_LOGDIR (the
+# host's $SLATE_LOGDIR/NAME, shared read-write) set; prints CMD's result
+# lines.  A VM that cannot boot or run, or a CMD that fails without a FAIL
+# line, is one failure NAME.vm — never a skip.  Returns CMD's status.
+slate_vm_run() {
+	local name=$1 tmo=$2 rc
+	shift 2
+	local logdir=$SLATE_LOGDIR/$name vm=${LINUXVM:-../shared/tools/linuxvm/linuxvm}
+	mkdir -p "$logdir"
+	if [ ! -x "$vm" ]; then
+		slate_result FAIL "$name.vm" "" "linuxvm not found at $vm"
+		return 1
+	fi
+	# SLATE_BUILD is an absolute path on the host, the same path inside the VM.
+	"$vm" --timeout "${E2E_TIMEOUT:-$tmo}" --env "SLATE_BUILD=$SLATE_BUILD" \
+		--env "SLATE_LOGDIR=$logdir" -- "$@" >"$logdir/vm.stdout" 2>"$logdir/vm.stderr"
+	rc=$?
+	grep -E '^(PASS|FAIL|SKIP) |^    \| ' "$logdir/vm.stdout"
+	case $rc in
+	0) ;;
+	124) slate_result FAIL "$name.vm" "$logdir/vm.stderr" "linuxvm timed out" ;;
+	125) slate_result FAIL "$name.vm" "$logdir/vm.stderr" "the VM failed to boot or run" ;;
+	*)
+		grep -q '^FAIL ' "$logdir/vm.stdout" ||
+			slate_result FAIL "$name.vm" "$logdir/vm.stderr" "$* exit status $rc"
+		;;
+	esac
+	return $rc
+}
+
+# slate_check PREFIX NAME CMD... -> runs CMD with its output in
+# $SLATE_LOGDIR/NAME.log and prints one PASS/FAIL PREFIX.NAME line; counts
+# in slate_npass / slate_nfail.
+slate_npass=0
+slate_nfail=0
+slate_check() {
+	local prefix=$1 name=$2
+	shift 2
+	local out=$SLATE_LOGDIR/$name.log
+	if "$@" >"$out" 2>&1; then
+		slate_result PASS "$prefix.$name"
+		slate_npass=$((slate_npass + 1))
+	else
+		slate_result FAIL "$prefix.$name" "$out"
+		slate_nfail=$((slate_nfail + 1))
+	fi
+}

@@ -23,23 +23,8 @@ cd "$(dirname "$0")/../.."
 . tests/lib.sh
 
 if [ "${1:-}" != --inside ]; then
-	logdir=$SLATE_LOGDIR/e2e-cross
-	mkdir -p "$logdir"
-	vm=${LINUXVM:-../shared/tools/linuxvm/linuxvm}
-	[ -x "$vm" ] || {
-		slate_result FAIL e2e-cross.vm "" "linuxvm not found at $vm"
-		exit 1
-	}
-	"$vm" --timeout "${E2E_TIMEOUT:-1200}" --env "SLATE_BUILD=$SLATE_BUILD" \
-		--env "SLATE_LOGDIR=$logdir" -- tests/e2e/cross-linux.sh --inside \
-		>"$logdir/vm.stdout" 2>"$logdir/vm.stderr"
-	rc=$?
-	grep -E '^(PASS|FAIL|SKIP) |^    \| ' "$logdir/vm.stdout"
-	case $rc in
-	124) slate_result FAIL e2e-cross.vm "$logdir/vm.stderr" "linuxvm timed out" ;;
-	125) slate_result FAIL e2e-cross.vm "$logdir/vm.stderr" "the VM failed to boot or run" ;;
-	esac
-	exit $rc
+	slate_vm_run e2e-cross 1200 tests/e2e/cross-linux.sh --inside
+	exit
 fi
 
 # ---------------------------------------------------------------- inside the VM
@@ -55,21 +40,8 @@ log=$logdir/slated.log
 state=/tmp/slate-e2e-cross
 rm -rf "$state"
 mkdir -p "$state"
-pass=0
-fail=0
 
-check() { # check NAME CMD... -> PASS/FAIL line
-	local name=$1
-	shift
-	local out=$logdir/$name.log
-	if "$@" >"$out" 2>&1; then
-		slate_result PASS "e2e-cross.$name"
-		pass=$((pass + 1))
-	else
-		slate_result FAIL "e2e-cross.$name" "$out"
-		fail=$((fail + 1))
-	fi
-}
+check() { slate_check e2e-cross "$@"; } # check NAME CMD... -> one PASS/FAIL line
 
 wait_for() { # wait_for SECS CMD... -> 0 once CMD succeeds
 	local secs=$1 i
@@ -144,5 +116,5 @@ iscsi_logout "$XIQN" 127.0.0.1 "$ISCSI_PORT" >/dev/null 2>&1
 slate_stop || rc=$?
 check clean-exit test "$rc" = 0
 check sanitizer-clean slate_sanitizer_clean "$log"
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+echo "$slate_npass passed, $slate_nfail failed"
+[ "$slate_nfail" -eq 0 ]

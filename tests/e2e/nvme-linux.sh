@@ -22,23 +22,8 @@ cd "$(dirname "$0")/../.."
 . tests/lib.sh
 
 if [ "${1:-}" != --inside ]; then
-	logdir=$SLATE_LOGDIR/e2e-nvme
-	mkdir -p "$logdir"
-	vm=${LINUXVM:-../shared/tools/linuxvm/linuxvm}
-	[ -x "$vm" ] || {
-		slate_result FAIL e2e-nvme.vm "" "linuxvm not found at $vm"
-		exit 1
-	}
-	"$vm" --timeout "${E2E_TIMEOUT:-1200}" --env "SLATE_BUILD=$SLATE_BUILD" \
-		--env "SLATE_LOGDIR=$logdir" -- tests/e2e/nvme-linux.sh --inside \
-		>"$logdir/vm.stdout" 2>"$logdir/vm.stderr"
-	rc=$?
-	grep -E '^(PASS|FAIL|SKIP) |^    \| ' "$logdir/vm.stdout"
-	case $rc in
-	124) slate_result FAIL e2e-nvme.vm "$logdir/vm.stderr" "linuxvm timed out" ;;
-	125) slate_result FAIL e2e-nvme.vm "$logdir/vm.stderr" "the VM failed to boot or run" ;;
-	esac
-	exit $rc
+	slate_vm_run e2e-nvme 1200 tests/e2e/nvme-linux.sh --inside
+	exit
 fi
 
 # ---------------------------------------------------------------- inside the VM
@@ -59,21 +44,8 @@ rm -rf "$state"
 mkdir -p "$state"
 data=$state/nvme0.img
 raw=$state/nvme1.img
-pass=0
-fail=0
 
-check() { # check NAME CMD... -> PASS/FAIL line
-	local name=$1
-	shift
-	local out=$logdir/$name.log
-	if "$@" >"$out" 2>&1; then
-		slate_result PASS "e2e-nvme.$name"
-		pass=$((pass + 1))
-	else
-		slate_result FAIL "e2e-nvme.$name" "$out"
-		fail=$((fail + 1))
-	fi
-}
+check() { slate_check e2e-nvme "$@"; } # check NAME CMD... -> one PASS/FAIL line
 
 cat >"$state/slate.json" <<JSON
 {"config": [
@@ -264,5 +236,5 @@ rc=0
 slate_stop || rc=$?
 check clean-exit test "$rc" = 0
 check sanitizer-clean slate_sanitizer_clean "$log"
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+echo "$slate_npass passed, $slate_nfail failed"
+[ "$slate_nfail" -eq 0 ]
