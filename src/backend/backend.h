@@ -54,6 +54,16 @@ struct backend_ops {
          * the backend cannot resize.
          */
         int (*resize)(struct backend *be, uint64_t size_bytes);
+        /*
+         * Provisioning (control or data path, synchronous): whether the
+         * byte at offset is backed by allocated space (*mapped) and the
+         * length of the run with that status starting there, at most len.
+         * 0 or -errno.  NULL: everything is reported mapped.
+         */
+        int (*map_status)(struct backend *be, uint64_t offset, uint64_t len, bool *mapped,
+                          uint64_t *run);
+        /* Bytes of storage actually allocated; -errno when unknown.  NULL: unknown. */
+        int64_t (*allocated)(struct backend *be);
 };
 
 const struct backend_ops *backend_find(const char *name);

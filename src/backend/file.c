@@ -210,10 +210,55 @@ static int file_resize(struct backend *be, uint64_t size_bytes)
         return 0;
 }
 
+/*
+ * The file system is the provisioning map: SEEK_DATA/SEEK_HOLE tell which
+ * ranges have blocks, and that is exactly what survives a crash.  Where
+ * the file system cannot tell (a block device, an old file system), all
+ * is reported mapped.
+ */
+static int file_map_status(struct backend *be, uint64_t off, uint64_t len, bool *mapped,
+                           uint64_t *run)
+{
+        struct file_be *f = be->priv;
+        *mapped = true;
+        *run = len;
+        off_t data = lseek(f->fd_buf, (off_t)off, SEEK_DATA);
+        if (data < 0) {
+                if (errno == ENXIO) { /* no data from off to the end of the file */
+                        *mapped = false;
+                        return 0;
+                }
+                return 0; /* cannot tell: mapped */
+        }
+        if ((uint64_t)data > off) {
+                *mapped = false;
+                if ((uint64_t)data - off < len)
+                        *run = (uint64_t)data - off;
+                return 0;
+        }
+        off_t hole = lseek(f->fd_buf, (off_t)off, SEEK_HOLE);
+        if (hole > (off_t)off && (uint64_t)hole - off < len)
+                *run = (uint64_t)hole - off;
+        return 0;
+}
+
+static int64_t file_allocated(struct backend *be)
+{
+        struct file_be *f = be->priv;
+        struct stat st;
+        if (fstat(f->fd_buf, &st))
+                return -errno;
+        if (!S_ISREG(st.st_mode))
+                return -ENOTSUP;
+        return (int64_t)st.st_blocks * 512;
+}
+
 const struct backend_ops backend_file_ops = {
     .name = "file",
     .open = file_open,
     .close = file_close,
     .submit = file_submit,
     .resize = file_resize,
+    .map_status = file_map_status,
+    .allocated = file_allocated,
 };

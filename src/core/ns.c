@@ -447,3 +447,41 @@ void core_ns_shutdown_all(void)
                 ns = next;
         }
 }
+
+int core_ns_lba_status(struct core_ns *ns, uint64_t lba, uint64_t max_nlb, bool *mapped,
+                       uint64_t *nlb)
+{
+        uint64_t n = core_ns_blocks(ns);
+        if (lba >= n)
+                return -ERANGE;
+        if (max_nlb == 0 || max_nlb > n - lba)
+                max_nlb = n - lba;
+        *mapped = true;
+        *nlb = max_nlb;
+        if (!ns->thin || !ns->be.ops->map_status)
+                return 0;
+        uint64_t run = 0;
+        int rc = ns->be.ops->map_status(&ns->be, lba << ns->block_shift, max_nlb << ns->block_shift,
+                                        mapped, &run);
+        if (rc)
+                return rc;
+        /* Whole blocks: a block only partly in a hole is mapped. */
+        if (*mapped)
+                *nlb = (run + ns->block_size - 1) >> ns->block_shift;
+        else
+                *nlb = run >> ns->block_shift;
+        if (*nlb == 0) {
+                *mapped = true;
+                *nlb = 1;
+        }
+        if (*nlb > max_nlb)
+                *nlb = max_nlb;
+        return 0;
+}
+
+int64_t core_ns_allocated_bytes(struct core_ns *ns)
+{
+        if (!ns->be.ops->allocated)
+                return -ENOTSUP;
+        return ns->be.ops->allocated(&ns->be);
+}

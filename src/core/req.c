@@ -200,6 +200,16 @@ static void run(struct core_req *req)
                 req->defer.fn = start_rmw;
                 start_rmw(&req->defer);
                 return;
+        case CORE_OP_DEALLOCATE:
+                atomic_fetch_add_explicit(&ns->stats.write_ops, 1, memory_order_relaxed);
+                if (!ns->thin) {
+                        core_req_complete(req, CORE_OK);
+                        return;
+                }
+                /* Every backend's WRITE_ZEROES frees the range (hole punch, dropped pages). */
+                req->stage = ST_SIMPLE;
+                be_io(req, CORE_OP_WRITE_ZEROES, req->lba, req->nlb, NULL, 0);
+                return;
         case CORE_OP_VERIFY:
         case CORE_OP_PREFETCH:
                 /*
@@ -259,7 +269,7 @@ void core_req_submit(struct core_req *req)
         bool medium = req->op != CORE_OP_FLUSH;
         bool writes = req->op == CORE_OP_WRITE || req->op == CORE_OP_WRITE_ZEROES ||
                       req->op == CORE_OP_COMPARE_AND_WRITE || req->op == CORE_OP_ORWRITE ||
-                      req->op == CORE_OP_WRITE_SAME;
+                      req->op == CORE_OP_WRITE_SAME || req->op == CORE_OP_DEALLOCATE;
         /* The namespace's state, the same rules for every personality (core/state.c). */
         unsigned chk = CORE_CHK_STARTED;
         if (!(req->flags & CORE_REQ_SANITIZE))

@@ -33,6 +33,12 @@ enum core_op {
         CORE_OP_VERIFY,            /* medium check only; nothing to compare */
         CORE_OP_WRITE_SAME,        /* iov holds one block; replicate over the range */
         CORE_OP_PREFETCH,
+        /*
+         * Thin provisioning: return the blocks' space to the backend; they
+         * read back as zeroes afterwards (LBPRZ / DLFEAT 001b).  On a
+         * namespace that is not thin, a no-op (the hint is ignored).
+         */
+        CORE_OP_DEALLOCATE,
         CORE_OP_MAX
 };
 

@@ -113,7 +113,8 @@ static int teardown(void **st)
 
 static struct core_ns *mk(const char *name, const char *backend)
 {
-        struct core_ns_params p = {.name = name, .backend = backend, .size_bytes = 1 << 20};
+        struct core_ns_params p = {
+            .name = name, .backend = backend, .size_bytes = 1 << 20, .thin = true};
         struct core_ns *ns = NULL;
         char err[256];
         assert_int_equal(core_ns_create(&p, &ns, err, sizeof(err)), 0);
@@ -554,6 +555,64 @@ static void test_resize_file(void **st)
         assert_int_equal(core_ns_blocks(ns), 10000);
 }
 
+/* Thin provisioning: DEALLOCATE reads back zeroes, frees the file's blocks, and the map says so. */
+static void check_dealloc(struct core_ns *ns, bool file)
+{
+        static uint8_t w[64 << 10], r[64 << 10];
+        memset(w, 0x3C, sizeof(w));
+        bool mapped;
+        uint64_t n;
+        if (file) { /* never written: one hole */
+                assert_int_equal(core_ns_lba_status(ns, 0, 0, &mapped, &n), 0);
+                assert_false(mapped);
+                assert_int_equal(n, core_ns_blocks(ns));
+        }
+        assert_int_equal(run_req(ns, CORE_OP_WRITE, 256, 128, w, sizeof(w), NULL, 0, NULL),
+                         CORE_OK);
+        assert_int_equal(run_req(ns, CORE_OP_FLUSH, 0, 0, NULL, 0, NULL, 0, NULL), CORE_OK);
+        int64_t before = core_ns_allocated_bytes(ns);
+        assert_int_equal(core_ns_lba_status(ns, 256, 128, &mapped, &n), 0);
+        assert_true(mapped);
+        assert_int_equal(n, 128);
+        /* Deallocate the middle 64 blocks (32 KiB, page and fs-block aligned). */
+        assert_int_equal(run_req(ns, CORE_OP_DEALLOCATE, 288, 64, NULL, 0, NULL, 0, NULL), CORE_OK);
+        assert_int_equal(run_req(ns, CORE_OP_READ, 256, 128, r, sizeof(r), NULL, 0, NULL), CORE_OK);
+        for (size_t i = 0; i < sizeof(r); i++) {
+                uint8_t want = i >= 32 * 512 && i < 96 * 512 ? 0 : 0x3C;
+                if (r[i] != want)
+                        fail_msg("byte %zu = %x, want %x", i, r[i], want);
+        }
+        assert_int_equal(core_ns_lba_status(ns, 256, 0, &mapped, &n), 0);
+        assert_true(mapped);
+        if (file) {
+                assert_int_equal(n, 32);
+                assert_int_equal(core_ns_lba_status(ns, 288, 0, &mapped, &n), 0);
+                assert_false(mapped);
+                assert_int_equal(n, 64);
+                assert_int_equal(core_ns_lba_status(ns, 352, 0, &mapped, &n), 0);
+                assert_true(mapped);
+                assert_int_equal(n, 32);
+                assert_true(core_ns_allocated_bytes(ns) <= before - (32 << 10));
+        }
+        assert_int_equal(core_ns_lba_status(ns, core_ns_blocks(ns), 1, &mapped, &n), -ERANGE);
+        /* Out of range and write protection apply as to any write. */
+        assert_int_equal(
+            run_req(ns, CORE_OP_DEALLOCATE, core_ns_blocks(ns) - 1, 2, NULL, 0, NULL, 0, NULL),
+            CORE_E_LBA_RANGE);
+}
+
+static void test_dealloc_file(void **st)
+{
+        (void)st;
+        check_dealloc(mk("thinf", "file"), true);
+}
+
+static void test_dealloc_mem(void **st)
+{
+        (void)st;
+        check_dealloc(mk("thinm", "mem"), false);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -568,6 +627,8 @@ int main(void)
             cmocka_unit_test(test_resize_mem),
             cmocka_unit_test(test_resize_null),
             cmocka_unit_test(test_resize_file),
+            cmocka_unit_test(test_dealloc_file),
+            cmocka_unit_test(test_dealloc_mem),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }
