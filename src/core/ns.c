@@ -458,7 +458,7 @@ int core_ns_lba_status(struct core_ns *ns, uint64_t lba, uint64_t max_nlb, bool 
                 max_nlb = n - lba;
         *mapped = true;
         *nlb = max_nlb;
-        if (!ns->thin || !ns->be.ops->map_status)
+        if (!ns->thin || !ns->be.ops || !ns->be.ops->map_status)
                 return 0;
         uint64_t run = 0;
         int rc = ns->be.ops->map_status(&ns->be, lba << ns->block_shift, max_nlb << ns->block_shift,

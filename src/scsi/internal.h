@@ -160,6 +160,13 @@ enum scsi_parse_result scsi_sbc_read_capacity16(struct scsi_cmd *cmd);
 enum scsi_parse_result scsi_sbc_read_defect(struct scsi_cmd *cmd);
 void scsi_sbc_verify_exec(struct scsi_cmd *cmd);
 
+/* lbp.c: logical block provisioning on thin LUs (UNMAP, GET LBA STATUS). */
+#define SCSI_LBP_MAX_UNMAP_DESC 256u        /* Block Limits: MAXIMUM UNMAP BLOCK DESCRIPTOR COUNT */
+#define SCSI_LBP_MAX_UNMAP_LBAS 0xffffffffu /* MAXIMUM UNMAP LBA COUNT (one core request) */
+enum scsi_parse_result scsi_lbp_unmap(struct scsi_cmd *cmd);
+void scsi_lbp_unmap_exec(struct scsi_cmd *cmd);
+enum scsi_parse_result scsi_lbp_get_lba_status(struct scsi_cmd *cmd);
+
 /* sanitize.c: SANITIZE (SBC-4 5.30) and the LU's sanitize state. */
 enum scsi_parse_result scsi_sanitize_parse(struct scsi_cmd *cmd);
 void scsi_sanitize_exec(struct scsi_cmd *cmd);

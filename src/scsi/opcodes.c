@@ -5,10 +5,11 @@
  * handler, CDB length, data direction, flags (unit attention, reservation
  * and medium behaviour), nominal timeout and the CDB usage data bitmap.
  * Opcodes with service actions (9Eh SERVICE ACTION IN(16), A3h MAINTENANCE
- * IN, 5Eh/5Fh PERSISTENT RESERVE IN/OUT, 48h SANITIZE) have sub-tables.  Commands of
- * later issues (UNMAP, GET LBA STATUS, EXTENDED COPY, WRITE ATOMIC, 7Fh
- * variable-length CDBs) are simply absent, so they are reported as
- * unsupported and never executed.
+ * IN, 5Eh/5Fh PERSISTENT RESERVE IN/OUT, 48h SANITIZE) have sub-tables.  UNMAP
+ * and GET LBA STATUS are listed for every LU; UNMAP refuses a fully
+ * provisioned one (lbp.c).  Commands of later issues (EXTENDED COPY, WRITE
+ * ATOMIC, 7Fh variable-length CDBs) are simply absent, so they are
+ * reported as unsupported and never executed.
  */
 #include "slate/spec/scsi.h"
 #include "scsi/internal.h"
@@ -247,7 +248,19 @@ static const struct scsi_op ops[256] = {
                                T_IO,
                                scsi_sbc_write_same,
                                NULL,
-                               {0x41, 0x00, 0xff, 0xff, 0xff, 0xff, 0x1f, 0xff, 0xff, CTL}},
+                               {0x41, 0x08, 0xff, 0xff, 0xff, 0xff, 0x1f, 0xff, 0xff, CTL}},
+    [SCSI_OP_UNMAP] =
+        {"UNMAP",
+         0x42,
+         0,
+         false,
+         10,
+         SCSI_DIR_OUT,
+         F_WRITE,
+         T_IO,
+         scsi_lbp_unmap,
+         scsi_lbp_unmap_exec,
+         {0x42, 0x00, 0, 0, 0, 0, 0x1f, 0xff, 0xff, CTL}},
     [SCSI_OP_MODE_SELECT_10] = {"MODE SELECT(10)",
                                 0x55,
                                 0,
@@ -376,7 +389,7 @@ static const struct scsi_op ops[256] = {
                                T_IO,
                                scsi_sbc_write_same,
                                NULL,
-                               {0x93, 0x01, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+                               {0x93, 0x09, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
                                 0xff, 0xff, 0xff, 0x1f, CTL}},
     [SCSI_OP_REPORT_LUNS] =
         {"REPORT LUNS",
@@ -461,6 +474,17 @@ static const struct scsi_op sai16_ops[] = {
      scsi_sbc_read_capacity16,
      NULL,
      {0x9e, 0x10, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0, CTL}},
+    {"GET LBA STATUS",
+     0x9e,
+     SCSI_SAI_GET_LBA_STATUS,
+     true,
+     16,
+     SCSI_DIR_IN,
+     F_READ,
+     T_SHORT,
+     scsi_lbp_get_lba_status,
+     NULL,
+     {0x9e, 0x12, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0, CTL}},
 };
 
 static const struct scsi_op maint_in_ops[] = {

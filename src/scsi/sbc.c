@@ -1,7 +1,7 @@
 /*
  * SBC-4 block commands: READ/WRITE (6/10/12/16), VERIFY and WRITE AND
  * VERIFY (10/12/16, BYTCHK 00b/01b/11b), ORWRITE(16), COMPARE AND WRITE,
- * WRITE SAME (10/16, NDOB; no UNMAP/ANCHOR until thin provisioning lands),
+ * WRITE SAME (10/16, NDOB; UNMAP on thin LUs, no ANCHOR),
  * PRE-FETCH and SYNCHRONIZE CACHE (10/16), READ CAPACITY (10/16) and READ
  * DEFECT DATA (10/12).  Parse checks every CDB field and the LBA range
  * (core_ns_range_ok, overflow safe) and builds cmd->req; exec submits it
@@ -361,11 +361,17 @@ enum scsi_parse_result scsi_sbc_write_same(struct scsi_cmd *cmd)
                 return SCSI_PARSE_DONE;
         if (!check_wp(cmd))
                 return SCSI_PARSE_DONE;
-        if (f.flags & 0x18) {
-                /* UNMAP / ANCHOR: logical block provisioning is not advertised. */
+        if ((f.flags & 0x10) || ((f.flags & 0x08) && !cmd->ns->thin)) {
+                /* ANCHOR (ANC_SUP=0), or UNMAP on a fully provisioned LU (LBPWS=0). */
                 scsi_sense_invalid_field(cmd, true, 1, (f.flags & 0x10) ? 4 : 3);
                 return SCSI_PARSE_DONE;
         }
+        /*
+         * UNMAP on a thin LU: SBC-4 5.48 lets the device server deallocate
+         * when the data is zeroes (LBPRZ=1) and write it otherwise; the core
+         * deallocates a zero block (NDOB, or the block the host sends) and
+         * writes any other pattern, so the bit needs nothing more here.
+         */
         if (!f.nlb) {
                 /*
                  * WSNZ=0 in the Block Limits page: zero blocks means from
@@ -457,7 +463,9 @@ enum scsi_parse_result scsi_sbc_read_capacity16(struct scsi_cmd *cmd)
         memset(d, 0, sizeof(*d));
         put_be64(&d->last_lba, core_ns_blocks(ns) - 1);
         put_be32(&d->block_len, ns->block_size);
-        /* P_TYPE/PROT_EN 0, LBPPBE 0, LBPME 0, LBPRZ 0. */
+        /* P_TYPE/PROT_EN 0, LBPPBE 0; thin: LBPME and LBPRZ (deallocated blocks read zeroes). */
+        if (ns->thin)
+                put_be16(&d->lowest_aligned, 0xc000);
         scsi_cmd_data_in(cmd, sizeof(*d), alloc);
         return SCSI_PARSE_DONE;
 }

@@ -4,8 +4,9 @@
  * pages, 80h unit serial number, 83h device identification (NAA-6, UUID,
  * T10 vendor ID, and the target port's SCSI name string, relative port
  * and port group), 86h extended INQUIRY, B0h block limits and B1h block
- * device characteristics.  Thin provisioning (B2h) and atomic writes are
- * later work: their fields stay zero.  Every designator derives from the
+ * device characteristics, and on thin LUs B2h logical block provisioning
+ * (with the Block Limits unmap fields).  Atomic writes are later work:
+ * their fields stay zero.  Every designator derives from the
  * namespace UUID (see STANDARDS.md section 5).
  */
 #include <stdio.h>
@@ -18,7 +19,7 @@
 #define SLATE_PRODUCT  "slate-disk      "
 #define SLATE_REVISION "0001"
 
-static const uint8_t vpd_pages[] = {0x00, 0x80, 0x83, 0x86, 0xb0, 0xb1};
+static const uint8_t vpd_pages[] = {0x00, 0x80, 0x83, 0x86, 0xb0, 0xb1, 0xb2};
 
 static uint8_t peripheral(const struct scsi_cmd *cmd)
 {
@@ -138,7 +139,7 @@ int scsi_vpd_build(struct scsi_cmd *cmd, uint8_t page, uint8_t *out, uint32_t ca
         switch (page) {
         case 0x00:
                 memcpy(p, vpd_pages, sizeof(vpd_pages));
-                n = sizeof(vpd_pages);
+                n = sizeof(vpd_pages) - (ns->thin ? 0 : 1); /* B2h is last */
                 break;
         case 0x80: {
                 char hex[33];
@@ -165,8 +166,24 @@ int scsi_vpd_build(struct scsi_cmd *cmd, uint8_t page, uint8_t *out, uint32_t ca
                 put_be32(&b->max_xfer_len, max_blocks);
                 put_be32(&b->opt_xfer_len, max_blocks);
                 put_be32(&b->max_prefetch_len, max_blocks);
+                if (ns->thin) {
+                        /* A hole is punched in file-system blocks (4 KiB): that granularity. */
+                        uint32_t gran = ns->block_size < 4096 ? 4096 >> ns->block_shift : 1;
+                        put_be32(&b->max_unmap_lba_count, SCSI_LBP_MAX_UNMAP_LBAS);
+                        put_be32(&b->max_unmap_desc_count, SCSI_LBP_MAX_UNMAP_DESC);
+                        put_be32(&b->opt_unmap_gran, gran);
+                        put_be32(&b->unmap_gran_align, 0x80000000u); /* UGAVALID, aligned at 0 */
+                }
                 break;
         }
+        case 0xb2:
+                if (!ns->thin)
+                        return -1;
+                n = 4;
+                /* LBPU, LBPWS, LBPWS10, LBPRZ 001b; ANC_SUP 0, DP 0 (no descriptor). */
+                p[1] = 0x80 | 0x40 | 0x20 | 0x04;
+                p[2] = 0x02; /* PROVISIONING TYPE: thin */
+                break;
         case 0xb1:
                 n = 0x3c;
                 p[1] = 0x01; /* MEDIUM ROTATION RATE: non-rotating */

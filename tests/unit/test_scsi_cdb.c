@@ -163,15 +163,106 @@ static void test_reserved_bits_field_pointer(void **state)
 
 static void test_unsupported(void **state)
 {
-        uint8_t cdb[16] = {0x42}; /* UNMAP: later issue */
+        uint8_t cdb[16] = {0x83}; /* EXTENDED COPY: later issue */
         (void)state;
-        assert_int_equal(run(cdb, 10, 0, 0), SCSI_PARSE_DONE);
+        assert_int_equal(run(cdb, 16, 0, 0), SCSI_PARSE_DONE);
         expect_sense(SK_ILLEGAL_REQUEST, 0x20, 0x00);
         memset(cdb, 0, sizeof(cdb));
-        cdb[0] = 0x9e;
-        cdb[1] = 0x12; /* GET LBA STATUS */
-        assert_int_equal(run(cdb, 16, 0, 0), SCSI_PARSE_DONE);
+        cdb[0] = 0x42; /* UNMAP on a fully provisioned LU */
+        slate_put_be(cdb + 7, 2, 24);
+        assert_int_equal(run(cdb, 10, 24, 0), SCSI_PARSE_DONE);
+        expect_sense(SK_ILLEGAL_REQUEST, 0x20, 0x00);
+}
+
+/* Logical block provisioning: what a thin LU advertises and what UNMAP/GET LBA STATUS check. */
+static void test_thin(void **state)
+{
+        uint8_t cdb[16];
+        (void)state;
+        /* Fully provisioned: LBPME=0, no B2h, WRITE SAME with UNMAP refused, all mapped. */
+        put16(cdb, 0x9e, 0, 0);
+        cdb[1] = 0x10;
+        cdb[13] = 32;
+        run(cdb, 16, 32, 0);
+        assert_int_equal(cmd.status, SAM_STAT_GOOD);
+        assert_int_equal(buf[14] & 0xc0, 0);
+        memset(cdb, 0, 16);
+        cdb[0] = 0x41;
+        cdb[1] = 0x08;
+        cdb[8] = 1;
+        assert_int_equal(run(cdb, 10, 512, 0), SCSI_PARSE_DONE);
         expect_sense(SK_ILLEGAL_REQUEST, 0x24, 0x00);
+        put16(cdb, 0x9e, 10, 0);
+        cdb[1] = 0x12;
+        cdb[13] = 64;
+        run(cdb, 16, 64, 0);
+        assert_int_equal(cmd.status, SAM_STAT_GOOD);
+        assert_int_equal(slate_be32(buf), 20);
+        assert_int_equal(slate_be64(buf + 8), 10);
+        assert_int_equal(slate_be32(buf + 16), NBLOCKS - 10);
+        assert_int_equal(buf[20], 0); /* mapped */
+
+        ns.thin = true;
+        put16(cdb, 0x9e, 0, 0);
+        cdb[1] = 0x10;
+        cdb[13] = 32;
+        run(cdb, 16, 32, 0);
+        assert_int_equal(buf[14] & 0xc0, 0xc0); /* LBPME, LBPRZ */
+        /* VPD 00h lists B2h; B2h: LBPU LBPWS LBPWS10 LBPRZ=001b, thin; B0h unmap limits. */
+        uint8_t inq[6] = {0x12, 0x01, 0x00, 0x00, 0xff, 0};
+        run(inq, 6, 255, 0);
+        assert_int_equal(cmd.status, SAM_STAT_GOOD);
+        assert_int_equal(buf[4 + buf[3] - 1], 0xb2);
+        inq[2] = 0xb2;
+        run(inq, 6, 255, 0);
+        assert_int_equal(cmd.status, SAM_STAT_GOOD);
+        assert_int_equal(buf[5], 0xe4);
+        assert_int_equal(buf[6] & 0x07, 0x02);
+        inq[2] = 0xb0;
+        run(inq, 6, 255, 0);
+        assert_int_equal(slate_be32(buf + 24), SCSI_LBP_MAX_UNMAP_DESC);
+        assert_int_equal(slate_be32(buf + 28), 8);
+        /* WRITE SAME with UNMAP runs; ANCHOR is refused (ANC_SUP=0). */
+        assert_int_equal(run((uint8_t[16]){0x41, 0x08, 0, 0, 0, 0, 0, 0, 1, 0}, 10, 512, 0),
+                         SCSI_PARSE_EXEC);
+        assert_int_equal(run((uint8_t[16]){0x41, 0x18, 0, 0, 0, 0, 0, 0, 1, 0}, 10, 512, 0),
+                         SCSI_PARSE_DONE);
+        expect_sense(SK_ILLEGAL_REQUEST, 0x24, 0x00);
+        /* UNMAP: ANCHOR refused, short parameter list, empty list is GOOD, else data-out. */
+        memset(cdb, 0, 16);
+        cdb[0] = 0x42;
+        cdb[1] = 0x01;
+        slate_put_be(cdb + 7, 2, 24);
+        run(cdb, 10, 24, 0);
+        expect_sense(SK_ILLEGAL_REQUEST, 0x24, 0x00);
+        cdb[1] = 0;
+        slate_put_be(cdb + 7, 2, 4);
+        run(cdb, 10, 4, 0);
+        expect_sense(SK_ILLEGAL_REQUEST, 0x1a, 0x00);
+        slate_put_be(cdb + 7, 2, 0);
+        assert_int_equal(run(cdb, 10, 0, 0), SCSI_PARSE_DONE);
+        assert_int_equal(cmd.status, SAM_STAT_GOOD);
+        slate_put_be(cdb + 7, 2, 24);
+        assert_int_equal(run(cdb, 10, 24, 0), SCSI_PARSE_EXEC);
+        assert_int_equal(cmd.data_out_len, 24);
+        /* Write protected: DATA PROTECT before anything is read. */
+        atomic_store(&ns.wp, CORE_WP_CONFIG);
+        run(cdb, 10, 24, 0);
+        expect_sense(SK_DATA_PROTECT, 0x27, 0x00);
+        atomic_store(&ns.wp, 0);
+        /* GET LBA STATUS: past the end, a nonzero report type. */
+        put16(cdb, 0x9e, NBLOCKS, 0);
+        cdb[1] = 0x12;
+        cdb[13] = 64;
+        run(cdb, 16, 64, 0);
+        expect_sense(SK_ILLEGAL_REQUEST, 0x21, 0x00);
+        put16(cdb, 0x9e, 0, 0);
+        cdb[1] = 0x12;
+        cdb[13] = 64;
+        cdb[14] = 1;
+        run(cdb, 16, 64, 0);
+        expect_sense(SK_ILLEGAL_REQUEST, 0x24, 0x00);
+        ns.thin = false;
 }
 
 static void test_sense_formats(void **state)
@@ -391,6 +482,7 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_lba_range, setup, teardown),
             cmocka_unit_test_setup_teardown(test_reserved_bits_field_pointer, setup, teardown),
             cmocka_unit_test_setup_teardown(test_unsupported, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_thin, setup, teardown),
             cmocka_unit_test_setup_teardown(test_sense_formats, setup, teardown),
             cmocka_unit_test_setup_teardown(test_transport_xfer_errors, setup, teardown),
             cmocka_unit_test_setup_teardown(test_unit_attention, setup, teardown),

@@ -1,0 +1,191 @@
+/*
+ * SBC-4 logical block provisioning (4.7) on thin LUs: UNMAP (5.32) and
+ * GET LBA STATUS (5.7).  Both are thin-only: a fully provisioned LU
+ * (LBPME=0) answers UNMAP with INVALID COMMAND OPERATION CODE and reports
+ * every block mapped.  Deallocation is the core's CORE_OP_DEALLOCATE
+ * (blocks read back as zeroes: LBPRZ=1); the map is the core's
+ * core_ns_lba_status() (the backing file's own allocation).  Anchored
+ * blocks are not supported (ANC_SUP=0).
+ */
+#include <string.h>
+
+#include "slate/spec/scsi.h"
+#include "scsi/internal.h"
+
+#define UNMAP_HDR  8
+#define UNMAP_DESC 16
+
+/* ---- UNMAP ---- */
+
+enum scsi_parse_result scsi_lbp_unmap(struct scsi_cmd *cmd)
+{
+        const uint8_t *c = cmd->cdb;
+        uint32_t len = slate_be16(c + 7);
+
+        cmd->xfer_len = len;
+        if (!cmd->ns->thin) {
+                scsi_sense_set(cmd, SK_ILLEGAL_REQUEST, 0x20, 0x00);
+                return SCSI_PARSE_DONE;
+        }
+        if (c[1] & 0x01) { /* ANCHOR: ANC_SUP=0 */
+                scsi_sense_invalid_field(cmd, true, 1, 0);
+                return SCSI_PARSE_DONE;
+        }
+        if (c[1] & 0xfe) {
+                scsi_sense_invalid_field(cmd, true, 1, 31 - __builtin_clz(c[1] & 0xfe));
+                return SCSI_PARSE_DONE;
+        }
+        if (c[6] & 0xc0) {
+                scsi_sense_invalid_field(cmd, true, 6, 7);
+                return SCSI_PARSE_DONE;
+        }
+        if (!scsi_check_state(cmd, CORE_CHK_WRITABLE))
+                return SCSI_PARSE_DONE;
+        if (len == 0) { /* not an error: nothing to unmap */
+                scsi_cmd_good(cmd);
+                return SCSI_PARSE_DONE;
+        }
+        if (len < UNMAP_HDR) {
+                scsi_sense_set(cmd, SK_ILLEGAL_REQUEST, 0x1a,
+                               0x00); /* PARAMETER LIST LENGTH ERROR */
+                return SCSI_PARSE_DONE;
+        }
+        if (len > cmd->edtl) {
+                scsi_sense_invalid_field(cmd, true, 7, 7);
+                return SCSI_PARSE_DONE;
+        }
+        cmd->data_out_len = len;
+        return SCSI_PARSE_EXEC;
+}
+
+static void unmap_next(struct scsi_cmd *cmd);
+
+static void unmap_done(struct core_req *req)
+{
+        struct scsi_cmd *cmd = req->cb_arg;
+        if (req->status != CORE_OK) {
+                scsi_status_from_core(cmd, req->status, req->info, req->info_valid);
+                cmd->done(cmd);
+                return;
+        }
+        unmap_next(cmd);
+}
+
+/* Submits the next non-empty descriptor (cmd->aux: its index), or finishes. */
+static void unmap_next(struct scsi_cmd *cmd)
+{
+        const uint8_t *b = cmd->buf;
+        while (cmd->aux < cmd->nlb) {
+                const uint8_t *d = b + UNMAP_HDR + (size_t)cmd->aux * UNMAP_DESC;
+                cmd->aux++;
+                uint32_t n = slate_be32(d + 8);
+                if (!n)
+                        continue;
+                core_req_init(&cmd->req, cmd->ns, CORE_OP_DEALLOCATE, slate_be64(d), n, 0,
+                              cmd->reactor, unmap_done, cmd);
+                cmd->req.nexus = cmd->nexus ? &cmd->nexus->id : NULL;
+                core_req_submit(&cmd->req);
+                return;
+        }
+        scsi_cmd_good(cmd);
+        cmd->done(cmd);
+}
+
+void scsi_lbp_unmap_exec(struct scsi_cmd *cmd)
+{
+        const uint8_t *b = cmd->buf;
+        uint32_t len = cmd->data_out_len;
+        uint32_t dlen, bdlen, ndesc;
+        uint64_t total = 0;
+        bool any = false;
+
+        scsi_cmd_good(cmd);
+        dlen = slate_be16(b);
+        bdlen = slate_be16(b + 2);
+        /*
+         * The lengths must fit what was sent (SBC-4 5.32.2: the data length
+         * counts the bytes after itself); an incomplete last descriptor is
+         * ignored.
+         */
+        if (dlen + 2u > len || bdlen + (uint32_t)UNMAP_HDR > len) {
+                scsi_sense_invalid_field(cmd, false, bdlen + UNMAP_HDR > len ? 2 : 0, 7);
+                goto out;
+        }
+        ndesc = bdlen / UNMAP_DESC;
+        if (ndesc > SCSI_LBP_MAX_UNMAP_DESC) {
+                scsi_sense_invalid_field(cmd, false, 2, 7);
+                goto out;
+        }
+        /* Check every descriptor before deallocating anything. */
+        for (uint32_t i = 0; i < ndesc; i++) {
+                const uint8_t *d = b + UNMAP_HDR + (size_t)i * UNMAP_DESC;
+                uint64_t lba = slate_be64(d);
+                uint32_t n = slate_be32(d + 8);
+                if (!core_ns_range_ok(cmd->ns, lba, n)) {
+                        scsi_sense_set(cmd, SK_ILLEGAL_REQUEST, 0x21, 0x00);
+                        goto out;
+                }
+                total += n;
+                any |= n != 0;
+        }
+        if (total > SCSI_LBP_MAX_UNMAP_LBAS) {
+                scsi_sense_invalid_field(cmd, false, UNMAP_HDR + 8, 7);
+                goto out;
+        }
+        if (!any)
+                goto out; /* GOOD, nothing to do */
+        cmd->nlb = ndesc;
+        cmd->aux = 0;
+        unmap_next(cmd);
+        return;
+out:
+        scsi_cmd_finish_deferred(cmd);
+}
+
+/* ---- GET LBA STATUS ---- */
+
+#define LBA_STATUS_MAX_DESC 512
+
+enum scsi_parse_result scsi_lbp_get_lba_status(struct scsi_cmd *cmd)
+{
+        const uint8_t *c = cmd->cdb;
+        struct core_ns *ns = cmd->ns;
+        uint64_t lba = slate_be64(c + 2);
+        uint32_t alloc = slate_be32(c + 10);
+        uint8_t *b = cmd->buf;
+        uint32_t n = 0, cap;
+
+        cmd->xfer_len = alloc;
+        if (c[14]) { /* REPORT TYPE: only 00h (every status) */
+                scsi_sense_invalid_field(cmd, true, 14, 7);
+                return SCSI_PARSE_DONE;
+        }
+        if (lba >= core_ns_blocks(ns)) {
+                scsi_sense_set(cmd, SK_ILLEGAL_REQUEST, 0x21, 0x00);
+                return SCSI_PARSE_DONE;
+        }
+        if (alloc == 0) {
+                scsi_cmd_good(cmd);
+                return SCSI_PARSE_DONE;
+        }
+        /* As many descriptors as the allocation length holds (at least one). */
+        cap = alloc < 24 ? 1 : (alloc - 8) / 16;
+        if (cap > LBA_STATUS_MAX_DESC)
+                cap = LBA_STATUS_MAX_DESC;
+        memset(b, 0, 8 + (size_t)cap * 16);
+        while (n < cap && lba < core_ns_blocks(ns)) {
+                bool mapped;
+                uint64_t run;
+                if (core_ns_lba_status(ns, lba, UINT32_MAX, &mapped, &run))
+                        break;
+                uint8_t *d = b + 8 + (size_t)n * 16;
+                slate_put_be(d, 8, lba);
+                slate_put_be(d + 8, 4, run);
+                d[12] = mapped ? 0x00 : 0x01; /* PROVISIONING STATUS: mapped / deallocated */
+                lba += run;
+                n++;
+        }
+        slate_put_be(b, 4, 4 + (uint64_t)n * 16);
+        scsi_cmd_data_in(cmd, 8 + n * 16, alloc);
+        return SCSI_PARSE_DONE;
+}
