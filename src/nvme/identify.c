@@ -87,10 +87,24 @@ static void id_ns(struct core_ns *ns, struct nvme_id_ns *id)
         put_le64(&id->nsze, nb);
         put_le64(&id->ncap, nb);
         put_le64(&id->nuse, nb);
+        if (ns->thin) {
+                /*
+                 * THINP, and NUSE from what the backend really holds (file:
+                 * st_blocks; mem and null cannot tell, so all is in use).
+                 * Deallocated blocks read zeroes (DLFEAT 001b) and Write
+                 * Zeroes may deallocate (DEAC, bit 3).
+                 */
+                int64_t alloc = core_ns_allocated_bytes(ns);
+                id->nsfeat |= 0x01;
+                if (alloc >= 0) {
+                        uint64_t used = ((uint64_t)alloc + ns->block_size - 1) >> ns->block_shift;
+                        put_le64(&id->nuse, used < nb ? used : nb);
+                }
+                id->dlfeat = 0x08 | 0x01;
+        }
         id->nlbaf = 0; /* one format: the namespace's block size */
         id->flbas = 0;
-        id->dlfeat = 0; /* deallocated blocks are not reported to read as zeroes */
-        id->nmic = 1;   /* may be attached to several controllers */
+        id->nmic = 1; /* may be attached to several controllers */
         id->rescap = RESCAP_ALL;
         id->nsattr = core_ns_wp(ns) ? 1 : 0; /* write protected, for any reason */
         memcpy(id->nguid, ns->uuid, 16);

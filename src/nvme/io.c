@@ -2,7 +2,10 @@
  * NVM command set I/O commands (NVM Command Set Specification 1.0 chapter
  * 3): Read, Write, Compare, Write Zeroes, Verify, Flush and Dataset
  * Management, each translated into one core request carrying the host's
- * registrant identity, so the core applies reservations to it.  Parse checks the
+ * registrant identity, so the core applies reservations to it (Dataset
+ * Management with AD: one per range).  On a thin namespace, Write Zeroes
+ * with DEAC and DSM with AD deallocate (CORE_OP_DEALLOCATE: the blocks
+ * read back as zeroes, DLFEAT 001b).  Parse checks the
  * NSID, the LBA range (overflow-safe core_ns_range_ok), MDTS and the SGL;
  * exec submits to the core and maps the core status with status.c.
  */
@@ -124,8 +127,12 @@ static enum nvme_parse_result range_only_parse(struct nvme_cmd *cmd, enum core_o
 
 enum nvme_parse_result nvme_io_write_zeroes_parse(struct nvme_cmd *cmd)
 {
-        /* DEAC: deallocation is a later feature; zeroes are written either way. */
-        return range_only_parse(cmd, CORE_OP_WRITE_ZEROES, true);
+        /* DEAC on a thin namespace: deallocate, which reads back as zeroes just the same. */
+        bool deac = (nvme_cdw(cmd, 12) & CDW12_DEAC) != 0;
+        enum nvme_parse_result r = range_only_parse(cmd, CORE_OP_WRITE_ZEROES, true);
+        if (r == NVME_PARSE_EXEC && deac && cmd->ns->thin)
+                cmd->req.op = CORE_OP_DEALLOCATE;
+        return r;
 }
 
 enum nvme_parse_result nvme_io_verify_parse(struct nvme_cmd *cmd)
@@ -157,7 +164,43 @@ enum nvme_parse_result nvme_io_dsm_parse(struct nvme_cmd *cmd)
         return NVME_PARSE_EXEC;
 }
 
-/* Ranges are in buf now: check them and count the hints; AD is accepted as a no-op. */
+static void dsm_next(struct nvme_cmd *cmd);
+
+static void dsm_done(struct core_req *req)
+{
+        struct nvme_cmd *cmd = req->cb_arg;
+        if (req->status != CORE_OK) {
+                nvme_status_from_core(cmd, req->status);
+                nvme_cmd_complete(cmd);
+                return;
+        }
+        dsm_next(cmd);
+}
+
+/* Deallocates the next non-empty range (cmd->aux: its index), or completes. */
+static void dsm_next(struct nvme_cmd *cmd)
+{
+        uint32_t nr = cmd->data_len / (uint32_t)sizeof(struct nvme_dsm_range);
+        const struct nvme_dsm_range *r = (const struct nvme_dsm_range *)cmd->buf;
+        while (cmd->aux < nr) {
+                const struct nvme_dsm_range *x = &r[cmd->aux++];
+                uint32_t n = get_le32(&x->nlb);
+                if (!n)
+                        continue;
+                io_req_init(cmd, CORE_OP_DEALLOCATE, get_le64(&x->slba), n);
+                cmd->req.cb = dsm_done;
+                core_req_submit(&cmd->req);
+                return;
+        }
+        nvme_set_status(cmd, 0, 0, false);
+        nvme_cmd_complete(cmd);
+}
+
+/*
+ * Ranges are in buf now: check them and count the hints; AD on a thin
+ * namespace deallocates every range, one core request after the other
+ * (nothing is deallocated when a range is out of bounds).
+ */
 void nvme_io_dsm_exec(struct nvme_cmd *cmd)
 {
         struct nvme_ctrl *ctrl = cmd->queue->ctrl;
@@ -185,6 +228,14 @@ void nvme_io_dsm_exec(struct nvme_cmd *cmd)
                 atomic_fetch_add_explicit(&ctrl->dsm_idr, 1, memory_order_relaxed);
         if (attr & NVME_DSM_IDW)
                 atomic_fetch_add_explicit(&ctrl->dsm_idw, 1, memory_order_relaxed);
+        bool any = false;
+        for (uint32_t i = 0; i < nr; i++)
+                any |= get_le32(&r[i].nlb) != 0;
+        if ((attr & NVME_DSM_AD) && cmd->ns->thin && any) {
+                cmd->aux = 0;
+                dsm_next(cmd);
+                return;
+        }
         nvme_set_status(cmd, 0, 0, false);
         nvme_cmd_complete_deferred(cmd);
 }

@@ -110,6 +110,7 @@ struct nvme_cmd {
         uint8_t cqe[16];   /* completion queue entry (cid, status, dw0/dw1) */
         struct core_ns *ns;
         const void *op; /* opcode table entry */
+        uint32_t aux;   /* Dataset Management: the next range to deallocate */
         struct core_req req;
         struct rt_defer defer;
 };

@@ -846,6 +846,77 @@ static void test_io_roundtrip(void **s)
         assert_int_equal(run_io(NVME_IO_VERIFY, 0, 8, 0), 0);
 }
 
+/* Dataset Management with the given ranges (in-capsule), parsed and executed. */
+static uint16_t run_dsm(uint32_t attr, const uint64_t *slba, const uint32_t *nlb, uint32_t nr)
+{
+        static struct nvme_cmd c;
+        sqe_init(&c, &io_q, NVME_IO_DSM, 1);
+        c.reactor = rt_get(0);
+        c.done = on_done;
+        c.sqe[39] = 0x01; /* in-capsule */
+        cdw(&c, 10, nr - 1);
+        cdw(&c, 11, attr);
+        sgl_len(&c, nr * 16);
+        c.icd_len = nr * 16;
+        struct nvme_dsm_range *r = (struct nvme_dsm_range *)buf;
+        memset(r, 0, nr * 16);
+        for (uint32_t i = 0; i < nr; i++) {
+                put_le64(&r[i].slba, slba[i]);
+                put_le32(&r[i].nlb, nlb[i]);
+        }
+        if (nvme_cmd_parse(&c) == NVME_PARSE_DONE)
+                return st(&c);
+        w.done = false;
+        rt_msg_send(rt_get(0), exec_fn, &c);
+        pthread_mutex_lock(&w.m);
+        while (!w.done)
+                pthread_cond_wait(&w.cv, &w.m);
+        pthread_mutex_unlock(&w.m);
+        return st(&c);
+}
+
+/* Thin namespace: THINP/DLFEAT, DSM with AD and Write Zeroes with DEAC deallocate (read zeroes). */
+static void test_thin(void **s)
+{
+        (void)s;
+        struct nvme_cmd c;
+        ns->thin = true;
+        sqe_init(&c, &admin_q, NVME_ADM_IDENTIFY, 1);
+        sgl_len(&c, 4096);
+        cdw(&c, 10, NVME_CNS_NS);
+        nvme_cmd_parse(&c);
+        assert_int_equal(st(&c), 0);
+        const struct nvme_id_ns *idn = (const struct nvme_id_ns *)buf;
+        assert_int_equal(idn->nsfeat & 0x01, 1);
+        assert_int_equal(idn->dlfeat, 0x09);
+        /* mem cannot tell what it holds: NUSE stays NSZE. */
+        assert_int_equal(get_le64(&idn->nuse), get_le64(&idn->nsze));
+
+        memset(buf, 0x5a, 4 * 4096);
+        assert_int_equal(run_io(NVME_IO_WRITE, 20, 4, 0), 0);
+        /* One range out of bounds: an error, and nothing is deallocated. */
+        uint64_t slba[3] = {20, 21, ns->num_blocks - 1};
+        uint32_t nlb[3] = {1, 0, 2};
+        assert_int_equal(run_dsm(NVME_DSM_AD, slba, nlb, 3), ST(0, NVME_SC_LBA_RANGE));
+        assert_int_equal(run_io(NVME_IO_READ, 20, 4, 0), 0);
+        assert_int_equal(buf[0], 0x5a);
+        /* AD over blocks 20 and 21 (two ranges, an empty one between). */
+        slba[2] = 21;
+        nlb[2] = 1;
+        assert_int_equal(run_dsm(NVME_DSM_AD, slba, nlb, 3), 0);
+        assert_int_equal(run_io(NVME_IO_READ, 20, 4, 0), 0);
+        for (int i = 0; i < 2 * 4096; i++)
+                if (buf[i])
+                        fail_msg("deallocated byte %d = %x", i, buf[i]);
+        assert_int_equal(buf[2 * 4096], 0x5a);
+        /* Write Zeroes with DEAC deallocates block 22. */
+        assert_int_equal(run_io(NVME_IO_WRITE_ZEROES, 22, 1, 1u << 25), 0);
+        assert_int_equal(run_io(NVME_IO_READ, 20, 4, 0), 0);
+        assert_int_equal(buf[2 * 4096], 0);
+        assert_int_equal(buf[3 * 4096], 0x5a);
+        ns->thin = false;
+}
+
 /* ---- Sanitize (Base 2.0 5.24, 8.21) and the Sanitize Status log (81h) ---- */
 
 static void parse_exec_fn(void *arg)
@@ -1149,6 +1220,7 @@ int main(void)
             cmocka_unit_test(test_rae),
             cmocka_unit_test(test_io_parse),
             cmocka_unit_test(test_io_roundtrip),
+            cmocka_unit_test(test_thin),
             cmocka_unit_test(test_sanitize),
             cmocka_unit_test(test_discovery),
             cmocka_unit_test(test_write_protect_feature),
