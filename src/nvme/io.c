@@ -159,7 +159,16 @@ enum nvme_parse_result nvme_io_dsm_parse(struct nvme_cmd *cmd)
                 nvme_status_from_core(cmd, CORE_E_RESERVATION_CONFLICT);
                 return NVME_PARSE_DONE;
         }
-        if (!nvme_xfer(cmd, nr * (uint32_t)sizeof(struct nvme_dsm_range), true))
+        /*
+         * The host may describe more data than the ranges: Linux always
+         * sends a whole 256-range (4 KiB) buffer.  Take what it describes, up
+         * to that, and read only the NR ranges.
+         */
+        uint32_t len = nr * (uint32_t)sizeof(struct nvme_dsm_range);
+        uint32_t sgl = (uint32_t)slate_get_le(cmd->sqe + 32, 4);
+        if (sgl > len && sgl <= 256 * sizeof(struct nvme_dsm_range))
+                len = sgl;
+        if (!nvme_xfer(cmd, len, true))
                 return NVME_PARSE_DONE;
         return NVME_PARSE_EXEC;
 }
@@ -180,7 +189,7 @@ static void dsm_done(struct core_req *req)
 /* Deallocates the next non-empty range (cmd->aux: its index), or completes. */
 static void dsm_next(struct nvme_cmd *cmd)
 {
-        uint32_t nr = cmd->data_len / (uint32_t)sizeof(struct nvme_dsm_range);
+        uint32_t nr = (nvme_cdw(cmd, 10) & 0xff) + 1;
         const struct nvme_dsm_range *r = (const struct nvme_dsm_range *)cmd->buf;
         while (cmd->aux < nr) {
                 const struct nvme_dsm_range *x = &r[cmd->aux++];
@@ -205,7 +214,7 @@ void nvme_io_dsm_exec(struct nvme_cmd *cmd)
 {
         struct nvme_ctrl *ctrl = cmd->queue->ctrl;
         uint32_t attr = nvme_cdw(cmd, 11);
-        uint32_t nr = cmd->data_len / (uint32_t)sizeof(struct nvme_dsm_range);
+        uint32_t nr = (nvme_cdw(cmd, 10) & 0xff) + 1;
         const struct nvme_dsm_range *r = (const struct nvme_dsm_range *)cmd->buf;
 
         for (uint32_t i = 0; i < nr; i++) {

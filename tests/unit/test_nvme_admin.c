@@ -847,8 +847,11 @@ static void test_io_roundtrip(void **s)
 }
 
 /* Dataset Management with the given ranges (in-capsule), parsed and executed. */
-static uint16_t run_dsm(uint32_t attr, const uint64_t *slba, const uint32_t *nlb, uint32_t nr)
+static uint16_t run_dsm(uint32_t attr, const uint64_t *slba, const uint32_t *nlb, uint32_t nr,
+                        uint32_t sgl)
 {
+        if (!sgl)
+                sgl = nr * 16;
         static struct nvme_cmd c;
         sqe_init(&c, &io_q, NVME_IO_DSM, 1);
         c.reactor = rt_get(0);
@@ -856,10 +859,10 @@ static uint16_t run_dsm(uint32_t attr, const uint64_t *slba, const uint32_t *nlb
         c.sqe[39] = 0x01; /* in-capsule */
         cdw(&c, 10, nr - 1);
         cdw(&c, 11, attr);
-        sgl_len(&c, nr * 16);
-        c.icd_len = nr * 16;
+        sgl_len(&c, sgl);
+        c.icd_len = sgl;
         struct nvme_dsm_range *r = (struct nvme_dsm_range *)buf;
-        memset(r, 0, nr * 16);
+        memset(r, 0, sgl);
         for (uint32_t i = 0; i < nr; i++) {
                 put_le64(&r[i].slba, slba[i]);
                 put_le32(&r[i].nlb, nlb[i]);
@@ -897,13 +900,13 @@ static void test_thin(void **s)
         /* One range out of bounds: an error, and nothing is deallocated. */
         uint64_t slba[3] = {20, 21, ns->num_blocks - 1};
         uint32_t nlb[3] = {1, 0, 2};
-        assert_int_equal(run_dsm(NVME_DSM_AD, slba, nlb, 3), ST(0, NVME_SC_LBA_RANGE));
+        assert_int_equal(run_dsm(NVME_DSM_AD, slba, nlb, 3, 0), ST(0, NVME_SC_LBA_RANGE));
         assert_int_equal(run_io(NVME_IO_READ, 20, 4, 0), 0);
         assert_int_equal(buf[0], 0x5a);
         /* AD over blocks 20 and 21 (two ranges, an empty one between). */
         slba[2] = 21;
         nlb[2] = 1;
-        assert_int_equal(run_dsm(NVME_DSM_AD, slba, nlb, 3), 0);
+        assert_int_equal(run_dsm(NVME_DSM_AD, slba, nlb, 3, 0), 0);
         assert_int_equal(run_io(NVME_IO_READ, 20, 4, 0), 0);
         for (int i = 0; i < 2 * 4096; i++)
                 if (buf[i])
@@ -914,6 +917,12 @@ static void test_thin(void **s)
         assert_int_equal(run_io(NVME_IO_READ, 20, 4, 0), 0);
         assert_int_equal(buf[2 * 4096], 0);
         assert_int_equal(buf[3 * 4096], 0x5a);
+        /* Linux describes a whole 4 KiB range buffer for one range: block 23. */
+        slba[0] = 23;
+        nlb[0] = 1;
+        assert_int_equal(run_dsm(NVME_DSM_AD, slba, nlb, 1, 4096), 0);
+        assert_int_equal(run_io(NVME_IO_READ, 20, 4, 0), 0);
+        assert_int_equal(buf[3 * 4096], 0);
         ns->thin = false;
 }
 
