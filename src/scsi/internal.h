@@ -163,6 +163,7 @@ void scsi_sbc_verify_exec(struct scsi_cmd *cmd);
 /* lbp.c: logical block provisioning on thin LUs (UNMAP, GET LBA STATUS). */
 #define SCSI_LBP_MAX_UNMAP_DESC 256u        /* Block Limits: MAXIMUM UNMAP BLOCK DESCRIPTOR COUNT */
 #define SCSI_LBP_MAX_UNMAP_LBAS 0xffffffffu /* MAXIMUM UNMAP LBA COUNT (one core request) */
+#define SCSI_MAX_WRITE_SAME_LEN 0xffffu     /* Block Limits MAXIMUM WRITE SAME LENGTH */
 enum scsi_parse_result scsi_lbp_unmap(struct scsi_cmd *cmd);
 void scsi_lbp_unmap_exec(struct scsi_cmd *cmd);
 enum scsi_parse_result scsi_lbp_get_lba_status(struct scsi_cmd *cmd);

@@ -366,12 +366,10 @@ enum scsi_parse_result scsi_sbc_write_same(struct scsi_cmd *cmd)
                 scsi_sense_invalid_field(cmd, true, 1, (f.flags & 0x10) ? 4 : 3);
                 return SCSI_PARSE_DONE;
         }
-        /*
-         * UNMAP on a thin LU: SBC-4 5.48 lets the device server deallocate
-         * when the data is zeroes (LBPRZ=1) and write it otherwise; the core
-         * deallocates a zero block (NDOB, or the block the host sends) and
-         * writes any other pattern, so the bit needs nothing more here.
-         */
+        if (f.nlb > SCSI_MAX_WRITE_SAME_LEN) { /* Block Limits MAXIMUM WRITE SAME LENGTH */
+                scsi_sense_invalid_field(cmd, true, f.len_off, 7);
+                return SCSI_PARSE_DONE;
+        }
         if (!f.nlb) {
                 /*
                  * WSNZ=0 in the Block Limits page: zero blocks means from
@@ -389,12 +387,23 @@ enum scsi_parse_result scsi_sbc_write_same(struct scsi_cmd *cmd)
                 f.nlb = (uint32_t)rest;
         }
         if (ndob) {
-                req_init(cmd, CORE_OP_WRITE_ZEROES, f.lba, f.nlb, 0);
+                req_init(cmd, (f.flags & 0x08) ? CORE_OP_DEALLOCATE : CORE_OP_WRITE_ZEROES, f.lba,
+                         f.nlb, 0);
                 return SCSI_PARSE_EXEC;
         }
         if (cmd->edtl != bs) {
                 scsi_sense_invalid_field(cmd, true, f.len_off, 7);
                 return SCSI_PARSE_DONE;
+        }
+        if (f.flags & 0x08) {
+                /*
+                 * UNMAP on a thin LU: deallocate the range (it reads back as
+                 * zeroes, LBPRZ=1) whatever the block holds, as hosts and
+                 * libiscsi expect; the data-out block is taken and ignored.
+                 */
+                req_init(cmd, CORE_OP_DEALLOCATE, f.lba, f.nlb, 0);
+                cmd->data_out_len = bs;
+                return SCSI_PARSE_EXEC;
         }
         req_init(cmd, CORE_OP_WRITE_SAME, f.lba, f.nlb, 0);
         req_data(cmd, bs);
