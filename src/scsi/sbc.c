@@ -377,8 +377,8 @@ enum scsi_parse_result scsi_sbc_write_same(struct scsi_cmd *cmd)
                  * check above already refused an LBA past the end.
                  */
                 uint64_t rest = cmd->ns->num_blocks - f.lba;
-                if (rest > UINT32_MAX) {
-                        /* Our requests count blocks in 32 bits: name the limit. */
+                if (rest > SCSI_MAX_WRITE_SAME_LEN) {
+                        /* More than MAXIMUM WRITE SAME LENGTH to the end (SBC-4 5.48). */
                         scsi_sense_invalid_field(cmd, true, f.len_off, 7);
                         return SCSI_PARSE_DONE;
                 }

@@ -115,10 +115,21 @@ static void test_lba_range(void **state)
         put16(cdb, 0x8a, NBLOCKS + 1, 0);
         assert_int_equal(run(cdb, 16, 0, 0), SCSI_PARSE_DONE);
         expect_sense(SK_ILLEGAL_REQUEST, 0x21, 0x00);
-        /* WRITE SAME: nlb up to 2^32-1 with no data limit, still range checked */
+        /* WRITE SAME: range checked first, then MAXIMUM WRITE SAME LENGTH (65535). */
         put16(cdb, 0x93, 1, UINT32_MAX);
         assert_int_equal(run(cdb, 16, 512, 0), SCSI_PARSE_DONE);
         expect_sense(SK_ILLEGAL_REQUEST, 0x21, 0x00);
+        ns.num_blocks = 1u << 20;
+        put16(cdb, 0x93, 0, SCSI_MAX_WRITE_SAME_LEN + 1);
+        assert_int_equal(run(cdb, 16, 512, 0), SCSI_PARSE_DONE);
+        expect_sense(SK_ILLEGAL_REQUEST, 0x24, 0x00);
+        put16(cdb, 0x93, 0, 0); /* to the end: more than the maximum */
+        assert_int_equal(run(cdb, 16, 512, 0), SCSI_PARSE_DONE);
+        expect_sense(SK_ILLEGAL_REQUEST, 0x24, 0x00);
+        put16(cdb, 0x93, (1u << 20) - SCSI_MAX_WRITE_SAME_LEN, 0);
+        assert_int_equal(run(cdb, 16, 512, 0), SCSI_PARSE_EXEC);
+        assert_int_equal(cmd.req.nlb, SCSI_MAX_WRITE_SAME_LEN);
+        ns.num_blocks = NBLOCKS;
 }
 
 static void test_reserved_bits_field_pointer(void **state)
