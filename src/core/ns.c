@@ -355,6 +355,22 @@ int core_ns_create(const struct core_ns_params *p, struct core_ns **out, char *e
                 goto fail;
         }
         ns->block_shift = (uint32_t)__builtin_ctz(ns->block_size);
+        {
+                uint32_t pbs = p->physical_block_size;
+                if (!pbs)
+                        pbs = ns->block_size > CORE_NS_DEFAULT_PHYS_BLOCK
+                                  ? ns->block_size
+                                  : CORE_NS_DEFAULT_PHYS_BLOCK;
+                if (pbs & (pbs - 1) || pbs < ns->block_size || pbs > ns->block_size << 15) {
+                        snprintf(err, errlen,
+                                 "physical_block_size %u must be a power of two from block_size "
+                                 "%u to %u",
+                                 pbs, ns->block_size, ns->block_size << 15);
+                        rc = -EINVAL;
+                        goto fail;
+                }
+                ns->phys_exp = (uint8_t)(__builtin_ctz(pbs) - ns->block_shift);
+        }
         derive_ids(ns);
         if (persistent && (rc = core_ns_save_meta(ns))) {
                 snprintf(err, errlen, "saving metadata %s: %s", ns->meta_path, strerror(-rc));

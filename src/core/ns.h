@@ -30,6 +30,12 @@
 #define CORE_NS_NAME_MAX        64
 #define CORE_MAX_TRANSFER_BYTES (1u << 20) /* largest single data transfer we accept */
 /*
+ * The default physical block: 4 KiB, the granularity of the file backend's
+ * page cache, O_DIRECT and hole punching (a 512-byte namespace is "512e",
+ * like most drives sold today).
+ */
+#define CORE_NS_DEFAULT_PHYS_BLOCK 4096u
+/*
  * The company ID in every designator derived from a namespace identity
  * (SCSI NAA-6, NVMe EUI-64): a locally administered CID (IEEE "X" bit set),
  * since Slate has no IEEE assignment.  One constant, so both match.
@@ -42,9 +48,15 @@ struct core_ns_params {
         const char *path;    /* file backend: data file; default <state_dir>/<name>.img */
         uint64_t size_bytes; /* capacity; 0 = existing file size */
         uint32_t block_size; /* 512 or 4096; 0 = 512 */
-        bool thin;           /* sparse file (informational until thin provisioning lands) */
-        bool write_protect;  /* software write protect at start */
-        bool removable;      /* SCSI: removable medium (RMB=1, eject/load, PREVENT) */
+        /*
+         * Physical block size reported to hosts (READ CAPACITY(16) LBPPBE,
+         * NVMe NPWG): a power of two, block_size to block_size << 15; 0 =
+         * CORE_NS_DEFAULT_PHYS_BLOCK or block_size, whichever is larger.
+         */
+        uint32_t physical_block_size;
+        bool thin;          /* sparse file (informational until thin provisioning lands) */
+        bool write_protect; /* software write protect at start */
+        bool removable;     /* SCSI: removable medium (RMB=1, eject/load, PREVENT) */
         uint32_t sanitize_rate_mibps; /* pace sanitize operations (MiB/s); 0 = backend speed */
 };
 
@@ -102,6 +114,7 @@ struct core_ns {
         char meta_path[4096]; /* persistent metadata (identity, geometry, reservations) */
         uint32_t block_size;
         uint32_t block_shift;
+        uint8_t phys_exp; /* log2(physical block / logical block): SCSI LBPPBE */
         /*
          * Capacity in blocks: read on every reactor (use core_ns_blocks(),
          * one load per decision), changed only by core_ns_resize().

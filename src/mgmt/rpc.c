@@ -95,7 +95,7 @@ struct rpc_method {
         const char *name;
         int (*fn)(struct rpc_ctx *c);
         const char *desc;
-        struct param_spec params[10]; /* terminated by name == NULL */
+        struct param_spec params[16]; /* terminated by name == NULL */
 };
 
 static const struct rpc_method rpc_methods[];
@@ -339,6 +339,7 @@ static int h_namespace_create(struct rpc_ctx *c)
             .path = pstr(c, "path", NULL),
             .size_bytes = psize(c, "size", 0),
             .block_size = (uint32_t)puint(c, "block_size", 512),
+            .physical_block_size = (uint32_t)puint(c, "physical_block_size", 0),
             .thin = pbool(c, "thin", true),
             .write_protect = pbool(c, "write_protect", false),
             .removable = pbool(c, "removable", false),
@@ -349,6 +350,10 @@ static int h_namespace_create(struct rpc_ctx *c)
                 return inval(c, "'backend' must be one of mem, file, null");
         if (p.block_size != 512 && p.block_size != 4096)
                 return inval(c, "'block_size' must be 512 or 4096");
+        if (p.physical_block_size && (p.physical_block_size & (p.physical_block_size - 1) ||
+                                      p.physical_block_size < p.block_size))
+                return inval(c,
+                             "'physical_block_size' must be a power of two, at least block_size");
         if (p.path && strcmp(p.backend, "file") != 0)
                 return inval(c, "'path' applies only to the file backend");
         if (p.size_bytes % p.block_size)
@@ -475,6 +480,9 @@ json_t *mgmt_ns_params_json(struct core_ns *ns)
                               (core_ns_wp(ns) & CORE_WP_CONFIG) != 0, "removable", ns->removable);
         if (o && strcmp(ns->backend_name, "file") == 0 && ns->path[0])
                 json_object_set_new(o, "path", json_string(ns->path));
+        if (o)
+                json_object_set_new(o, "physical_block_size",
+                                    json_integer((json_int_t)ns->block_size << ns->phys_exp));
         if (o && ns->san_rate_mibps)
                 json_object_set_new(o, "sanitize_rate_mibps", json_integer(ns->san_rate_mibps));
         return o;
@@ -811,6 +819,9 @@ static const struct rpc_method rpc_methods[] = {
        .desc = "capacity in bytes, or \"1G\"-style string (K/M/G/T, binary); "
                "file backend: 0/absent = existing file size"},
       UINT("block_size", false, 512, 4096, "512 or 4096 (default 512)"),
+      UINT("physical_block_size", false, 512, 1u << 27,
+           "physical block reported to hosts (LBPPBE, NPWG): a power of two, block_size to "
+           "block_size x 32768 (default 4096, or block_size if larger)"),
       STR("path", false, 4095, "file backend: data file (default <state_dir>/<name>.img)"),
       BOOL("thin", "sparse file (default true)"),
       BOOL("write_protect", "software write protect at start (default false)"),

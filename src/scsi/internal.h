@@ -56,6 +56,9 @@ enum scsi_dir { SCSI_DIR_NONE = 0, SCSI_DIR_IN, SCSI_DIR_OUT };
 /* Needs a medium in the drive even when stopped (READ CAPACITY, SANITIZE ...);
  * SCSI_OPF_MEDIUM implies it.  Only a removable LU can lack its medium. */
 #define SCSI_OPF_NEEDS_MEDIUM (1u << 8)
+/* Offered only on an LU with logical block provisioning (a thin namespace):
+ * elsewhere neither listed nor executed (SANITIZE BLOCK ERASE). */
+#define SCSI_OPF_LBP (1u << 9)
 
 struct scsi_op {
         const char *name;
@@ -84,6 +87,8 @@ const struct scsi_op *scsi_op_next(const struct scsi_op *prev);
 bool scsi_op_has_sa(uint8_t opcode);
 /* Find by opcode + service action for REPORT SUPPORTED OPERATION CODES. */
 const struct scsi_op *scsi_op_lookup(uint8_t opcode, uint16_t sa);
+/* op if this LU offers it (SCSI_OPF_LBP needs a thin namespace), else NULL. */
+const struct scsi_op *scsi_op_for_lu(const struct scsi_op *op, const struct core_ns *ns);
 
 /*
  * ---- Per-LU SCSI state, hung off core_ns.scsi_state (target.c) ----

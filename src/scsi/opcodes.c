@@ -536,26 +536,25 @@ static const struct scsi_op pr_out_ops[] = {
 };
 
 /*
- * SANITIZE (SBC-4 5.30): OVERWRITE and EXIT FAILURE MODE.  BLOCK ERASE is
- * absent although the core can do it (NVMe Sanitize uses it) and
- * sanitize.c parses it: a SCSI block erase leaves every block deallocated,
- * which a host checks with LBPME=1 and GET LBA STATUS, and those come with
- * thin provisioning; add the row (and VPD B1h WABEREQ) then.
- * CRYPTOGRAPHIC ERASE is absent: nothing is encrypted, so there is no key
- * to change.
+ * SANITIZE (SBC-4 5.30): OVERWRITE, BLOCK ERASE and EXIT FAILURE MODE.
+ * BLOCK ERASE deallocates every block, which a host checks with LBPME=1
+ * and GET LBA STATUS, so it is offered on thin LUs only (VPD B1h WABEREQ
+ * 01b there: reads after it succeed and return zeroes).  CRYPTOGRAPHIC
+ * ERASE is absent: nothing is encrypted, so there is no key to change.
  */
-#define SANITIZE_OP(sa_, n)                                                                        \
+#define SANITIZE_OP(sa_, n, f)                                                                     \
         {                                                                                          \
                 .name = n, .opcode = 0x48, .sa = sa_, .has_sa = true, .cdb_len = 10,               \
                 .dir = SCSI_DIR_OUT,                                                               \
-                .flags = SCSI_OPF_WRITES | SCSI_OPF_WP_CHECK | SCSI_OPF_NEEDS_MEDIUM,              \
+                .flags = SCSI_OPF_WRITES | SCSI_OPF_WP_CHECK | SCSI_OPF_NEEDS_MEDIUM | (f),        \
                 .timeout = T_SANITIZE, .parse = scsi_sanitize_parse, .exec = scsi_sanitize_exec,   \
                 .abort = scsi_sanitize_abort,                                                      \
                 .usage = {0x48, 0xa0 | sa_, 0, 0, 0, 0, 0, 0xff, 0xff, CTL},                       \
         }
 static const struct scsi_op sanitize_ops[] = {
-    SANITIZE_OP(SCSI_SANITIZE_OVERWRITE, "SANITIZE/OVERWRITE"),
-    SANITIZE_OP(SCSI_SANITIZE_EXIT_FAILURE, "SANITIZE/EXIT FAILURE MODE"),
+    SANITIZE_OP(SCSI_SANITIZE_OVERWRITE, "SANITIZE/OVERWRITE", 0),
+    SANITIZE_OP(SCSI_SANITIZE_BLOCK_ERASE, "SANITIZE/BLOCK ERASE", SCSI_OPF_LBP),
+    SANITIZE_OP(SCSI_SANITIZE_EXIT_FAILURE, "SANITIZE/EXIT FAILURE MODE", 0),
 };
 
 struct sa_table {
@@ -590,6 +589,13 @@ const struct scsi_op *scsi_op_lookup(uint8_t opcode, uint16_t sa)
                 if (t->ops[i].sa == sa)
                         return &t->ops[i];
         return NULL;
+}
+
+const struct scsi_op *scsi_op_for_lu(const struct scsi_op *op, const struct core_ns *ns)
+{
+        if (op && (op->flags & SCSI_OPF_LBP) && !(ns && ns->thin))
+                return NULL;
+        return op;
 }
 
 const struct scsi_op *scsi_op_find(const uint8_t *cdb, bool *sa_unknown)

@@ -14,10 +14,10 @@
  * FAILURE MODE.
  *
  * The opcode table (opcodes.c) decides which service actions exist:
- * OVERWRITE and EXIT FAILURE MODE.  The parse and execute below also take
- * BLOCK ERASE (the core has it and NVMe uses it), but SCSI advertises it
- * only with logical block provisioning (LBPME=1, GET LBA STATUS), which is
- * how SBC-4 and libiscsi expect a block erase to be checked.
+ * OVERWRITE and EXIT FAILURE MODE everywhere, BLOCK ERASE on LUs with
+ * logical block provisioning (LBPME=1, GET LBA STATUS), which is how SBC-4
+ * and libiscsi expect a block erase to be checked: every block ends
+ * deallocated and reads zeroes (LBPRZ, VPD B1h WABEREQ 01b).
  */
 #include <errno.h>
 #include <stdlib.h>

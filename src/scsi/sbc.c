@@ -472,7 +472,12 @@ enum scsi_parse_result scsi_sbc_read_capacity16(struct scsi_cmd *cmd)
         memset(d, 0, sizeof(*d));
         put_be64(&d->last_lba, core_ns_blocks(ns) - 1);
         put_be32(&d->block_len, ns->block_size);
-        /* P_TYPE/PROT_EN 0, LBPPBE 0; thin: LBPME and LBPRZ (deallocated blocks read zeroes). */
+        /*
+         * P_TYPE/PROT_EN 0; LBPPBE: logical blocks per physical block
+         * (exponent), the first one aligned at LBA 0; thin: LBPME and LBPRZ
+         * (deallocated blocks read zeroes).
+         */
+        d->lbppbe = ns->phys_exp;
         if (ns->thin)
                 put_be16(&d->lowest_aligned, 0xc000);
         scsi_cmd_data_in(cmd, sizeof(*d), alloc);

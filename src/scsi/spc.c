@@ -173,6 +173,8 @@ enum scsi_parse_result scsi_spc_rsoc(struct scsi_cmd *cmd)
                 len = 4;
                 for (const struct scsi_op *op = scsi_op_next(NULL); op; op = scsi_op_next(op)) {
                         struct scsi_rsoc_cmd_desc *d = (void *)(b + len);
+                        if (!scsi_op_for_lu(op, cmd->ns))
+                                continue;
                         memset(d, 0, sizeof(*d));
                         d->opcode = op->opcode;
                         put_be16(&d->sa, op->has_sa ? op->sa : 0);
@@ -190,20 +192,23 @@ enum scsi_parse_result scsi_spc_rsoc(struct scsi_cmd *cmd)
                         scsi_sense_invalid_field(cmd, true, 2, 2);
                         return SCSI_PARSE_DONE;
                 }
-                len = rsoc_one(b, scsi_op_lookup(req_op, 0), rctd);
+                len = rsoc_one(b, scsi_op_for_lu(scsi_op_lookup(req_op, 0), cmd->ns), rctd);
                 break;
         case 2:
                 if (!scsi_op_has_sa(req_op)) {
                         scsi_sense_invalid_field(cmd, true, 2, 2);
                         return SCSI_PARSE_DONE;
                 }
-                len = rsoc_one(b, scsi_op_lookup(req_op, req_sa), rctd);
+                len = rsoc_one(b, scsi_op_for_lu(scsi_op_lookup(req_op, req_sa), cmd->ns), rctd);
                 break;
         case 3:
                 if (scsi_op_has_sa(req_op))
-                        len = rsoc_one(b, scsi_op_lookup(req_op, req_sa), rctd);
+                        len = rsoc_one(b, scsi_op_for_lu(scsi_op_lookup(req_op, req_sa), cmd->ns),
+                                       rctd);
                 else
-                        len = rsoc_one(b, req_sa ? NULL : scsi_op_lookup(req_op, 0), rctd);
+                        len = rsoc_one(
+                            b, req_sa ? NULL : scsi_op_for_lu(scsi_op_lookup(req_op, 0), cmd->ns),
+                            rctd);
                 break;
         default:
                 scsi_sense_invalid_field(cmd, true, 2, 2);

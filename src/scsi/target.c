@@ -442,6 +442,11 @@ enum scsi_parse_result scsi_cmd_parse(struct scsi_cmd *cmd)
                 return SCSI_PARSE_DONE;
         }
         op = scsi_op_find(cmd->cdb, &sa_unknown);
+        if (op && cmd->ns && !scsi_op_for_lu(op, cmd->ns)) {
+                /* Not offered on this LU: as if absent from the table. */
+                sa_unknown = op->has_sa;
+                op = NULL;
+        }
         if (!cmd->ns && !(op && (op->flags & SCSI_OPF_NO_LUN))) {
                 scsi_sense_set(cmd, SK_ILLEGAL_REQUEST, 0x25, 0x00);
                 return SCSI_PARSE_DONE;

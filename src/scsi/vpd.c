@@ -162,14 +162,20 @@ int scsi_vpd_build(struct scsi_cmd *cmd, uint8_t page, uint8_t *out, uint32_t ca
                 uint32_t caw = max_blocks / 2;
                 n = 0x3c;
                 b->max_caw_len = (uint8_t)(caw > 255 ? 255 : caw);
-                put_be16(&b->opt_xfer_len_gran, 1);
+                /* A write of whole physical blocks avoids a read-modify-write. */
+                put_be16(&b->opt_xfer_len_gran, (uint16_t)(1u << ns->phys_exp));
                 put_be32(&b->max_xfer_len, max_blocks);
                 put_be32(&b->opt_xfer_len, max_blocks);
                 put_be32(&b->max_prefetch_len, max_blocks);
                 put_be64(&b->max_write_same_len, SCSI_MAX_WRITE_SAME_LEN);
                 if (ns->thin) {
-                        /* A hole is punched in file-system blocks (4 KiB): that granularity. */
+                        /*
+                         * A hole is punched in file-system blocks (4 KiB), and
+                         * at least a physical block is the unit: that granularity.
+                         */
                         uint32_t gran = ns->block_size < 4096 ? 4096 >> ns->block_shift : 1;
+                        if (gran < 1u << ns->phys_exp)
+                                gran = 1u << ns->phys_exp;
                         put_be32(&b->max_unmap_lba_count, SCSI_LBP_MAX_UNMAP_LBAS);
                         put_be32(&b->max_unmap_desc_count, SCSI_LBP_MAX_UNMAP_DESC);
                         put_be32(&b->opt_unmap_gran, gran);
@@ -188,6 +194,9 @@ int scsi_vpd_build(struct scsi_cmd *cmd, uint8_t page, uint8_t *out, uint32_t ca
         case 0xb1:
                 n = 0x3c;
                 p[1] = 0x01; /* MEDIUM ROTATION RATE: non-rotating */
+                /* WABEREQ 01b: a read after SANITIZE BLOCK ERASE succeeds (zeroes); thin only. */
+                if (ns->thin)
+                        p[3] = 0x40;
                 break;
         default:
                 return -1;

@@ -19,7 +19,8 @@
 # (file|mem), CONF_SIZE_MIB (default 256), CONF_SANITIZE_MIBPS (ns0's sanitize
 # pacing, default 32), TARGET_URL/TARGET_URL2 to test
 # another target (e.g. tgtd) instead of starting slated (TARGET_URL_WP: a
-# write-protected LU, TARGET_URL_RM: a removable one).
+# write-protected LU, TARGET_URL_RM: a removable one, TARGET_URL_PB: one with 4 KiB
+# physical blocks).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib.sh"
@@ -52,13 +53,17 @@ cleanup() {
 trap cleanup EXIT
 
 # add_removable_lun CONFIG — a removable-medium namespace ns2 (8 MiB, mem) as
-# LUN 2, inserted before the portals so the target is complete once they listen.
+# LUN 2, and a thin file-backed namespace ns3 (16 MiB) with 4 KiB physical
+# blocks (LBPPBE 3, 512e) as LUN 3, inserted before the portals so the target
+# is complete once they listen.
 add_removable_lun() {
 	local f=$1
-	awk -v iqn="$SLATE_IQN" '
+	awk -v iqn="$SLATE_IQN" -v pb="$state/ns3.img" '
 		!done && /"iscsi_portal_add"/ {
 			print "  {\"method\": \"namespace_create\", \"params\": {\"name\": \"ns2\", \"backend\": \"mem\", \"size\": \"8M\", \"removable\": true}},"
 			print "  {\"method\": \"iscsi_lun_map\", \"params\": {\"target\": \"" iqn "\", \"lun\": 2, \"namespace\": \"ns2\"}},"
+			print "  {\"method\": \"namespace_create\", \"params\": {\"name\": \"ns3\", \"backend\": \"file\", \"path\": \"" pb "\", \"size\": \"16M\", \"physical_block_size\": 4096}},"
+			print "  {\"method\": \"iscsi_lun_map\", \"params\": {\"target\": \"" iqn "\", \"lun\": 3, \"namespace\": \"ns3\"}},"
 			done = 1
 		}
 		{ print }' "$f" >"$f.tmp" && mv "$f.tmp" "$f"
@@ -70,6 +75,12 @@ start_target() {
 	# libiscsi's Sanitize.Reset must still see the overwrite running 4-5 s after
 	# it started: pace it (256 MiB at 32 MiB/s: 8 s) rather than rely on a slow disk.
 	local SLATE_SANITIZE_RATE=${CONF_SANITIZE_MIBPS:-32}
+	# LUN 0 reports physical block = logical block (LBPPBE 0): libiscsi 1.19's
+	# GetLBAStatus.UnmapSingle expects, after UNMAP of LBAs 0..i-1, the status
+	# descriptor for LBA i+1 to start at i+LBPPB, which no descriptor holding
+	# LBA i+1 can do when LBPPB > 1 (SBC-4 5.21: the first descriptor contains
+	# the starting LBA).  The LBPPB > 1 tests run on LUN 3 (4 KiB physical).
+	local SLATE_PHYS_BLOCK=512
 	slate_write_config "$state/slate.json" 0 "$backend" "$size" "$state/ns0.img" 0 1
 	add_removable_lun "$state/slate.json" || return 1
 	slate_start "$state/run" "$state/slate.json" 0 "$daemon_log" || return 1
@@ -80,6 +91,7 @@ start_target() {
 	url2=$(slate_url "$port2")
 	url_wp=$(slate_url "$port" 1)
 	url_rm=$(slate_url "$port" 2)
+	url_pb=$(slate_url "$port" 3)
 }
 
 daemon_log=$logdir/slated.log
@@ -89,6 +101,7 @@ if [ -n "${TARGET_URL:-}" ]; then
 	url2=${TARGET_URL2:-}
 	url_wp=${TARGET_URL_WP:-}
 	url_rm=${TARGET_URL_RM:-}
+	url_pb=${TARGET_URL_PB:-}
 	external=1
 else
 	external=0
@@ -195,6 +208,13 @@ fi
 if [ -n "${url_rm:-}" ]; then
 	for t in $(echo "$tests" | tr ' ' '\n' | grep -E 'PreventAllow|StartStopUnit\.Simple|NoMedia'); do
 		run_one "$t" "conformance.rm.${t#ALL.}" "$logdir/rm.${t#ALL.}.log" "$url_rm"
+	done
+fi
+# The tests libiscsi runs only with two or more logical blocks per physical
+# block, against LUN 3 (4 KiB physical blocks; on LUN 0, LBPPBE 0, they skip).
+if [ -n "${url_pb:-}" ]; then
+	for t in $(echo "$tests" | tr ' ' '\n' | grep -E 'UnmapUnaligned|InvalidDataOutSize'); do
+		run_one "$t" "conformance.pb.${t#ALL.}" "$logdir/pb.${t#ALL.}.log" "$url_pb"
 	done
 fi
 if [ "$external" = 0 ]; then

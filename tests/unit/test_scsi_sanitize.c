@@ -102,8 +102,15 @@ static void test_table(void **state)
         assert_true(scsi_op_has_sa(0x48));
         assert_non_null(scsi_op_lookup(0x48, 0x01));
         assert_non_null(scsi_op_lookup(0x48, 0x1f));
-        /* No thin provisioning, no encryption: neither erase is offered. */
-        assert_null(scsi_op_lookup(0x48, 0x02));
+        /* BLOCK ERASE exists, but only for LUs with logical block provisioning. */
+        assert_non_null(scsi_op_lookup(0x48, 0x02));
+        assert_null(scsi_op_for_lu(scsi_op_lookup(0x48, 0x02), &ns));
+        ns.thin = true;
+        assert_non_null(scsi_op_for_lu(scsi_op_lookup(0x48, 0x02), &ns));
+        assert_non_null(scsi_op_for_lu(scsi_op_lookup(0x48, 0x01), &ns));
+        ns.thin = false;
+        assert_non_null(scsi_op_for_lu(scsi_op_lookup(0x48, 0x01), &ns));
+        /* No encryption: CRYPTOGRAPHIC ERASE is not offered. */
         assert_null(scsi_op_lookup(0x48, 0x03));
         assert_int_equal(scsi_op_lookup(0x48, 0x01)->cdb_len, 10);
 }
@@ -117,6 +124,33 @@ static void test_service_actions(void **state)
                 assert_int_equal(sanitize((uint8_t)sa, 0), SCSI_PARSE_DONE);
                 expect_invalid_cdb(1, 4);
         }
+}
+
+/* REPORT SUPPORTED OPERATION CODES, one command: SUPPORT field of 48h/02h. */
+static uint8_t rsoc_support(uint8_t sa)
+{
+        uint8_t cdb[12] = {0xa3, 0x0c, 0x02, 0x48, 0x00, sa};
+        slate_put_be(cdb + 6, 4, 64);
+        assert_int_equal(run(cdb, sizeof(cdb), 64), SCSI_PARSE_DONE);
+        assert_int_equal(cmd.status, SAM_STAT_GOOD);
+        return buf[1] & 0x07;
+}
+
+static void test_block_erase_thin_only(void **state)
+{
+        (void)state;
+        /* A fully provisioned LU: not listed, not executed. */
+        assert_int_equal(rsoc_support(0x02), 0x01);
+        assert_int_equal(sanitize(0x02, 0), SCSI_PARSE_DONE);
+        expect_invalid_cdb(1, 4);
+        /* A thin LU: listed; no parameter list allowed; otherwise it runs. */
+        ns.thin = true;
+        assert_int_equal(rsoc_support(0x02), 0x03);
+        assert_int_equal(rsoc_support(0x01), 0x03);
+        assert_int_equal(sanitize(0x02, 8), SCSI_PARSE_DONE);
+        expect_invalid_cdb(7, 7);
+        assert_int_equal(sanitize(0x02, 0), SCSI_PARSE_EXEC);
+        ns.thin = false;
 }
 
 static void test_reserved(void **state)
@@ -276,6 +310,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
             cmocka_unit_test_setup_teardown(test_table, setup, teardown),
             cmocka_unit_test_setup_teardown(test_service_actions, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_block_erase_thin_only, setup, teardown),
             cmocka_unit_test_setup_teardown(test_reserved, setup, teardown),
             cmocka_unit_test_setup_teardown(test_param_list_length, setup, teardown),
             cmocka_unit_test_setup_teardown(test_write_protect, setup, teardown),
