@@ -8,8 +8,9 @@
 #      READY, SANITIZE IN PROGRESS with a progress indication (sg_turs,
 #      sg_requests --progress); `nvme sanitize-log` then shows the
 #      completion and both hosts read zeroes.
-# The namespace is paced at 64 MiB/s (cross-linux.sh's namespace_create
-# sanitize_rate_mibps): 256 MiB take 4 s, long enough to watch.
+# The namespace is paced at 32 MiB/s (cross-linux.sh's namespace_create
+# sanitize_rate_mibps): 256 MiB take 8 s, long enough to watch even on a
+# loaded machine (at 64 MiB/s a block erase ended before sg_requests ran once).
 
 san_log() { nvme sanitize-log "$NVCTRL" 2>&1; }
 # SSTAT bits 2:0: 1 completed successfully, 2 in progress, 3 failed.
