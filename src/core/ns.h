@@ -27,8 +27,23 @@
 #include "backend/backend.h"
 #include "core/pr.h"
 
-#define CORE_NS_NAME_MAX        64
-#define CORE_MAX_TRANSFER_BYTES (1u << 20) /* largest single data transfer we accept */
+#define CORE_NS_NAME_MAX 64
+/*
+ * The largest data transfer of one command, either protocol: 32 MiB.  It is
+ * what a 16-bit NVMe NLB or SCSI READ(10) reaches with 512-byte blocks and
+ * what Linux's iSCSI initiator can send (max_sectors 0xFFFF), and a power of
+ * two so NVMe MDTS states it exactly.  Hosts see it as Block Limits MAXIMUM
+ * TRANSFER LENGTH and MDTS.
+ */
+#define CORE_MAX_TRANSFER_BYTES (32u << 20)
+/*
+ * Transfers up to this size fit the buffer a transport keeps for every
+ * command slot (plus as much again as scratch for compares); larger ones
+ * borrow a buffer from the reactor's bounded pool of large buffers
+ * (phase 2: not yet), so a connection costs no more than it did with a 1 MiB
+ * limit.  Hosts see it as Block Limits OPTIMAL TRANSFER LENGTH.
+ */
+#define CORE_SMALL_TRANSFER_BYTES (1u << 20)
 /*
  * The company ID in every designator derived from a namespace identity
  * (SCSI NAA-6, NVMe EUI-64): a locally administered CID (IEEE "X" bit set),

@@ -36,8 +36,8 @@
 #define ISCSI_QUEUE_DEPTH     128 /* CmdSN window advertised through MaxCmdSN */
 #define ISCSI_TASK_RESERVE    16  /* extra tasks for immediate PDUs (NOP, TMF, ...) */
 #define ISCSI_TASK_BUF_LEN    (2u * CORE_MAX_TRANSFER_BYTES)
-#define ISCSI_OUR_MRDSL       262144u /* MaxRecvDataSegmentLength we declare */
-#define ISCSI_OUR_MAX_BURST   CORE_MAX_TRANSFER_BYTES
+#define ISCSI_OUR_MRDSL       262144u    /* MaxRecvDataSegmentLength we declare */
+#define ISCSI_OUR_MAX_BURST   (1u << 20) /* <= 2^24-1; a bigger command takes more R2Ts */
 #define ISCSI_OUR_FIRST_BURST 262144u
 #define ISCSI_LOGIN_MRDSL     8192u  /* RFC default, in force during login */
 #define ISCSI_TEXT_MAX        65536u /* accumulated login/text request or response */

@@ -284,7 +284,7 @@ enum scsi_parse_result scsi_sbc_caw(struct scsi_cmd *cmd)
 {
         struct rw_fields f;
         uint32_t bs = cmd->ns->block_size;
-        uint32_t max = (CORE_MAX_TRANSFER_BYTES / 2) >> cmd->ns->block_shift;
+        uint32_t max = (CORE_SMALL_TRANSFER_BYTES / 2) >> cmd->ns->block_shift;
         uint64_t bytes;
 
         decode(cmd->cdb, &f);

@@ -396,6 +396,34 @@ static void test_edtl_truncation(void **state)
         assert_int_equal(cmd.aux, 200);
 }
 
+/* 8 MiB and 32 MiB transfers parse; Block Limits says what the parser enforces. */
+static void test_big_transfer(void **state)
+{
+        uint8_t cdb[16], inq[16] = {0x12, 0x01, 0xb0, 0, 255};
+        (void)state;
+        ns.num_blocks = 1u << 20;
+        put16(cdb, 0x8a, 0, (8u << 20) / 512); /* WRITE(16), 8 MiB */
+        assert_int_equal(run(cdb, 16, 8u << 20, 0), SCSI_PARSE_EXEC);
+        assert_int_equal(cmd.req.op, CORE_OP_WRITE);
+        assert_int_equal(cmd.data_out_len, 8u << 20);
+        assert_int_equal(cmd.req.iov[0].iov_len, 8u << 20);
+        put16(cdb, 0x88, 0, CORE_MAX_TRANSFER_BYTES / 512); /* READ(16) at the limit */
+        assert_int_equal(run(cdb, 16, CORE_MAX_TRANSFER_BYTES, 0), SCSI_PARSE_EXEC);
+        assert_int_equal(cmd.req.nlb, CORE_MAX_TRANSFER_BYTES / 512);
+        put16(cdb, 0x8a, 0, CORE_MAX_TRANSFER_BYTES / 512 + 1); /* one block more */
+        assert_int_equal(run(cdb, 16, CORE_MAX_TRANSFER_BYTES + 512, 0), SCSI_PARSE_DONE);
+        expect_sense(SK_ILLEGAL_REQUEST, 0x24, 0x00);
+        assert_int_equal(cmd.data_out_len, 0);
+        /* VPD B0h: MAXIMUM TRANSFER LENGTH 32 MiB, OPTIMAL 1 MiB, in blocks. */
+        run(inq, 6, 255, 0);
+        assert_int_equal(cmd.status, SAM_STAT_GOOD);
+        assert_int_equal(buf[1], 0xb0);
+        assert_int_equal(slate_be32(buf + 8), CORE_MAX_TRANSFER_BYTES / 512);
+        assert_int_equal(slate_be32(buf + 12), CORE_SMALL_TRANSFER_BYTES / 512);
+        assert_int_equal(buf[5], 255); /* MAXIMUM COMPARE AND WRITE LENGTH */
+        ns.num_blocks = NBLOCKS;
+}
+
 static void test_rsoc_round_trip(void **state)
 {
         uint8_t cdb[16] = {0xa3, 0x0c, 0x00, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0};
@@ -499,6 +527,7 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_unit_attention, setup, teardown),
             cmocka_unit_test_setup_teardown(test_unmapped_lun, setup, teardown),
             cmocka_unit_test_setup_teardown(test_edtl_truncation, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_big_transfer, setup, teardown),
             cmocka_unit_test_setup_teardown(test_rsoc_round_trip, setup, teardown),
             cmocka_unit_test_setup_teardown(test_mode_sense, setup, teardown),
             cmocka_unit_test_setup_teardown(test_fuzz_entry, setup, teardown),
