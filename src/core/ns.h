@@ -40,7 +40,7 @@
  * Transfers up to this size fit the buffer a transport keeps for every
  * command slot (plus as much again as scratch for compares); larger ones
  * borrow a buffer from the reactor's bounded pool of large buffers
- * (phase 2: not yet), so a connection costs no more than it did with a 1 MiB
+ * (rt/bigbuf.h), so a connection costs no more than it did with a 1 MiB
  * limit.  Hosts see it as Block Limits OPTIMAL TRANSFER LENGTH.
  */
 #define CORE_SMALL_TRANSFER_BYTES (1u << 20)

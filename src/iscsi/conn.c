@@ -262,6 +262,10 @@ static void task_put(struct iscsi_task *t)
         struct iscsi_conn *c = t->conn;
         if (--t->refs > 0)
                 return;
+        if (t->big) {
+                rt_bigbuf_put(c->r, t->big, t->big_len);
+                t->big = NULL;
+        }
         t->state = ISCSI_TASK_FREE;
         t->next_free = c->free_tasks;
         c->free_tasks = t;
@@ -284,6 +288,11 @@ static void task_finish(struct iscsi_task *t)
         if (t->finished)
                 return;
         t->finished = true;
+        /* Waiting for a large buffer it will never use: stop waiting (the wait's reference). */
+        if (t->buf_wait && rt_bigbuf_cancel(t->conn->r, &t->bw)) {
+                t->buf_wait = false;
+                task_put(t);
+        }
         task_put(t);
 }
 
@@ -359,7 +368,7 @@ static void build_datain(struct iscsi_task *t, bool piggyback)
         }
         put_be32(&d->datasn, t->datain_sn++);
         put_be32(&d->buffer_offset, off);
-        t->tx.data = t->buf + off;
+        t->tx.data = t->cmd.buf + off;
         t->tx.data_len = len;
         t->datain_off = off + len;
         task_send(t, &t->tx, scsi_tx_done);
@@ -488,11 +497,17 @@ static void send_r2t(struct iscsi_task *t)
         task_send(t, &t->tx_r2t, r2t_tx_done);
 }
 
+static void task_switch_big(struct iscsi_task *t);
+
 /* Data moved for a SCSI task: ask for more, or run it. */
 static void task_data_progress(struct iscsi_task *t)
 {
-        if (t->aborted || t->state != ISCSI_TASK_RX_DATA)
+        if (t->aborted || t->state != ISCSI_TASK_RX_DATA || t->buf_wait)
                 return;
+        if (t->big_ready) {
+                t->big_ready = false;
+                task_switch_big(t);
+        }
         if (!t->unsol_done)
                 return; /* unsolicited Data-Out still to come */
         if (t->next_off < t->want) {
@@ -648,6 +663,9 @@ static int cdb_from_pdu(struct iscsi_conn *c, struct scsi_cmd *cmd)
         return 0;
 }
 
+static void task_parse(struct iscsi_task *t);
+static int task_big_buffer(struct iscsi_task *t);
+
 static int hdr_scsi_cmd(struct iscsi_conn *c)
 {
         const struct iscsi_scsi_cmd *h = (const struct iscsi_scsi_cmd *)c->bhs;
@@ -717,7 +735,22 @@ static int hdr_scsi_cmd(struct iscsi_conn *c)
                         t->unsol_len = imm;
         }
         t->unsol_done = t->unsol_len == imm;
+        t->state = ISCSI_TASK_RX_DATA;
 
+        if (t->edtl > CORE_SMALL_TRANSFER_BYTES && task_big_buffer(t) == HDR_PARK) {
+                c->rx_dst = t->buf; /* immediate data waits in the task's own buffer */
+                return HDR_OK;
+        }
+        task_parse(t);
+        c->rx_dst = cmd->buf;
+        return HDR_OK;
+}
+
+/* Parse the task's command into cmd->buf: its final status now, or how much data it wants. */
+static void task_parse(struct iscsi_task *t)
+{
+        struct scsi_cmd *cmd = &t->cmd;
+        bool w = cmd->dir_write;
         if (scsi_cmd_parse(cmd) == SCSI_PARSE_DONE) {
                 t->parse_done = true;
                 t->want = 0;
@@ -737,9 +770,74 @@ static int hdr_scsi_cmd(struct iscsi_conn *c)
         } else {
                 t->want = cmd->data_out_len;
         }
-        t->state = ISCSI_TASK_RX_DATA;
-        c->rx_dst = t->buf;
-        return HDR_OK;
+}
+
+/*
+ * The large buffer came (rt_bigbuf_wait): move the unsolicited data already
+ * received (at most FirstBurstLength) into it and parse the command.
+ */
+static void task_switch_big(struct iscsi_task *t)
+{
+        struct scsi_cmd *cmd = &t->cmd;
+        if (t->next_off)
+                memcpy(t->big, t->buf, t->next_off);
+        cmd->buf = t->big;
+        cmd->buf_len = (uint32_t)t->big_len;
+        task_parse(t);
+}
+
+static void big_granted(struct rt_bigbuf_wait *w)
+{
+        struct iscsi_task *t = (struct iscsi_task *)((char *)w - offsetof(struct iscsi_task, bw));
+        struct iscsi_conn *c = t->conn;
+        t->buf_wait = false;
+        t->big = w->buf;
+        t->big_len = w->len;
+        if (t->aborted || t->finished || t->state != ISCSI_TASK_RX_DATA ||
+            c->state == ISCSI_CONN_CLOSING) {
+                /* Over without it (aborted, or failed in its data phase). */
+                task_put(t); /* the wait's reference: the buffer goes back when the task frees */
+                return;
+        }
+        if (c->rx_task == t && c->rx_state != ISCSI_RX_BHS) {
+                /* A PDU of this task is coming in: switch once it is complete. */
+                t->big_ready = true;
+                task_put(t);
+                return;
+        }
+        task_switch_big(t);
+        task_data_progress(t);
+        task_put(t);
+        iscsi_conn_flush(c);
+}
+
+/*
+ * A transfer above what the task's own buffer holds: borrow from the
+ * reactor's pool.  HDR_OK: cmd->buf is the large buffer (or, if the pool
+ * can never lend that much, still the task's: parse refuses the length).
+ * HDR_PARK: the task waits for a buffer (big_granted) and the connection
+ * reads on; never the whole connection parked, since the Data-Out that
+ * would let other tasks give their buffers back is behind this PDU.
+ */
+static int task_big_buffer(struct iscsi_task *t)
+{
+        struct iscsi_conn *c = t->conn;
+        size_t want = min_u32(t->edtl, CORE_MAX_TRANSFER_BYTES), got;
+        uint8_t *b = rt_bigbuf_get(c->r, want, &got);
+        if (b) {
+                t->big = b;
+                t->big_len = got;
+                t->cmd.buf = b;
+                t->cmd.buf_len = (uint32_t)got;
+                return HDR_OK;
+        }
+        t->bw.fn = big_granted;
+        t->bw.len = want;
+        if (rt_bigbuf_wait(c->r, &t->bw) < 0)
+                return HDR_OK;
+        t->buf_wait = true;
+        t->refs++;
+        return HDR_PARK;
 }
 
 static struct iscsi_task *find_unsol_task(struct iscsi_conn *c, uint32_t itt)
@@ -781,10 +879,10 @@ static int hdr_data_out(struct iscsi_conn *c)
                     datasn != t->datasn)
                         goto bad;
         }
-        if ((uint64_t)off + c->dsl > ISCSI_TASK_BUF_LEN)
+        if ((uint64_t)off + c->dsl > t->cmd.buf_len)
                 goto bad;
         c->rx_task = t;
-        c->rx_dst = t->buf + off;
+        c->rx_dst = t->cmd.buf + off;
         return HDR_OK;
 bad:
         /* ERL 0 offers no recovery of the sequence: the command fails with

@@ -23,6 +23,7 @@
 #include <sys/socket.h>
 
 #include "iscsi/iscsi.h"
+#include "rt/bigbuf.h"
 #include "rt/listener.h"
 #include "rt/reactor.h"
 #include "rt/rxbuf.h"
@@ -33,9 +34,11 @@
 #define ISCSI_MOD "iscsi"
 
 /* Limits we offer or enforce. */
-#define ISCSI_QUEUE_DEPTH     128 /* CmdSN window advertised through MaxCmdSN */
-#define ISCSI_TASK_RESERVE    16  /* extra tasks for immediate PDUs (NOP, TMF, ...) */
-#define ISCSI_TASK_BUF_LEN    (2u * CORE_MAX_TRANSFER_BYTES)
+#define ISCSI_QUEUE_DEPTH  128 /* CmdSN window advertised through MaxCmdSN */
+#define ISCSI_TASK_RESERVE 16  /* extra tasks for immediate PDUs (NOP, TMF, ...) */
+/* Per task: data up to CORE_SMALL_TRANSFER_BYTES plus as much scratch; bigger
+ * transfers borrow from the reactor's large-buffer pool (rt/bigbuf.h). */
+#define ISCSI_TASK_BUF_LEN    (2u * CORE_SMALL_TRANSFER_BYTES)
 #define ISCSI_OUR_MRDSL       262144u    /* MaxRecvDataSegmentLength we declare */
 #define ISCSI_OUR_MAX_BURST   (1u << 20) /* <= 2^24-1; a bigger command takes more R2Ts */
 #define ISCSI_OUR_FIRST_BURST 262144u
@@ -264,6 +267,19 @@ struct iscsi_task {
         uint8_t rsp_flags; /* O/U bits */
         uint32_t residual;
         uint8_t rsp_data[2 + SCSI_SENSE_MAX];
+
+        /*
+         * A transfer above CORE_SMALL_TRANSFER_BYTES: its buffer from the
+         * reactor's pool (released when the task is freed).  Until the pool
+         * can lend one the task waits (buf_wait, holding a reference) with
+         * its command not yet parsed; unsolicited data lands in the task's
+         * own buffer and is copied over when the buffer comes (big_ready: it
+         * came while a PDU of this task was being received).
+         */
+        uint8_t *big;
+        size_t big_len;
+        bool buf_wait, big_ready;
+        struct rt_bigbuf_wait bw;
 
         /* TMF waiting for aborted tasks to leave the backend. */
         struct iscsi_task *tmf;

@@ -97,7 +97,8 @@ struct nvme_cmd {
         /* Set by the transport. */
         uint8_t sqe[64];
         struct nvme_queue *queue;
-        uint8_t *buf; /* >= 2 * CORE_MAX_TRANSFER_BYTES */
+        /* >= 2 * CORE_SMALL_TRANSFER_BYTES, or as long as the data pointer (at most MDTS) */
+        uint8_t *buf;
         uint32_t buf_len;
         uint32_t icd_len; /* in-capsule data already in buf */
         struct rt_reactor *reactor;

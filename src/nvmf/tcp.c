@@ -11,8 +11,11 @@
  * length from the wire is checked against the negotiated limits before
  * anything is read into a buffer.  Commands come from a pool sized at
  * connection time (NVME_TRANSPORT_QUEUE_DEPTH, announced as CAP.MQES), each
- * with a 2 * CORE_MAX_TRANSFER_BYTES buffer carved from one MAP_NORESERVE
- * mapping; the personality (nvme/) parses and executes them.
+ * with a 2 * CORE_SMALL_TRANSFER_BYTES buffer carved from one MAP_NORESERVE
+ * mapping; a command whose data pointer is longer borrows a buffer from the
+ * reactor's large-buffer pool (rt/bigbuf.h), waiting for one without holding
+ * up the queue's other commands.  The personality (nvme/) parses and
+ * executes them.
  */
 #include "nvmf/nvmf.h"
 
@@ -30,6 +33,7 @@
 
 #include "nvme/nvme.h"
 #include "nvmf/tcp_internal.h"
+#include "rt/bigbuf.h"
 #include "rt/crc.h"
 #include "rt/listener.h"
 #include "rt/log.h"
@@ -44,7 +48,7 @@
 
 #define TCP_POOL      NVME_TRANSPORT_QUEUE_DEPTH
 #define TCP_ICD_MAX   NVME_TRANSPORT_ICD_BYTES
-#define TCP_BUF_LEN   (2u * CORE_MAX_TRANSFER_BYTES)
+#define TCP_BUF_LEN   (2u * CORE_SMALL_TRANSFER_BYTES)
 #define TCP_RX_BUDGET (4u << 20) /* bytes read per wake-up before yielding to others */
 #define TCP_CLOSE_MS  1000       /* after a C2HTermReq, close even if it could not be sent */
 
@@ -66,16 +70,21 @@ struct tx_item {
 
 /* Command life cycle in the transport. */
 enum cmd_state {
-        CMD_FREE = 0, /* in the free stack */
-        CMD_RECV = 1, /* capsule or its in-capsule data being received */
-        CMD_H2C = 2,  /* R2T outstanding, H2CData expected */
-        CMD_EXEC = 3, /* owned by the personality until done() */
-        CMD_SEND = 4, /* response PDUs queued; freed when the last one is sent */
+        CMD_FREE = 0,    /* in the free stack */
+        CMD_RECV = 1,    /* capsule or its in-capsule data being received */
+        CMD_H2C = 2,     /* R2T outstanding, H2CData expected */
+        CMD_EXEC = 3,    /* owned by the personality until done() */
+        CMD_SEND = 4,    /* response PDUs queued; freed when the last one is sent */
+        CMD_BUFWAIT = 5, /* capsule in, waiting for a large buffer (big_granted) */
 };
 
 struct tcp_cmd {
         struct nvme_cmd nc;
         struct tcp_queue *q;
+        uint8_t *slot_buf; /* this slot's own TCP_BUF_LEN buffer */
+        uint8_t *big;      /* a pool buffer while the command holds one (nc.buf) */
+        size_t big_len;
+        struct rt_bigbuf_wait bw;
         enum cmd_state state;
         uint16_t ttag; /* index in the pool */
         uint16_t cid;
@@ -158,8 +167,9 @@ struct tcp_queue {
         size_t bufs_len;
         uint16_t free_stack[TCP_POOL];
         unsigned nfree;
-        unsigned nexec; /* commands the personality owns (done not yet called) */
-        unsigned naer;  /* of which parked AERs */
+        unsigned nexec;    /* commands the personality owns (done not yet called) */
+        unsigned naer;     /* of which parked AERs */
+        unsigned nbufwait; /* commands waiting for a large buffer, or its grant callback */
 
         struct tcp_queue *reg_prev, *reg_next;
 };
@@ -313,6 +323,11 @@ static void tx_queue(struct tcp_queue *q, struct tx_item *it)
 static void cmd_release(struct tcp_cmd *c)
 {
         struct tcp_queue *q = c->q;
+        if (c->big) {
+                rt_bigbuf_put(q->nq.reactor, c->big, c->big_len);
+                c->big = NULL;
+        }
+        c->nc.buf = c->slot_buf;
         c->state = CMD_FREE;
         q->free_stack[q->nfree++] = c->ttag;
         if (q->rx_stalled)
@@ -449,8 +464,8 @@ static bool queue_try_free(struct tcp_queue *q)
 {
         if (q->state != Q_DEAD || q->rx_armed || q->tx_armed || q->kick_pending)
                 return false;
-        if (q->nexec > q->naer)
-                return false; /* backend I/O in flight: its done frees us later */
+        if (q->nexec > q->naer || q->nbufwait)
+                return false; /* backend I/O in flight, or a buffer grant: frees us later */
         if (!q->fini_done) {
                 /*
                  * nvme.h: once every command but parked AERs has completed; the
@@ -534,8 +549,15 @@ static void queue_close(struct tcp_queue *q, const char *reason)
         }
         for (unsigned i = 0; i < TCP_POOL; i++) {
                 struct tcp_cmd *c = &q->cmds[i];
-                if (c->state != CMD_FREE && c->state != CMD_EXEC)
+                if (c->state == CMD_BUFWAIT) {
+                        /* Already granted: big_granted releases it. */
+                        if (rt_bigbuf_cancel(q->nq.reactor, &c->bw)) {
+                                q->nbufwait--;
+                                cmd_release(c);
+                        }
+                } else if (c->state != CMD_FREE && c->state != CMD_EXEC) {
                         cmd_release(c);
+                }
         }
         /* nvme_queue_fini and the free happen in queue_try_free. */
         queue_kick(q);
@@ -589,9 +611,8 @@ static struct tcp_cmd *cmd_get(struct tcp_queue *q)
         if (!q->nfree)
                 return NULL;
         struct tcp_cmd *c = &q->cmds[q->free_stack[--q->nfree]];
-        uint8_t *buf = c->nc.buf;
         memset(&c->nc, 0, sizeof(c->nc));
-        c->nc.buf = buf;
+        c->nc.buf = c->slot_buf;
         c->nc.buf_len = TCP_BUF_LEN;
         c->nc.queue = &q->nq;
         c->nc.reactor = q->nq.reactor;
@@ -839,6 +860,57 @@ enum nvme_xfer_error nvmf_tcp_check_xfer(const struct nvme_cmd *cmd, uint32_t le
         return sgl_len == len ? NVME_XFER_OK : NVME_XFER_SGL_LENGTH;
 }
 
+static void capsule_parse(struct tcp_cmd *c);
+
+static void big_granted(struct rt_bigbuf_wait *w)
+{
+        struct tcp_cmd *c = container_of(w, struct tcp_cmd, bw);
+        struct tcp_queue *q = c->q;
+        q->nbufwait--;
+        c->big = w->buf;
+        c->big_len = w->len;
+        if (q->state >= Q_CLOSING) {
+                cmd_release(c); /* gives the buffer back */
+                queue_kick(q);  /* maybe the last thing the queue waited for */
+                return;
+        }
+        c->nc.buf = c->big;
+        c->nc.buf_len = (uint32_t)c->big_len;
+        c->state = CMD_RECV;
+        capsule_parse(c);
+        tx_flush(q);
+}
+
+/*
+ * A data pointer longer than the slot's buffer: borrow from the reactor's
+ * pool (at most CORE_MAX_TRANSFER_BYTES).  true: nc.buf is the large buffer,
+ * or the pool can never lend that much (the slot's buffer stays and parse
+ * refuses the length); false: the command waits (big_granted) while the
+ * queue reads on -- H2CData that lets other commands finish and return
+ * their buffers may be right behind this capsule.
+ */
+static bool cmd_big_buffer(struct tcp_cmd *c)
+{
+        struct tcp_queue *q = c->q;
+        size_t want = c->sgl_len < CORE_MAX_TRANSFER_BYTES ? c->sgl_len : CORE_MAX_TRANSFER_BYTES;
+        size_t got;
+        uint8_t *b = rt_bigbuf_get(q->nq.reactor, want, &got);
+        if (b) {
+                c->big = b;
+                c->big_len = got;
+                c->nc.buf = b;
+                c->nc.buf_len = (uint32_t)got;
+                return true;
+        }
+        c->bw.fn = big_granted;
+        c->bw.len = want;
+        if (rt_bigbuf_wait(q->nq.reactor, &c->bw) < 0)
+                return true;
+        c->state = CMD_BUFWAIT;
+        q->nbufwait++;
+        return false;
+}
+
 /* A whole capsule (SQE and in-capsule data) is in: check the SGL, parse, move data, execute. */
 static void capsule_ready(struct tcp_queue *q, struct tcp_cmd *c)
 {
@@ -854,12 +926,26 @@ static void capsule_ready(struct tcp_queue *q, struct tcp_cmd *c)
         }
         c->sgl_len = get_le32(&sqe->dptr.length);
         c->sgl_id = sqe->dptr.type;
-        enum nvme_xfer_error e = nvmf_tcp_check_sgl(nc, TCP_BUF_LEN);
+        /*
+         * No length bound here: a Transport Data Block longer than MDTS is
+         * the command's to refuse (Invalid Field, or SGL Length for a data
+         * pointer that does not match the command); its buffer is at most
+         * CORE_MAX_TRANSFER_BYTES whatever the SGL says.
+         */
+        enum nvme_xfer_error e = nvmf_tcp_check_sgl(nc, UINT32_MAX);
         if (e != NVME_XFER_OK) {
                 cmd_reject(c, e);
                 return;
         }
+        if (c->sgl_len > CORE_SMALL_TRANSFER_BYTES && !cmd_big_buffer(c))
+                return; /* capsule_parse once a buffer is free */
+        capsule_parse(c);
+}
 
+/* The capsule's buffer is ready: parse, then fetch data or execute. */
+static void capsule_parse(struct tcp_cmd *c)
+{
+        struct nvme_cmd *nc = &c->nc;
         nc->done = cmd_done;
         if (nvme_cmd_parse(nc) == NVME_PARSE_DONE) {
                 cmd_send_resp(c);
@@ -1221,7 +1307,8 @@ static struct tcp_queue *queue_new(int fd, struct rt_reactor *r)
                 struct tcp_cmd *c = &q->cmds[i];
                 c->q = q;
                 c->ttag = (uint16_t)i;
-                c->nc.buf = q->bufs + (size_t)i * TCP_BUF_LEN;
+                c->slot_buf = q->bufs + (size_t)i * TCP_BUF_LEN;
+                c->nc.buf = c->slot_buf;
                 q->free_stack[i] = (uint16_t)(TCP_POOL - 1 - i);
         }
         q->nfree = TCP_POOL;

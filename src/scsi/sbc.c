@@ -102,9 +102,16 @@ static bool check_wp(struct scsi_cmd *cmd)
         return scsi_check_state(cmd, CORE_CHK_WRITABLE);
 }
 
-static bool check_xfer(struct scsi_cmd *cmd, const struct rw_fields *f, uint64_t bytes)
+/*
+ * The CDB's transfer (bytes) against MAXIMUM TRANSFER LENGTH, and what will
+ * be moved (moved: EDTL may cut it short) against the transport's buffer --
+ * half of it when the core needs the other half as scratch (compares).
+ */
+static bool check_xfer(struct scsi_cmd *cmd, const struct rw_fields *f, uint64_t bytes,
+                       uint64_t moved, bool scratch)
 {
-        if (bytes > CORE_MAX_TRANSFER_BYTES || bytes > cmd->buf_len / 2) {
+        if (bytes > CORE_MAX_TRANSFER_BYTES ||
+            moved > (scratch ? cmd->buf_len / 2 : cmd->buf_len)) {
                 scsi_sense_invalid_field(cmd, true, f->len_off, 7);
                 return false;
         }
@@ -170,7 +177,7 @@ enum scsi_parse_result scsi_sbc_rw(struct scsi_cmd *cmd)
         /* 6-byte forms have no flags; others: DPO, FUA, RARC (read), obsolete bits 1..0. */
         if (!check_common(cmd, &f, write ? 0x1b : 0x1f))
                 return SCSI_PARSE_DONE;
-        if (!check_xfer(cmd, &f, bytes))
+        if (!check_xfer(cmd, &f, bytes, bytes < cmd->edtl ? bytes : cmd->edtl, false))
                 return SCSI_PARSE_DONE;
         if (write && !check_wp(cmd))
                 return SCSI_PARSE_DONE;
@@ -231,7 +238,7 @@ enum scsi_parse_result scsi_sbc_verify(struct scsi_cmd *cmd)
                 req_init(cmd, CORE_OP_VERIFY, f.lba, f.nlb, io_flags(f.flags & 0x10));
                 return SCSI_PARSE_EXEC;
         }
-        if (!check_xfer(cmd, &f, bytes))
+        if (!check_xfer(cmd, &f, bytes, bytes, true))
                 return SCSI_PARSE_DONE;
         cmd->xfer_len = bytchk == 0x03 ? (f.nlb ? bs : 0) : (uint32_t)bytes;
         if (!f.nlb)
@@ -264,7 +271,8 @@ enum scsi_parse_result scsi_sbc_write_verify(struct scsi_cmd *cmd)
                 scsi_sense_invalid_field(cmd, true, 1, 2);
                 return SCSI_PARSE_DONE;
         }
-        if (!check_xfer(cmd, &f, bytes) || !check_wp(cmd))
+        if (!check_xfer(cmd, &f, bytes, bytes < cmd->edtl ? bytes : cmd->edtl, false) ||
+            !check_wp(cmd))
                 return SCSI_PARSE_DONE;
         nlb = f.nlb;
         if ((uint64_t)cmd->edtl < bytes)
@@ -329,7 +337,8 @@ enum scsi_parse_result scsi_sbc_orwrite(struct scsi_cmd *cmd)
         decode(cmd->cdb, &f);
         bytes = (uint64_t)f.nlb * bs;
         cmd->xfer_len = bytes > UINT32_MAX ? UINT32_MAX : (uint32_t)bytes;
-        if (!check_common(cmd, &f, 0x1a) || !check_xfer(cmd, &f, bytes) || !check_wp(cmd))
+        if (!check_common(cmd, &f, 0x1a) || !check_xfer(cmd, &f, bytes, bytes, true) ||
+            !check_wp(cmd))
                 return SCSI_PARSE_DONE;
         if (!f.nlb)
                 return good_done(cmd);
