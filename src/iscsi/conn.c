@@ -257,14 +257,49 @@ static struct iscsi_task *task_get(struct iscsi_conn *c, bool immediate)
 
 static void logout_check(struct iscsi_conn *c);
 
+/* The task's data buffer is one lent by the reactor's pool. */
+static bool task_has_big(const struct iscsi_task *t)
+{
+        return t->is_scsi && t->cmd.buf && t->cmd.buf != t->buf;
+}
+
+static void task_put(struct iscsi_task *t);
+static void conn_bw_arm(struct iscsi_conn *c);
+
+/* A task that is over stops waiting for a large buffer (and drops the wait's reference). */
+static void task_unwait(struct iscsi_task *t)
+{
+        struct iscsi_conn *c = t->conn;
+        if (!t->buf_wait)
+                return;
+        if (t == c->bw_head && c->bw_armed) {
+                if (!rt_bigbuf_cancel(c->r, &c->bw))
+                        return; /* already lent: conn_big_granted gives it back */
+                c->bw_armed = false;
+        }
+        struct iscsi_task **pp = &c->bw_head, *prev = NULL;
+        while (*pp && *pp != t) {
+                prev = *pp;
+                pp = &(*pp)->next_free;
+        }
+        if (*pp) {
+                *pp = t->next_free;
+                if (c->bw_tail == t)
+                        c->bw_tail = prev;
+        }
+        t->buf_wait = false;
+        task_put(t);
+        conn_bw_arm(c);
+}
+
 static void task_put(struct iscsi_task *t)
 {
         struct iscsi_conn *c = t->conn;
         if (--t->refs > 0)
                 return;
-        if (t->big) {
-                rt_bigbuf_put(c->r, t->big, t->big_len);
-                t->big = NULL;
+        if (task_has_big(t)) {
+                rt_bigbuf_put(c->r, t->cmd.buf, t->cmd.buf_len);
+                t->cmd.buf = t->buf;
         }
         t->state = ISCSI_TASK_FREE;
         t->next_free = c->free_tasks;
@@ -288,11 +323,7 @@ static void task_finish(struct iscsi_task *t)
         if (t->finished)
                 return;
         t->finished = true;
-        /* Waiting for a large buffer it will never use: stop waiting (the wait's reference). */
-        if (t->buf_wait && rt_bigbuf_cancel(t->conn->r, &t->bw)) {
-                t->buf_wait = false;
-                task_put(t);
-        }
+        task_unwait(t);
         task_put(t);
 }
 
@@ -497,17 +528,11 @@ static void send_r2t(struct iscsi_task *t)
         task_send(t, &t->tx_r2t, r2t_tx_done);
 }
 
-static void task_switch_big(struct iscsi_task *t);
-
 /* Data moved for a SCSI task: ask for more, or run it. */
 static void task_data_progress(struct iscsi_task *t)
 {
         if (t->aborted || t->state != ISCSI_TASK_RX_DATA || t->buf_wait)
                 return;
-        if (t->big_ready) {
-                t->big_ready = false;
-                task_switch_big(t);
-        }
         if (!t->unsol_done)
                 return; /* unsolicited Data-Out still to come */
         if (t->next_off < t->want) {
@@ -773,70 +798,98 @@ static void task_parse(struct iscsi_task *t)
 }
 
 /*
- * The large buffer came (rt_bigbuf_wait): move the unsolicited data already
- * received (at most FirstBurstLength) into it and parse the command.
+ * The large buffer came: move the unsolicited data already received (at most
+ * FirstBurstLength, including a PDU of this task still coming in, whose
+ * remaining bytes then land in the new buffer) into it and parse.
  */
-static void task_switch_big(struct iscsi_task *t)
+static void task_switch_big(struct iscsi_task *t, uint8_t *big, size_t len)
 {
+        struct iscsi_conn *c = t->conn;
         struct scsi_cmd *cmd = &t->cmd;
-        if (t->next_off)
-                memcpy(t->big, t->buf, t->next_off);
-        cmd->buf = t->big;
-        cmd->buf_len = (uint32_t)t->big_len;
+        uint32_t end = t->next_off;
+        bool receiving = c->rx_task == t && c->rx_dst;
+        if (receiving) {
+                uint32_t off = (uint32_t)(c->rx_dst - t->buf);
+                if (off + c->dsl > end)
+                        end = off + c->dsl;
+                c->rx_dst = big + off;
+        }
+        if (end)
+                memcpy(big, t->buf, end);
+        cmd->buf = big;
+        cmd->buf_len = (uint32_t)len;
         task_parse(t);
 }
 
-static void big_granted(struct rt_bigbuf_wait *w)
+static size_t task_big_len(const struct iscsi_task *t)
 {
-        struct iscsi_task *t = (struct iscsi_task *)((char *)w - offsetof(struct iscsi_task, bw));
-        struct iscsi_conn *c = t->conn;
+        return min_u32(t->edtl, CORE_MAX_TRANSFER_BYTES);
+}
+
+/* The pool lent a buffer for the connection's oldest waiting task. */
+static void conn_big_granted(struct rt_bigbuf_wait *w)
+{
+        struct iscsi_conn *c = (struct iscsi_conn *)((char *)w - offsetof(struct iscsi_conn, bw));
+        struct iscsi_task *t = c->bw_head;
+        c->bw_armed = false;
+        c->bw_head = t->next_free;
+        if (!c->bw_head)
+                c->bw_tail = NULL;
         t->buf_wait = false;
-        t->big = w->buf;
-        t->big_len = w->len;
         if (t->aborted || t->finished || t->state != ISCSI_TASK_RX_DATA ||
             c->state == ISCSI_CONN_CLOSING) {
                 /* Over without it (aborted, or failed in its data phase). */
-                task_put(t); /* the wait's reference: the buffer goes back when the task frees */
-                return;
+                rt_bigbuf_put(c->r, w->buf, w->len);
+        } else {
+                task_switch_big(t, w->buf, w->len);
+                task_data_progress(t);
         }
-        if (c->rx_task == t && c->rx_state != ISCSI_RX_BHS) {
-                /* A PDU of this task is coming in: switch once it is complete. */
-                t->big_ready = true;
-                task_put(t);
-                return;
-        }
-        task_switch_big(t);
-        task_data_progress(t);
-        task_put(t);
+        conn_bw_arm(c);
+        task_put(t); /* the wait's reference */
         iscsi_conn_flush(c);
+}
+
+/* Ask the pool for the oldest waiting task's buffer (one request per connection). */
+static void conn_bw_arm(struct iscsi_conn *c)
+{
+        if (c->bw_armed || !c->bw_head || c->state == ISCSI_CONN_CLOSING)
+                return;
+        c->bw.fn = conn_big_granted;
+        c->bw.len = task_big_len(c->bw_head);
+        if (rt_bigbuf_wait(c->r, &c->bw) == 0)
+                c->bw_armed = true;
 }
 
 /*
  * A transfer above what the task's own buffer holds: borrow from the
  * reactor's pool.  HDR_OK: cmd->buf is the large buffer (or, if the pool
  * can never lend that much, still the task's: parse refuses the length).
- * HDR_PARK: the task waits for a buffer (big_granted) and the connection
- * reads on; never the whole connection parked, since the Data-Out that
- * would let other tasks give their buffers back is behind this PDU.
+ * HDR_PARK: the task waits for a buffer (conn_big_granted) and the
+ * connection reads on; never the whole connection parked, since the
+ * Data-Out that would let other tasks give their buffers back may be behind
+ * this PDU.
  */
 static int task_big_buffer(struct iscsi_task *t)
 {
         struct iscsi_conn *c = t->conn;
-        size_t want = min_u32(t->edtl, CORE_MAX_TRANSFER_BYTES), got;
-        uint8_t *b = rt_bigbuf_get(c->r, want, &got);
+        size_t want = task_big_len(t), got;
+        uint8_t *b = c->bw_head ? NULL : rt_bigbuf_get(c->r, want, &got);
         if (b) {
-                t->big = b;
-                t->big_len = got;
                 t->cmd.buf = b;
                 t->cmd.buf_len = (uint32_t)got;
                 return HDR_OK;
         }
-        t->bw.fn = big_granted;
-        t->bw.len = want;
-        if (rt_bigbuf_wait(c->r, &t->bw) < 0)
-                return HDR_OK;
+        if (want > rt_bigbuf_capacity(c->r))
+                return HDR_OK; /* never: parse refuses the length */
         t->buf_wait = true;
         t->refs++;
+        t->next_free = NULL;
+        if (c->bw_tail)
+                c->bw_tail->next_free = t;
+        else
+                c->bw_head = t;
+        c->bw_tail = t;
+        conn_bw_arm(c);
         return HDR_PARK;
 }
 

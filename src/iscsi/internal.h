@@ -245,6 +245,15 @@ struct iscsi_task {
         bool finished;   /* owner reference dropped */
         bool rsp_preset; /* residual flags decided at parse time */
         bool is_scsi;
+        /*
+         * A transfer above CORE_SMALL_TRANSFER_BYTES takes its buffer
+         * (cmd.buf, released when the task is freed) from the reactor's pool.
+         * Until the pool lends one, the task waits in its connection's FIFO
+         * (linked through next_free, holding a reference) with its command
+         * not yet parsed; unsolicited data lands in the task's own buffer
+         * and is copied over when the buffer comes.
+         */
+        bool buf_wait;
         uint8_t opcode;
 
         /* Data-Out bookkeeping. */
@@ -267,19 +276,6 @@ struct iscsi_task {
         uint8_t rsp_flags; /* O/U bits */
         uint32_t residual;
         uint8_t rsp_data[2 + SCSI_SENSE_MAX];
-
-        /*
-         * A transfer above CORE_SMALL_TRANSFER_BYTES: its buffer from the
-         * reactor's pool (released when the task is freed).  Until the pool
-         * can lend one the task waits (buf_wait, holding a reference) with
-         * its command not yet parsed; unsolicited data lands in the task's
-         * own buffer and is copied over when the buffer comes (big_ready: it
-         * came while a PDU of this task was being received).
-         */
-        uint8_t *big;
-        size_t big_len;
-        bool buf_wait, big_ready;
-        struct rt_bigbuf_wait bw;
 
         /* TMF waiting for aborted tasks to leave the backend. */
         struct iscsi_task *tmf;
@@ -384,6 +380,10 @@ struct iscsi_conn {
         struct rt_defer close_defer;
         bool close_deferred;
         struct rt_defer rx_defer; /* resume a parked receive once a task frees */
+        /* Tasks waiting for a large buffer, oldest first; one request in the pool for the head. */
+        struct iscsi_task *bw_head, *bw_tail;
+        struct rt_bigbuf_wait bw;
+        bool bw_armed;
         bool rx_defer_armed;
         bool logout_rsp_sent;
         uint32_t text_gen;

@@ -75,21 +75,18 @@ enum cmd_state {
         CMD_H2C = 2,     /* R2T outstanding, H2CData expected */
         CMD_EXEC = 3,    /* owned by the personality until done() */
         CMD_SEND = 4,    /* response PDUs queued; freed when the last one is sent */
-        CMD_BUFWAIT = 5, /* capsule in, waiting for a large buffer (big_granted) */
+        CMD_BUFWAIT = 5, /* capsule in, waiting for a large buffer (queue_big_granted) */
 };
 
 struct tcp_cmd {
         struct nvme_cmd nc;
         struct tcp_queue *q;
-        uint8_t *slot_buf; /* this slot's own TCP_BUF_LEN buffer */
-        uint8_t *big;      /* a pool buffer while the command holds one (nc.buf) */
-        size_t big_len;
-        struct rt_bigbuf_wait bw;
         enum cmd_state state;
         uint16_t ttag; /* index in the pool */
         uint16_t cid;
         uint32_t sgl_len;
         uint8_t sgl_id;
+        uint16_t bw_next;    /* CMD_BUFWAIT: the next waiting command (TCP_POOL: none) */
         uint32_t r2to, r2tl; /* current R2T */
         uint32_t r2t_got;    /* bytes of it received */
         uint32_t h2c_done;   /* bytes of host data in buf */
@@ -167,9 +164,14 @@ struct tcp_queue {
         size_t bufs_len;
         uint16_t free_stack[TCP_POOL];
         unsigned nfree;
-        unsigned nexec;    /* commands the personality owns (done not yet called) */
-        unsigned naer;     /* of which parked AERs */
-        unsigned nbufwait; /* commands waiting for a large buffer, or its grant callback */
+        unsigned nexec; /* commands the personality owns (done not yet called) */
+        unsigned naer;  /* of which parked AERs */
+        /* Commands waiting for a large buffer, oldest first; one request in the pool for the head.
+         */
+        unsigned nbufwait;
+        uint16_t bw_head, bw_tail; /* TCP_POOL: none */
+        struct rt_bigbuf_wait bw;
+        bool bw_armed;
 
         struct tcp_queue *reg_prev, *reg_next;
 };
@@ -320,14 +322,19 @@ static void tx_queue(struct tcp_queue *q, struct tx_item *it)
         rt_txq_push(&q->txq, &it->tx);
 }
 
+/* The command slot's own TCP_BUF_LEN buffer. */
+static uint8_t *cmd_slot_buf(const struct tcp_cmd *c)
+{
+        return c->q->bufs + (size_t)c->ttag * TCP_BUF_LEN;
+}
+
 static void cmd_release(struct tcp_cmd *c)
 {
         struct tcp_queue *q = c->q;
-        if (c->big) {
-                rt_bigbuf_put(q->nq.reactor, c->big, c->big_len);
-                c->big = NULL;
+        if (c->nc.buf != cmd_slot_buf(c)) { /* lent by the pool */
+                rt_bigbuf_put(q->nq.reactor, c->nc.buf, c->nc.buf_len);
+                c->nc.buf = cmd_slot_buf(c);
         }
-        c->nc.buf = c->slot_buf;
         c->state = CMD_FREE;
         q->free_stack[q->nfree++] = c->ttag;
         if (q->rx_stalled)
@@ -547,14 +554,20 @@ static void queue_close(struct tcp_queue *q, const char *reason)
                 if (it->cmd)
                         it->cmd->tx_refs--;
         }
+        /* Stop waiting for large buffers, unless the pool already lent the head's. */
+        if (q->bw_armed && rt_bigbuf_cancel(q->nq.reactor, &q->bw))
+                q->bw_armed = false;
+        uint16_t lent = q->bw_armed ? q->bw_head : TCP_POOL;
+        q->bw_head = q->bw_tail = lent;
+        if (lent != TCP_POOL)
+                q->cmds[lent].bw_next = TCP_POOL; /* queue_big_granted releases it */
         for (unsigned i = 0; i < TCP_POOL; i++) {
                 struct tcp_cmd *c = &q->cmds[i];
                 if (c->state == CMD_BUFWAIT) {
-                        /* Already granted: big_granted releases it. */
-                        if (rt_bigbuf_cancel(q->nq.reactor, &c->bw)) {
-                                q->nbufwait--;
-                                cmd_release(c);
-                        }
+                        if (i == lent)
+                                continue;
+                        q->nbufwait--;
+                        cmd_release(c);
                 } else if (c->state != CMD_FREE && c->state != CMD_EXEC) {
                         cmd_release(c);
                 }
@@ -612,7 +625,7 @@ static struct tcp_cmd *cmd_get(struct tcp_queue *q)
                 return NULL;
         struct tcp_cmd *c = &q->cmds[q->free_stack[--q->nfree]];
         memset(&c->nc, 0, sizeof(c->nc));
-        c->nc.buf = c->slot_buf;
+        c->nc.buf = cmd_slot_buf(c);
         c->nc.buf_len = TCP_BUF_LEN;
         c->nc.queue = &q->nq;
         c->nc.reactor = q->nq.reactor;
@@ -862,52 +875,76 @@ enum nvme_xfer_error nvmf_tcp_check_xfer(const struct nvme_cmd *cmd, uint32_t le
 
 static void capsule_parse(struct tcp_cmd *c);
 
-static void big_granted(struct rt_bigbuf_wait *w)
+static size_t cmd_big_len(const struct tcp_cmd *c)
 {
-        struct tcp_cmd *c = container_of(w, struct tcp_cmd, bw);
-        struct tcp_queue *q = c->q;
+        return c->sgl_len < CORE_MAX_TRANSFER_BYTES ? c->sgl_len : CORE_MAX_TRANSFER_BYTES;
+}
+
+static void queue_bw_arm(struct tcp_queue *q);
+
+/* The pool lent a buffer for the queue's oldest waiting command. */
+static void queue_big_granted(struct rt_bigbuf_wait *w)
+{
+        struct tcp_queue *q = container_of(w, struct tcp_queue, bw);
+        struct tcp_cmd *c = &q->cmds[q->bw_head];
+        q->bw_armed = false;
+        q->bw_head = c->bw_next;
+        if (q->bw_head == TCP_POOL)
+                q->bw_tail = TCP_POOL;
         q->nbufwait--;
-        c->big = w->buf;
-        c->big_len = w->len;
+        c->nc.buf = w->buf;
+        c->nc.buf_len = (uint32_t)w->len;
         if (q->state >= Q_CLOSING) {
                 cmd_release(c); /* gives the buffer back */
                 queue_kick(q);  /* maybe the last thing the queue waited for */
                 return;
         }
-        c->nc.buf = c->big;
-        c->nc.buf_len = (uint32_t)c->big_len;
         c->state = CMD_RECV;
         capsule_parse(c);
+        queue_bw_arm(q);
         tx_flush(q);
+}
+
+/* Ask the pool for the oldest waiting command's buffer (one request per queue). */
+static void queue_bw_arm(struct tcp_queue *q)
+{
+        if (q->bw_armed || q->bw_head == TCP_POOL || q->state >= Q_CLOSING)
+                return;
+        q->bw.fn = queue_big_granted;
+        q->bw.len = cmd_big_len(&q->cmds[q->bw_head]);
+        if (rt_bigbuf_wait(q->nq.reactor, &q->bw) == 0)
+                q->bw_armed = true;
 }
 
 /*
  * A data pointer longer than the slot's buffer: borrow from the reactor's
  * pool (at most CORE_MAX_TRANSFER_BYTES).  true: nc.buf is the large buffer,
  * or the pool can never lend that much (the slot's buffer stays and parse
- * refuses the length); false: the command waits (big_granted) while the
- * queue reads on -- H2CData that lets other commands finish and return
+ * refuses the length); false: the command waits (queue_big_granted) while
+ * the queue reads on -- H2CData that lets other commands finish and return
  * their buffers may be right behind this capsule.
  */
 static bool cmd_big_buffer(struct tcp_cmd *c)
 {
         struct tcp_queue *q = c->q;
-        size_t want = c->sgl_len < CORE_MAX_TRANSFER_BYTES ? c->sgl_len : CORE_MAX_TRANSFER_BYTES;
-        size_t got;
-        uint8_t *b = rt_bigbuf_get(q->nq.reactor, want, &got);
+        size_t want = cmd_big_len(c), got;
+        uint8_t *b = q->bw_head != TCP_POOL ? NULL : rt_bigbuf_get(q->nq.reactor, want, &got);
         if (b) {
-                c->big = b;
-                c->big_len = got;
                 c->nc.buf = b;
                 c->nc.buf_len = (uint32_t)got;
                 return true;
         }
-        c->bw.fn = big_granted;
-        c->bw.len = want;
-        if (rt_bigbuf_wait(q->nq.reactor, &c->bw) < 0)
+        if (want > rt_bigbuf_capacity(q->nq.reactor))
                 return true;
         c->state = CMD_BUFWAIT;
+        c->bw_next = TCP_POOL;
+        if (q->bw_tail != TCP_POOL)
+                q->cmds[q->bw_tail].bw_next = c->ttag;
+        else
+                q->bw_head = c->ttag;
+        q->bw_tail = c->ttag;
         q->nbufwait++;
+        queue_bw_arm(q);
         return false;
 }
 
@@ -1307,11 +1344,11 @@ static struct tcp_queue *queue_new(int fd, struct rt_reactor *r)
                 struct tcp_cmd *c = &q->cmds[i];
                 c->q = q;
                 c->ttag = (uint16_t)i;
-                c->slot_buf = q->bufs + (size_t)i * TCP_BUF_LEN;
-                c->nc.buf = c->slot_buf;
+                c->nc.buf = q->bufs + (size_t)i * TCP_BUF_LEN;
                 q->free_stack[i] = (uint16_t)(TCP_POOL - 1 - i);
         }
         q->nfree = TCP_POOL;
+        q->bw_head = q->bw_tail = TCP_POOL;
         q->nq.reactor = r;
         q->nq.teardown = tcp_teardown;
         q->nq.check_xfer = nvmf_tcp_check_xfer;

@@ -127,6 +127,12 @@ void *rt_bigbuf_get(struct rt_reactor *r, size_t len, size_t *got)
         return take(p, len, got);
 }
 
+size_t rt_bigbuf_capacity(struct rt_reactor *r)
+{
+        struct pool *p = pool_of(r);
+        return p ? p->nchunks * RT_BIGBUF_CHUNK : 0;
+}
+
 static void grant_fn(struct rt_defer *d)
 {
         struct rt_bigbuf_wait *w =

@@ -62,6 +62,8 @@ uint64_t rt_bigbuf_pool_bytes(void);
  * len exceeds the pool.  *got is the rounded length, to pass back to put.
  */
 void *rt_bigbuf_get(struct rt_reactor *r, size_t len, size_t *got);
+/* Bytes r's pool holds (creating it): the most one request can get; 0 if it cannot be made. */
+size_t rt_bigbuf_capacity(struct rt_reactor *r);
 /* Give back a buffer from rt_bigbuf_get or a waiter (len as received). */
 void rt_bigbuf_put(struct rt_reactor *r, void *buf, size_t len);
 /*
