@@ -816,6 +816,8 @@ static void task_switch_big(struct iscsi_task *t, uint8_t *big, size_t len)
         }
         if (end)
                 memcpy(big, t->buf, end);
+        LOG_DEBUG(ISCSI_MOD, "%s: ITT 0x%x got its %zu-byte buffer; %u bytes moved over%s", c->peer,
+                  t->itt, len, end, receiving ? " (a PDU half read)" : "");
         cmd->buf = big;
         cmd->buf_len = (uint32_t)len;
         task_parse(t);

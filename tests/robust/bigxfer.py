@@ -20,7 +20,11 @@ the data written, or if any sample exceeds the bound
 -- with one buffer per command slot sized for the largest transfer, the
 commands' buffers alone would exceed it by about (commands - pool) * SIZE.  The second command of a
 connection is sent before the first one's data: its buffer may have to wait
-while the first one's Data-Out / H2CData is still to come behind it.
+while the first one's Data-Out / H2CData is still to come behind it.  Odd
+iSCSI connections negotiate ImmediateData=Yes and InitialR2T=No and send
+the first burst (immediate data, then unsolicited Data-Out) with each
+command, so a command that has to wait for its buffer has data already
+received in its slot buffer, to be moved over when the buffer comes.
 
 idle: open CONNS logged-in iSCSI sessions and CONNS NVMe/TCP controllers
 (admin + one I/O queue), print slated's VmRSS in KiB, close them.
@@ -69,14 +73,22 @@ def pattern(tag, size):
 # ---------------------------------------------------------------- iSCSI
 
 class Iscsi:
-    def __init__(self, port, iqn, idx):
+    def __init__(self, port, iqn, idx, unsolicited=False):
         self.s = socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT)
         self.itt = 1
         self.cmdsn = 1
         self.statsn = 0
         self.idx = idx
         self.mrdsl = 8192
+        self.unsol = unsolicited
+        self.neg = {}
         self.login(iqn)
+        self.immediate = self.neg.get(b"ImmediateData") == b"Yes"
+        self.first_burst = 0
+        if self.neg.get(b"InitialR2T") == b"No":
+            self.first_burst = int(self.neg.get(b"FirstBurstLength", b"65536"))
+        if unsolicited and not (self.immediate and self.first_burst):
+            raise RuntimeError("target refused ImmediateData=Yes / InitialR2T=No: %r" % self.neg)
 
     def send(self, bhs, data=b""):
         pad = (-len(data)) % 4
@@ -94,8 +106,9 @@ class Iscsi:
     def login(self, iqn):
         keys = [b"InitiatorName=iqn.2024-01.org.slate:bigxfer-%d" % self.idx,
                 b"SessionType=Normal", b"TargetName=" + iqn.encode(), b"AuthMethod=None"]
+        yn = (b"No", b"Yes") if self.unsol else (b"Yes", b"No")
         op = [b"HeaderDigest=None", b"DataDigest=None", b"MaxRecvDataSegmentLength=262144",
-              b"InitialR2T=Yes", b"ImmediateData=No", b"MaxBurstLength=1048576",
+              b"InitialR2T=" + yn[0], b"ImmediateData=" + yn[1], b"MaxBurstLength=1048576",
               b"FirstBurstLength=262144", b"MaxConnections=1", b"ErrorRecoveryLevel=0",
               b"MaxOutstandingR2T=1"]
         isid = bytes([0x80, 0, 0, 0x2b, 0x16, self.idx & 0xff])
@@ -118,6 +131,9 @@ class Iscsi:
             tsih = struct.unpack_from(">H", r, 14)[0]
             self.statsn = struct.unpack_from(">I", r, 24)[0] + 1
             for kv in data.split(b"\0"):
+                if b"=" in kv:
+                    k, v = kv.split(b"=", 1)
+                    self.neg[k] = v
                 if kv.startswith(b"MaxRecvDataSegmentLength="):
                     self.mrdsl = int(kv.split(b"=")[1])
             if r[1] & 0x80 and r[1] & 3 == 3:
@@ -134,7 +150,8 @@ class Iscsi:
                 return
         raise RuntimeError("TEST UNIT READY does not succeed")
 
-    def cmd(self, cdb, edtl, write):
+    def cmd(self, cdb, edtl, write, data=None):
+        """Send a command; with data (a write) and unsolicited data negotiated, its first burst."""
         itt = self.itt
         self.itt += 1
         bhs = bytearray(48)
@@ -143,10 +160,20 @@ class Iscsi:
         struct.pack_into(">IIII", bhs, 16, itt, edtl, self.cmdsn, self.statsn)
         bhs[32:48] = cdb
         self.cmdsn += 1
-        self.send(bhs)
+        imm = b""
+        if data is not None and self.unsol:
+            imm = data[:min(self.mrdsl, self.first_burst, 65536)]
+            bhs[5:8] = len(imm).to_bytes(3, "big")
+        self.send(bhs, imm)
+        if data is not None and self.unsol:
+            # Unsolicited Data-Out (TTT ffffffff) for the rest of the first burst.
+            self.data_out(itt, 0xffffffff, len(imm), min(self.first_burst, len(data)) - len(imm),
+                          data)
         return itt
 
     def data_out(self, itt, ttt, off, length, data):
+        if length <= 0:
+            return
         sn, end = 0, off + length
         while off < end:
             n = min(self.mrdsl, end - off)
@@ -198,14 +225,14 @@ def cdb16(op, lba, nlb):
 
 def iscsi_worker(port, iqn, idx, depth, size, first_range, errors):
     try:
-        c = Iscsi(port, iqn, idx)
+        c = Iscsi(port, iqn, idx, unsolicited=bool(idx & 1))
         c.clear_ua()
         nlb = size // 512
         cmds, datas = {}, {}
         for k in range(depth):
             rng = first_range + k
             d = pattern(rng, size)
-            itt = c.cmd(cdb16(0x8a, rng * nlb, nlb), size, True)
+            itt = c.cmd(cdb16(0x8a, rng * nlb, nlb), size, True, d)
             cmds[itt] = (d, None)
             datas[itt] = (rng, d)
         st = c.run(cmds)
