@@ -745,8 +745,11 @@ static int hdr_scsi_cmd(struct iscsi_conn *c)
         cmd->edtl = t->edtl;
         cmd->dir_read = h->flags & ISCSI_CMD_READ;
         cmd->dir_write = w;
+        /* Data in the slot's first half (or a pool buffer), the core's scratch in its second. */
         cmd->buf = t->buf;
-        cmd->buf_len = ISCSI_TASK_BUF_LEN;
+        cmd->buf_len = ISCSI_TASK_BUF_LEN / 2;
+        cmd->scratch = t->buf + ISCSI_TASK_BUF_LEN / 2;
+        cmd->scratch_len = ISCSI_TASK_BUF_LEN / 2;
         cmd->reactor = c->r;
         cmd->done = scsi_done;
         cmd->priv = t;

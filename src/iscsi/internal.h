@@ -36,8 +36,8 @@
 /* Limits we offer or enforce. */
 #define ISCSI_QUEUE_DEPTH  128 /* CmdSN window advertised through MaxCmdSN */
 #define ISCSI_TASK_RESERVE 16  /* extra tasks for immediate PDUs (NOP, TMF, ...) */
-/* Per task: data up to CORE_SMALL_TRANSFER_BYTES plus as much scratch; bigger
- * transfers borrow from the reactor's large-buffer pool (rt/bigbuf.h). */
+/* Per task: data up to CORE_SMALL_TRANSFER_BYTES plus as much scratch (compares);
+ * bigger transfers borrow their data buffer from the reactor's pool (rt/bigbuf.h). */
 #define ISCSI_TASK_BUF_LEN    (2u * CORE_SMALL_TRANSFER_BYTES)
 #define ISCSI_OUR_MRDSL       262144u    /* MaxRecvDataSegmentLength we declare */
 #define ISCSI_OUR_MAX_BURST   (1u << 20) /* <= 2^24-1; a bigger command takes more R2Ts */

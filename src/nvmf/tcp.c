@@ -625,8 +625,11 @@ static struct tcp_cmd *cmd_get(struct tcp_queue *q)
                 return NULL;
         struct tcp_cmd *c = &q->cmds[q->free_stack[--q->nfree]];
         memset(&c->nc, 0, sizeof(c->nc));
+        /* Data in the slot's first half (or a pool buffer), the core's scratch in its second. */
         c->nc.buf = cmd_slot_buf(c);
-        c->nc.buf_len = TCP_BUF_LEN;
+        c->nc.buf_len = TCP_BUF_LEN / 2;
+        c->nc.scratch = cmd_slot_buf(c) + TCP_BUF_LEN / 2;
+        c->nc.scratch_len = TCP_BUF_LEN / 2;
         c->nc.queue = &q->nq;
         c->nc.reactor = q->nq.reactor;
         c->nc.priv = c;

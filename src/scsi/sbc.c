@@ -102,16 +102,26 @@ static bool check_wp(struct scsi_cmd *cmd)
         return scsi_check_state(cmd, CORE_CHK_WRITABLE);
 }
 
+/* Room for data beside scratch (scratch: the transport's, or the second half of buf). */
+static uint32_t data_room(const struct scsi_cmd *cmd, bool scratch)
+{
+        return scratch && !cmd->scratch ? cmd->buf_len / 2 : cmd->buf_len;
+}
+
+static uint32_t scratch_room(const struct scsi_cmd *cmd)
+{
+        return cmd->scratch ? cmd->scratch_len : cmd->buf_len / 2;
+}
+
 /*
  * The CDB's transfer (bytes) against MAXIMUM TRANSFER LENGTH, and what will
  * be moved (moved: EDTL may cut it short) against the transport's buffer --
- * half of it when the core needs the other half as scratch (compares).
+ * beside the scratch when the core needs one (compares).
  */
 static bool check_xfer(struct scsi_cmd *cmd, const struct rw_fields *f, uint64_t bytes,
                        uint64_t moved, bool scratch)
 {
-        if (bytes > CORE_MAX_TRANSFER_BYTES ||
-            moved > (scratch ? cmd->buf_len / 2 : cmd->buf_len)) {
+        if (bytes > CORE_MAX_TRANSFER_BYTES || moved > data_room(cmd, scratch)) {
                 scsi_sense_invalid_field(cmd, true, f->len_off, 7);
                 return false;
         }
@@ -137,8 +147,8 @@ static void req_data(struct scsi_cmd *cmd, uint32_t bytes)
 
 static void req_scratch(struct scsi_cmd *cmd)
 {
-        cmd->req.scratch = cmd->buf + cmd->buf_len / 2;
-        cmd->req.scratch_len = cmd->buf_len / 2;
+        cmd->req.scratch = cmd->scratch ? cmd->scratch : cmd->buf + cmd->buf_len / 2;
+        cmd->req.scratch_len = scratch_room(cmd);
 }
 
 static uint32_t io_flags(uint8_t byte1)
@@ -337,7 +347,9 @@ enum scsi_parse_result scsi_sbc_orwrite(struct scsi_cmd *cmd)
         decode(cmd->cdb, &f);
         bytes = (uint64_t)f.nlb * bs;
         cmd->xfer_len = bytes > UINT32_MAX ? UINT32_MAX : (uint32_t)bytes;
-        if (!check_common(cmd, &f, 0x1a) || !check_xfer(cmd, &f, bytes, bytes, true) ||
+        /* media |= data happens in scratch: it must hold the whole range. */
+        if (!check_common(cmd, &f, 0x1a) ||
+            !check_xfer(cmd, &f, bytes, bytes > scratch_room(cmd) ? UINT32_MAX : bytes, true) ||
             !check_wp(cmd))
                 return SCSI_PARSE_DONE;
         if (!f.nlb)

@@ -8,7 +8,8 @@ Usage:
 load: CONNS iSCSI sessions and CONNS NVMe/TCP I/O queues each put DEPTH
 commands of SIZE bytes in flight at once (WRITE(16) / NVMe Write, then
 READ(16) / NVMe Read of the same blocks), every connection in its own
-thread.  Each command has its own LBA range: iSCSI connection i, command k
+thread; then a VERIFY(16) BYTCHK=1 / NVMe Compare of a whole range, equal and
+with one byte off.  Each command has its own LBA range: iSCSI connection i, command k
 uses range (i * DEPTH + k), NVMe ranges follow the iSCSI ones.  Data is
 checked byte for byte.  While the commands run, slated's VmRSS (pid PID) is
 sampled; the test fails if a command fails, if the data read differs from
@@ -253,6 +254,17 @@ def iscsi_worker(port, iqn, idx, depth, size, first_range, errors):
         for ritt, (rng, d, buf) in reads.items():
             if bytes(buf) != d:
                 raise RuntimeError("iSCSI range %d: data read differs from data written" % rng)
+        # VERIFY(16) BYTCHK=1 of the whole first range: equal, then one byte off.
+        rng, d = datas[min(datas)]
+        bad = bytearray(d)
+        bad[size - 3] ^= 0x5a
+        for data, want in ((d, 0), (bytes(bad), 2)):
+            cdb = bytearray(cdb16(0x8f, rng * nlb, nlb))
+            cdb[1] = 0x02
+            itt = c.cmd(bytes(cdb), size, True, data)
+            st = c.run({itt: (data, None)})[itt]
+            if st != want:
+                raise RuntimeError("VERIFY(16) BYTCHK=1 status %d, expected %d" % (st, want))
         c.s.close()
     except Exception as e:  # reported by the main thread
         errors.append("iSCSI connection %d: %s" % (idx, e))
@@ -388,6 +400,15 @@ def nvme_worker(port, nqn, idx, depth, size, first_range, errors):
         for rcid, (rng, d, buf) in reads.items():
             if bytes(buf) != d:
                 raise RuntimeError("NVMe range %d: data read differs from data written" % rng)
+        # Compare of the whole first range: equal, then one byte off (Compare Failure 285h).
+        rng, d = datas[min(datas)]
+        bad = bytearray(d)
+        bad[size - 3] ^= 0x5a
+        for data, want in ((d, 0), (bytes(bad), 0x285)):
+            cid = q.capsule(rw_sqe(0x05, rng * nlb, nlb, size))
+            st = q.run({cid: (data, None)})[cid] & 0x7ff
+            if st != want:
+                raise RuntimeError("Compare status 0x%x, expected 0x%x" % (st, want))
         q.s.close()
         adm.s.close()
     except Exception as e:

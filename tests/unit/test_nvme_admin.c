@@ -772,6 +772,18 @@ static void test_io_parse(void **s)
         sgl_len(&c, CORE_MAX_TRANSFER_BYTES);
         assert_int_equal(nvme_cmd_parse(&c), NVME_PARSE_EXEC);
         assert_int_equal(c.data_len, CORE_MAX_TRANSFER_BYTES);
+        /* Compare of 8 MiB beside the transport's 1 MiB scratch: compared piece by piece. */
+        static uint8_t scratch[CORE_SMALL_TRANSFER_BYTES];
+        sqe_init(&c, &io_q, NVME_IO_COMPARE, 1);
+        cdw(&c, 12, (8u << 20) / 4096 - 1);
+        sgl_len(&c, 8u << 20);
+        c.buf_len = 8u << 20;
+        c.scratch = scratch;
+        c.scratch_len = sizeof(scratch);
+        assert_int_equal(nvme_cmd_parse(&c), NVME_PARSE_EXEC);
+        assert_int_equal(c.req.op, CORE_OP_COMPARE);
+        assert_ptr_equal(c.req.scratch, scratch);
+        assert_int_equal(c.data_len, 8u << 20);
         sqe_init(&c, &io_q, NVME_ADM_IDENTIFY, 1); /* 06h is not an I/O opcode */
         nvme_cmd_parse(&c);
         assert_int_equal(st(&c), ST(0, NVME_SC_INVALID_OPCODE));

@@ -421,6 +421,36 @@ static void test_big_transfer(void **state)
         assert_int_equal(slate_be32(buf + 8), CORE_MAX_TRANSFER_BYTES / 512);
         assert_int_equal(slate_be32(buf + 12), CORE_SMALL_TRANSFER_BYTES / 512);
         assert_int_equal(buf[5], 255); /* MAXIMUM COMPARE AND WRITE LENGTH */
+
+        /*
+         * With the transport's own 1 MiB scratch beside an 8 MiB data buffer
+         * (iSCSI, NVMe/TCP with a pool buffer): VERIFY(16) BYTCHK=1 of 8 MiB
+         * runs (the core compares piece by piece in the scratch), ORWRITE(16),
+         * whose result is built in scratch, is refused above 1 MiB.
+         */
+        static uint8_t scratch[CORE_SMALL_TRANSFER_BYTES];
+        put16(cdb, 0x8f, 0, (8u << 20) / 512);
+        cdb[1] = 0x02; /* BYTCHK 01b */
+        memset(&cmd, 0, sizeof(cmd));
+        memcpy(cmd.cdb, cdb, 16);
+        cmd.cdb_len = 16;
+        cmd.nexus = &nx;
+        cmd.edtl = 8u << 20;
+        cmd.buf = buf;
+        cmd.buf_len = 8u << 20;
+        cmd.scratch = scratch;
+        cmd.scratch_len = sizeof(scratch);
+        assert_int_equal(scsi_cmd_parse(&cmd), SCSI_PARSE_EXEC);
+        assert_int_equal(cmd.req.op, CORE_OP_COMPARE);
+        assert_int_equal(cmd.data_out_len, 8u << 20);
+        assert_ptr_equal(cmd.req.scratch, scratch);
+        assert_int_equal(cmd.req.scratch_len, sizeof(scratch));
+        put16(cdb, 0x8b, 0, (2u << 20) / 512); /* ORWRITE(16), 2 MiB */
+        memcpy(cmd.cdb, cdb, 16);
+        cmd.edtl = 2u << 20;
+        cmd.status = 0;
+        assert_int_equal(scsi_cmd_parse(&cmd), SCSI_PARSE_DONE);
+        expect_sense(SK_ILLEGAL_REQUEST, 0x24, 0x00);
         ns.num_blocks = NBLOCKS;
 }
 
