@@ -25,6 +25,7 @@
 #include "iscsi/iscsi.h"
 #include "nvmf/nvmf.h"
 #include "mgmt/mgmt.h"
+#include "rt/bigbuf.h"
 #include "rt/log.h"
 #include "rt/reactor.h"
 
@@ -34,16 +35,19 @@
 
 static void usage(FILE *f)
 {
-        fprintf(f,
-                "usage: slated [-c FILE] [-s DIR] [-r SOCK] [-m N] [-L LEVEL]\n"
-                "  -c, --config FILE      apply this config (default: embedded default config)\n"
-                "  -s, --state-dir DIR    metadata and default data files (default ./state)\n"
-                "  -r, --rpc-socket SOCK  JSON-RPC Unix socket (default <state-dir>/slated.sock)\n"
-                "  -m, --reactors N       reactor threads (default: number of CPUs)\n"
-                "  -L, --log-level LEVEL  error | warn | info | debug (default info)\n"
-                "  -V, --version          print the version\n"
-                "  -h, --help             this text\n"
-                "Config format and RPC methods: docs/config.md\n");
+        fprintf(
+            f,
+            "usage: slated [-c FILE] [-s DIR] [-r SOCK] [-m N] [-x MIB] [-L LEVEL]\n"
+            "  -c, --config FILE      apply this config (default: embedded default config)\n"
+            "  -s, --state-dir DIR    metadata and default data files (default ./state)\n"
+            "  -r, --rpc-socket SOCK  JSON-RPC Unix socket (default <state-dir>/slated.sock)\n"
+            "  -m, --reactors N       reactor threads (default: number of CPUs)\n"
+            "  -x, --xfer-pool-mib N  buffers for transfers over 1 MiB, per reactor (32..65536,\n"
+            "                         default 64)\n"
+            "  -L, --log-level LEVEL  error | warn | info | debug (default info)\n"
+            "  -V, --version          print the version\n"
+            "  -h, --help             this text\n"
+            "Config format and RPC methods: docs/config.md\n");
 }
 
 /* mkdir -p */
@@ -105,18 +109,19 @@ int main(int argc, char **argv)
             {"state-dir", required_argument, NULL, 's'},
             {"rpc-socket", required_argument, NULL, 'r'},
             {"reactors", required_argument, NULL, 'm'},
+            {"xfer-pool-mib", required_argument, NULL, 'x'},
             {"log-level", required_argument, NULL, 'L'},
             {"version", no_argument, NULL, 'V'},
             {"help", no_argument, NULL, 'h'},
             {NULL, 0, NULL, 0},
         };
         const char *config = NULL, *state_arg = NULL, *sock_arg = NULL, *level_arg = NULL;
-        unsigned reactors = 0;
+        unsigned reactors = 0, xfer_pool_mib = 0;
         struct mgmt_options opts = {0};
         char err[1024];
         int c, rc;
 
-        while ((c = getopt_long(argc, argv, "c:s:r:m:L:Vh", longopts, NULL)) != -1) {
+        while ((c = getopt_long(argc, argv, "c:s:r:m:x:L:Vh", longopts, NULL)) != -1) {
                 switch (c) {
                 case 'c':
                         config = optarg;
@@ -131,6 +136,14 @@ int main(int argc, char **argv)
                         if (parse_uint(optarg, 1, 1024, &reactors) < 0) {
                                 fprintf(stderr,
                                         "slated: -m wants a number of reactors in [1, 1024]\n");
+                                return 1;
+                        }
+                        break;
+                case 'x':
+                        if (parse_uint(optarg, MGMT_XFER_POOL_MIN_MIB, MGMT_XFER_POOL_MAX_MIB,
+                                       &xfer_pool_mib) < 0) {
+                                fprintf(stderr, "slated: -x wants MiB in [%u, %u]\n",
+                                        MGMT_XFER_POOL_MIN_MIB, MGMT_XFER_POOL_MAX_MIB);
                                 return 1;
                         }
                         break;
@@ -169,6 +182,9 @@ int main(int argc, char **argv)
                 }
                 rt_log_threshold = l;
         }
+        if (!xfer_pool_mib)
+                xfer_pool_mib = opts.xfer_pool_mib ? opts.xfer_pool_mib : RT_BIGBUF_DEFAULT_MIB;
+        rt_bigbuf_configure((uint64_t)xfer_pool_mib << 20);
         if (!reactors)
                 reactors = opts.reactors;
         if (!reactors) {

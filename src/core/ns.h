@@ -27,8 +27,23 @@
 #include "backend/backend.h"
 #include "core/pr.h"
 
-#define CORE_NS_NAME_MAX        64
-#define CORE_MAX_TRANSFER_BYTES (1u << 20) /* largest single data transfer we accept */
+#define CORE_NS_NAME_MAX 64
+/*
+ * The largest data transfer of one command, either protocol: 32 MiB.  It is
+ * what a 16-bit NVMe NLB or SCSI READ(10) reaches with 512-byte blocks and
+ * what Linux's iSCSI initiator can send (max_sectors 0xFFFF), and a power of
+ * two so NVMe MDTS states it exactly.  Hosts see it as Block Limits MAXIMUM
+ * TRANSFER LENGTH and MDTS.
+ */
+#define CORE_MAX_TRANSFER_BYTES (32u << 20)
+/*
+ * Transfers up to this size fit the buffer a transport keeps for every
+ * command slot (plus as much again as scratch for compares); larger ones
+ * borrow a buffer from the reactor's bounded pool of large buffers
+ * (rt/bigbuf.h), so a connection costs no more than it did with a 1 MiB
+ * limit.  Hosts see it as Block Limits OPTIMAL TRANSFER LENGTH.
+ */
+#define CORE_SMALL_TRANSFER_BYTES (1u << 20)
 /*
  * The default physical block: 4 KiB, the granularity of the file backend's
  * page cache, O_DIRECT and hole punching (a 512-byte namespace is "512e",

@@ -257,11 +257,50 @@ static struct iscsi_task *task_get(struct iscsi_conn *c, bool immediate)
 
 static void logout_check(struct iscsi_conn *c);
 
+/* The task's data buffer is one lent by the reactor's pool. */
+static bool task_has_big(const struct iscsi_task *t)
+{
+        return t->is_scsi && t->cmd.buf && t->cmd.buf != t->buf;
+}
+
+static void task_put(struct iscsi_task *t);
+static void conn_bw_arm(struct iscsi_conn *c);
+
+/* A task that is over stops waiting for a large buffer (and drops the wait's reference). */
+static void task_unwait(struct iscsi_task *t)
+{
+        struct iscsi_conn *c = t->conn;
+        if (!t->buf_wait)
+                return;
+        if (t == c->bw_head && c->bw_armed) {
+                if (!rt_bigbuf_cancel(c->r, &c->bw))
+                        return; /* already lent: conn_big_granted gives it back */
+                c->bw_armed = false;
+        }
+        struct iscsi_task **pp = &c->bw_head, *prev = NULL;
+        while (*pp && *pp != t) {
+                prev = *pp;
+                pp = &(*pp)->next_free;
+        }
+        if (*pp) {
+                *pp = t->next_free;
+                if (c->bw_tail == t)
+                        c->bw_tail = prev;
+        }
+        t->buf_wait = false;
+        task_put(t);
+        conn_bw_arm(c);
+}
+
 static void task_put(struct iscsi_task *t)
 {
         struct iscsi_conn *c = t->conn;
         if (--t->refs > 0)
                 return;
+        if (task_has_big(t)) {
+                rt_bigbuf_put(c->r, t->cmd.buf, t->cmd.buf_len);
+                t->cmd.buf = t->buf;
+        }
         t->state = ISCSI_TASK_FREE;
         t->next_free = c->free_tasks;
         c->free_tasks = t;
@@ -284,6 +323,7 @@ static void task_finish(struct iscsi_task *t)
         if (t->finished)
                 return;
         t->finished = true;
+        task_unwait(t);
         task_put(t);
 }
 
@@ -359,7 +399,7 @@ static void build_datain(struct iscsi_task *t, bool piggyback)
         }
         put_be32(&d->datasn, t->datain_sn++);
         put_be32(&d->buffer_offset, off);
-        t->tx.data = t->buf + off;
+        t->tx.data = t->cmd.buf + off;
         t->tx.data_len = len;
         t->datain_off = off + len;
         task_send(t, &t->tx, scsi_tx_done);
@@ -491,7 +531,7 @@ static void send_r2t(struct iscsi_task *t)
 /* Data moved for a SCSI task: ask for more, or run it. */
 static void task_data_progress(struct iscsi_task *t)
 {
-        if (t->aborted || t->state != ISCSI_TASK_RX_DATA)
+        if (t->aborted || t->state != ISCSI_TASK_RX_DATA || t->buf_wait)
                 return;
         if (!t->unsol_done)
                 return; /* unsolicited Data-Out still to come */
@@ -648,6 +688,9 @@ static int cdb_from_pdu(struct iscsi_conn *c, struct scsi_cmd *cmd)
         return 0;
 }
 
+static void task_parse(struct iscsi_task *t);
+static int task_big_buffer(struct iscsi_task *t);
+
 static int hdr_scsi_cmd(struct iscsi_conn *c)
 {
         const struct iscsi_scsi_cmd *h = (const struct iscsi_scsi_cmd *)c->bhs;
@@ -702,8 +745,11 @@ static int hdr_scsi_cmd(struct iscsi_conn *c)
         cmd->edtl = t->edtl;
         cmd->dir_read = h->flags & ISCSI_CMD_READ;
         cmd->dir_write = w;
+        /* Data in the slot's first half (or a pool buffer), the core's scratch in its second. */
         cmd->buf = t->buf;
-        cmd->buf_len = ISCSI_TASK_BUF_LEN;
+        cmd->buf_len = ISCSI_TASK_BUF_LEN / 2;
+        cmd->scratch = t->buf + ISCSI_TASK_BUF_LEN / 2;
+        cmd->scratch_len = ISCSI_TASK_BUF_LEN / 2;
         cmd->reactor = c->r;
         cmd->done = scsi_done;
         cmd->priv = t;
@@ -717,7 +763,22 @@ static int hdr_scsi_cmd(struct iscsi_conn *c)
                         t->unsol_len = imm;
         }
         t->unsol_done = t->unsol_len == imm;
+        t->state = ISCSI_TASK_RX_DATA;
 
+        if (t->edtl > CORE_SMALL_TRANSFER_BYTES && task_big_buffer(t) == HDR_PARK) {
+                c->rx_dst = t->buf; /* immediate data waits in the task's own buffer */
+                return HDR_OK;
+        }
+        task_parse(t);
+        c->rx_dst = cmd->buf;
+        return HDR_OK;
+}
+
+/* Parse the task's command into cmd->buf: its final status now, or how much data it wants. */
+static void task_parse(struct iscsi_task *t)
+{
+        struct scsi_cmd *cmd = &t->cmd;
+        bool w = cmd->dir_write;
         if (scsi_cmd_parse(cmd) == SCSI_PARSE_DONE) {
                 t->parse_done = true;
                 t->want = 0;
@@ -737,9 +798,104 @@ static int hdr_scsi_cmd(struct iscsi_conn *c)
         } else {
                 t->want = cmd->data_out_len;
         }
-        t->state = ISCSI_TASK_RX_DATA;
-        c->rx_dst = t->buf;
-        return HDR_OK;
+}
+
+/*
+ * The large buffer came: move the unsolicited data already received (at most
+ * FirstBurstLength, including a PDU of this task still coming in, whose
+ * remaining bytes then land in the new buffer) into it and parse.
+ */
+static void task_switch_big(struct iscsi_task *t, uint8_t *big, size_t len)
+{
+        struct iscsi_conn *c = t->conn;
+        struct scsi_cmd *cmd = &t->cmd;
+        uint32_t end = t->next_off;
+        bool receiving = c->rx_task == t && c->rx_dst;
+        if (receiving) {
+                uint32_t off = (uint32_t)(c->rx_dst - t->buf);
+                if (off + c->dsl > end)
+                        end = off + c->dsl;
+                c->rx_dst = big + off;
+        }
+        if (end)
+                memcpy(big, t->buf, end);
+        LOG_DEBUG(ISCSI_MOD, "%s: ITT 0x%x got its %zu-byte buffer; %u bytes moved over%s", c->peer,
+                  t->itt, len, end, receiving ? " (a PDU half read)" : "");
+        cmd->buf = big;
+        cmd->buf_len = (uint32_t)len;
+        task_parse(t);
+}
+
+static size_t task_big_len(const struct iscsi_task *t)
+{
+        return min_u32(t->edtl, CORE_MAX_TRANSFER_BYTES);
+}
+
+/* The pool lent a buffer for the connection's oldest waiting task. */
+static void conn_big_granted(struct rt_bigbuf_wait *w)
+{
+        struct iscsi_conn *c = (struct iscsi_conn *)((char *)w - offsetof(struct iscsi_conn, bw));
+        struct iscsi_task *t = c->bw_head;
+        c->bw_armed = false;
+        c->bw_head = t->next_free;
+        if (!c->bw_head)
+                c->bw_tail = NULL;
+        t->buf_wait = false;
+        if (t->aborted || t->finished || t->state != ISCSI_TASK_RX_DATA ||
+            c->state == ISCSI_CONN_CLOSING) {
+                /* Over without it (aborted, or failed in its data phase). */
+                rt_bigbuf_put(c->r, w->buf, w->len);
+        } else {
+                task_switch_big(t, w->buf, w->len);
+                task_data_progress(t);
+        }
+        conn_bw_arm(c);
+        task_put(t); /* the wait's reference */
+        iscsi_conn_flush(c);
+}
+
+/* Ask the pool for the oldest waiting task's buffer (one request per connection). */
+static void conn_bw_arm(struct iscsi_conn *c)
+{
+        if (c->bw_armed || !c->bw_head || c->state == ISCSI_CONN_CLOSING)
+                return;
+        c->bw.fn = conn_big_granted;
+        c->bw.len = task_big_len(c->bw_head);
+        if (rt_bigbuf_wait(c->r, &c->bw) == 0)
+                c->bw_armed = true;
+}
+
+/*
+ * A transfer above what the task's own buffer holds: borrow from the
+ * reactor's pool.  HDR_OK: cmd->buf is the large buffer (or, if the pool
+ * can never lend that much, still the task's: parse refuses the length).
+ * HDR_PARK: the task waits for a buffer (conn_big_granted) and the
+ * connection reads on; never the whole connection parked, since the
+ * Data-Out that would let other tasks give their buffers back may be behind
+ * this PDU.
+ */
+static int task_big_buffer(struct iscsi_task *t)
+{
+        struct iscsi_conn *c = t->conn;
+        size_t want = task_big_len(t), got;
+        uint8_t *b = c->bw_head ? NULL : rt_bigbuf_get(c->r, want, &got);
+        if (b) {
+                t->cmd.buf = b;
+                t->cmd.buf_len = (uint32_t)got;
+                return HDR_OK;
+        }
+        if (want > rt_bigbuf_capacity(c->r))
+                return HDR_OK; /* never: parse refuses the length */
+        t->buf_wait = true;
+        t->refs++;
+        t->next_free = NULL;
+        if (c->bw_tail)
+                c->bw_tail->next_free = t;
+        else
+                c->bw_head = t;
+        c->bw_tail = t;
+        conn_bw_arm(c);
+        return HDR_PARK;
 }
 
 static struct iscsi_task *find_unsol_task(struct iscsi_conn *c, uint32_t itt)
@@ -781,10 +937,10 @@ static int hdr_data_out(struct iscsi_conn *c)
                     datasn != t->datasn)
                         goto bad;
         }
-        if ((uint64_t)off + c->dsl > ISCSI_TASK_BUF_LEN)
+        if ((uint64_t)off + c->dsl > t->cmd.buf_len)
                 goto bad;
         c->rx_task = t;
-        c->rx_dst = t->buf + off;
+        c->rx_dst = t->cmd.buf + off;
         return HDR_OK;
 bad:
         /* ERL 0 offers no recovery of the sequence: the command fails with

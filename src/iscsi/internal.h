@@ -23,6 +23,7 @@
 #include <sys/socket.h>
 
 #include "iscsi/iscsi.h"
+#include "rt/bigbuf.h"
 #include "rt/listener.h"
 #include "rt/reactor.h"
 #include "rt/rxbuf.h"
@@ -33,11 +34,13 @@
 #define ISCSI_MOD "iscsi"
 
 /* Limits we offer or enforce. */
-#define ISCSI_QUEUE_DEPTH     128 /* CmdSN window advertised through MaxCmdSN */
-#define ISCSI_TASK_RESERVE    16  /* extra tasks for immediate PDUs (NOP, TMF, ...) */
-#define ISCSI_TASK_BUF_LEN    (2u * CORE_MAX_TRANSFER_BYTES)
-#define ISCSI_OUR_MRDSL       262144u /* MaxRecvDataSegmentLength we declare */
-#define ISCSI_OUR_MAX_BURST   CORE_MAX_TRANSFER_BYTES
+#define ISCSI_QUEUE_DEPTH  128 /* CmdSN window advertised through MaxCmdSN */
+#define ISCSI_TASK_RESERVE 16  /* extra tasks for immediate PDUs (NOP, TMF, ...) */
+/* Per task: data up to CORE_SMALL_TRANSFER_BYTES plus as much scratch (compares);
+ * bigger transfers borrow their data buffer from the reactor's pool (rt/bigbuf.h). */
+#define ISCSI_TASK_BUF_LEN    (2u * CORE_SMALL_TRANSFER_BYTES)
+#define ISCSI_OUR_MRDSL       262144u    /* MaxRecvDataSegmentLength we declare */
+#define ISCSI_OUR_MAX_BURST   (1u << 20) /* <= 2^24-1; a bigger command takes more R2Ts */
 #define ISCSI_OUR_FIRST_BURST 262144u
 #define ISCSI_LOGIN_MRDSL     8192u  /* RFC default, in force during login */
 #define ISCSI_TEXT_MAX        65536u /* accumulated login/text request or response */
@@ -242,6 +245,15 @@ struct iscsi_task {
         bool finished;   /* owner reference dropped */
         bool rsp_preset; /* residual flags decided at parse time */
         bool is_scsi;
+        /*
+         * A transfer above CORE_SMALL_TRANSFER_BYTES takes its buffer
+         * (cmd.buf, released when the task is freed) from the reactor's pool.
+         * Until the pool lends one, the task waits in its connection's FIFO
+         * (linked through next_free, holding a reference) with its command
+         * not yet parsed; unsolicited data lands in the task's own buffer
+         * and is copied over when the buffer comes.
+         */
+        bool buf_wait;
         uint8_t opcode;
 
         /* Data-Out bookkeeping. */
@@ -368,6 +380,10 @@ struct iscsi_conn {
         struct rt_defer close_defer;
         bool close_deferred;
         struct rt_defer rx_defer; /* resume a parked receive once a task frees */
+        /* Tasks waiting for a large buffer, oldest first; one request in the pool for the head. */
+        struct iscsi_task *bw_head, *bw_tail;
+        struct rt_bigbuf_wait bw;
+        bool bw_armed;
         bool rx_defer_armed;
         bool logout_rsp_sent;
         uint32_t text_gen;

@@ -130,6 +130,17 @@ static int parse_options(json_t *opts, struct mgmt_options *o, char *err, size_t
                                 o->reactors = (unsigned)json_integer_value(v);
                                 rc = 0;
                         }
+                } else if (strcmp(key, "xfer_pool_mib") == 0) {
+                        if (!json_is_integer(v) || json_integer_value(v) < MGMT_XFER_POOL_MIN_MIB ||
+                            json_integer_value(v) > MGMT_XFER_POOL_MAX_MIB) {
+                                snprintf(err, errlen,
+                                         "options.xfer_pool_mib must be an integer in [%u, %u]",
+                                         MGMT_XFER_POOL_MIN_MIB, MGMT_XFER_POOL_MAX_MIB);
+                                rc = -EINVAL;
+                        } else {
+                                o->xfer_pool_mib = (unsigned)json_integer_value(v);
+                                rc = 0;
+                        }
                 } else {
                         snprintf(err, errlen, "unknown option \"%.64s\"", key);
                         rc = -EINVAL;

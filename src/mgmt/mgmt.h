@@ -32,7 +32,11 @@ struct mgmt_options {
         char rpc_socket[108];
         char log_level[16];
         unsigned reactors;
+        unsigned xfer_pool_mib; /* large-transfer buffer pool per reactor (rt/bigbuf.h) */
 };
+/* xfer_pool_mib: room for one largest transfer (32 MiB) at least; default 64. */
+#define MGMT_XFER_POOL_MIN_MIB 32u
+#define MGMT_XFER_POOL_MAX_MIB 65536u
 int mgmt_config_read_options(const char *path, struct mgmt_options *o, char *err, size_t errlen);
 
 /*

@@ -39,6 +39,7 @@
 #include "iscsi/iscsi.h"
 #include "nvme/nvme.h"
 #include "nvmf/nvmf.h"
+#include "rt/bigbuf.h"
 #include "rt/log.h"
 #include "rt/reactor.h"
 
@@ -776,10 +777,15 @@ static int h_daemon_status(struct rpc_ctx *c)
         double up =
             (double)(now.tv_sec - rpc_t0.tv_sec) + (double)(now.tv_nsec - rpc_t0.tv_nsec) / 1e9;
         unsigned lvl = (unsigned)rt_log_threshold;
-        c->result = json_pack("{s:s, s:f, s:i, s:s, s:s, s:i}", "version", SLATE_VERSION,
-                              "uptime_s", up, "reactors", (int)rt_count(), "state_dir",
-                              core_state_dir() ? core_state_dir() : "", "log_level",
-                              lvl < 4 ? level_names[lvl] : "?", "pid", (int)getpid());
+        struct rt_bigbuf_stats bb;
+        rt_bigbuf_stats(&bb);
+        c->result = json_pack(
+            "{s:s, s:f, s:i, s:s, s:s, s:i, s:{s:I, s:I, s:I, s:I, s:I, s:i}}", "version",
+            SLATE_VERSION, "uptime_s", up, "reactors", (int)rt_count(), "state_dir",
+            core_state_dir() ? core_state_dir() : "", "log_level", lvl < 4 ? level_names[lvl] : "?",
+            "pid", (int)getpid(), "xfer_pool", "pool_mib", (json_int_t)(bb.pool_bytes >> 20),
+            "in_use_bytes", (json_int_t)bb.in_use, "peak_bytes", (json_int_t)bb.peak, "grants",
+            (json_int_t)bb.grants, "waits", (json_int_t)bb.waits, "waiting", (int)bb.waiting);
         return c->result ? 0 : opfail(c, -ENOMEM, "daemon_status", NULL);
 }
 
@@ -935,7 +941,10 @@ static const struct rpc_method rpc_methods[] = {
      h_rpc_list,
      "List RPC methods",
      {BOOL("verbose", "include descriptions and parameters")}},
-    {"daemon_status", h_daemon_status, "Version, uptime, reactors, state dir, log level", {}},
+    {"daemon_status",
+     h_daemon_status,
+     "Version, uptime, reactors, state dir, log level, large-transfer buffer pool",
+     {}},
     {"log_set_level",
      h_log_set_level,
      "Set the log level",

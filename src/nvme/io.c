@@ -92,8 +92,10 @@ enum nvme_parse_result nvme_io_compare_parse(struct nvme_cmd *cmd)
                 return nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD, 51, 2);
         if (!io_range(cmd, &lba, &nlb, &bytes))
                 return NVME_PARSE_DONE;
-        /* The core reads the medium into scratch: the second half of buf. */
-        if (bytes > CORE_MAX_TRANSFER_BYTES || cmd->buf_len < CORE_MAX_TRANSFER_BYTES + bytes)
+        /* The core reads the medium into scratch piece by piece: the transport's
+         * second buffer, or the second half of buf. */
+        if (bytes > CORE_MAX_TRANSFER_BYTES ||
+            bytes > (cmd->scratch ? cmd->buf_len : cmd->buf_len / 2))
                 return nvme_invalid_field(cmd, NVME_SQE_OFF_CDW(12));
         if (!nvme_xfer(cmd, (uint32_t)bytes, true))
                 return NVME_PARSE_DONE;
@@ -101,8 +103,8 @@ enum nvme_parse_result nvme_io_compare_parse(struct nvme_cmd *cmd)
         cmd->req.iov[0].iov_base = cmd->buf;
         cmd->req.iov[0].iov_len = bytes;
         cmd->req.iovcnt = 1;
-        cmd->req.scratch = cmd->buf + CORE_MAX_TRANSFER_BYTES;
-        cmd->req.scratch_len = cmd->buf_len - CORE_MAX_TRANSFER_BYTES;
+        cmd->req.scratch = cmd->scratch ? cmd->scratch : cmd->buf + cmd->buf_len / 2;
+        cmd->req.scratch_len = cmd->scratch ? cmd->scratch_len : cmd->buf_len / 2;
         return NVME_PARSE_EXEC;
 }
 

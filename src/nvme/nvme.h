@@ -97,8 +97,12 @@ struct nvme_cmd {
         /* Set by the transport. */
         uint8_t sqe[64];
         struct nvme_queue *queue;
-        uint8_t *buf; /* >= 2 * CORE_MAX_TRANSFER_BYTES */
+        /* >= CORE_SMALL_TRANSFER_BYTES, or as long as the data pointer (at most MDTS) */
+        uint8_t *buf;
         uint32_t buf_len;
+        /* Optional second buffer for the core (compares); NULL: the second half of buf. */
+        uint8_t *scratch;
+        uint32_t scratch_len;
         uint32_t icd_len; /* in-capsule data already in buf */
         struct rt_reactor *reactor;
         void (*done)(struct nvme_cmd *cmd);

@@ -111,14 +111,15 @@ void nvme_effects_log_build(struct nvme_effects_log *log)
  */
 bool nvme_xfer(struct nvme_cmd *cmd, uint32_t len, bool h2c)
 {
-        if (len > cmd->buf_len) {
-                nvme_invalid_field(cmd, 24);
-                return false;
-        }
+        /* The data pointer first: the transport sized buf from it. */
         struct nvme_queue *q = cmd->queue;
         enum nvme_xfer_error e = q && q->check_xfer ? q->check_xfer(cmd, len, h2c) : NVME_XFER_OK;
         if (e != NVME_XFER_OK) {
                 nvme_xfer_status(cmd, e);
+                return false;
+        }
+        if (len > cmd->buf_len) {
+                nvme_invalid_field(cmd, 24);
                 return false;
         }
         cmd->data_len = len;

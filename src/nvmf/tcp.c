@@ -11,8 +11,11 @@
  * length from the wire is checked against the negotiated limits before
  * anything is read into a buffer.  Commands come from a pool sized at
  * connection time (NVME_TRANSPORT_QUEUE_DEPTH, announced as CAP.MQES), each
- * with a 2 * CORE_MAX_TRANSFER_BYTES buffer carved from one MAP_NORESERVE
- * mapping; the personality (nvme/) parses and executes them.
+ * with a 2 * CORE_SMALL_TRANSFER_BYTES buffer carved from one MAP_NORESERVE
+ * mapping; a command whose data pointer is longer borrows a buffer from the
+ * reactor's large-buffer pool (rt/bigbuf.h), waiting for one without holding
+ * up the queue's other commands.  The personality (nvme/) parses and
+ * executes them.
  */
 #include "nvmf/nvmf.h"
 
@@ -30,6 +33,7 @@
 
 #include "nvme/nvme.h"
 #include "nvmf/tcp_internal.h"
+#include "rt/bigbuf.h"
 #include "rt/crc.h"
 #include "rt/listener.h"
 #include "rt/log.h"
@@ -44,7 +48,7 @@
 
 #define TCP_POOL      NVME_TRANSPORT_QUEUE_DEPTH
 #define TCP_ICD_MAX   NVME_TRANSPORT_ICD_BYTES
-#define TCP_BUF_LEN   (2u * CORE_MAX_TRANSFER_BYTES)
+#define TCP_BUF_LEN   (2u * CORE_SMALL_TRANSFER_BYTES)
 #define TCP_RX_BUDGET (4u << 20) /* bytes read per wake-up before yielding to others */
 #define TCP_CLOSE_MS  1000       /* after a C2HTermReq, close even if it could not be sent */
 
@@ -66,11 +70,12 @@ struct tx_item {
 
 /* Command life cycle in the transport. */
 enum cmd_state {
-        CMD_FREE = 0, /* in the free stack */
-        CMD_RECV = 1, /* capsule or its in-capsule data being received */
-        CMD_H2C = 2,  /* R2T outstanding, H2CData expected */
-        CMD_EXEC = 3, /* owned by the personality until done() */
-        CMD_SEND = 4, /* response PDUs queued; freed when the last one is sent */
+        CMD_FREE = 0,    /* in the free stack */
+        CMD_RECV = 1,    /* capsule or its in-capsule data being received */
+        CMD_H2C = 2,     /* R2T outstanding, H2CData expected */
+        CMD_EXEC = 3,    /* owned by the personality until done() */
+        CMD_SEND = 4,    /* response PDUs queued; freed when the last one is sent */
+        CMD_BUFWAIT = 5, /* capsule in, waiting for a large buffer (queue_big_granted) */
 };
 
 struct tcp_cmd {
@@ -81,6 +86,7 @@ struct tcp_cmd {
         uint16_t cid;
         uint32_t sgl_len;
         uint8_t sgl_id;
+        uint16_t bw_next;    /* CMD_BUFWAIT: the next waiting command (TCP_POOL: none) */
         uint32_t r2to, r2tl; /* current R2T */
         uint32_t r2t_got;    /* bytes of it received */
         uint32_t h2c_done;   /* bytes of host data in buf */
@@ -160,6 +166,12 @@ struct tcp_queue {
         unsigned nfree;
         unsigned nexec; /* commands the personality owns (done not yet called) */
         unsigned naer;  /* of which parked AERs */
+        /* Commands waiting for a large buffer, oldest first; one request in the pool for the head.
+         */
+        unsigned nbufwait;
+        uint16_t bw_head, bw_tail; /* TCP_POOL: none */
+        struct rt_bigbuf_wait bw;
+        bool bw_armed;
 
         struct tcp_queue *reg_prev, *reg_next;
 };
@@ -310,9 +322,19 @@ static void tx_queue(struct tcp_queue *q, struct tx_item *it)
         rt_txq_push(&q->txq, &it->tx);
 }
 
+/* The command slot's own TCP_BUF_LEN buffer. */
+static uint8_t *cmd_slot_buf(const struct tcp_cmd *c)
+{
+        return c->q->bufs + (size_t)c->ttag * TCP_BUF_LEN;
+}
+
 static void cmd_release(struct tcp_cmd *c)
 {
         struct tcp_queue *q = c->q;
+        if (c->nc.buf != cmd_slot_buf(c)) { /* lent by the pool */
+                rt_bigbuf_put(q->nq.reactor, c->nc.buf, c->nc.buf_len);
+                c->nc.buf = cmd_slot_buf(c);
+        }
         c->state = CMD_FREE;
         q->free_stack[q->nfree++] = c->ttag;
         if (q->rx_stalled)
@@ -449,8 +471,8 @@ static bool queue_try_free(struct tcp_queue *q)
 {
         if (q->state != Q_DEAD || q->rx_armed || q->tx_armed || q->kick_pending)
                 return false;
-        if (q->nexec > q->naer)
-                return false; /* backend I/O in flight: its done frees us later */
+        if (q->nexec > q->naer || q->nbufwait)
+                return false; /* backend I/O in flight, or a buffer grant: frees us later */
         if (!q->fini_done) {
                 /*
                  * nvme.h: once every command but parked AERs has completed; the
@@ -532,10 +554,23 @@ static void queue_close(struct tcp_queue *q, const char *reason)
                 if (it->cmd)
                         it->cmd->tx_refs--;
         }
+        /* Stop waiting for large buffers, unless the pool already lent the head's. */
+        if (q->bw_armed && rt_bigbuf_cancel(q->nq.reactor, &q->bw))
+                q->bw_armed = false;
+        uint16_t lent = q->bw_armed ? q->bw_head : TCP_POOL;
+        q->bw_head = q->bw_tail = lent;
+        if (lent != TCP_POOL)
+                q->cmds[lent].bw_next = TCP_POOL; /* queue_big_granted releases it */
         for (unsigned i = 0; i < TCP_POOL; i++) {
                 struct tcp_cmd *c = &q->cmds[i];
-                if (c->state != CMD_FREE && c->state != CMD_EXEC)
+                if (c->state == CMD_BUFWAIT) {
+                        if (i == lent)
+                                continue;
+                        q->nbufwait--;
                         cmd_release(c);
+                } else if (c->state != CMD_FREE && c->state != CMD_EXEC) {
+                        cmd_release(c);
+                }
         }
         /* nvme_queue_fini and the free happen in queue_try_free. */
         queue_kick(q);
@@ -589,10 +624,12 @@ static struct tcp_cmd *cmd_get(struct tcp_queue *q)
         if (!q->nfree)
                 return NULL;
         struct tcp_cmd *c = &q->cmds[q->free_stack[--q->nfree]];
-        uint8_t *buf = c->nc.buf;
         memset(&c->nc, 0, sizeof(c->nc));
-        c->nc.buf = buf;
-        c->nc.buf_len = TCP_BUF_LEN;
+        /* Data in the slot's first half (or a pool buffer), the core's scratch in its second. */
+        c->nc.buf = cmd_slot_buf(c);
+        c->nc.buf_len = TCP_BUF_LEN / 2;
+        c->nc.scratch = cmd_slot_buf(c) + TCP_BUF_LEN / 2;
+        c->nc.scratch_len = TCP_BUF_LEN / 2;
         c->nc.queue = &q->nq;
         c->nc.reactor = q->nq.reactor;
         c->nc.priv = c;
@@ -839,6 +876,81 @@ enum nvme_xfer_error nvmf_tcp_check_xfer(const struct nvme_cmd *cmd, uint32_t le
         return sgl_len == len ? NVME_XFER_OK : NVME_XFER_SGL_LENGTH;
 }
 
+static void capsule_parse(struct tcp_cmd *c);
+
+static size_t cmd_big_len(const struct tcp_cmd *c)
+{
+        return c->sgl_len < CORE_MAX_TRANSFER_BYTES ? c->sgl_len : CORE_MAX_TRANSFER_BYTES;
+}
+
+static void queue_bw_arm(struct tcp_queue *q);
+
+/* The pool lent a buffer for the queue's oldest waiting command. */
+static void queue_big_granted(struct rt_bigbuf_wait *w)
+{
+        struct tcp_queue *q = container_of(w, struct tcp_queue, bw);
+        struct tcp_cmd *c = &q->cmds[q->bw_head];
+        q->bw_armed = false;
+        q->bw_head = c->bw_next;
+        if (q->bw_head == TCP_POOL)
+                q->bw_tail = TCP_POOL;
+        q->nbufwait--;
+        c->nc.buf = w->buf;
+        c->nc.buf_len = (uint32_t)w->len;
+        if (q->state >= Q_CLOSING) {
+                cmd_release(c); /* gives the buffer back */
+                queue_kick(q);  /* maybe the last thing the queue waited for */
+                return;
+        }
+        c->state = CMD_RECV;
+        capsule_parse(c);
+        queue_bw_arm(q);
+        tx_flush(q);
+}
+
+/* Ask the pool for the oldest waiting command's buffer (one request per queue). */
+static void queue_bw_arm(struct tcp_queue *q)
+{
+        if (q->bw_armed || q->bw_head == TCP_POOL || q->state >= Q_CLOSING)
+                return;
+        q->bw.fn = queue_big_granted;
+        q->bw.len = cmd_big_len(&q->cmds[q->bw_head]);
+        if (rt_bigbuf_wait(q->nq.reactor, &q->bw) == 0)
+                q->bw_armed = true;
+}
+
+/*
+ * A data pointer longer than the slot's buffer: borrow from the reactor's
+ * pool (at most CORE_MAX_TRANSFER_BYTES).  true: nc.buf is the large buffer,
+ * or the pool can never lend that much (the slot's buffer stays and parse
+ * refuses the length); false: the command waits (queue_big_granted) while
+ * the queue reads on -- H2CData that lets other commands finish and return
+ * their buffers may be right behind this capsule.
+ */
+static bool cmd_big_buffer(struct tcp_cmd *c)
+{
+        struct tcp_queue *q = c->q;
+        size_t want = cmd_big_len(c), got;
+        uint8_t *b = q->bw_head != TCP_POOL ? NULL : rt_bigbuf_get(q->nq.reactor, want, &got);
+        if (b) {
+                c->nc.buf = b;
+                c->nc.buf_len = (uint32_t)got;
+                return true;
+        }
+        if (want > rt_bigbuf_capacity(q->nq.reactor))
+                return true;
+        c->state = CMD_BUFWAIT;
+        c->bw_next = TCP_POOL;
+        if (q->bw_tail != TCP_POOL)
+                q->cmds[q->bw_tail].bw_next = c->ttag;
+        else
+                q->bw_head = c->ttag;
+        q->bw_tail = c->ttag;
+        q->nbufwait++;
+        queue_bw_arm(q);
+        return false;
+}
+
 /* A whole capsule (SQE and in-capsule data) is in: check the SGL, parse, move data, execute. */
 static void capsule_ready(struct tcp_queue *q, struct tcp_cmd *c)
 {
@@ -854,12 +966,26 @@ static void capsule_ready(struct tcp_queue *q, struct tcp_cmd *c)
         }
         c->sgl_len = get_le32(&sqe->dptr.length);
         c->sgl_id = sqe->dptr.type;
-        enum nvme_xfer_error e = nvmf_tcp_check_sgl(nc, TCP_BUF_LEN);
+        /*
+         * No length bound here: a Transport Data Block longer than MDTS is
+         * the command's to refuse (Invalid Field, or SGL Length for a data
+         * pointer that does not match the command); its buffer is at most
+         * CORE_MAX_TRANSFER_BYTES whatever the SGL says.
+         */
+        enum nvme_xfer_error e = nvmf_tcp_check_sgl(nc, UINT32_MAX);
         if (e != NVME_XFER_OK) {
                 cmd_reject(c, e);
                 return;
         }
+        if (c->sgl_len > CORE_SMALL_TRANSFER_BYTES && !cmd_big_buffer(c))
+                return; /* capsule_parse once a buffer is free */
+        capsule_parse(c);
+}
 
+/* The capsule's buffer is ready: parse, then fetch data or execute. */
+static void capsule_parse(struct tcp_cmd *c)
+{
+        struct nvme_cmd *nc = &c->nc;
         nc->done = cmd_done;
         if (nvme_cmd_parse(nc) == NVME_PARSE_DONE) {
                 cmd_send_resp(c);
@@ -1225,6 +1351,7 @@ static struct tcp_queue *queue_new(int fd, struct rt_reactor *r)
                 q->free_stack[i] = (uint16_t)(TCP_POOL - 1 - i);
         }
         q->nfree = TCP_POOL;
+        q->bw_head = q->bw_tail = TCP_POOL;
         q->nq.reactor = r;
         q->nq.teardown = tcp_teardown;
         q->nq.check_xfer = nvmf_tcp_check_xfer;

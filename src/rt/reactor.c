@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "rt/bigbuf.h"
 #include "rt/log.h"
 
 #define RT_RING_ENTRIES 1024
@@ -373,4 +374,5 @@ void rt_fini(void)
         free(reactors);
         reactors = NULL;
         nr_reactors = 0;
+        rt_bigbuf_fini();
 }

@@ -102,9 +102,26 @@ static bool check_wp(struct scsi_cmd *cmd)
         return scsi_check_state(cmd, CORE_CHK_WRITABLE);
 }
 
-static bool check_xfer(struct scsi_cmd *cmd, const struct rw_fields *f, uint64_t bytes)
+/* Room for data beside scratch (scratch: the transport's, or the second half of buf). */
+static uint32_t data_room(const struct scsi_cmd *cmd, bool scratch)
 {
-        if (bytes > CORE_MAX_TRANSFER_BYTES || bytes > cmd->buf_len / 2) {
+        return scratch && !cmd->scratch ? cmd->buf_len / 2 : cmd->buf_len;
+}
+
+static uint32_t scratch_room(const struct scsi_cmd *cmd)
+{
+        return cmd->scratch ? cmd->scratch_len : cmd->buf_len / 2;
+}
+
+/*
+ * The CDB's transfer (bytes) against MAXIMUM TRANSFER LENGTH, and what will
+ * be moved (moved: EDTL may cut it short) against the transport's buffer --
+ * beside the scratch when the core needs one (compares).
+ */
+static bool check_xfer(struct scsi_cmd *cmd, const struct rw_fields *f, uint64_t bytes,
+                       uint64_t moved, bool scratch)
+{
+        if (bytes > CORE_MAX_TRANSFER_BYTES || moved > data_room(cmd, scratch)) {
                 scsi_sense_invalid_field(cmd, true, f->len_off, 7);
                 return false;
         }
@@ -130,8 +147,8 @@ static void req_data(struct scsi_cmd *cmd, uint32_t bytes)
 
 static void req_scratch(struct scsi_cmd *cmd)
 {
-        cmd->req.scratch = cmd->buf + cmd->buf_len / 2;
-        cmd->req.scratch_len = cmd->buf_len / 2;
+        cmd->req.scratch = cmd->scratch ? cmd->scratch : cmd->buf + cmd->buf_len / 2;
+        cmd->req.scratch_len = scratch_room(cmd);
 }
 
 static uint32_t io_flags(uint8_t byte1)
@@ -170,7 +187,7 @@ enum scsi_parse_result scsi_sbc_rw(struct scsi_cmd *cmd)
         /* 6-byte forms have no flags; others: DPO, FUA, RARC (read), obsolete bits 1..0. */
         if (!check_common(cmd, &f, write ? 0x1b : 0x1f))
                 return SCSI_PARSE_DONE;
-        if (!check_xfer(cmd, &f, bytes))
+        if (!check_xfer(cmd, &f, bytes, bytes < cmd->edtl ? bytes : cmd->edtl, false))
                 return SCSI_PARSE_DONE;
         if (write && !check_wp(cmd))
                 return SCSI_PARSE_DONE;
@@ -231,7 +248,7 @@ enum scsi_parse_result scsi_sbc_verify(struct scsi_cmd *cmd)
                 req_init(cmd, CORE_OP_VERIFY, f.lba, f.nlb, io_flags(f.flags & 0x10));
                 return SCSI_PARSE_EXEC;
         }
-        if (!check_xfer(cmd, &f, bytes))
+        if (!check_xfer(cmd, &f, bytes, bytes, true))
                 return SCSI_PARSE_DONE;
         cmd->xfer_len = bytchk == 0x03 ? (f.nlb ? bs : 0) : (uint32_t)bytes;
         if (!f.nlb)
@@ -264,7 +281,8 @@ enum scsi_parse_result scsi_sbc_write_verify(struct scsi_cmd *cmd)
                 scsi_sense_invalid_field(cmd, true, 1, 2);
                 return SCSI_PARSE_DONE;
         }
-        if (!check_xfer(cmd, &f, bytes) || !check_wp(cmd))
+        if (!check_xfer(cmd, &f, bytes, bytes < cmd->edtl ? bytes : cmd->edtl, false) ||
+            !check_wp(cmd))
                 return SCSI_PARSE_DONE;
         nlb = f.nlb;
         if ((uint64_t)cmd->edtl < bytes)
@@ -284,7 +302,7 @@ enum scsi_parse_result scsi_sbc_caw(struct scsi_cmd *cmd)
 {
         struct rw_fields f;
         uint32_t bs = cmd->ns->block_size;
-        uint32_t max = (CORE_MAX_TRANSFER_BYTES / 2) >> cmd->ns->block_shift;
+        uint32_t max = (CORE_SMALL_TRANSFER_BYTES / 2) >> cmd->ns->block_shift;
         uint64_t bytes;
 
         decode(cmd->cdb, &f);
@@ -329,7 +347,10 @@ enum scsi_parse_result scsi_sbc_orwrite(struct scsi_cmd *cmd)
         decode(cmd->cdb, &f);
         bytes = (uint64_t)f.nlb * bs;
         cmd->xfer_len = bytes > UINT32_MAX ? UINT32_MAX : (uint32_t)bytes;
-        if (!check_common(cmd, &f, 0x1a) || !check_xfer(cmd, &f, bytes) || !check_wp(cmd))
+        /* media |= data happens in scratch: it must hold the whole range. */
+        if (!check_common(cmd, &f, 0x1a) ||
+            !check_xfer(cmd, &f, bytes, bytes > scratch_room(cmd) ? UINT32_MAX : bytes, true) ||
+            !check_wp(cmd))
                 return SCSI_PARSE_DONE;
         if (!f.nlb)
                 return good_done(cmd);

@@ -101,8 +101,15 @@ struct scsi_cmd {
         struct scsi_nexus *nexus;
         uint32_t edtl;            /* expected data transfer length */
         bool dir_read, dir_write; /* R and W bits of the transport */
-        uint8_t *buf;             /* data buffer, buf_len >= CORE_MAX_TRANSFER_BYTES * 2 */
+        uint8_t *buf; /* data buffer: at least CORE_SMALL_TRANSFER_BYTES, or EDTL (<= max) */
         uint32_t buf_len;
+        /*
+         * Optional second buffer the core may use while executing (the medium
+         * read for a compare, a block replicated for WRITE SAME), at least
+         * CORE_SMALL_TRANSFER_BYTES; NULL: the second half of buf serves.
+         */
+        uint8_t *scratch;
+        uint32_t scratch_len;
         struct rt_reactor *reactor;
         void (*done)(struct scsi_cmd *cmd);
         void *priv; /* the transport's task */

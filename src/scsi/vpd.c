@@ -159,13 +159,14 @@ int scsi_vpd_build(struct scsi_cmd *cmd, uint8_t page, uint8_t *out, uint32_t ca
         case 0xb0: {
                 struct scsi_vpd_block_limits *b = (void *)out;
                 uint32_t max_blocks = CORE_MAX_TRANSFER_BYTES >> ns->block_shift;
-                uint32_t caw = max_blocks / 2;
+                uint32_t opt_blocks = CORE_SMALL_TRANSFER_BYTES >> ns->block_shift;
+                uint32_t caw = opt_blocks / 2; /* compare and write halves in one slot buffer */
                 n = 0x3c;
                 b->max_caw_len = (uint8_t)(caw > 255 ? 255 : caw);
                 /* A write of whole physical blocks avoids a read-modify-write. */
                 put_be16(&b->opt_xfer_len_gran, (uint16_t)(1u << ns->phys_exp));
                 put_be32(&b->max_xfer_len, max_blocks);
-                put_be32(&b->opt_xfer_len, max_blocks);
+                put_be32(&b->opt_xfer_len, opt_blocks);
                 put_be32(&b->max_prefetch_len, max_blocks);
                 put_be64(&b->max_write_same_len, SCSI_MAX_WRITE_SAME_LEN);
                 if (ns->thin) {

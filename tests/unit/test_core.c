@@ -142,6 +142,22 @@ static void check_rw(struct core_ns *ns)
             run_req(ns, CORE_OP_COMPARE, 10, 2, c, 1024, scratch, sizeof(scratch), &info),
             CORE_E_MISCOMPARE);
         assert_int_equal(info, 700);
+        /*
+         * COMPARE with a scratch buffer of one block: the medium is read and
+         * compared piece by piece; a mismatch in the 12th block reports its
+         * offset in the whole transfer; less than a block of scratch is refused.
+         */
+        static uint8_t c16[8192];
+        memcpy(c16, w, sizeof(c16));
+        assert_int_equal(run_req(ns, CORE_OP_COMPARE, 10, 16, c16, 8192, scratch, 512, NULL),
+                         CORE_OK);
+        c16[11 * 512 + 5] ^= 0x80;
+        info = 0;
+        assert_int_equal(run_req(ns, CORE_OP_COMPARE, 10, 16, c16, 8192, scratch, 512, &info),
+                         CORE_E_MISCOMPARE);
+        assert_int_equal(info, 11 * 512 + 5);
+        assert_int_equal(run_req(ns, CORE_OP_COMPARE, 10, 16, c16, 8192, scratch, 511, NULL),
+                         CORE_E_INTERNAL);
 
         /* COMPARE AND WRITE: writes only when the compare half matches. */
         uint8_t caw[1024];

@@ -218,7 +218,9 @@ static void test_identify(void **s)
         assert_int_equal(c.data_len, 4096);
         const struct nvme_id_ctrl *id = (const struct nvme_id_ctrl *)buf;
         assert_int_equal(get_le32(&id->nn), NVME_MAX_NSID);
-        assert_int_equal(id->mdts, 8); /* 1 MiB in 4 KiB pages */
+        /* MDTS: 2^n 4 KiB pages (CAP.MPSMIN) is exactly the core's transfer limit. */
+        assert_int_equal(4096u << id->mdts, CORE_MAX_TRANSFER_BYTES);
+        assert_int_equal(id->mdts, 13); /* 32 MiB */
         assert_int_equal(get_le16(&id->cntlid), admin_q.ctrl->cntlid);
         assert_string_equal(id->subnqn, SUBNQN);
         assert_int_equal(id->cntrltype, NVME_CTRL_TYPE_IO);
@@ -761,10 +763,27 @@ static void test_io_parse(void **s)
         nvme_cmd_parse(&c);
         assert_int_equal(st(&c), ST(0, NVME_SC_INVALID_NS));
         sqe_init(&c, &io_q, NVME_IO_WRITE, 1);
-        cdw(&c, 12, 1023); /* 4 MiB > MDTS */
-        sgl_len(&c, 4096u * 1024);
+        cdw(&c, 12, CORE_MAX_TRANSFER_BYTES / 4096); /* one block more than MDTS */
+        sgl_len(&c, CORE_MAX_TRANSFER_BYTES + 4096);
         nvme_cmd_parse(&c);
         assert_int_equal(st(&c), ST(0, NVME_SC_INVALID_FIELD));
+        sqe_init(&c, &io_q, NVME_IO_WRITE, 1);
+        cdw(&c, 12, CORE_MAX_TRANSFER_BYTES / 4096 - 1); /* exactly MDTS */
+        sgl_len(&c, CORE_MAX_TRANSFER_BYTES);
+        assert_int_equal(nvme_cmd_parse(&c), NVME_PARSE_EXEC);
+        assert_int_equal(c.data_len, CORE_MAX_TRANSFER_BYTES);
+        /* Compare of 8 MiB beside the transport's 1 MiB scratch: compared piece by piece. */
+        static uint8_t scratch[CORE_SMALL_TRANSFER_BYTES];
+        sqe_init(&c, &io_q, NVME_IO_COMPARE, 1);
+        cdw(&c, 12, (8u << 20) / 4096 - 1);
+        sgl_len(&c, 8u << 20);
+        c.buf_len = 8u << 20;
+        c.scratch = scratch;
+        c.scratch_len = sizeof(scratch);
+        assert_int_equal(nvme_cmd_parse(&c), NVME_PARSE_EXEC);
+        assert_int_equal(c.req.op, CORE_OP_COMPARE);
+        assert_ptr_equal(c.req.scratch, scratch);
+        assert_int_equal(c.data_len, 8u << 20);
         sqe_init(&c, &io_q, NVME_ADM_IDENTIFY, 1); /* 06h is not an I/O opcode */
         nvme_cmd_parse(&c);
         assert_int_equal(st(&c), ST(0, NVME_SC_INVALID_OPCODE));

@@ -1,7 +1,9 @@
 /*
  * Runtime: messages reach the right reactor thread, deferred work runs on
  * a later iteration in FIFO order, timers fire in deadline order and can be
- * cancelled, and rt_msg_call waits for the function to finish.
+ * cancelled, rt_msg_call waits for the function to finish, and the
+ * large-buffer pool lends bounded, reused memory, parks what it cannot serve
+ * and serves waiters in order from a deferred call.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,6 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "rt/bigbuf.h"
 #include "rt/crc.h"
 #include "rt/listener.h"
 #include "rt/reactor.h"
@@ -325,6 +328,127 @@ static void test_listener(void **st)
                          -EINVAL);
 }
 
+/* ---- large-buffer pool (rt/bigbuf.h), on reactor 1 with a 4-chunk pool ---- */
+
+#define MIB (1u << 20)
+
+static struct {
+        uint8_t *a, *b;
+        size_t alen, blen;
+        struct rt_bigbuf_wait w[4];
+        int served[4];
+        int nserved;
+        bool inline_call;
+        void *none;
+        int einval;
+        bool cancel_queued, cancel_served;
+} bb;
+
+static void bb_fn(struct rt_bigbuf_wait *w)
+{
+        bb.served[bb.nserved++] = (int)(w - bb.w);
+}
+
+static void bb_step1(void *arg)
+{
+        (void)arg;
+        struct rt_reactor *r = rt_current();
+        bb.a = rt_bigbuf_get(r, 2 * MIB, &bb.alen);
+        bb.b = rt_bigbuf_get(r, MIB + MIB / 2, &bb.blen); /* rounds up to 2 chunks */
+        size_t got;
+        bb.none = rt_bigbuf_get(r, 1, &got); /* pool full */
+        bb.einval = rt_bigbuf_wait(r, &(struct rt_bigbuf_wait){.fn = bb_fn, .len = 5 * MIB});
+        for (int i = 0; i < 4; i++) {
+                bb.w[i].fn = bb_fn;
+                bb.w[i].len = i == 1 ? 3 * MIB : MIB;
+        }
+        /* w0: 1 MiB, w1: 3 MiB, w2: 1 MiB (withdrawn), w3: 1 MiB */
+        for (int i = 0; i < 4; i++)
+                assert_int_equal(rt_bigbuf_wait(r, &bb.w[i]), 0);
+        bb.cancel_queued = rt_bigbuf_cancel(r, &bb.w[2]);
+        /* Room for 2 chunks: w0 is served, w1 (3 MiB) is not, and w3 stays behind it. */
+        rt_bigbuf_put(r, bb.a, bb.alen);
+        bb.inline_call = bb.nserved != 0;
+}
+
+static void bb_step2(void *arg)
+{
+        (void)arg;
+        struct rt_reactor *r = rt_current();
+        size_t got;
+        /* A newcomer does not overtake the waiters, though a chunk is free. */
+        bb.none = rt_bigbuf_get(r, 1, &got);
+        bb.cancel_served = rt_bigbuf_cancel(r, &bb.w[0]);
+        rt_bigbuf_put(r, bb.w[0].buf, bb.w[0].len);
+        rt_bigbuf_put(r, bb.b, bb.blen); /* now w1 (3 MiB) fits, then w3 */
+}
+
+static void bb_step3(void *arg)
+{
+        (void)arg;
+        struct rt_reactor *r = rt_current();
+        rt_bigbuf_put(r, bb.w[1].buf, bb.w[1].len);
+        rt_bigbuf_put(r, bb.w[3].buf, bb.w[3].len);
+}
+
+static void settle(int want)
+{
+        for (int i = 0; i < 50 && bb.nserved < want; i++) {
+                rt_msg_call(rt_get(1), nothing, NULL);
+                usleep(1000);
+        }
+}
+
+static void test_bigbuf(void **st)
+{
+        (void)st;
+        struct rt_bigbuf_stats s0, s;
+        memset(&bb, 0, sizeof(bb));
+        rt_bigbuf_stats(&s0);
+        assert_int_equal(rt_bigbuf_configure(3 * MIB + 1), -EINVAL);
+        assert_int_equal(rt_bigbuf_configure(4 * MIB),
+                         0); /* reactor 1's pool is made on first use */
+
+        rt_msg_call(rt_get(1), bb_step1, NULL);
+        assert_non_null(bb.a);
+        assert_non_null(bb.b);
+        assert_int_equal(bb.alen, 2 * MIB);
+        assert_int_equal(bb.blen, 2 * MIB);
+        assert_ptr_equal(bb.b, bb.a + 2 * MIB); /* contiguous chunks, first fit */
+        assert_null(bb.none);
+        assert_int_equal(bb.einval, -EINVAL); /* more than the whole pool: never */
+        assert_true(bb.cancel_queued);
+        assert_false(bb.inline_call); /* never called back from inside put */
+        settle(1);
+        assert_int_equal(bb.nserved, 1);
+        assert_int_equal(bb.served[0], 0);
+        assert_ptr_equal(bb.w[0].buf, bb.a); /* the lowest chunk again: touched pages reused */
+        assert_int_equal(bb.w[0].len, MIB);
+        rt_bigbuf_stats(&s);
+        assert_int_equal(s.in_use - s0.in_use, 3 * MIB);
+        assert_int_equal(s.waiting, 2); /* w1 and w3 */
+
+        rt_msg_call(rt_get(1), bb_step2, NULL);
+        assert_null(bb.none);
+        assert_false(bb.cancel_served); /* w0 was served: its owner has the buffer */
+        settle(3);
+        assert_int_equal(bb.nserved, 3);
+        assert_int_equal(bb.served[1], 1); /* in arrival order, the big one first */
+        assert_int_equal(bb.served[2], 3);
+        assert_ptr_equal(bb.w[1].buf, bb.a);
+        assert_int_equal(bb.w[1].len, 3 * MIB);
+        assert_ptr_equal(bb.w[3].buf, bb.a + 3 * MIB);
+
+        rt_msg_call(rt_get(1), bb_step3, NULL);
+        rt_bigbuf_stats(&s);
+        assert_int_equal(s.in_use, s0.in_use); /* everything back */
+        assert_int_equal(s.waiting, 0);
+        assert_true(s.peak >= 4 * MIB);
+        assert_int_equal(s.waits - s0.waits, 4);
+        assert_int_equal(s.grants - s0.grants, 5); /* a, b, w0, w1, w3 */
+        rt_bigbuf_configure((uint64_t)RT_BIGBUF_DEFAULT_MIB << 20);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -335,6 +459,7 @@ int main(void)
             cmocka_unit_test(test_sockaddr),
             cmocka_unit_test(test_txq),
             cmocka_unit_test(test_listener),
+            cmocka_unit_test(test_bigbuf),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -396,6 +396,64 @@ static void test_edtl_truncation(void **state)
         assert_int_equal(cmd.aux, 200);
 }
 
+/* 8 MiB and 32 MiB transfers parse; Block Limits says what the parser enforces. */
+static void test_big_transfer(void **state)
+{
+        uint8_t cdb[16], inq[16] = {0x12, 0x01, 0xb0, 0, 255};
+        (void)state;
+        ns.num_blocks = 1u << 20;
+        put16(cdb, 0x8a, 0, (8u << 20) / 512); /* WRITE(16), 8 MiB */
+        assert_int_equal(run(cdb, 16, 8u << 20, 0), SCSI_PARSE_EXEC);
+        assert_int_equal(cmd.req.op, CORE_OP_WRITE);
+        assert_int_equal(cmd.data_out_len, 8u << 20);
+        assert_int_equal(cmd.req.iov[0].iov_len, 8u << 20);
+        put16(cdb, 0x88, 0, CORE_MAX_TRANSFER_BYTES / 512); /* READ(16) at the limit */
+        assert_int_equal(run(cdb, 16, CORE_MAX_TRANSFER_BYTES, 0), SCSI_PARSE_EXEC);
+        assert_int_equal(cmd.req.nlb, CORE_MAX_TRANSFER_BYTES / 512);
+        put16(cdb, 0x8a, 0, CORE_MAX_TRANSFER_BYTES / 512 + 1); /* one block more */
+        assert_int_equal(run(cdb, 16, CORE_MAX_TRANSFER_BYTES + 512, 0), SCSI_PARSE_DONE);
+        expect_sense(SK_ILLEGAL_REQUEST, 0x24, 0x00);
+        assert_int_equal(cmd.data_out_len, 0);
+        /* VPD B0h: MAXIMUM TRANSFER LENGTH 32 MiB, OPTIMAL 1 MiB, in blocks. */
+        run(inq, 6, 255, 0);
+        assert_int_equal(cmd.status, SAM_STAT_GOOD);
+        assert_int_equal(buf[1], 0xb0);
+        assert_int_equal(slate_be32(buf + 8), CORE_MAX_TRANSFER_BYTES / 512);
+        assert_int_equal(slate_be32(buf + 12), CORE_SMALL_TRANSFER_BYTES / 512);
+        assert_int_equal(buf[5], 255); /* MAXIMUM COMPARE AND WRITE LENGTH */
+
+        /*
+         * With the transport's own 1 MiB scratch beside an 8 MiB data buffer
+         * (iSCSI, NVMe/TCP with a pool buffer): VERIFY(16) BYTCHK=1 of 8 MiB
+         * runs (the core compares piece by piece in the scratch), ORWRITE(16),
+         * whose result is built in scratch, is refused above 1 MiB.
+         */
+        static uint8_t scratch[CORE_SMALL_TRANSFER_BYTES];
+        put16(cdb, 0x8f, 0, (8u << 20) / 512);
+        cdb[1] = 0x02; /* BYTCHK 01b */
+        memset(&cmd, 0, sizeof(cmd));
+        memcpy(cmd.cdb, cdb, 16);
+        cmd.cdb_len = 16;
+        cmd.nexus = &nx;
+        cmd.edtl = 8u << 20;
+        cmd.buf = buf;
+        cmd.buf_len = 8u << 20;
+        cmd.scratch = scratch;
+        cmd.scratch_len = sizeof(scratch);
+        assert_int_equal(scsi_cmd_parse(&cmd), SCSI_PARSE_EXEC);
+        assert_int_equal(cmd.req.op, CORE_OP_COMPARE);
+        assert_int_equal(cmd.data_out_len, 8u << 20);
+        assert_ptr_equal(cmd.req.scratch, scratch);
+        assert_int_equal(cmd.req.scratch_len, sizeof(scratch));
+        put16(cdb, 0x8b, 0, (2u << 20) / 512); /* ORWRITE(16), 2 MiB */
+        memcpy(cmd.cdb, cdb, 16);
+        cmd.edtl = 2u << 20;
+        cmd.status = 0;
+        assert_int_equal(scsi_cmd_parse(&cmd), SCSI_PARSE_DONE);
+        expect_sense(SK_ILLEGAL_REQUEST, 0x24, 0x00);
+        ns.num_blocks = NBLOCKS;
+}
+
 static void test_rsoc_round_trip(void **state)
 {
         uint8_t cdb[16] = {0xa3, 0x0c, 0x00, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0};
@@ -499,6 +557,7 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_unit_attention, setup, teardown),
             cmocka_unit_test_setup_teardown(test_unmapped_lun, setup, teardown),
             cmocka_unit_test_setup_teardown(test_edtl_truncation, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_big_transfer, setup, teardown),
             cmocka_unit_test_setup_teardown(test_rsoc_round_trip, setup, teardown),
             cmocka_unit_test_setup_teardown(test_mode_sense, setup, teardown),
             cmocka_unit_test_setup_teardown(test_fuzz_entry, setup, teardown),
