@@ -31,6 +31,13 @@ struct backend {
         const struct backend_ops *ops;
         uint64_t size_bytes;
         bool volatile_cache; /* data may sit in a volatile cache until flush */
+        /*
+         * Bytes the backend allocates and frees space in (a power of two:
+         * the file system's block, the page); 0 = it does not say.  A
+         * deallocation smaller than this, or not aligned to it, frees
+         * nothing (the blocks still read zeroes).  Set by open.
+         */
+        uint32_t alloc_unit;
         void *priv;
 };
 

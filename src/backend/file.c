@@ -71,6 +71,10 @@ static int file_open(struct backend *be, const struct backend_params *p)
         be->priv = f;
         be->size_bytes = p->size_bytes ? p->size_bytes : size;
         be->volatile_cache = true;
+        /* Holes are punched in the file system's blocks (st_blksize: 4 KiB on ext4, xfs, tmpfs). */
+        be->alloc_unit = st.st_blksize > 0 && !(st.st_blksize & (st.st_blksize - 1))
+                             ? (uint32_t)st.st_blksize
+                             : 0;
         LOG_DEBUG("file", "%s: %s", p->path, f->fd_direct >= 0 ? "O_DIRECT" : "buffered");
         return 0;
 }

@@ -66,6 +66,7 @@ static int mem_open(struct backend *be, const struct backend_params *p)
         be->priv = m;
         be->size_bytes = p->size_bytes;
         be->volatile_cache = false;
+        be->alloc_unit = (uint32_t)sysconf(_SC_PAGESIZE); /* pages are dropped whole */
         return 0;
 }
 

@@ -485,3 +485,23 @@ int64_t core_ns_allocated_bytes(struct core_ns *ns)
                 return -ENOTSUP;
         return ns->be.ops->allocated(&ns->be);
 }
+
+uint32_t core_ns_dealloc_granularity(const struct core_ns *ns)
+{
+        uint32_t unit = ns->be.alloc_unit;
+        if (!unit)
+                return 0;
+        return unit > ns->block_size ? unit >> ns->block_shift : 1;
+}
+
+int core_ns_unrecoverable(struct core_ns *ns, uint64_t lba, uint64_t nlb,
+                          struct core_lba_range *out)
+{
+        /*
+         * No backend can lose a block today: a read error is an I/O error
+         * of the moment, nothing is remembered.  Failing media (issue 15)
+         * will record ranges per namespace and answer from them here.
+         */
+        (void)ns, (void)lba, (void)nlb, (void)out;
+        return 0;
+}

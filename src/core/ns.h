@@ -176,6 +176,29 @@ int core_ns_lba_status(struct core_ns *ns, uint64_t lba, uint64_t max_nlb, bool 
                        uint64_t *nlb);
 /* Bytes the backend really has allocated (file: st_blocks); -errno when unknown. */
 int64_t core_ns_allocated_bytes(struct core_ns *ns);
+/*
+ * The granularity and alignment, in blocks, in which deallocation really
+ * frees space: the backend's allocation unit (file: the file system's
+ * block; mem: the page), at least one block; 0 when the backend does not
+ * say.  SCSI reports it as OPTIMAL UNMAP GRANULARITY, NVMe as NPDG/NPDA.
+ */
+uint32_t core_ns_dealloc_granularity(const struct core_ns *ns);
+
+/* ---- Unrecoverable blocks ---- */
+
+struct core_lba_range {
+        uint64_t lba;
+        uint64_t nlb;
+};
+/*
+ * The first run of blocks in [lba, lba + nlb) that may return an
+ * unrecovered read error (NVMe Get LBA Status and log 0Eh, SCSI GET LBA
+ * STATUS report type 10h), clipped to that window: 1 and *out, or 0 when
+ * there is none.  Slate's backends have no failing media yet (issue 15
+ * adds them, through here), so today there never is one.
+ */
+int core_ns_unrecoverable(struct core_ns *ns, uint64_t lba, uint64_t nlb,
+                          struct core_lba_range *out);
 
 /* Persist identity/geometry/reservations (call with ns->lock held or unshared). */
 int core_ns_save_meta(struct core_ns *ns);

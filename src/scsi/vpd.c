@@ -168,8 +168,8 @@ int scsi_vpd_build(struct scsi_cmd *cmd, uint8_t page, uint8_t *out, uint32_t ca
                 put_be32(&b->max_prefetch_len, max_blocks);
                 put_be64(&b->max_write_same_len, SCSI_MAX_WRITE_SAME_LEN);
                 if (ns->thin) {
-                        /* A hole is punched in file-system blocks (4 KiB): that granularity. */
-                        uint32_t gran = ns->block_size < 4096 ? 4096 >> ns->block_shift : 1;
+                        /* The backend frees space in its allocation unit (core's rule). */
+                        uint32_t gran = core_ns_dealloc_granularity(ns);
                         put_be32(&b->max_unmap_lba_count, SCSI_LBP_MAX_UNMAP_LBAS);
                         put_be32(&b->max_unmap_desc_count, SCSI_LBP_MAX_UNMAP_DESC);
                         put_be32(&b->opt_unmap_gran, gran);

@@ -33,6 +33,7 @@ static int setup(void **state)
         ns.block_size = 512;
         ns.block_shift = 9;
         ns.num_blocks = NBLOCKS;
+        ns.be.alloc_unit = 4096; /* a file system's block: OPTIMAL UNMAP GRANULARITY 8 */
         for (int i = 0; i < 16; i++)
                 ns.uuid[i] = (uint8_t)(0x10 + i);
         ns.eui64 = 0x0102030405060708ull;
