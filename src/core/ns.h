@@ -168,9 +168,9 @@ void core_ns_shutdown_all(void);
  * Provisioning of the blocks from lba (at most max_nlb; 0 = to the end):
  * *mapped for the block at lba and *nlb >= 1 blocks in a row with that
  * status.  The file backend asks the file system (SEEK_DATA/SEEK_HOLE: the
- * map is the file's own allocation, crash-safe by construction); mem and
- * null track nothing and report mapped, as does a namespace that is not
- * thin.  0, or -ERANGE when lba is past the end.
+ * map is the file's own allocation, crash-safe by construction); mem keeps
+ * a bit per page it holds; null tracks nothing and reports mapped, as does
+ * a namespace that is not thin.  0, or -ERANGE when lba is past the end.
  */
 int core_ns_lba_status(struct core_ns *ns, uint64_t lba, uint64_t max_nlb, bool *mapped,
                        uint64_t *nlb);

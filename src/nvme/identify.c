@@ -92,7 +92,8 @@ static void id_ns(struct core_ns *ns, struct nvme_id_ns *id)
         if (ns->thin) {
                 /*
                  * THINP, and NUSE from what the backend really holds (file:
-                 * st_blocks; mem and null cannot tell, so all is in use).
+                 * st_blocks; mem: the pages it holds; null cannot tell, so
+                 * all is in use).
                  * Deallocated blocks read zeroes (DLFEAT 001b) and Write
                  * Zeroes may deallocate (DEAC, bit 3).
                  */

@@ -610,7 +610,105 @@ static void test_dealloc_file(void **st)
 static void test_dealloc_mem(void **st)
 {
         (void)st;
-        check_dealloc(mk("thinm", "mem"), false);
+        check_dealloc(mk("thinm", "mem"), true); /* mem keeps a real map too */
+}
+
+static uint64_t rss_bytes(void)
+{
+        unsigned long size = 0, resident = 0;
+        FILE *f = fopen("/proc/self/statm", "r");
+        assert_non_null(f);
+        assert_int_equal(fscanf(f, "%lu %lu", &size, &resident), 2);
+        fclose(f);
+        return (uint64_t)resident * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+/*
+ * The mem backend's map and memory: reads of never-written blocks cost
+ * nothing, writes allocate pages, deallocation returns them to the system
+ * (the process's RSS drops) and the blocks read zeroes; a partial page
+ * is zeroed but stays allocated.
+ */
+static void test_mem_map(void **st)
+{
+        (void)st;
+        enum { MIB16 = 16 << 20 };
+        static uint8_t buf[MIB16];
+        struct core_ns_params p = {
+            .name = "thinmm", .backend = "mem", .size_bytes = 32 << 20, .thin = true};
+        struct core_ns *ns = NULL;
+        char err[256];
+        bool mapped;
+        uint64_t n, pg = (uint64_t)sysconf(_SC_PAGESIZE);
+        assert_int_equal(core_ns_create(&p, &ns, err, sizeof(err)), 0);
+        assert_int_equal(core_ns_allocated_bytes(ns), 0);
+        memset(buf, 0xee, sizeof(buf)); /* touch the buffer before measuring */
+        uint64_t rss0 = rss_bytes();
+        assert_int_equal(run_req(ns, CORE_OP_READ, 0, MIB16 / 512, buf, MIB16, NULL, 0, NULL),
+                         CORE_OK);
+        assert_int_equal(buf[0], 0);
+        assert_int_equal(buf[MIB16 - 1], 0);
+        assert_int_equal(core_ns_allocated_bytes(ns), 0);
+        assert_true(rss_bytes() < rss0 + (4 << 20)); /* the zero page, not 16 MiB */
+        assert_int_equal(core_ns_lba_status(ns, 0, 0, &mapped, &n), 0);
+        assert_false(mapped);
+        assert_int_equal(n, core_ns_blocks(ns));
+
+        memset(buf, 0x77, sizeof(buf));
+        uint64_t rss1 = rss_bytes();
+        assert_int_equal(run_req(ns, CORE_OP_WRITE, 0, MIB16 / 512, buf, MIB16, NULL, 0, NULL),
+                         CORE_OK);
+        uint64_t rss2 = rss_bytes();
+        assert_int_equal(core_ns_allocated_bytes(ns), MIB16);
+        assert_true(rss2 >= rss1 + (15 << 20));
+        assert_int_equal(core_ns_lba_status(ns, 0, 0, &mapped, &n), 0);
+        assert_true(mapped);
+        assert_int_equal(n, MIB16 / 512);
+        assert_int_equal(core_ns_lba_status(ns, MIB16 / 512, 0, &mapped, &n), 0);
+        assert_false(mapped);
+        assert_int_equal(n, MIB16 / 512);
+        /* A window shorter than the run is clipped to it. */
+        assert_int_equal(core_ns_lba_status(ns, 100, 1000, &mapped, &n), 0);
+        assert_true(mapped);
+        assert_int_equal(n, 1000);
+
+        assert_int_equal(run_req(ns, CORE_OP_DEALLOCATE, 0, MIB16 / 512, NULL, 0, NULL, 0, NULL),
+                         CORE_OK);
+        uint64_t rss3 = rss_bytes();
+        printf("mem backend RSS: %llu KiB, %llu KiB after writing 16 MiB, %llu KiB after "
+               "deallocating it\n",
+               (unsigned long long)(rss1 >> 10), (unsigned long long)(rss2 >> 10),
+               (unsigned long long)(rss3 >> 10));
+        assert_true(rss3 + (15 << 20) <= rss2);
+        assert_int_equal(core_ns_allocated_bytes(ns), 0);
+        assert_int_equal(run_req(ns, CORE_OP_READ, 0, MIB16 / 512, buf, MIB16, NULL, 0, NULL),
+                         CORE_OK);
+        for (size_t i = 0; i < sizeof(buf); i += 512)
+                if (buf[i] || buf[i + 511])
+                        fail_msg("deallocated byte %zu = %x", i, buf[i]);
+        assert_int_equal(core_ns_lba_status(ns, 0, 0, &mapped, &n), 0);
+        assert_false(mapped);
+        assert_int_equal(n, core_ns_blocks(ns));
+
+        /* One block in a page: the page is allocated; deallocating part of it zeroes in place. */
+        memset(buf, 0x42, 1024);
+        assert_int_equal(run_req(ns, CORE_OP_WRITE, 1, 2, buf, 1024, NULL, 0, NULL), CORE_OK);
+        assert_int_equal(core_ns_allocated_bytes(ns), (int64_t)pg);
+        assert_int_equal(core_ns_lba_status(ns, 0, 0, &mapped, &n), 0);
+        assert_true(mapped);
+        assert_int_equal(n, pg / 512);
+        assert_int_equal(run_req(ns, CORE_OP_DEALLOCATE, 1, 1, NULL, 0, NULL, 0, NULL), CORE_OK);
+        assert_int_equal(core_ns_allocated_bytes(ns), (int64_t)pg);
+        assert_int_equal(run_req(ns, CORE_OP_READ, 0, 4, buf, 2048, NULL, 0, NULL), CORE_OK);
+        assert_int_equal(buf[512], 0);
+        assert_int_equal(buf[1024], 0x42);
+        /* Shrinking drops the map past the end; growing back reads zeroes, unmapped. */
+        assert_int_equal(core_ns_resize(ns, 4096, false, err, sizeof(err)), 0);
+        assert_int_equal(core_ns_resize(ns, (32 << 20) / 512, false, err, sizeof(err)), 0);
+        assert_int_equal(core_ns_allocated_bytes(ns), (int64_t)pg);
+        assert_int_equal(core_ns_lba_status(ns, 4096, 0, &mapped, &n), 0);
+        assert_false(mapped);
+        assert_int_equal(core_ns_dealloc_granularity(ns), pg / 512);
 }
 
 int main(void)
@@ -629,6 +727,7 @@ int main(void)
             cmocka_unit_test(test_resize_file),
             cmocka_unit_test(test_dealloc_file),
             cmocka_unit_test(test_dealloc_mem),
+            cmocka_unit_test(test_mem_map),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }

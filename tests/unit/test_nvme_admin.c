@@ -879,6 +879,17 @@ static uint16_t run_dsm(uint32_t attr, const uint64_t *slba, const uint32_t *nlb
 }
 
 /* Thin namespace: THINP/DLFEAT, DSM with AD and Write Zeroes with DEAC deallocate (read zeroes). */
+static uint64_t nuse_now(void)
+{
+        struct nvme_cmd c;
+        sqe_init(&c, &admin_q, NVME_ADM_IDENTIFY, 1);
+        sgl_len(&c, 4096);
+        cdw(&c, 10, NVME_CNS_NS);
+        nvme_cmd_parse(&c);
+        assert_int_equal(st(&c), 0);
+        return get_le64(&((const struct nvme_id_ns *)buf)->nuse);
+}
+
 static void test_thin(void **s)
 {
         (void)s;
@@ -892,8 +903,9 @@ static void test_thin(void **s)
         const struct nvme_id_ns *idn = (const struct nvme_id_ns *)buf;
         assert_int_equal(idn->nsfeat & 0x01, 1);
         assert_int_equal(idn->dlfeat, 0x09);
-        /* mem cannot tell what it holds: NUSE stays NSZE. */
-        assert_int_equal(get_le64(&idn->nuse), get_le64(&idn->nsze));
+        /* NUSE: the pages the mem backend really holds, in blocks. */
+        assert_int_equal(get_le64(&idn->nuse), core_ns_allocated_bytes(ns) / 4096);
+        assert_true(get_le64(&idn->nuse) < get_le64(&idn->nsze));
 
         memset(buf, 0x5a, 4 * 4096);
         assert_int_equal(run_io(NVME_IO_WRITE, 20, 4, 0), 0);
@@ -920,9 +932,12 @@ static void test_thin(void **s)
         /* Linux describes a whole 4 KiB range buffer for one range: block 23. */
         slba[0] = 23;
         nlb[0] = 1;
+        uint64_t nuse = nuse_now();
         assert_int_equal(run_dsm(NVME_DSM_AD, slba, nlb, 1, 4096), 0);
         assert_int_equal(run_io(NVME_IO_READ, 20, 4, 0), 0);
         assert_int_equal(buf[3 * 4096], 0);
+        /* The deallocated block is no longer in use. */
+        assert_int_equal(nuse_now(), nuse - 1);
         ns->thin = false;
 }
 
