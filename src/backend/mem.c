@@ -214,7 +214,7 @@ static void mem_submit(struct backend *be, struct core_req *req, enum core_op op
 }
 
 /* The run of pages with the status of the one holding off, within [off, off + len). */
-static int mem_map_status(struct backend *be, uint64_t off, uint64_t len, bool *mapped,
+static int mem_map_status(struct backend *be, uint64_t off, uint64_t len, enum core_prov *st,
                           uint64_t *run)
 {
         struct mem_be *m = be->priv;
@@ -234,7 +234,7 @@ static int mem_map_status(struct backend *be, uint64_t off, uint64_t len, bool *
                         break;
         }
         uint64_t stop = p << m->pg_shift;
-        *mapped = on;
+        *st = on ? CORE_PROV_MAPPED : CORE_PROV_DEALLOCATED;
         *run = (stop < end ? stop : end) - off;
         return 0;
 }

@@ -448,7 +448,7 @@ void core_ns_shutdown_all(void)
         }
 }
 
-int core_ns_lba_status(struct core_ns *ns, uint64_t lba, uint64_t max_nlb, bool *mapped,
+int core_ns_lba_status(struct core_ns *ns, uint64_t lba, uint64_t max_nlb, enum core_prov *st,
                        uint64_t *nlb)
 {
         uint64_t n = core_ns_blocks(ns);
@@ -456,22 +456,22 @@ int core_ns_lba_status(struct core_ns *ns, uint64_t lba, uint64_t max_nlb, bool 
                 return -ERANGE;
         if (max_nlb == 0 || max_nlb > n - lba)
                 max_nlb = n - lba;
-        *mapped = true;
+        *st = CORE_PROV_MAPPED;
         *nlb = max_nlb;
         if (!ns->thin || !ns->be.ops || !ns->be.ops->map_status)
                 return 0;
         uint64_t run = 0;
         int rc = ns->be.ops->map_status(&ns->be, lba << ns->block_shift, max_nlb << ns->block_shift,
-                                        mapped, &run);
+                                        st, &run);
         if (rc)
                 return rc;
-        /* Whole blocks: a block only partly in a hole is mapped. */
-        if (*mapped)
+        /* Whole blocks: a block only partly in a hole (or anchored range) is mapped. */
+        if (*st == CORE_PROV_MAPPED)
                 *nlb = (run + ns->block_size - 1) >> ns->block_shift;
         else
                 *nlb = run >> ns->block_shift;
         if (*nlb == 0) {
-                *mapped = true;
+                *st = CORE_PROV_MAPPED;
                 *nlb = 1;
         }
         if (*nlb > max_nlb)

@@ -181,8 +181,8 @@ int scsi_vpd_build(struct scsi_cmd *cmd, uint8_t page, uint8_t *out, uint32_t ca
                 if (!ns->thin)
                         return -1;
                 n = 4;
-                /* LBPU, LBPWS, LBPWS10, LBPRZ 001b; ANC_SUP 0, DP 0 (no descriptor). */
-                p[1] = 0x80 | 0x40 | 0x20 | 0x04;
+                /* LBPU, LBPWS, LBPWS10, LBPRZ 001b; ANC_SUP per namespace; DP 0 (no descriptor). */
+                p[1] = 0x80 | 0x40 | 0x20 | 0x04 | (core_ns_can_anchor(ns) ? 0x02 : 0);
                 p[2] = 0x02; /* PROVISIONING TYPE: thin */
                 break;
         case 0xb1:
