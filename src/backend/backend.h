@@ -9,7 +9,9 @@
  * a negative errno, never from inside submit (a synchronous backend defers
  * through rt_defer()).  Backend ops are READ, WRITE, FLUSH and
  * WRITE_ZEROES only; the core builds everything else (compare, orwrite,
- * write same, verify...) from those.
+ * write same, verify...) from those.  WRITE_ZEROES returns the space
+ * (hole punch, dropped pages) unless the request carries CORE_REQ_ANCHOR,
+ * which keeps it allocated (only on backends with can_anchor).
  */
 #ifndef BACKEND_H
 #define BACKEND_H
@@ -21,6 +23,13 @@
 
 #include "core/req.h"
 
+/* Provisioning status of blocks (SBC-4 4.7.1; NVMe: deallocated or not). */
+enum core_prov {
+        CORE_PROV_MAPPED = 0,  /* backed by space, holds what was written */
+        CORE_PROV_DEALLOCATED, /* no space; reads zeroes */
+        CORE_PROV_ANCHORED,    /* space kept, reads zeroes (SCSI anchored) */
+};
+
 struct backend_params {
         const char *path;    /* file backend: data file path */
         uint64_t size_bytes; /* requested size; 0 = existing file size */
@@ -31,6 +40,20 @@ struct backend {
         const struct backend_ops *ops;
         uint64_t size_bytes;
         bool volatile_cache; /* data may sit in a volatile cache until flush */
+        /*
+         * Bytes the backend allocates and frees space in (a power of two:
+         * the file system's block, the page); 0 = it does not say.  A
+         * deallocation smaller than this, or not aligned to it, frees
+         * nothing (the blocks still read zeroes).  Set by open.
+         */
+        uint32_t alloc_unit;
+        /*
+         * WRITE_ZEROES of a request with CORE_REQ_ANCHOR keeps the space
+         * allocated (the blocks read zeroes) and map_status tells such
+         * blocks from mapped and deallocated ones (CORE_PROV_ANCHORED).
+         * Set by open; the core sends anchoring only to such backends.
+         */
+        bool can_anchor;
         void *priv;
 };
 
@@ -55,12 +78,13 @@ struct backend_ops {
          */
         int (*resize)(struct backend *be, uint64_t size_bytes);
         /*
-         * Provisioning (control or data path, synchronous): whether the
-         * byte at offset is backed by allocated space (*mapped) and the
-         * length of the run with that status starting there, at most len.
-         * 0 or -errno.  NULL: everything is reported mapped.
+         * Provisioning (control or data path, synchronous): the status of
+         * the byte at offset (*st: mapped, deallocated, or anchored: space
+         * kept but reading zeroes) and the length of the run with that
+         * status starting there, at most len.  0 or -errno.  NULL:
+         * everything is reported mapped.
          */
-        int (*map_status)(struct backend *be, uint64_t offset, uint64_t len, bool *mapped,
+        int (*map_status)(struct backend *be, uint64_t offset, uint64_t len, enum core_prov *st,
                           uint64_t *run);
         /* Bytes of storage actually allocated; -errno when unknown.  NULL: unknown. */
         int64_t (*allocated)(struct backend *be);

@@ -7,15 +7,28 @@
  * RWF_DSYNC; FLUSH is fdatasync (IORING_FSYNC_DATASYNC).  WRITE_ZEROES
  * punches a hole (reads return zeroes, space is returned), falling back to
  * FALLOC_FL_ZERO_RANGE where punching is not supported.
+ *
+ * Anchoring (WRITE_ZEROES with CORE_REQ_ANCHOR) is FALLOC_FL_ZERO_RANGE:
+ * ext4 and xfs keep the blocks allocated as unwritten extents, which read
+ * zeroes and which FIEMAP flags FIEMAP_EXTENT_UNWRITTEN, so the file
+ * system stays the one provisioning map (crash-safe, nothing of ours to
+ * keep).  It is offered only where that holds, decided at open: a regular
+ * file on ext4 or xfs whose FIEMAP works.  Elsewhere (tmpfs, other file
+ * systems, block devices) the namespace cannot anchor (SCSI ANC_SUP=0).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <stddef.h>
 #include <linux/falloc.h>
+#include <linux/fiemap.h>
+#include <linux/fs.h>
+#include <linux/magic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "backend/backend.h"
@@ -28,6 +41,20 @@ struct file_be {
         bool punch_ok;
         char path[4096]; /* for log lines */
 };
+
+/* Can this file keep zeroed blocks allocated and show them as unwritten extents? */
+static bool anchor_capable(int fd, const struct stat *st)
+{
+        struct statfs sfs;
+        struct fiemap fm;
+        if (!S_ISREG(st->st_mode) || fstatfs(fd, &sfs))
+                return false;
+        if (sfs.f_type != EXT4_SUPER_MAGIC && sfs.f_type != XFS_SUPER_MAGIC)
+                return false;
+        memset(&fm, 0, sizeof(fm));
+        fm.fm_length = FIEMAP_MAX_OFFSET; /* count the extents only: does FIEMAP work? */
+        return ioctl(fd, FS_IOC_FIEMAP, &fm) == 0;
+}
 
 static int file_open(struct backend *be, const struct backend_params *p)
 {
@@ -71,6 +98,11 @@ static int file_open(struct backend *be, const struct backend_params *p)
         be->priv = f;
         be->size_bytes = p->size_bytes ? p->size_bytes : size;
         be->volatile_cache = true;
+        /* Holes are punched in the file system's blocks (st_blksize: 4 KiB on ext4, xfs, tmpfs). */
+        be->alloc_unit = st.st_blksize > 0 && !(st.st_blksize & (st.st_blksize - 1))
+                             ? (uint32_t)st.st_blksize
+                             : 0;
+        be->can_anchor = anchor_capable(f->fd_buf, &st);
         LOG_DEBUG("file", "%s: %s", p->path, f->fd_direct >= 0 ? "O_DIRECT" : "buffered");
         return 0;
 }
@@ -122,7 +154,7 @@ static void file_done(struct rt_event *ev, int res)
                 return;
         }
         if ((res == -EOPNOTSUPP || res == -EINVAL) && req->bio.op == CORE_OP_WRITE_ZEROES &&
-            f->punch_ok) {
+            f->punch_ok && !(req->flags & CORE_REQ_ANCHOR)) {
                 f->punch_ok = false;
                 file_submit(be, req, req->bio.op, req->bio.off, req->bio.len, NULL, 0, false);
                 return;
@@ -169,12 +201,14 @@ static void file_submit(struct backend *be, struct core_req *req, enum core_op o
         case CORE_OP_FLUSH:
                 io_uring_prep_fsync(sqe, f->fd_buf, IORING_FSYNC_DATASYNC);
                 break;
-        case CORE_OP_WRITE_ZEROES:
+        case CORE_OP_WRITE_ZEROES: {
+                bool punch = f->punch_ok && !(req->flags & CORE_REQ_ANCHOR);
                 io_uring_prep_fallocate(sqe, f->fd_buf,
-                                        f->punch_ok ? FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE
-                                                    : FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE,
+                                        punch ? FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE
+                                              : FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE,
                                         off, len);
                 break;
+        }
         default:
                 io_uring_prep_nop(sqe);
                 break;
@@ -211,29 +245,84 @@ static int file_resize(struct backend *be, uint64_t size_bytes)
 }
 
 /*
- * The file system is the provisioning map: SEEK_DATA/SEEK_HOLE tell which
- * ranges have blocks, and that is exactly what survives a crash.  Where
- * the file system cannot tell (a block device, an old file system), all
- * is reported mapped.
+ * Of a range SEEK_DATA found no data in, [off, off + len): anchored
+ * (unwritten extents: space kept) or deallocated (no extent), and for how
+ * long.  FIEMAP names the extents from off; a run ends where the status
+ * changes or the extents asked for run out (the caller asks again).
  */
-static int file_map_status(struct backend *be, uint64_t off, uint64_t len, bool *mapped,
+static void file_nodata_status(struct file_be *f, uint64_t off, uint64_t len, enum core_prov *st,
+                               uint64_t *run)
+{
+        enum { NEXT = 16 };
+        struct {
+                struct fiemap fm;
+                struct fiemap_extent ext[NEXT];
+        } q;
+        *st = CORE_PROV_DEALLOCATED;
+        *run = len;
+        memset(&q, 0, sizeof(q));
+        q.fm.fm_start = off;
+        q.fm.fm_length = len;
+        q.fm.fm_extent_count = NEXT;
+        if (ioctl(f->fd_buf, FS_IOC_FIEMAP, &q.fm) || q.fm.fm_mapped_extents == 0)
+                return; /* no extent at all: a hole */
+        uint64_t end = off + len, at = off;
+        for (uint32_t i = 0; i < q.fm.fm_mapped_extents; i++) {
+                const struct fiemap_extent *e = &q.ext[i];
+                uint64_t e_end = e->fe_logical + e->fe_length;
+                if (e_end <= at)
+                        continue;
+                enum core_prov s =
+                    (e->fe_flags & FIEMAP_EXTENT_UNWRITTEN) ? CORE_PROV_ANCHORED : CORE_PROV_MAPPED;
+                if (e->fe_logical > at) { /* a hole before this extent */
+                        if (at == off) {
+                                *run = (e->fe_logical < end ? e->fe_logical : end) - off;
+                                return; /* deallocated */
+                        }
+                        break;
+                }
+                if (at == off)
+                        *st = s;
+                else if (s != *st)
+                        break;
+                at = e_end < end ? e_end : end;
+                if (at == end || (e->fe_flags & FIEMAP_EXTENT_LAST))
+                        break;
+        }
+        if (at > off)
+                *run = at - off;
+}
+
+/*
+ * The file system is the provisioning map: SEEK_DATA/SEEK_HOLE tell which
+ * ranges have data (written blocks, and unwritten ones with data in the
+ * page cache), and that is exactly what survives a crash.  Where the file
+ * can anchor, FIEMAP tells the anchored (unwritten) blocks from holes in
+ * the ranges without data.  Where the file system cannot tell (a block
+ * device, an old file system), all is reported mapped.
+ */
+static int file_map_status(struct backend *be, uint64_t off, uint64_t len, enum core_prov *st,
                            uint64_t *run)
 {
         struct file_be *f = be->priv;
-        *mapped = true;
+        *st = CORE_PROV_MAPPED;
         *run = len;
         off_t data = lseek(f->fd_buf, (off_t)off, SEEK_DATA);
+        uint64_t nodata = 0; /* bytes without data from off */
         if (data < 0) {
-                if (errno == ENXIO) { /* no data from off to the end of the file */
-                        *mapped = false;
-                        return 0;
-                }
-                return 0; /* cannot tell: mapped */
+                if (errno != ENXIO) /* ENXIO: no data from off to the end of the file */
+                        return 0;   /* cannot tell: mapped */
+                nodata = len;
+        } else if ((uint64_t)data > off) {
+                nodata = (uint64_t)data - off < len ? (uint64_t)data - off : len;
         }
-        if ((uint64_t)data > off) {
-                *mapped = false;
-                if ((uint64_t)data - off < len)
-                        *run = (uint64_t)data - off;
+        if (nodata) {
+                if (be->can_anchor) {
+                        file_nodata_status(f, off, nodata, st, run);
+                } else {
+                        *st = CORE_PROV_DEALLOCATED;
+                        *run = nodata;
+                }
                 return 0;
         }
         off_t hole = lseek(f->fd_buf, (off_t)off, SEEK_HOLE);

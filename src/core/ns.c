@@ -383,9 +383,9 @@ int core_ns_create(const struct core_ns_params *p, struct core_ns **out, char *e
         pthread_mutex_unlock(&reg_lock);
         char u[37];
         uuid_unparse_lower(ns->uuid, u);
-        LOG_INFO("core", "namespace %s: %s backend, %llu x %u-byte blocks, uuid %s%s", ns->name,
+        LOG_INFO("core", "namespace %s: %s backend, %llu x %u-byte blocks, uuid %s%s%s", ns->name,
                  ops->name, (unsigned long long)ns->num_blocks, ns->block_size, u,
-                 loaded ? " (reopened)" : "");
+                 core_ns_can_anchor(ns) ? ", can anchor" : "", loaded ? " (reopened)" : "");
         /* SBC-4 4.11, NVMe 8.21: an interrupted sanitize continues after power on. */
         core_sanitize_resume(ns);
         *out = ns;
@@ -464,7 +464,7 @@ void core_ns_shutdown_all(void)
         }
 }
 
-int core_ns_lba_status(struct core_ns *ns, uint64_t lba, uint64_t max_nlb, bool *mapped,
+int core_ns_lba_status(struct core_ns *ns, uint64_t lba, uint64_t max_nlb, enum core_prov *st,
                        uint64_t *nlb)
 {
         uint64_t n = core_ns_blocks(ns);
@@ -472,22 +472,22 @@ int core_ns_lba_status(struct core_ns *ns, uint64_t lba, uint64_t max_nlb, bool 
                 return -ERANGE;
         if (max_nlb == 0 || max_nlb > n - lba)
                 max_nlb = n - lba;
-        *mapped = true;
+        *st = CORE_PROV_MAPPED;
         *nlb = max_nlb;
         if (!ns->thin || !ns->be.ops || !ns->be.ops->map_status)
                 return 0;
         uint64_t run = 0;
         int rc = ns->be.ops->map_status(&ns->be, lba << ns->block_shift, max_nlb << ns->block_shift,
-                                        mapped, &run);
+                                        st, &run);
         if (rc)
                 return rc;
-        /* Whole blocks: a block only partly in a hole is mapped. */
-        if (*mapped)
+        /* Whole blocks: a block only partly in a hole (or anchored range) is mapped. */
+        if (*st == CORE_PROV_MAPPED)
                 *nlb = (run + ns->block_size - 1) >> ns->block_shift;
         else
                 *nlb = run >> ns->block_shift;
         if (*nlb == 0) {
-                *mapped = true;
+                *st = CORE_PROV_MAPPED;
                 *nlb = 1;
         }
         if (*nlb > max_nlb)
@@ -500,4 +500,26 @@ int64_t core_ns_allocated_bytes(struct core_ns *ns)
         if (!ns->be.ops->allocated)
                 return -ENOTSUP;
         return ns->be.ops->allocated(&ns->be);
+}
+
+uint32_t core_ns_dealloc_granularity(const struct core_ns *ns)
+{
+        uint32_t unit = ns->be.alloc_unit;
+        uint32_t gran = unit > ns->block_size ? unit >> ns->block_shift : 1;
+        uint32_t phys = 1u << ns->phys_exp;
+        if (!unit && !ns->phys_exp)
+                return 0;
+        return gran > phys ? gran : phys; /* never less than a physical block */
+}
+
+int core_ns_unrecoverable(struct core_ns *ns, uint64_t lba, uint64_t nlb,
+                          struct core_lba_range *out)
+{
+        /*
+         * No backend can lose a block today: a read error is an I/O error
+         * of the moment, nothing is remembered.  Failing media (issue 15)
+         * will record ranges per namespace and answer from them here.
+         */
+        (void)ns, (void)lba, (void)nlb, (void)out;
+        return 0;
 }

@@ -194,16 +194,50 @@ void core_ns_shutdown_all(void);
 
 /*
  * Provisioning of the blocks from lba (at most max_nlb; 0 = to the end):
- * *mapped for the block at lba and *nlb >= 1 blocks in a row with that
- * status.  The file backend asks the file system (SEEK_DATA/SEEK_HOLE: the
- * map is the file's own allocation, crash-safe by construction); mem and
- * null track nothing and report mapped, as does a namespace that is not
- * thin.  0, or -ERANGE when lba is past the end.
+ * *st for the block at lba and *nlb >= 1 blocks in a row with that
+ * status.  The file backend asks the file system (SEEK_DATA/SEEK_HOLE, and
+ * FIEMAP's unwritten extents for anchored blocks: the map is the file's
+ * own allocation, crash-safe by construction); mem keeps a bit per page it
+ * holds; null tracks nothing and reports mapped, as does a namespace that
+ * is not thin.  0, or -ERANGE when lba is past the end.
  */
-int core_ns_lba_status(struct core_ns *ns, uint64_t lba, uint64_t max_nlb, bool *mapped,
+int core_ns_lba_status(struct core_ns *ns, uint64_t lba, uint64_t max_nlb, enum core_prov *st,
                        uint64_t *nlb);
+/*
+ * Whether blocks can be anchored (DEALLOCATE with CORE_REQ_ANCHOR; SCSI
+ * ANC_SUP): a thin namespace whose backend can keep space allocated and
+ * tell it apart (the file backend on ext4 or xfs), decided at open.
+ */
+static inline bool core_ns_can_anchor(const struct core_ns *ns)
+{
+        return ns->thin && ns->be.can_anchor;
+}
 /* Bytes the backend really has allocated (file: st_blocks); -errno when unknown. */
 int64_t core_ns_allocated_bytes(struct core_ns *ns);
+/*
+ * The granularity and alignment, in blocks, in which deallocation really
+ * frees space: the backend's allocation unit (file: the file system's
+ * block; mem: the page), and never less than the physical block (hosts
+ * are told that is the unit); 0 when neither says more than one block.
+ * SCSI reports it as OPTIMAL UNMAP GRANULARITY, NVMe as NPWG/NPDG/NPDA.
+ */
+uint32_t core_ns_dealloc_granularity(const struct core_ns *ns);
+
+/* ---- Unrecoverable blocks ---- */
+
+struct core_lba_range {
+        uint64_t lba;
+        uint64_t nlb;
+};
+/*
+ * The first run of blocks in [lba, lba + nlb) that may return an
+ * unrecovered read error (NVMe Get LBA Status and log 0Eh, SCSI GET LBA
+ * STATUS report type 10h), clipped to that window: 1 and *out, or 0 when
+ * there is none.  Slate's backends have no failing media yet (issue 15
+ * adds them, through here), so today there never is one.
+ */
+int core_ns_unrecoverable(struct core_ns *ns, uint64_t lba, uint64_t nlb,
+                          struct core_lba_range *out);
 
 /* Persist identity/geometry/reservations (call with ns->lock held or unshared). */
 int core_ns_save_meta(struct core_ns *ns);

@@ -225,11 +225,18 @@ static void run(struct core_req *req)
                 return;
         case CORE_OP_DEALLOCATE:
                 atomic_fetch_add_explicit(&ns->stats.write_ops, 1, memory_order_relaxed);
+                if ((req->flags & CORE_REQ_ANCHOR) && !core_ns_can_anchor(ns)) {
+                        core_req_complete(req, CORE_E_INVALID_FIELD);
+                        return;
+                }
                 if (!ns->thin) {
                         core_req_complete(req, CORE_OK);
                         return;
                 }
-                /* Every backend's WRITE_ZEROES frees the range (hole punch, dropped pages). */
+                /*
+                 * Every backend's WRITE_ZEROES frees the range (hole punch,
+                 * dropped pages); with CORE_REQ_ANCHOR it keeps the space.
+                 */
                 req->stage = ST_SIMPLE;
                 be_io(req, CORE_OP_WRITE_ZEROES, req->lba, req->nlb, NULL, 0);
                 return;

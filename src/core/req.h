@@ -46,6 +46,11 @@ enum core_op {
 #define CORE_REQ_DPO (1u << 1) /* hint: do not retain in cache */
 /* Issued by the sanitize operation itself: passes the sanitize-in-progress check. */
 #define CORE_REQ_SANITIZE (1u << 2)
+/*
+ * DEALLOCATE: anchor instead (SBC-4 4.7.3.4): keep the blocks' space, read
+ * zeroes.  Only where core_ns_can_anchor(); elsewhere CORE_E_INVALID_FIELD.
+ */
+#define CORE_REQ_ANCHOR (1u << 3)
 
 #define CORE_REQ_MAX_IOV 8
 

@@ -45,7 +45,9 @@ static void id_ctrl(struct nvme_ctrl *ctrl, struct nvme_id_ctrl *id)
         id->cntrltype = disc ? NVME_CTRL_TYPE_DISC : NVME_CTRL_TYPE_IO;
         id->acl = 3;
         id->aerl = NVME_AERL - 1;
-        id->frmw = (1u << 1) | 1u;                          /* one slot, read-only */
+        id->frmw = (1u << 1) | 1u; /* one slot, read-only */
+        if (!disc)                 /* unrecoverable blocks (lbastatus.c) */
+                put_le16(&id->oacs, NVME_OACS_GET_LBA_STATUS);
         id->lpa = disc ? (1u << 2) : (1u << 1) | (1u << 2); /* effects log; extended data */
         id->elpe = NVME_ERRLOG_ENTRIES - 1;
         id->npss = 0;
@@ -90,17 +92,35 @@ static void id_ns(struct core_ns *ns, struct nvme_id_ns *id)
         if (ns->thin) {
                 /*
                  * THINP, and NUSE from what the backend really holds (file:
-                 * st_blocks; mem and null cannot tell, so all is in use).
+                 * st_blocks; mem: the pages it holds; null cannot tell, so
+                 * all is in use).
                  * Deallocated blocks read zeroes (DLFEAT 001b) and Write
                  * Zeroes may deallocate (DEAC, bit 3).
                  */
                 int64_t alloc = core_ns_allocated_bytes(ns);
-                id->nsfeat |= 0x01;
+                id->nsfeat |= NVME_NSFEAT_THINP;
                 if (alloc >= 0) {
                         uint64_t used = ((uint64_t)alloc + ns->block_size - 1) >> ns->block_shift;
                         put_le64(&id->nuse, used < nb ? used : nb);
                 }
                 id->dlfeat = 0x08 | 0x01;
+        }
+        uint32_t gran = core_ns_dealloc_granularity(ns);
+        if (gran) {
+                /*
+                 * OPTPERF: the backend allocates and frees space in units
+                 * of gran blocks (the file system's block, the page), so
+                 * that is the preferred write and deallocate granularity
+                 * and alignment (0's based); NOWS the same, since larger
+                 * writes gain nothing more on a file or in RAM.  Linux
+                 * makes NPWG io_min and NOWS io_opt.
+                 */
+                id->nsfeat |= NVME_NSFEAT_OPTPERF;
+                put_le16(&id->npwg, (uint16_t)(gran - 1));
+                put_le16(&id->npwa, (uint16_t)(gran - 1));
+                put_le16(&id->npdg, (uint16_t)(gran - 1));
+                put_le16(&id->npda, (uint16_t)(gran - 1));
+                put_le16(&id->nows, (uint16_t)(gran - 1));
         }
         id->nlbaf = 0; /* one format: the namespace's block size */
         id->flbas = 0;

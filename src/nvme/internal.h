@@ -258,6 +258,11 @@ void nvme_sanitize_log(struct nvme_ctrl *ctrl, struct nvme_sanitize_log *log);
 /* Does a namespace attached to s have a sanitize in progress? */
 bool nvme_subsys_sanitizing(struct nvme_subsys *s);
 
+/* lbastatus.c: Get LBA Status (Base 2.0 5.20) and the LBA Status Information log (0Eh). */
+enum nvme_parse_result nvme_get_lba_status_parse(struct nvme_cmd *cmd);
+/* Fill p[0..cap) with the LBA Status Information log; returns its length (LSLPLEN). */
+uint32_t nvme_lba_status_log(struct nvme_ctrl *ctrl, uint8_t *p, uint32_t cap);
+
 /* ---- Logs and events (log.c, admin.c) ---- */
 void nvme_effects_log_build(struct nvme_effects_log *log);
 /* Raise events on a controller (any thread). */

@@ -1,7 +1,8 @@
 /*
  * Get Log Page (NVMe Base 2.0 5.16): 01h Error Information, 02h SMART /
  * Health Information, 03h Firmware Slot Information, 04h Changed Namespace
- * List, 05h Commands Supported and Effects (from the opcode tables), 80h
+ * List, 05h Commands Supported and Effects (from the opcode tables), 0Eh
+ * LBA Status Information (lbastatus.c), 80h
  * Reservation Notification (resv.c), 81h Sanitize Status (sanitize.c), and
  * 70h Discovery on discovery controllers.  NUMDL/NUMDU give the length,
  * LPOL/LPOU a dword-aligned offset (LPA bit 2); bytes past the end of a log
@@ -159,6 +160,9 @@ enum nvme_parse_result nvme_get_log_parse(struct nvme_cmd *cmd)
         case NVME_LOG_SANITIZE:
                 nvme_sanitize_log(ctrl, &page.san);
                 size = sizeof(page.san);
+                break;
+        case NVME_LOG_LBA_STATUS:
+                size = nvme_lba_status_log(ctrl, page.raw, sizeof(page.raw));
                 break;
         default:
                 return nvme_reject(cmd, NVME_SCT_CMD_SPECIFIC, NVME_SC_INVALID_LOG_PAGE,

@@ -36,6 +36,9 @@ static const struct nvme_op admin_ops[256] = {
     /* Changes every block of every namespace of the subsystem; one at a time (CSE). */
     [NVME_ADM_SANITIZE] = {"sanitize", NVME_ADM_SANITIZE, NVME_DIR_NONE, 0,
                            NVME_EFFECTS_LBCC | CSE_SUBSYS, nvme_sanitize_parse, nvme_sanitize_exec},
+    /* Reads the core's list of unrecoverable blocks (lbastatus.c); changes nothing. */
+    [NVME_ADM_GET_LBA_STATUS] = {"get-lba-status", NVME_ADM_GET_LBA_STATUS, NVME_DIR_C2H, 0, 0,
+                                 nvme_get_lba_status_parse, NULL},
 };
 
 static const struct nvme_op io_ops[256] = {

@@ -4,8 +4,10 @@
  * (LBPME=0) answers UNMAP with INVALID COMMAND OPERATION CODE and reports
  * every block mapped.  Deallocation is the core's CORE_OP_DEALLOCATE
  * (blocks read back as zeroes: LBPRZ=1); the map is the core's
- * core_ns_lba_status() (the backing file's own allocation).  Anchored
- * blocks are not supported (ANC_SUP=0).
+ * core_ns_lba_status() (the backing file's own allocation).  UNMAP with
+ * ANCHOR anchors instead (4.7.3.4: space kept, reads zeroes) where the
+ * core can (core_ns_can_anchor: ANC_SUP=1 in VPD B2h), and is INVALID
+ * FIELD IN CDB elsewhere; GET LBA STATUS reports anchored blocks (2h).
  */
 #include <string.h>
 
@@ -27,7 +29,7 @@ enum scsi_parse_result scsi_lbp_unmap(struct scsi_cmd *cmd)
                 scsi_sense_set(cmd, SK_ILLEGAL_REQUEST, 0x20, 0x00);
                 return SCSI_PARSE_DONE;
         }
-        if (c[1] & 0x01) { /* ANCHOR: ANC_SUP=0 */
+        if ((c[1] & 0x01) && !core_ns_can_anchor(cmd->ns)) { /* ANCHOR with ANC_SUP=0 */
                 scsi_sense_invalid_field(cmd, true, 1, 0);
                 return SCSI_PARSE_DONE;
         }
@@ -81,8 +83,9 @@ static void unmap_next(struct scsi_cmd *cmd)
                 uint32_t n = slate_be32(d + 8);
                 if (!n)
                         continue;
-                core_req_init(&cmd->req, cmd->ns, CORE_OP_DEALLOCATE, slate_be64(d), n, 0,
-                              cmd->reactor, unmap_done, cmd);
+                core_req_init(&cmd->req, cmd->ns, CORE_OP_DEALLOCATE, slate_be64(d), n,
+                              (cmd->cdb[1] & 0x01) ? CORE_REQ_ANCHOR : 0, cmd->reactor, unmap_done,
+                              cmd);
                 cmd->req.nexus = cmd->nexus ? &cmd->nexus->id : NULL;
                 core_req_submit(&cmd->req);
                 return;
@@ -174,14 +177,18 @@ enum scsi_parse_result scsi_lbp_get_lba_status(struct scsi_cmd *cmd)
                 cap = LBA_STATUS_MAX_DESC;
         memset(b, 0, 8 + (size_t)cap * 16);
         while (n < cap && lba < core_ns_blocks(ns)) {
-                bool mapped;
+                /* PROVISIONING STATUS (SBC-4 table 63): mapped 0h, deallocated 1h, anchored 2h */
+                static const uint8_t prov[] = {[CORE_PROV_MAPPED] = 0x00,
+                                               [CORE_PROV_DEALLOCATED] = 0x01,
+                                               [CORE_PROV_ANCHORED] = 0x02};
+                enum core_prov st;
                 uint64_t run;
-                if (core_ns_lba_status(ns, lba, UINT32_MAX, &mapped, &run))
+                if (core_ns_lba_status(ns, lba, UINT32_MAX, &st, &run))
                         break;
                 uint8_t *d = b + 8 + (size_t)n * 16;
                 slate_put_be(d, 8, lba);
                 slate_put_be(d + 8, 4, run);
-                d[12] = mapped ? 0x00 : 0x01; /* PROVISIONING STATUS: mapped / deallocated */
+                d[12] = prov[st];
                 lba += run;
                 n++;
         }

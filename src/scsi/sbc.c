@@ -1,7 +1,7 @@
 /*
  * SBC-4 block commands: READ/WRITE (6/10/12/16), VERIFY and WRITE AND
  * VERIFY (10/12/16, BYTCHK 00b/01b/11b), ORWRITE(16), COMPARE AND WRITE,
- * WRITE SAME (10/16, NDOB; UNMAP on thin LUs, no ANCHOR),
+ * WRITE SAME (10/16, NDOB; UNMAP on thin LUs, ANCHOR where ANC_SUP=1),
  * PRE-FETCH and SYNCHRONIZE CACHE (10/16), READ CAPACITY (10/16) and READ
  * DEFECT DATA (10/12).  Parse checks every CDB field and the LBA range
  * (core_ns_range_ok, overflow safe) and builds cmd->req; exec submits it
@@ -382,9 +382,14 @@ enum scsi_parse_result scsi_sbc_write_same(struct scsi_cmd *cmd)
                 return SCSI_PARSE_DONE;
         if (!check_wp(cmd))
                 return SCSI_PARSE_DONE;
-        if ((f.flags & 0x10) || ((f.flags & 0x08) && !cmd->ns->thin)) {
-                /* ANCHOR (ANC_SUP=0), or UNMAP on a fully provisioned LU (LBPWS=0). */
-                scsi_sense_invalid_field(cmd, true, 1, (f.flags & 0x10) ? 4 : 3);
+        /*
+         * SBC-4 5.48: ANCHOR needs UNMAP and ANC_SUP=1; UNMAP needs a thin
+         * LU (LBPWS=0 otherwise).
+         */
+        bool anchor = f.flags & 0x10;
+        if ((anchor && (!(f.flags & 0x08) || !core_ns_can_anchor(cmd->ns))) ||
+            ((f.flags & 0x08) && !cmd->ns->thin)) {
+                scsi_sense_invalid_field(cmd, true, 1, anchor ? 4 : 3);
                 return SCSI_PARSE_DONE;
         }
         if (f.nlb > SCSI_MAX_WRITE_SAME_LEN) { /* Block Limits MAXIMUM WRITE SAME LENGTH */
@@ -409,7 +414,7 @@ enum scsi_parse_result scsi_sbc_write_same(struct scsi_cmd *cmd)
         }
         if (ndob) {
                 req_init(cmd, (f.flags & 0x08) ? CORE_OP_DEALLOCATE : CORE_OP_WRITE_ZEROES, f.lba,
-                         f.nlb, 0);
+                         f.nlb, anchor ? CORE_REQ_ANCHOR : 0);
                 return SCSI_PARSE_EXEC;
         }
         if (cmd->edtl != bs) {
@@ -422,7 +427,7 @@ enum scsi_parse_result scsi_sbc_write_same(struct scsi_cmd *cmd)
                  * zeroes, LBPRZ=1) whatever the block holds, as hosts and
                  * libiscsi expect; the data-out block is taken and ignored.
                  */
-                req_init(cmd, CORE_OP_DEALLOCATE, f.lba, f.nlb, 0);
+                req_init(cmd, CORE_OP_DEALLOCATE, f.lba, f.nlb, anchor ? CORE_REQ_ANCHOR : 0);
                 cmd->data_out_len = bs;
                 return SCSI_PARSE_EXEC;
         }

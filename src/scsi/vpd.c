@@ -170,13 +170,8 @@ int scsi_vpd_build(struct scsi_cmd *cmd, uint8_t page, uint8_t *out, uint32_t ca
                 put_be32(&b->max_prefetch_len, max_blocks);
                 put_be64(&b->max_write_same_len, SCSI_MAX_WRITE_SAME_LEN);
                 if (ns->thin) {
-                        /*
-                         * A hole is punched in file-system blocks (4 KiB), and
-                         * at least a physical block is the unit: that granularity.
-                         */
-                        uint32_t gran = ns->block_size < 4096 ? 4096 >> ns->block_shift : 1;
-                        if (gran < 1u << ns->phys_exp)
-                                gran = 1u << ns->phys_exp;
+                        /* The backend frees space in its allocation unit (core's rule). */
+                        uint32_t gran = core_ns_dealloc_granularity(ns);
                         put_be32(&b->max_unmap_lba_count, SCSI_LBP_MAX_UNMAP_LBAS);
                         put_be32(&b->max_unmap_desc_count, SCSI_LBP_MAX_UNMAP_DESC);
                         put_be32(&b->opt_unmap_gran, gran);
@@ -188,8 +183,8 @@ int scsi_vpd_build(struct scsi_cmd *cmd, uint8_t page, uint8_t *out, uint32_t ca
                 if (!ns->thin)
                         return -1;
                 n = 4;
-                /* LBPU, LBPWS, LBPWS10, LBPRZ 001b; ANC_SUP 0, DP 0 (no descriptor). */
-                p[1] = 0x80 | 0x40 | 0x20 | 0x04;
+                /* LBPU, LBPWS, LBPWS10, LBPRZ 001b; ANC_SUP per namespace; DP 0 (no descriptor). */
+                p[1] = 0x80 | 0x40 | 0x20 | 0x04 | (core_ns_can_anchor(ns) ? 0x02 : 0);
                 p[2] = 0x02; /* PROVISIONING TYPE: thin */
                 break;
         case 0xb1:

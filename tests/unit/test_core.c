@@ -18,7 +18,9 @@
 #include <string.h>
 #include <errno.h>
 #include <jansson.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "rt/crc.h"
@@ -54,6 +56,8 @@ static void submit_fn(void *arg)
 }
 
 /* Runs one request on reactor 0 and waits for its completion. */
+static uint32_t next_flags; /* CORE_REQ_* for the next run_req */
+
 static enum core_status run_req(struct core_ns *ns, enum core_op op, uint64_t lba, uint32_t nlb,
                                 void *buf, size_t len, void *scratch, size_t scratch_len,
                                 uint64_t *info)
@@ -66,6 +70,8 @@ static enum core_status run_req(struct core_ns *ns, enum core_op op, uint64_t lb
         s.req.op = op;
         s.req.lba = lba;
         s.req.nlb = nlb;
+        s.req.flags = next_flags;
+        next_flags = 0;
         s.req.iov[0].iov_base = buf;
         s.req.iov[0].iov_len = len;
         s.req.iovcnt = buf ? 1 : 0;
@@ -83,6 +89,13 @@ static enum core_status run_req(struct core_ns *ns, enum core_op op, uint64_t lb
         if (info)
                 *info = s.req.info;
         return s.req.status;
+}
+
+/* DEALLOCATE with CORE_REQ_ANCHOR (SCSI: WRITE SAME/UNMAP with ANCHOR). */
+static enum core_status run_anchor(struct core_ns *ns, uint64_t lba, uint32_t nlb)
+{
+        next_flags = CORE_REQ_ANCHOR;
+        return run_req(ns, CORE_OP_DEALLOCATE, lba, nlb, NULL, 0, NULL, 0, NULL);
 }
 
 static char state_dir[256];
@@ -576,11 +589,11 @@ static void check_dealloc(struct core_ns *ns, bool file)
 {
         static uint8_t w[64 << 10], r[64 << 10];
         memset(w, 0x3C, sizeof(w));
-        bool mapped;
+        enum core_prov mapped;
         uint64_t n;
         if (file) { /* never written: one hole */
                 assert_int_equal(core_ns_lba_status(ns, 0, 0, &mapped, &n), 0);
-                assert_false(mapped);
+                assert_int_equal(mapped, CORE_PROV_DEALLOCATED);
                 assert_int_equal(n, core_ns_blocks(ns));
         }
         assert_int_equal(run_req(ns, CORE_OP_WRITE, 256, 128, w, sizeof(w), NULL, 0, NULL),
@@ -588,7 +601,7 @@ static void check_dealloc(struct core_ns *ns, bool file)
         assert_int_equal(run_req(ns, CORE_OP_FLUSH, 0, 0, NULL, 0, NULL, 0, NULL), CORE_OK);
         int64_t before = core_ns_allocated_bytes(ns);
         assert_int_equal(core_ns_lba_status(ns, 256, 128, &mapped, &n), 0);
-        assert_true(mapped);
+        assert_int_equal(mapped, CORE_PROV_MAPPED);
         assert_int_equal(n, 128);
         /* Deallocate the middle 64 blocks (32 KiB, page and fs-block aligned). */
         assert_int_equal(run_req(ns, CORE_OP_DEALLOCATE, 288, 64, NULL, 0, NULL, 0, NULL), CORE_OK);
@@ -599,14 +612,14 @@ static void check_dealloc(struct core_ns *ns, bool file)
                         fail_msg("byte %zu = %x, want %x", i, r[i], want);
         }
         assert_int_equal(core_ns_lba_status(ns, 256, 0, &mapped, &n), 0);
-        assert_true(mapped);
+        assert_int_equal(mapped, CORE_PROV_MAPPED);
         if (file) {
                 assert_int_equal(n, 32);
                 assert_int_equal(core_ns_lba_status(ns, 288, 0, &mapped, &n), 0);
-                assert_false(mapped);
+                assert_int_equal(mapped, CORE_PROV_DEALLOCATED);
                 assert_int_equal(n, 64);
                 assert_int_equal(core_ns_lba_status(ns, 352, 0, &mapped, &n), 0);
-                assert_true(mapped);
+                assert_int_equal(mapped, CORE_PROV_MAPPED);
                 assert_int_equal(n, 32);
                 assert_true(core_ns_allocated_bytes(ns) <= before - (32 << 10));
         }
@@ -626,7 +639,174 @@ static void test_dealloc_file(void **st)
 static void test_dealloc_mem(void **st)
 {
         (void)st;
-        check_dealloc(mk("thinm", "mem"), false);
+        check_dealloc(mk("thinm", "mem"), true); /* mem keeps a real map too */
+}
+
+static uint64_t rss_bytes(void)
+{
+        unsigned long size = 0, resident = 0;
+        FILE *f = fopen("/proc/self/statm", "r");
+        assert_non_null(f);
+        assert_int_equal(fscanf(f, "%lu %lu", &size, &resident), 2);
+        fclose(f);
+        return (uint64_t)resident * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+/*
+ * The mem backend's map and memory: reads of never-written blocks cost
+ * nothing, writes allocate pages, deallocation returns them to the system
+ * (the process's RSS drops) and the blocks read zeroes; a partial page
+ * is zeroed but stays allocated.
+ */
+static void test_mem_map(void **st)
+{
+        (void)st;
+        enum { MIB16 = 16 << 20 };
+        static uint8_t buf[MIB16];
+        struct core_ns_params p = {
+            .name = "thinmm", .backend = "mem", .size_bytes = 32 << 20, .thin = true};
+        struct core_ns *ns = NULL;
+        char err[256];
+        enum core_prov mapped;
+        uint64_t n, pg = (uint64_t)sysconf(_SC_PAGESIZE);
+        assert_int_equal(core_ns_create(&p, &ns, err, sizeof(err)), 0);
+        assert_int_equal(core_ns_allocated_bytes(ns), 0);
+        memset(buf, 0xee, sizeof(buf)); /* touch the buffer before measuring */
+        uint64_t rss0 = rss_bytes();
+        assert_int_equal(run_req(ns, CORE_OP_READ, 0, MIB16 / 512, buf, MIB16, NULL, 0, NULL),
+                         CORE_OK);
+        assert_int_equal(buf[0], 0);
+        assert_int_equal(buf[MIB16 - 1], 0);
+        assert_int_equal(core_ns_allocated_bytes(ns), 0);
+        assert_true(rss_bytes() < rss0 + (4 << 20)); /* the zero page, not 16 MiB */
+        assert_int_equal(core_ns_lba_status(ns, 0, 0, &mapped, &n), 0);
+        assert_int_equal(mapped, CORE_PROV_DEALLOCATED);
+        assert_int_equal(n, core_ns_blocks(ns));
+
+        memset(buf, 0x77, sizeof(buf));
+        uint64_t rss1 = rss_bytes();
+        assert_int_equal(run_req(ns, CORE_OP_WRITE, 0, MIB16 / 512, buf, MIB16, NULL, 0, NULL),
+                         CORE_OK);
+        uint64_t rss2 = rss_bytes();
+        assert_int_equal(core_ns_allocated_bytes(ns), MIB16);
+        assert_true(rss2 >= rss1 + (15 << 20));
+        assert_int_equal(core_ns_lba_status(ns, 0, 0, &mapped, &n), 0);
+        assert_int_equal(mapped, CORE_PROV_MAPPED);
+        assert_int_equal(n, MIB16 / 512);
+        assert_int_equal(core_ns_lba_status(ns, MIB16 / 512, 0, &mapped, &n), 0);
+        assert_int_equal(mapped, CORE_PROV_DEALLOCATED);
+        assert_int_equal(n, MIB16 / 512);
+        /* A window shorter than the run is clipped to it. */
+        assert_int_equal(core_ns_lba_status(ns, 100, 1000, &mapped, &n), 0);
+        assert_int_equal(mapped, CORE_PROV_MAPPED);
+        assert_int_equal(n, 1000);
+
+        assert_int_equal(run_req(ns, CORE_OP_DEALLOCATE, 0, MIB16 / 512, NULL, 0, NULL, 0, NULL),
+                         CORE_OK);
+        uint64_t rss3 = rss_bytes();
+        printf("mem backend RSS: %llu KiB, %llu KiB after writing 16 MiB, %llu KiB after "
+               "deallocating it\n",
+               (unsigned long long)(rss1 >> 10), (unsigned long long)(rss2 >> 10),
+               (unsigned long long)(rss3 >> 10));
+        assert_true(rss3 + (15 << 20) <= rss2);
+        assert_int_equal(core_ns_allocated_bytes(ns), 0);
+        assert_int_equal(run_req(ns, CORE_OP_READ, 0, MIB16 / 512, buf, MIB16, NULL, 0, NULL),
+                         CORE_OK);
+        for (size_t i = 0; i < sizeof(buf); i += 512)
+                if (buf[i] || buf[i + 511])
+                        fail_msg("deallocated byte %zu = %x", i, buf[i]);
+        assert_int_equal(core_ns_lba_status(ns, 0, 0, &mapped, &n), 0);
+        assert_int_equal(mapped, CORE_PROV_DEALLOCATED);
+        assert_int_equal(n, core_ns_blocks(ns));
+
+        /* One block in a page: the page is allocated; deallocating part of it zeroes in place. */
+        memset(buf, 0x42, 1024);
+        assert_int_equal(run_req(ns, CORE_OP_WRITE, 1, 2, buf, 1024, NULL, 0, NULL), CORE_OK);
+        assert_int_equal(core_ns_allocated_bytes(ns), (int64_t)pg);
+        assert_int_equal(core_ns_lba_status(ns, 0, 0, &mapped, &n), 0);
+        assert_int_equal(mapped, CORE_PROV_MAPPED);
+        assert_int_equal(n, pg / 512);
+        assert_int_equal(run_req(ns, CORE_OP_DEALLOCATE, 1, 1, NULL, 0, NULL, 0, NULL), CORE_OK);
+        assert_int_equal(core_ns_allocated_bytes(ns), (int64_t)pg);
+        assert_int_equal(run_req(ns, CORE_OP_READ, 0, 4, buf, 2048, NULL, 0, NULL), CORE_OK);
+        assert_int_equal(buf[512], 0);
+        assert_int_equal(buf[1024], 0x42);
+        /* Shrinking drops the map past the end; growing back reads zeroes, unmapped. */
+        assert_int_equal(core_ns_resize(ns, 4096, false, err, sizeof(err)), 0);
+        assert_int_equal(core_ns_resize(ns, (32 << 20) / 512, false, err, sizeof(err)), 0);
+        assert_int_equal(core_ns_allocated_bytes(ns), (int64_t)pg);
+        assert_int_equal(core_ns_lba_status(ns, 4096, 0, &mapped, &n), 0);
+        assert_int_equal(mapped, CORE_PROV_DEALLOCATED);
+        assert_int_equal(core_ns_dealloc_granularity(ns), pg / 512);
+}
+
+/*
+ * Anchoring (SBC-4 4.7.3.4): the space stays allocated and the blocks read
+ * zeroes.  The file backend offers it on ext4 and xfs (unwritten extents,
+ * told apart by FIEMAP), decided at open; mem cannot tell, so it refuses.
+ */
+static void test_anchor(void **st)
+{
+        (void)st;
+        struct core_ns *ns = mk("anch", "file");
+        struct statfs sfs;
+        assert_int_equal(statfs(ns->path, &sfs), 0);
+        bool expect = sfs.f_type == EXT4_SUPER_MAGIC || sfs.f_type == XFS_SUPER_MAGIC;
+        assert_int_equal(core_ns_can_anchor(ns), expect);
+        struct core_ns *m = mk("anchm", "mem");
+        assert_false(core_ns_can_anchor(m));
+        assert_int_equal(run_anchor(m, 0, 8), CORE_E_INVALID_FIELD);
+        if (!expect) {
+                print_message("state dir is not on ext4/xfs: anchoring not offered there\n");
+                return;
+        }
+        uint8_t *w = aligned_alloc(4096, 32 << 10), *r = aligned_alloc(4096, 32 << 10);
+        memset(w, 0x6B, 32 << 10);
+        enum core_prov ps;
+        uint64_t n;
+        /* 64 blocks at LBA 512 (4 KiB aligned), on disk. */
+        assert_int_equal(run_req(ns, CORE_OP_WRITE, 512, 64, w, 32 << 10, NULL, 0, NULL), CORE_OK);
+        assert_int_equal(run_req(ns, CORE_OP_FLUSH, 0, 0, NULL, 0, NULL, 0, NULL), CORE_OK);
+        int64_t before = core_ns_allocated_bytes(ns);
+        /* Anchor blocks 528..543 (8 KiB). */
+        assert_int_equal(run_anchor(ns, 528, 16), CORE_OK);
+        assert_int_equal(core_ns_lba_status(ns, 512, 0, &ps, &n), 0);
+        assert_int_equal(ps, CORE_PROV_MAPPED);
+        assert_int_equal(n, 16);
+        assert_int_equal(core_ns_lba_status(ns, 528, 0, &ps, &n), 0);
+        assert_int_equal(ps, CORE_PROV_ANCHORED);
+        assert_int_equal(n, 16);
+        assert_int_equal(core_ns_lba_status(ns, 544, 0, &ps, &n), 0);
+        assert_int_equal(ps, CORE_PROV_MAPPED);
+        assert_int_equal(n, 32);
+        assert_true(core_ns_allocated_bytes(ns) >= before); /* the space is kept */
+        assert_int_equal(run_req(ns, CORE_OP_READ, 512, 64, r, 32 << 10, NULL, 0, NULL), CORE_OK);
+        for (size_t i = 0; i < (32 << 10); i++) {
+                uint8_t want = i >= 16 * 512 && i < 32 * 512 ? 0 : 0x6B;
+                if (r[i] != want)
+                        fail_msg("byte %zu = %x, want %x", i, r[i], want);
+        }
+        /* Deallocating anchored blocks gives the space back. */
+        assert_int_equal(run_req(ns, CORE_OP_DEALLOCATE, 528, 16, NULL, 0, NULL, 0, NULL), CORE_OK);
+        assert_int_equal(core_ns_lba_status(ns, 528, 0, &ps, &n), 0);
+        assert_int_equal(ps, CORE_PROV_DEALLOCATED);
+        assert_int_equal(n, 16);
+        assert_true(core_ns_allocated_bytes(ns) <= before - (8 << 10));
+        /* Anchoring deallocated blocks takes space for them. */
+        int64_t a0 = core_ns_allocated_bytes(ns);
+        assert_int_equal(run_anchor(ns, 1024, 16), CORE_OK);
+        assert_int_equal(core_ns_lba_status(ns, 1024, 0, &ps, &n), 0);
+        assert_int_equal(ps, CORE_PROV_ANCHORED);
+        assert_int_equal(n, 16);
+        assert_int_equal(core_ns_lba_status(ns, 1040, 0, &ps, &n), 0);
+        assert_int_equal(ps, CORE_PROV_DEALLOCATED);
+        assert_true(core_ns_allocated_bytes(ns) >= a0 + (8 << 10));
+        /* Anchoring is a write: write protection applies. */
+        assert_int_equal(core_ns_set_wp(ns, CORE_WP_CONFIG, true, NULL), 0);
+        assert_int_equal(run_anchor(ns, 1024, 16), CORE_E_WRITE_PROTECT);
+        assert_int_equal(core_ns_set_wp(ns, CORE_WP_CONFIG, false, NULL), 0);
+        free(w);
+        free(r);
 }
 
 int main(void)
@@ -645,6 +825,8 @@ int main(void)
             cmocka_unit_test(test_resize_file),
             cmocka_unit_test(test_dealloc_file),
             cmocka_unit_test(test_dealloc_mem),
+            cmocka_unit_test(test_mem_map),
+            cmocka_unit_test(test_anchor),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }

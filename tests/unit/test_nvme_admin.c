@@ -898,6 +898,17 @@ static uint16_t run_dsm(uint32_t attr, const uint64_t *slba, const uint32_t *nlb
 }
 
 /* Thin namespace: THINP/DLFEAT, DSM with AD and Write Zeroes with DEAC deallocate (read zeroes). */
+static uint64_t nuse_now(void)
+{
+        struct nvme_cmd c;
+        sqe_init(&c, &admin_q, NVME_ADM_IDENTIFY, 1);
+        sgl_len(&c, 4096);
+        cdw(&c, 10, NVME_CNS_NS);
+        nvme_cmd_parse(&c);
+        assert_int_equal(st(&c), 0);
+        return get_le64(&((const struct nvme_id_ns *)buf)->nuse);
+}
+
 static void test_thin(void **s)
 {
         (void)s;
@@ -911,8 +922,9 @@ static void test_thin(void **s)
         const struct nvme_id_ns *idn = (const struct nvme_id_ns *)buf;
         assert_int_equal(idn->nsfeat & 0x01, 1);
         assert_int_equal(idn->dlfeat, 0x09);
-        /* mem cannot tell what it holds: NUSE stays NSZE. */
-        assert_int_equal(get_le64(&idn->nuse), get_le64(&idn->nsze));
+        /* NUSE: the pages the mem backend really holds, in blocks. */
+        assert_int_equal(get_le64(&idn->nuse), core_ns_allocated_bytes(ns) / 4096);
+        assert_true(get_le64(&idn->nuse) < get_le64(&idn->nsze));
 
         memset(buf, 0x5a, 4 * 4096);
         assert_int_equal(run_io(NVME_IO_WRITE, 20, 4, 0), 0);
@@ -939,10 +951,162 @@ static void test_thin(void **s)
         /* Linux describes a whole 4 KiB range buffer for one range: block 23. */
         slba[0] = 23;
         nlb[0] = 1;
+        uint64_t nuse = nuse_now();
         assert_int_equal(run_dsm(NVME_DSM_AD, slba, nlb, 1, 4096), 0);
         assert_int_equal(run_io(NVME_IO_READ, 20, 4, 0), 0);
         assert_int_equal(buf[3 * 4096], 0);
+        /* The deallocated block is no longer in use. */
+        assert_int_equal(nuse_now(), nuse - 1);
         ns->thin = false;
+}
+
+/* ---- Get LBA Status (Base 2.0 5.20), log 0Eh, OACS, OPTPERF ---- */
+
+static uint16_t get_lba_status(uint32_t nsid, uint64_t slba, uint32_t mndw, uint8_t atype,
+                               uint16_t rl)
+{
+        struct nvme_cmd c;
+        sqe_init(&c, &admin_q, NVME_ADM_GET_LBA_STATUS, nsid);
+        cdw(&c, 10, (uint32_t)slba);
+        cdw(&c, 11, (uint32_t)(slba >> 32));
+        cdw(&c, 12, mndw);
+        cdw(&c, 13, ((uint32_t)atype << 24) | rl);
+        sgl_len(&c, (mndw + 1) * 4);
+        memset(buf, 0xee, 8192);
+        assert_int_equal(nvme_cmd_parse(&c), NVME_PARSE_DONE);
+        if (st(&c) == 0)
+                assert_int_equal(c.data_len, (mndw + 1) * 4);
+        return st(&c);
+}
+
+/* The parameter location of the newest Error Information entry. */
+static uint16_t last_error_loc(void)
+{
+        struct nvme_cmd c;
+        sqe_init(&c, &admin_q, NVME_ADM_GET_LOG_PAGE, 0);
+        cdw(&c, 10, NVME_LOG_ERROR | (15u << 16));
+        sgl_len(&c, 64);
+        nvme_cmd_parse(&c);
+        assert_int_equal(st(&c), 0);
+        return get_le16(&((const struct nvme_error_log *)buf)->param_loc);
+}
+
+static void test_lba_status(void **s)
+{
+        (void)s;
+        struct nvme_cmd c;
+        char err[256];
+        /* Advertised: OACS bit 9 and the effects log (CSUPP, no LBCC: it changes nothing). */
+        sqe_init(&c, &admin_q, NVME_ADM_IDENTIFY, 0);
+        sgl_len(&c, 4096);
+        cdw(&c, 10, NVME_CNS_CTRL);
+        nvme_cmd_parse(&c);
+        assert_int_equal(st(&c), 0);
+        assert_int_equal(get_le16(&((struct nvme_id_ctrl *)buf)->oacs), 1u << 9);
+        sqe_init(&c, &admin_q, NVME_ADM_GET_LOG_PAGE, 0);
+        cdw(&c, 10, NVME_LOG_CMD_EFFECTS | (255u << 16));
+        sgl_len(&c, 1024);
+        nvme_cmd_parse(&c);
+        assert_int_equal(st(&c), 0);
+        assert_int_equal(slate_get_le(buf + 4 * 0x86, 4), NVME_EFFECTS_CSUPP);
+
+        /* Both action types: nothing is unrecoverable, the whole range was examined. */
+        uint8_t atypes[2] = {0x10, 0x11};
+        for (int i = 0; i < 2; i++) {
+                assert_int_equal(get_lba_status(1, 0, 255, atypes[i], 0), 0);
+                assert_int_equal(slate_get_le(buf, 4), 0);   /* NLSD */
+                assert_int_equal(buf[4], NVME_LBAS_CMPC_RL); /* CMPC */
+                assert_int_equal(buf[8], 0);                 /* no descriptor */
+                assert_int_equal(buf[1023], 0);              /* the rest zeroed */
+                assert_int_equal(buf[1024], 0xee);           /* nothing past MNDW */
+        }
+        /* The last block, a range past the end (clipped), MNDW 0: only NLSD fits. */
+        assert_int_equal(get_lba_status(1, ns->num_blocks - 1, 3, 0x11, 0xffff), 0);
+        assert_int_equal(buf[4], NVME_LBAS_CMPC_RL);
+        assert_int_equal(get_lba_status(1, 0, 0, 0x10, 8), 0);
+        assert_int_equal(slate_get_le(buf, 4), 0);
+        assert_int_equal(buf[4], 0xee);
+        /* Bad fields, each with its status and the error log's location. */
+        assert_int_equal(get_lba_status(1, 0, 255, 0x02, 0), ST(0, NVME_SC_INVALID_FIELD));
+        assert_int_equal(last_error_loc(), NVME_SQE_OFF_CDW(13) + 3);
+        assert_int_equal(get_lba_status(1, 0, 255, 0, 0), ST(0, NVME_SC_INVALID_FIELD));
+        assert_int_equal(get_lba_status(1, ns->num_blocks, 255, 0x10, 0), ST(0, NVME_SC_LBA_RANGE));
+        assert_int_equal(last_error_loc(), NVME_SQE_OFF_CDW(10));
+        assert_int_equal(get_lba_status(1, UINT64_MAX, 255, 0x10, 0), ST(0, NVME_SC_LBA_RANGE));
+        assert_int_equal(get_lba_status(1, 0, CORE_MAX_TRANSFER_BYTES / 4, 0x10, 0),
+                         ST(0, NVME_SC_INVALID_FIELD));
+        assert_int_equal(last_error_loc(), NVME_SQE_OFF_CDW(12));
+        assert_int_equal(get_lba_status(1, 0, 0xffffffffu, 0x10, 0), ST(0, NVME_SC_INVALID_FIELD));
+        assert_int_equal(get_lba_status(0, 0, 255, 0x10, 0), ST(0, NVME_SC_INVALID_NS));
+        assert_int_equal(get_lba_status(99, 0, 255, 0x10, 0), ST(0, NVME_SC_INVALID_NS));
+        assert_int_equal(get_lba_status(0xffffffffu, 0, 255, 0x10, 0), ST(0, NVME_SC_INVALID_NS));
+
+        /* Log 0Eh: the 4-byte length first (as nvme-cli reads it), then the page. */
+        sqe_init(&c, &admin_q, NVME_ADM_GET_LOG_PAGE, 0);
+        cdw(&c, 10, NVME_LOG_LBA_STATUS);
+        sgl_len(&c, 4);
+        memset(buf, 0xee, 64);
+        nvme_cmd_parse(&c);
+        assert_int_equal(st(&c), 0);
+        assert_int_equal(slate_get_le(buf, 4), 16);
+        sqe_init(&c, &admin_q, NVME_ADM_GET_LOG_PAGE, 0);
+        cdw(&c, 10, NVME_LOG_LBA_STATUS | (7u << 16));
+        sgl_len(&c, 32);
+        memset(buf, 0xee, 64);
+        nvme_cmd_parse(&c);
+        assert_int_equal(st(&c), 0);
+        const struct nvme_lba_status_log_hdr *lh = (const struct nvme_lba_status_log_hdr *)buf;
+        assert_int_equal(get_le32(&lh->lslplen), 16);
+        assert_int_equal(get_le32(&lh->nlslne), 0);
+        assert_int_equal(get_le32(&lh->estulb), 0);
+        assert_int_equal(buf[16], 0); /* past the log: zeroes */
+
+        /*
+         * OPTPERF: granularities are the backend's allocation unit (mem: a
+         * page) in blocks, 0's based; 4 KiB blocks make them 0, 512-byte
+         * blocks a page's worth.
+         */
+        uint32_t pg = (uint32_t)sysconf(_SC_PAGESIZE);
+        sqe_init(&c, &admin_q, NVME_ADM_IDENTIFY, 1);
+        sgl_len(&c, 4096);
+        cdw(&c, 10, NVME_CNS_NS);
+        nvme_cmd_parse(&c);
+        const struct nvme_id_ns *idn = (const struct nvme_id_ns *)buf;
+        assert_int_equal(idn->nsfeat & NVME_NSFEAT_OPTPERF, NVME_NSFEAT_OPTPERF);
+        assert_int_equal(get_le16(&idn->npdg), pg / 4096 - 1);
+        struct core_ns *small;
+        struct core_ns_params p = {
+            .name = "nvt512", .backend = "mem", .size_bytes = 1 << 20, .block_size = 512};
+        assert_int_equal(core_ns_create(&p, &small, err, sizeof(err)), 0);
+        assert_int_equal(nvme_ns_attach(SUBNQN, 9, "nvt512", err, sizeof(err)), 9);
+        sqe_init(&c, &admin_q, NVME_ADM_IDENTIFY, 9);
+        sgl_len(&c, 4096);
+        cdw(&c, 10, NVME_CNS_NS);
+        nvme_cmd_parse(&c);
+        assert_int_equal(st(&c), 0);
+        assert_int_equal(idn->nsfeat & NVME_NSFEAT_OPTPERF, NVME_NSFEAT_OPTPERF);
+        assert_int_equal(get_le16(&idn->npwg), pg / 512 - 1);
+        assert_int_equal(get_le16(&idn->npwa), pg / 512 - 1);
+        assert_int_equal(get_le16(&idn->npdg), pg / 512 - 1);
+        assert_int_equal(get_le16(&idn->npda), pg / 512 - 1);
+        assert_int_equal(get_le16(&idn->nows), pg / 512 - 1);
+        assert_int_equal(core_ns_dealloc_granularity(small), pg / 512);
+        /* The null backend does not say: no OPTPERF. */
+        assert_int_equal(nvme_ns_detach(SUBNQN, 9, err, sizeof(err)), 0);
+        assert_int_equal(core_ns_delete("nvt512"), 0);
+        struct core_ns_params np = {
+            .name = "nvtnull", .backend = "null", .size_bytes = 1 << 20, .block_size = 512};
+        assert_int_equal(core_ns_create(&np, &small, err, sizeof(err)), 0);
+        assert_int_equal(nvme_ns_attach(SUBNQN, 9, "nvtnull", err, sizeof(err)), 9);
+        sqe_init(&c, &admin_q, NVME_ADM_IDENTIFY, 9);
+        sgl_len(&c, 4096);
+        cdw(&c, 10, NVME_CNS_NS);
+        nvme_cmd_parse(&c);
+        assert_int_equal(st(&c), 0);
+        assert_int_equal(idn->nsfeat & NVME_NSFEAT_OPTPERF, 0);
+        assert_int_equal(get_le16(&idn->npdg), 0);
+        assert_int_equal(nvme_ns_detach(SUBNQN, 9, err, sizeof(err)), 0);
+        assert_int_equal(core_ns_delete("nvtnull"), 0);
 }
 
 /* ---- Sanitize (Base 2.0 5.24, 8.21) and the Sanitize Status log (81h) ---- */
@@ -1249,6 +1413,7 @@ int main(void)
             cmocka_unit_test(test_io_parse),
             cmocka_unit_test(test_io_roundtrip),
             cmocka_unit_test(test_thin),
+            cmocka_unit_test(test_lba_status),
             cmocka_unit_test(test_sanitize),
             cmocka_unit_test(test_discovery),
             cmocka_unit_test(test_write_protect_feature),

@@ -33,6 +33,7 @@ static int setup(void **state)
         ns.block_size = 512;
         ns.block_shift = 9;
         ns.num_blocks = NBLOCKS;
+        ns.be.alloc_unit = 4096; /* a file system's block: OPTIMAL UNMAP GRANULARITY 8 */
         for (int i = 0; i < 16; i++)
                 ns.uuid[i] = (uint8_t)(0x10 + i);
         ns.eui64 = 0x0102030405060708ull;
@@ -256,6 +257,37 @@ static void test_thin(void **state)
         slate_put_be(cdb + 7, 2, 24);
         assert_int_equal(run(cdb, 10, 24, 0), SCSI_PARSE_EXEC);
         assert_int_equal(cmd.data_out_len, 24);
+
+        /*
+         * Where the namespace can anchor (ANC_SUP=1 in B2h): WRITE SAME
+         * 10/16 with ANCHOR and UNMAP becomes an anchoring DEALLOCATE;
+         * ANCHOR without UNMAP stays INVALID FIELD IN CDB (bit 4); UNMAP
+         * with ANCHOR is accepted.
+         */
+        ns.be.can_anchor = true;
+        inq[2] = 0xb2;
+        run(inq, 6, 255, 0);
+        assert_int_equal(buf[5], 0xe6);
+        assert_int_equal(run((uint8_t[16]){0x41, 0x18, 0, 0, 0, 0, 0, 0, 1, 0}, 10, 512, 0),
+                         SCSI_PARSE_EXEC);
+        assert_int_equal(cmd.req.op, CORE_OP_DEALLOCATE);
+        assert_int_equal(cmd.req.flags & CORE_REQ_ANCHOR, CORE_REQ_ANCHOR);
+        assert_int_equal(
+            run((uint8_t[16]){0x93, 0x19, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 8, 0, 0}, 16, 0, 0),
+            SCSI_PARSE_EXEC); /* WRITE SAME(16) NDOB UNMAP ANCHOR */
+        assert_int_equal(cmd.req.op, CORE_OP_DEALLOCATE);
+        assert_int_equal(cmd.req.flags & CORE_REQ_ANCHOR, CORE_REQ_ANCHOR);
+        assert_int_equal(run((uint8_t[16]){0x41, 0x08, 0, 0, 0, 0, 0, 0, 1, 0}, 10, 512, 0),
+                         SCSI_PARSE_EXEC);
+        assert_int_equal(cmd.req.flags & CORE_REQ_ANCHOR, 0);
+        assert_int_equal(run((uint8_t[16]){0x41, 0x10, 0, 0, 0, 0, 0, 0, 1, 0}, 10, 512, 0),
+                         SCSI_PARSE_DONE);
+        expect_sense(SK_ILLEGAL_REQUEST, 0x24, 0x00);
+        assert_int_equal(cmd.sense[15], 0x80 | 0x40 | 0x08 | 4); /* byte 1 bit 4: ANCHOR */
+        cdb[1] = 0x01;
+        assert_int_equal(run(cdb, 10, 24, 0), SCSI_PARSE_EXEC);
+        cdb[1] = 0;
+        ns.be.can_anchor = false;
         /* Write protected: DATA PROTECT before anything is read. */
         atomic_store(&ns.wp, CORE_WP_CONFIG);
         run(cdb, 10, 24, 0);

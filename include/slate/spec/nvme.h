@@ -26,6 +26,7 @@ enum {
         NVME_ADM_ASYNC_EVENT = 0x0c,
         NVME_ADM_KEEP_ALIVE = 0x18,
         NVME_ADM_SANITIZE = 0x84,
+        NVME_ADM_GET_LBA_STATUS = 0x86,
         NVME_OPC_FABRICS = 0x7f,
 };
 
@@ -311,6 +312,9 @@ _Static_assert(offsetof(struct nvme_id_ctrl, psd) == 2048, "psd");
 #define NVME_AEN_CFG_DISC_CHANGE (1u << 31)
 
 /* ONCS bits */
+/* OACS (Identify Controller bytes 257:256) */
+#define NVME_OACS_GET_LBA_STATUS (1u << 9)
+
 #define NVME_ONCS_COMPARE      (1u << 0)
 #define NVME_ONCS_DSM          (1u << 2)
 #define NVME_ONCS_WRITE_ZEROES (1u << 3)
@@ -383,6 +387,10 @@ _Static_assert(offsetof(struct nvme_id_ns, lbaf) == 128, "lbaf");
 #define NVME_RESCAP_EA_AR   (1u << 6)
 #define NVME_RESCAP_IEKEY13 (1u << 7)
 
+/* NSFEAT (Identify Namespace byte 24) */
+#define NVME_NSFEAT_THINP   (1u << 0)
+#define NVME_NSFEAT_OPTPERF (1u << 4) /* NPWG, NPWA, NPDG, NPDA and NOWS are valid */
+
 /* I/O Command Set Independent Identify Namespace (CNS 08h) */
 struct nvme_id_ns_indep {
         uint8_t nsfeat;
@@ -416,6 +424,7 @@ enum {
         NVME_LOG_FW_SLOT = 0x03,
         NVME_LOG_CHANGED_NS = 0x04,
         NVME_LOG_CMD_EFFECTS = 0x05,
+        NVME_LOG_LBA_STATUS = 0x0e,
         NVME_LOG_DISCOVERY = 0x70,
         NVME_LOG_RESV_NOTIFY = 0x80,
         NVME_LOG_SANITIZE = 0x81,
@@ -490,6 +499,58 @@ _Static_assert(sizeof(struct nvme_effects_log) == 4096, "commands supported and 
 #define NVME_EFFECTS_NIC       (1u << 3)
 #define NVME_EFFECTS_CCC       (1u << 4)
 #define NVME_EFFECTS_CSE_SHIFT 16
+
+/*
+ * Get LBA Status (Base 2.0 5.20): CDW10-11 SLBA, CDW12 MNDW (dwords to
+ * return, 0's based), CDW13 bits 15:0 RL (blocks from SLBA; 0h: to the
+ * end of the namespace) and 31:24 ATYPE.  The data is a header and LBA
+ * Status Descriptors.
+ */
+enum {
+        NVME_LBAS_ATYPE_SCAN = 0x10,    /* scan, then report tracked and untracked blocks */
+        NVME_LBAS_ATYPE_TRACKED = 0x11, /* report the tracked blocks */
+};
+struct nvme_lba_status_hdr {
+        le32 nlsd;    /* LBA Status Descriptors returned */
+        uint8_t cmpc; /* completion condition */
+        uint8_t rsvd5[3];
+};
+_Static_assert(sizeof(struct nvme_lba_status_hdr) == 8, "LBA status header");
+enum {
+        NVME_LBAS_CMPC_MNDW = 1, /* stopped: MNDW dwords are full, more may follow */
+        NVME_LBAS_CMPC_RL = 2,   /* the whole range (RL) was examined */
+};
+struct nvme_lba_status_desc {
+        le64 dslba;
+        le32 nlb;
+        uint8_t rsvd12;
+        uint8_t status; /* 0 for ATYPE 10h/11h: may return unrecovered errors */
+        uint8_t rsvd14[2];
+};
+_Static_assert(sizeof(struct nvme_lba_status_desc) == 16, "LBA status descriptor");
+
+/* LBA Status Information log (0Eh, Base 2.0 5.16.1.15): header, then one element per namespace */
+struct nvme_lba_status_log_hdr {
+        le32 lslplen; /* bytes of the whole log page */
+        le32 nlslne;  /* namespace elements */
+        le32 estulb;  /* estimate of unrecoverable blocks */
+        uint8_t rsvd12[2];
+        le16 lsgc; /* generation counter: changes when the content does */
+};
+_Static_assert(sizeof(struct nvme_lba_status_log_hdr) == 16, "LBA status log header");
+struct nvme_lba_status_ns_element {
+        le32 neid;      /* the NSID */
+        le32 nrld;      /* LBA range descriptors that follow */
+        uint8_t ratype; /* recommended ATYPE to ask Get LBA Status with */
+        uint8_t rsvd9[7];
+};
+_Static_assert(sizeof(struct nvme_lba_status_ns_element) == 16, "LBA status namespace element");
+struct nvme_lba_range_desc {
+        le64 rslba;
+        le32 rnlb;
+        uint8_t rsvd12[4];
+};
+_Static_assert(sizeof(struct nvme_lba_range_desc) == 16, "LBA range descriptor");
 
 /* Sanitize Status log (Base 2.0 5.16.1.25) */
 struct nvme_sanitize_log {
