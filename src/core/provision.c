@@ -158,7 +158,9 @@ enum core_status core_prov_reserve(struct core_req *req)
 
         /* The estimate would cross the limit: look at this write precisely. */
         uint64_t fresh;
-        if (unmapped_bytes(ns, req->lba, req->nlb, &fresh) == 0 && fresh == 0) {
+        if (unmapped_bytes(ns, req->lba, req->nlb, &fresh) != 0)
+                fresh = need; /* cannot tell: assume all of it is new */
+        else if (fresh == 0) {
                 unreserve(req); /* an overwrite of mapped blocks allocates nothing */
                 return CORE_OK;
         }
