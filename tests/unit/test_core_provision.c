@@ -302,12 +302,53 @@ static void test_persists(void **st)
         assert_int_equal(atomic_load(&ns->prov.threshold), 0);
 }
 
+/* The file backend, counting how often the core asks for its allocation. */
+static struct backend_ops counting_ops;
+static _Atomic int n_allocated;
+
+static int64_t counting_allocated(struct backend *be)
+{
+        atomic_fetch_add(&n_allocated, 1);
+        return backend_file_ops.allocated(be);
+}
+
+static void test_no_stat_per_write(void **st)
+{
+        (void)st;
+        struct core_ns *ns = mk("fast", "file", 4 * MIB, 3 * MIB);
+        counting_ops = backend_file_ops;
+        counting_ops.allocated = counting_allocated;
+        ns->be.ops = &counting_ops;
+        atomic_store(&n_allocated, 0);
+        /* 256 writes of 4 KiB (1 MiB), far from the limit and the threshold: no stat at all. */
+        uint8_t blk[4096];
+        memset(blk, 0x42, sizeof(blk));
+        for (int i = 0; i < 256; i++)
+                assert_int_equal(run_req(ns, CORE_OP_WRITE, (uint64_t)i * 8, 8, blk, sizeof(blk)),
+                                 CORE_OK);
+        assert_int_equal(atomic_load(&n_allocated), 0);
+        /* Overwrites inflate the estimate; it is brought back to the truth only when it would
+         * cross the threshold or the limit, not on every write. */
+        for (int j = 0; j < 16; j++)
+                for (int i = 0; i < 256; i++)
+                        assert_int_equal(
+                            run_req(ns, CORE_OP_WRITE, (uint64_t)i * 8, 8, blk, sizeof(blk)),
+                            CORE_OK);
+        int n = atomic_load(&n_allocated);
+        print_message("allocated() asked %d times for %d writes\n", n, 256 + 16 * 256);
+        assert_true(n > 0);
+        assert_true(n < 16 * 256 / 64);
+        assert_true(mapped(ns) <= MIB + 4096);
+        ns->be.ops = &backend_file_ops;
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_threshold_and_limit),
             cmocka_unit_test(test_setter),
             cmocka_unit_test(test_persists),
+            cmocka_unit_test(test_no_stat_per_write),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }
