@@ -23,6 +23,7 @@
 #include <unistd.h>
 #include <uuid/uuid.h>
 
+#include "core/provision.h"
 #include "core/sanitize.h"
 #include "rt/crc.h"
 #include "rt/log.h"
@@ -107,6 +108,9 @@ static json_t *meta_body(struct core_ns *ns)
         json_t *san = core_sanitize_to_json(ns); /* optional: absent = never sanitized */
         if (san)
                 json_object_set_new(b, "sanitize", san);
+        json_t *prov = core_prov_to_json(ns); /* optional: absent = no limit, no threshold */
+        if (prov)
+                json_object_set_new(b, "provision", prov);
         return b;
 }
 
@@ -224,6 +228,11 @@ static int load_meta(struct core_ns *ns, char *err, size_t errlen)
         json_t *san = json_object_get(body, "sanitize");
         if (san && core_sanitize_from_json(ns, san)) {
                 snprintf(err, errlen, "metadata %s: bad sanitize state", ns->meta_path);
+                goto out;
+        }
+        json_t *prov = json_object_get(body, "provision");
+        if (prov && core_prov_from_json(ns, prov)) {
+                snprintf(err, errlen, "metadata %s: bad provisioning limits", ns->meta_path);
                 goto out;
         }
         rc = 1;
@@ -376,6 +385,15 @@ int core_ns_create(const struct core_ns_params *p, struct core_ns **out, char *e
                 snprintf(err, errlen, "saving metadata %s: %s", ns->meta_path, strerror(-rc));
                 goto fail;
         }
+        /* Limits given now replace the saved ones; those not given are kept. */
+        if (p->provision_limit || p->provision_threshold) {
+                uint64_t limit = p->provision_limit ? p->provision_limit : ns->prov.limit;
+                uint64_t thr = p->provision_threshold ? p->provision_threshold : ns->prov.threshold;
+                rc = core_ns_set_provision(ns, limit, thr, NULL, err, errlen);
+                if (rc)
+                        goto fail;
+        }
+        core_prov_init(ns);
 
         pthread_mutex_lock(&reg_lock);
         ns->next = registry;

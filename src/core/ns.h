@@ -73,6 +73,9 @@ struct core_ns_params {
         bool write_protect; /* software write protect at start */
         bool removable;     /* SCSI: removable medium (RMB=1, eject/load, PREVENT) */
         uint32_t sanitize_rate_mibps; /* pace sanitize operations (MiB/s); 0 = backend speed */
+        /* Provisioning (provision.c), bytes; 0 = not given: a reopen keeps the saved values. */
+        uint64_t provision_limit;     /* hard limit of allocated space */
+        uint64_t provision_threshold; /* soft threshold of allocated space */
 };
 
 /*
@@ -89,7 +92,9 @@ struct core_ns_params {
         (1u << 2)                   /* NVMe 84h Write Protect Until Power Cycle (not persisted)    \
                                      */
 #define CORE_WP_PERMANENT (1u << 3) /* NVMe 84h Permanent Write Protect (persisted, final) */
-#define CORE_WP_SPACE     (1u << 4) /* thin provisioning: out of space (later) */
+#define CORE_WP_SPACE                                                                              \
+        (1u << 4) /* out of space for the whole LU: unused, a provisioning limit fails only        \
+                     the writes that need space (provision.c) */
 
 /* Whether the medium can be accessed at all. */
 enum core_ns_ready {
@@ -117,6 +122,20 @@ enum core_sanitize_state {
 #define CORE_CHK_STARTED         (1u << 2) /* CORE_E_NOT_READY when stopped (implies MEDIUM) */
 #define CORE_CHK_SANITIZE_FAILED (1u << 3) /* CORE_E_SANITIZE_FAILED in failure mode */
 #define CORE_CHK_WRITABLE        (1u << 4) /* CORE_E_WRITE_PROTECT[_SOFTWARE] */
+
+/*
+ * Provisioned-capacity limits (provision.c): a hard limit and a soft
+ * threshold of allocated bytes, and the running estimate that lets the
+ * data path enforce them without asking the backend on every write.
+ */
+struct core_prov {
+        _Atomic uint64_t limit;     /* hard limit of allocated bytes; 0 = none */
+        _Atomic uint64_t threshold; /* soft threshold of allocated bytes; 0 = none */
+        _Atomic uint64_t est;       /* estimate of allocated bytes, never below the real figure
+                                       by more than writes not yet completed */
+        _Atomic uint64_t inflight;  /* bytes reserved by allocating writes not yet completed */
+        _Atomic bool reached;       /* the threshold was crossed upward and is not re-armed */
+};
 
 struct core_ns_stats {
         _Atomic uint64_t read_ops, write_ops, read_bytes, write_bytes, flush_ops;
@@ -169,6 +188,7 @@ struct core_ns {
         uint64_t rmw_nlb[32];
         uint32_t rmw_used; /* bit per slot */
 
+        struct core_prov prov; /* provisioning limits (provision.c) */
         struct core_ns_stats stats;
         atomic_int refs;
         struct core_ns *next; /* registry */
@@ -297,6 +317,45 @@ static inline enum core_sanitize_state core_ns_sanitize_state(const struct core_
  */
 int core_ns_resize(struct core_ns *ns, uint64_t num_blocks, bool force, char *err, size_t errlen);
 
+/* ---- Provisioned-capacity limits (provision.c) ---- */
+
+/*
+ * Thresholds and the log
+ * counts a host reads are in threshold sets of CORE_PROV_SET_BYTES (SCSI
+ * THRESHOLD EXPONENT = log2 of that in blocks).
+ */
+#define CORE_PROV_SET_BYTES (1u << 20)
+/* CORE_NS_EV_PROVISIONING new_val bits: what changed. */
+#define CORE_PROV_CHG_LIMIT     (1u << 0)
+#define CORE_PROV_CHG_THRESHOLD (1u << 1)
+
+/* Whether ns can have a limit: thin, on a backend that reports its allocation. */
+bool core_ns_provision_supported(const struct core_ns *ns);
+/*
+ * Set the hard limit and the soft threshold (bytes, 0 = none) together:
+ * the only writer of both (RPC, config, SCSI MODE SELECT of the Logical
+ * Block Provisioning mode page).  The limit is a multiple of the block
+ * size, the threshold of CORE_PROV_SET_BYTES and not above a limit.
+ * Persisted before it takes effect; CORE_NS_EV_PROVISIONING is published
+ * when anything changed, and CORE_NS_EV_SPACE_THRESHOLD when the usage is
+ * at or above a new threshold.  0 or -errno (-EINVAL, -EOPNOTSUPP, or the
+ * error saving the metadata), with a message in err.
+ */
+int core_ns_set_provision(struct core_ns *ns, uint64_t limit, uint64_t threshold,
+                          core_origin_t origin, char *err, size_t errlen);
+/* The counters namespace_list, SCSI LOG SENSE 0Ch and NVMe NUSE/NCAP report (control path). */
+struct core_prov_info {
+        uint64_t capacity;    /* bytes */
+        uint64_t limit;       /* hard limit, bytes; 0 = none */
+        uint64_t threshold;   /* soft threshold, bytes; 0 = none */
+        uint64_t mapped;      /* allocated bytes (the whole capacity when not tracked) */
+        uint64_t deallocated; /* capacity - mapped */
+        uint64_t available;   /* (limit, or capacity) - mapped, 0 when beyond */
+        bool tracked;         /* the backend reports its allocation */
+        bool reached;         /* usage crossed the threshold (not re-armed) */
+};
+void core_ns_provision_info(struct core_ns *ns, struct core_prov_info *out);
+
 /* ---- The sanitize engine (sanitize.c) ---- */
 
 enum core_sanitize_action {
@@ -352,13 +411,15 @@ enum core_status core_ns_check(const struct core_ns *ns, unsigned chk);
 /* ---- Events (event.c) ---- */
 
 enum core_ns_event_type {
-        CORE_NS_EV_CAPACITY = 0,  /* num_blocks changed */
-        CORE_NS_EV_WRITE_PROTECT, /* wp reasons changed (old/new: the reason sets) */
-        CORE_NS_EV_WRITE_CACHE,   /* wce changed */
-        CORE_NS_EV_READY,         /* ready state changed (old/new: enum core_ns_ready) */
-        CORE_NS_EV_SANITIZE,      /* sanitize state changed (old/new: enum core_sanitize_state) */
-        CORE_NS_EV_RESERVATION,   /* a registrant lost its reservation/registration (pr_*) */
-        CORE_NS_EV_IDENTITY,      /* identification data (INQUIRY, Identify) changed */
+        CORE_NS_EV_CAPACITY = 0,    /* num_blocks changed */
+        CORE_NS_EV_WRITE_PROTECT,   /* wp reasons changed (old/new: the reason sets) */
+        CORE_NS_EV_WRITE_CACHE,     /* wce changed */
+        CORE_NS_EV_READY,           /* ready state changed (old/new: enum core_ns_ready) */
+        CORE_NS_EV_SANITIZE,        /* sanitize state changed (old/new: enum core_sanitize_state) */
+        CORE_NS_EV_RESERVATION,     /* a registrant lost its reservation/registration (pr_*) */
+        CORE_NS_EV_IDENTITY,        /* identification data (INQUIRY, Identify) changed */
+        CORE_NS_EV_PROVISIONING,    /* limit/threshold changed (new_val: CORE_PROV_CHG_*) */
+        CORE_NS_EV_SPACE_THRESHOLD, /* allocated space crossed the soft threshold upward */
         CORE_NS_EV_MAX
 };
 

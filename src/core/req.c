@@ -18,6 +18,7 @@
 
 #include "backend/backend.h"
 #include "core/ns.h"
+#include "core/provision.h"
 #include "core/req.h"
 #include "rt/log.h"
 
@@ -116,6 +117,8 @@ static void finish(struct core_req *req, enum core_status st)
 {
         if (req->range_locked)
                 rmw_unlock(req);
+        if (req->prov_bytes || req->prov_frees)
+                core_prov_done(req, st);
         req->status = st;
         req->cb(req);
 }
@@ -162,6 +165,14 @@ static void compare_next(struct core_req *req)
         be_io(req, CORE_OP_READ, req->cur_lba, n, &req->one_iov, 1);
 }
 
+static bool block_is_zero(const uint8_t *blk, uint32_t len)
+{
+        for (uint32_t i = 0; i < len; i++)
+                if (blk[i])
+                        return false;
+        return true;
+}
+
 static void run(struct core_req *req)
 {
         struct core_ns *ns = req->ns;
@@ -193,10 +204,7 @@ static void run(struct core_req *req)
         case CORE_OP_WRITE_SAME: {
                 atomic_fetch_add_explicit(&ns->stats.write_ops, 1, memory_order_relaxed);
                 const uint8_t *blk = req->iov[0].iov_base;
-                bool zero = true;
-                for (uint32_t i = 0; i < ns->block_size && zero; i++)
-                        zero = blk[i] == 0;
-                if (zero) {
+                if (block_is_zero(blk, ns->block_size)) {
                         req->stage = ST_SIMPLE;
                         be_io(req, CORE_OP_WRITE_ZEROES, req->lba, req->nlb, NULL, 0);
                         return;
@@ -291,6 +299,8 @@ void core_req_submit(struct core_req *req)
         req->status = CORE_OK;
         req->info_valid = false;
         req->range_locked = false;
+        req->prov_frees = false;
+        req->prov_bytes = 0;
         req->stage = ST_START;
         if (!ns) {
                 core_req_complete(req, CORE_E_INTERNAL);
@@ -361,6 +371,25 @@ void core_req_submit(struct core_req *req)
         if (req->nlb == 0 && medium) {
                 core_req_complete(req, CORE_OK); /* nothing to transfer */
                 return;
+        }
+        /*
+         * Provisioning (core/provision.c): a write that may allocate
+         * reserves its space against the limit; a deallocation (hole
+         * punch: WRITE ZEROES, DEALLOCATE, a zero WRITE SAME) is accounted
+         * when it ends.
+         */
+        bool zero_ws =
+            req->op == CORE_OP_WRITE_SAME && block_is_zero(req->iov[0].iov_base, ns->block_size);
+        if (ns->thin &&
+            (req->op == CORE_OP_DEALLOCATE || req->op == CORE_OP_WRITE_ZEROES || zero_ws))
+                req->prov_frees = true;
+        else if (req->op == CORE_OP_WRITE || req->op == CORE_OP_COMPARE_AND_WRITE ||
+                 req->op == CORE_OP_ORWRITE || req->op == CORE_OP_WRITE_SAME) {
+                st = core_prov_reserve(req);
+                if (st != CORE_OK) {
+                        core_req_complete(req, st);
+                        return;
+                }
         }
         run(req);
 }

@@ -90,6 +90,8 @@ struct core_req {
         int be_res;           /* result a deferred backend completion carries */
         struct iovec one_iov; /* iovec for core-built I/O; must outlive submission to the ring */
         bool range_locked;    /* holds an entry in the namespace's RMW range lock */
+        bool prov_frees;      /* deallocates (provisioning accounting on completion) */
+        uint64_t prov_bytes;  /* space reserved against the provisioning limit (provision.c) */
         struct {              /* the backend I/O in flight (for retries and checks) */
                 struct backend *be;
                 enum core_op op;

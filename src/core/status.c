@@ -24,6 +24,7 @@ static const char *const names[CORE_STATUS_MAX] = {
     [CORE_E_NO_MEDIUM] = "medium-not-present",
     [CORE_E_SANITIZE_IN_PROGRESS] = "sanitize-in-progress",
     [CORE_E_SANITIZE_FAILED] = "sanitize-failed",
+    [CORE_E_SPACE_ALLOC_FAILED] = "space-allocation-failed",
 };
 
 const char *core_status_name(enum core_status s)

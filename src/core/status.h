@@ -30,6 +30,7 @@ enum core_status {
         CORE_E_NO_MEDIUM,              /* removable medium ejected */
         CORE_E_SANITIZE_IN_PROGRESS,   /* a sanitize operation runs (progress in core_ns) */
         CORE_E_SANITIZE_FAILED,        /* sanitize failure mode */
+        CORE_E_SPACE_ALLOC_FAILED,     /* the write needs space beyond the provisioning limit */
         CORE_STATUS_MAX
 };
 

@@ -345,6 +345,8 @@ static int h_namespace_create(struct rpc_ctx *c)
             .write_protect = pbool(c, "write_protect", false),
             .removable = pbool(c, "removable", false),
             .sanitize_rate_mibps = (uint32_t)puint(c, "sanitize_rate_mibps", 0),
+            .provision_limit = psize(c, "provision_limit", 0),
+            .provision_threshold = psize(c, "provision_threshold", 0),
         };
         if (strcmp(p.backend, "mem") != 0 && strcmp(p.backend, "file") != 0 &&
             strcmp(p.backend, "null") != 0)
@@ -437,8 +439,21 @@ static int h_namespace_set(struct rpc_ctx *c)
                 return opfail(c, -ENOENT, "namespace_set", "no such namespace");
         json_t *wp = json_object_get(c->params, "write_protect");
         json_t *wc = json_object_get(c->params, "write_cache");
-        if (!wp && !wc)
-                return inval(c, "give 'write_protect' and/or 'write_cache'");
+        json_t *pl = json_object_get(c->params, "provision_limit");
+        json_t *pt = json_object_get(c->params, "provision_threshold");
+        if (!wp && !wc && !pl && !pt)
+                return inval(c, "give 'write_protect', 'write_cache', 'provision_limit' and/or "
+                                "'provision_threshold'");
+        if (pl || pt) {
+                /* One setter for both; the one not given keeps its value, 0 removes. */
+                char msg[256] = "";
+                uint64_t limit = pl ? psize(c, "provision_limit", 0) : atomic_load(&ns->prov.limit);
+                uint64_t thr =
+                    pt ? psize(c, "provision_threshold", 0) : atomic_load(&ns->prov.threshold);
+                int rc = core_ns_set_provision(ns, limit, thr, NULL, msg, sizeof(msg));
+                if (rc < 0)
+                        return opfail(c, rc, "namespace_set", msg);
+        }
         if (wp) {
                 int rc = core_ns_set_wp(ns, CORE_WP_CONFIG, json_is_true(wp), NULL);
                 if (rc < 0)
@@ -448,8 +463,10 @@ static int h_namespace_set(struct rpc_ctx *c)
                 core_ns_set_wce(ns, json_is_true(wc), NULL);
         LOG_INFO("mgmt", "namespace %s: write_protect(config)=%d write_cache=%d", ns->name,
                  (core_ns_wp(ns) & CORE_WP_CONFIG) != 0, atomic_load(&ns->wce));
-        c->result = json_pack("{s:s, s:b, s:b}", "name", ns->name, "write_protect",
-                              core_ns_wp(ns) != 0, "write_cache", atomic_load(&ns->wce));
+        c->result = json_pack("{s:s, s:b, s:b, s:I, s:I}", "name", ns->name, "write_protect",
+                              core_ns_wp(ns) != 0, "write_cache", atomic_load(&ns->wce),
+                              "provision_limit", (json_int_t)atomic_load(&ns->prov.limit),
+                              "provision_threshold", (json_int_t)atomic_load(&ns->prov.threshold));
         return 0;
 }
 
@@ -486,6 +503,11 @@ json_t *mgmt_ns_params_json(struct core_ns *ns)
                                     json_integer((json_int_t)ns->block_size << ns->phys_exp));
         if (o && ns->san_rate_mibps)
                 json_object_set_new(o, "sanitize_rate_mibps", json_integer(ns->san_rate_mibps));
+        uint64_t limit = atomic_load(&ns->prov.limit), thr = atomic_load(&ns->prov.threshold);
+        if (o && limit)
+                json_object_set_new(o, "provision_limit", json_integer((json_int_t)limit));
+        if (o && thr)
+                json_object_set_new(o, "provision_threshold", json_integer((json_int_t)thr));
         return o;
 }
 
@@ -503,6 +525,15 @@ static void ns_list_one(struct core_ns *ns, void *arg)
         json_object_set_new(o, "eui64", json_string(eui));
         json_object_set_new(o, "write_cache", json_boolean(atomic_load(&ns->wce)));
         json_object_set_new(o, "state", mgmt_ns_state_json(ns));
+        struct core_prov_info pi;
+        core_ns_provision_info(ns, &pi);
+        json_object_set_new(o, "provisioning",
+                            json_pack("{s:b, s:I, s:I, s:I, s:I, s:I, s:b}", "tracked", pi.tracked,
+                                      "limit", (json_int_t)pi.limit, "threshold",
+                                      (json_int_t)pi.threshold, "mapped_bytes",
+                                      (json_int_t)pi.mapped, "deallocated_bytes",
+                                      (json_int_t)pi.deallocated, "available_bytes",
+                                      (json_int_t)pi.available, "threshold_reached", pi.reached));
         json_object_set_new(o, "mapped", json_boolean(iscsi_ns_in_use(ns) || nvme_ns_in_use(ns)));
         json_object_set_new(o, "stats",
                             json_pack("{s:I, s:I, s:I, s:I, s:I}", "read_ops",
@@ -834,7 +865,15 @@ static const struct rpc_method rpc_methods[] = {
       BOOL("removable", "SCSI removable medium: RMB=1, START STOP UNIT eject/load, "
                         "PREVENT ALLOW MEDIUM REMOVAL (default false)"),
       UINT("sanitize_rate_mibps", false, 0, 1u << 20,
-           "pace SANITIZE / NVMe Sanitize to this many MiB/s (default 0: backend speed)")}},
+           "pace SANITIZE / NVMe Sanitize to this many MiB/s (default 0: backend speed)"),
+      {.name = "provision_limit",
+       .type = P_SIZE,
+       .desc = "thin: hard limit of allocated space (bytes or \"1G\"); writes needing more "
+               "fail (SCSI 27h/07h, NVMe Capacity Exceeded); absent = keep the saved one"},
+      {.name = "provision_threshold",
+       .type = P_SIZE,
+       .desc = "thin: soft threshold of allocated space, a multiple of 1 MiB, <= the limit: "
+               "crossing it is a unit attention 38h/07h and an NVMe vendor event"}}},
     {"namespace_delete",
      h_namespace_delete,
      "Delete a namespace (refused while mapped to a LUN); the data file is kept",
@@ -855,7 +894,13 @@ static const struct rpc_method rpc_methods[] = {
      "Change a namespace's state at runtime; hosts are told (mode/attribute changed)",
      {{.name = "name", .type = P_NAME, .required = true, .desc = "namespace name"},
       BOOL("write_protect", "management write protect: SCSI DATA PROTECT, NVMe NSATTR"),
-      BOOL("write_cache", "volatile write cache enabled (SCSI WCE, NVMe feature 06h)")}},
+      BOOL("write_cache", "volatile write cache enabled (SCSI WCE, NVMe feature 06h)"),
+      {.name = "provision_limit",
+       .type = P_SIZE,
+       .desc = "hard limit of allocated space (bytes or \"1G\"); 0 removes it"},
+      {.name = "provision_threshold",
+       .type = P_SIZE,
+       .desc = "soft threshold of allocated space (multiple of 1 MiB); 0 removes it"}}},
     {"iscsi_target_create",
      h_iscsi_target_create,
      "Create an iSCSI target node",

@@ -2,7 +2,8 @@
  * Admin commands without a file of their own (NVMe Base 2.0 5.1 Abort,
  * 5.2 Asynchronous Event Request, 5.25 Keep Alive) and the asynchronous
  * event machinery (Namespace Attribute Changed, Discovery Log Page Change,
- * Reservation Log Page Available): events are raised from any thread, queued per
+ * Reservation Log Page Available, Sanitize Operation Completed, and the
+ * vendor-specific provisioning soft threshold): events are raised from any thread, queued per
  * controller, and delivered on the admin queue's reactor into parked AER
  * commands; a delivered event type stays masked until the host reads its
  * log page with RAE cleared (Base 2.0 5.2, 5.16 "Retain Asynchronous Event").
@@ -53,6 +54,7 @@ static const struct {
     {NVME_EVT_RESV, NVME_AER_TYPE_IO_SPECIFIC, NVME_AER_IO_RESV_LOG_AVAILABLE,
      NVME_LOG_RESV_NOTIFY},
     {NVME_EVT_SANITIZED, NVME_AER_TYPE_IO_SPECIFIC, NVME_AER_IO_SANITIZE_DONE, NVME_LOG_SANITIZE},
+    {NVME_EVT_PROV, NVME_AER_TYPE_VENDOR, NVME_AER_VS_PROV_THRESHOLD, NVME_LOG_VS_PROVISIONING},
 };
 
 /* On the admin reactor: pair pending, unmasked events with parked AERs. */
@@ -168,6 +170,8 @@ void nvme_ctrl_raise(struct nvme_ctrl *ctrl, uint32_t evt, uint32_t nsid)
                 enable |= NVME_EVT_RESV;
         if (evt & NVME_EVT_SANITIZED) /* no AEC bit: I/O command set events always report */
                 enable |= NVME_EVT_SANITIZED;
+        if (evt & NVME_EVT_PROV) /* vendor specific: no AEC bit either */
+                enable |= NVME_EVT_PROV;
         ctrl->aen_pending |= enable;
         pthread_mutex_unlock(&ctrl->lock);
         if (enable)
@@ -220,6 +224,20 @@ static void ns_changed(struct nvme_ctrl *c, uint32_t nsid, const struct core_ns_
 {
         (void)ev;
         nvme_ctrl_raise(c, NVME_EVT_NS_CHANGED, nsid);
+}
+
+/*
+ * The namespace's allocated space crossed its soft threshold (core
+ * provision.c).  NVMe has no thin-provisioning threshold event, so this is
+ * a vendor-specific event (type 7h, information 01h) naming the vendor
+ * log page C0h (log.c) that has the counts; the Linux host turns it into a
+ * uevent NVME_AEN=0xc00107 on the controller.  Like every event it stays
+ * masked until the host reads the page with RAE cleared.
+ */
+static void prov_threshold(struct nvme_ctrl *c, uint32_t nsid, const struct core_ns_event *ev)
+{
+        (void)ev;
+        nvme_ctrl_raise(c, NVME_EVT_PROV, nsid);
 }
 
 /*
@@ -276,6 +294,13 @@ static void on_ns_event(const struct core_ns_event *ev, void *arg)
         case CORE_NS_EV_WRITE_PROTECT:
         case CORE_NS_EV_IDENTITY:
                 each_ctrl_of_ns(ev, ns_changed);
+                break;
+        case CORE_NS_EV_PROVISIONING: /* NCAP is the limit */
+                if (ev->new_val & CORE_PROV_CHG_LIMIT)
+                        each_ctrl_of_ns(ev, ns_changed);
+                break;
+        case CORE_NS_EV_SPACE_THRESHOLD:
+                each_ctrl_of_ns(ev, prov_threshold);
                 break;
         default:
                 break;

@@ -98,11 +98,15 @@ static void id_ns(struct core_ns *ns, struct nvme_id_ns *id)
                  * Zeroes may deallocate (DEAC, bit 3).
                  */
                 int64_t alloc = core_ns_allocated_bytes(ns);
+                uint64_t limit = atomic_load(&ns->prov.limit) >> ns->block_shift;
                 id->nsfeat |= NVME_NSFEAT_THINP;
                 if (alloc >= 0) {
                         uint64_t used = ((uint64_t)alloc + ns->block_size - 1) >> ns->block_shift;
                         put_le64(&id->nuse, used < nb ? used : nb);
                 }
+                /* NCAP: what may be allocated, the provisioning limit when there is one. */
+                if (limit && limit < nb)
+                        put_le64(&id->ncap, limit);
                 id->dlfeat = 0x08 | 0x01;
         }
         uint32_t gran = core_ns_dealloc_granularity(ns);

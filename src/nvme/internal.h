@@ -43,6 +43,7 @@
 #define NVME_EVT_DISC_CHANGED (1u << 1)
 #define NVME_EVT_RESV         (1u << 2) /* Reservation Log Page Available */
 #define NVME_EVT_SANITIZED    (1u << 3) /* Sanitize Operation Completed (log 81h) */
+#define NVME_EVT_PROV         (1u << 4) /* vendor: provisioning soft threshold (log C0h) */
 
 #define NVME_RESV_LOG_MAX 64 /* queued reservation notifications per controller */
 

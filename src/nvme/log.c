@@ -2,11 +2,13 @@
  * Get Log Page (NVMe Base 2.0 5.16): 01h Error Information, 02h SMART /
  * Health Information, 03h Firmware Slot Information, 04h Changed Namespace
  * List, 05h Commands Supported and Effects (from the opcode tables), 0Eh
- * LBA Status Information (lbastatus.c), 80h
- * Reservation Notification (resv.c), 81h Sanitize Status (sanitize.c), and
- * 70h Discovery on discovery controllers.  NUMDL/NUMDU give the length,
- * LPOL/LPOU a dword-aligned offset (LPA bit 2); bytes past the end of a log
- * read as zeroes.  RAE = 0 on 04h/70h/80h/81h unmasks the matching event.
+ * LBA Status Information (lbastatus.c), 80h Reservation Notification
+ * (resv.c), 81h Sanitize Status (sanitize.c), C0h the vendor-specific
+ * provisioning status (the page of the provisioning threshold event,
+ * admin.c), and 70h Discovery on discovery controllers.  NUMDL/NUMDU give
+ * the length, LPOL/LPOU a dword-aligned offset (LPA bit 2); bytes past the
+ * end of a log read as zeroes.  RAE = 0 on 04h/70h/80h/81h/C0h unmasks the
+ * matching event.
  */
 #include <string.h>
 
@@ -75,6 +77,36 @@ static void changed_ns_log(struct nvme_ctrl *ctrl, uint8_t *p, bool clear)
         if (clear)
                 ctrl->nchanged = 0;
         pthread_mutex_unlock(&ctrl->lock);
+}
+
+/* C0h: one entry per NSID whose namespace has a provisioning limit or threshold. */
+static void prov_log(struct nvme_ctrl *ctrl, uint8_t *p, uint32_t cap)
+{
+        struct nvme_vs_prov_hdr *h = (void *)p;
+        uint32_t n = 0;
+        for (uint32_t i = 1; i <= NVME_MAX_NSID; i++) {
+                if (sizeof(*h) + (n + 1) * sizeof(struct nvme_vs_prov_entry) > cap)
+                        break;
+                struct core_ns *ns = nvme_ns_lookup(ctrl->subsys, i);
+                if (!ns)
+                        continue;
+                struct core_prov_info pi;
+                core_ns_provision_info(ns, &pi);
+                core_ns_put(ns);
+                if (!pi.limit && !pi.threshold)
+                        continue;
+                struct nvme_vs_prov_entry *e =
+                    (void *)(p + sizeof(*h) + n++ * sizeof(struct nvme_vs_prov_entry));
+                put_le32(&e->nsid, i);
+                put_le32(&e->flags,
+                         (pi.reached ? 1u : 0) | (pi.limit ? 2u : 0) | (pi.threshold ? 4u : 0));
+                put_le64(&e->capacity, pi.capacity);
+                put_le64(&e->limit, pi.limit);
+                put_le64(&e->threshold, pi.threshold);
+                put_le64(&e->mapped, pi.mapped);
+                put_le64(&e->available, pi.available);
+        }
+        put_le32(&h->entries, n);
 }
 
 enum nvme_parse_result nvme_get_log_parse(struct nvme_cmd *cmd)
@@ -163,6 +195,9 @@ enum nvme_parse_result nvme_get_log_parse(struct nvme_cmd *cmd)
                 break;
         case NVME_LOG_LBA_STATUS:
                 size = nvme_lba_status_log(ctrl, page.raw, sizeof(page.raw));
+        case NVME_LOG_VS_PROVISIONING:
+                prov_log(ctrl, page.raw, sizeof(page.raw));
+                size = sizeof(page.raw);
                 break;
         default:
                 return nvme_reject(cmd, NVME_SCT_CMD_SPECIFIC, NVME_SC_INVALID_LOG_PAGE,

@@ -33,6 +33,9 @@ static const struct nvme_status_map status_map[CORE_STATUS_MAX] = {
     [CORE_E_NO_MEDIUM] = {NVME_SCT_GENERIC, NVME_SC_NS_NOT_READY, false},
     [CORE_E_SANITIZE_IN_PROGRESS] = {NVME_SCT_GENERIC, NVME_SC_SANITIZE_IN_PROGRESS, true},
     [CORE_E_SANITIZE_FAILED] = {NVME_SCT_GENERIC, NVME_SC_SANITIZE_FAILED, true},
+    /* NUSE would exceed NCAP (the limit): Capacity Exceeded; a retry cannot help until space
+     * is freed, so DNR. */
+    [CORE_E_SPACE_ALLOC_FAILED] = {NVME_SCT_GENERIC, NVME_SC_CAP_EXCEEDED, true},
 };
 
 static const struct nvme_status_map internal_error = {NVME_SCT_GENERIC, NVME_SC_INTERNAL, false};

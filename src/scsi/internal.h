@@ -151,6 +151,8 @@ uint32_t scsi_inquiry_std_build(struct scsi_cmd *cmd, uint8_t *out);
 enum scsi_parse_result scsi_mode_sense(struct scsi_cmd *cmd);
 enum scsi_parse_result scsi_mode_select(struct scsi_cmd *cmd);
 void scsi_mode_select_exec(struct scsi_cmd *cmd);
+/* The parameter list in buf (data_out_len bytes) checked and applied, status set; no callback. */
+void scsi_mode_select_apply(struct scsi_cmd *cmd);
 
 enum scsi_parse_result scsi_sbc_rw(struct scsi_cmd *cmd);
 enum scsi_parse_result scsi_sbc_verify(struct scsi_cmd *cmd);
@@ -172,6 +174,14 @@ void scsi_sbc_verify_exec(struct scsi_cmd *cmd);
 enum scsi_parse_result scsi_lbp_unmap(struct scsi_cmd *cmd);
 void scsi_lbp_unmap_exec(struct scsi_cmd *cmd);
 enum scsi_parse_result scsi_lbp_get_lba_status(struct scsi_cmd *cmd);
+/* VPD B2h THRESHOLD EXPONENT: log2 of the blocks in a threshold set (CORE_PROV_SET_BYTES). */
+static inline uint8_t scsi_lbp_threshold_exponent(const struct core_ns *ns)
+{
+        return (uint8_t)(__builtin_ctz(CORE_PROV_SET_BYTES) - ns->block_shift);
+}
+
+/* log.c: LOG SENSE (SPC-5 6.8) from the table of log pages. */
+enum scsi_parse_result scsi_log_sense(struct scsi_cmd *cmd);
 
 /* sanitize.c: SANITIZE (SBC-4 5.30) and the LU's sanitize state. */
 enum scsi_parse_result scsi_sanitize_parse(struct scsi_cmd *cmd);

@@ -1,13 +1,22 @@
 /*
  * MODE SENSE(6)/(10) and MODE SELECT(6)/(10) (SPC-5 6.11-6.14, 7.5): the
  * caching page (08h, SBC-4 6.5.5; WCE maps to core_ns.wce), the control
- * page (0Ah, SPC-5 7.5.8; D_SENSE and SWP changeable) and the
- * informational exceptions control page (1Ch, SPC-5 7.5.12), with page
- * control current/changeable/default (saved values are not supported:
- * 39h/00h), block descriptors (short, or long with LLBAA), and the WP bit
- * in the device-specific parameter.  A MODE SELECT that changes anything
- * establishes MODE PARAMETERS CHANGED on the other I_T nexuses.
+ * page (0Ah, SPC-5 7.5.8; D_SENSE and SWP changeable), the informational
+ * exceptions control page (1Ch, SPC-5 7.5.12) and, on a thin LU whose
+ * backend reports its allocation, the Logical Block Provisioning page
+ * (1Ch/02h, SBC-4 6.5.8) with one threshold descriptor: a soft threshold,
+ * armed increasing, on the used LBA mapping resource, its THRESHOLD COUNT
+ * in threshold sets (2^THRESHOLD EXPONENT blocks, VPD B2h).  ENABLED and
+ * the count are changeable and are the core's soft threshold
+ * (core_ns_set_provision: persisted, so the saved values are the current
+ * ones); SITUA is 0 and not changeable: the unit attention goes to every
+ * I_T nexus.  Page control current/changeable/default; saved only for the
+ * provisioning page (others: 39h/00h); block descriptors (short, or long
+ * with LLBAA), and the WP bit in the device-specific parameter.  A MODE
+ * SELECT that changes anything establishes MODE PARAMETERS CHANGED on the
+ * other I_T nexuses.
  */
+#include <errno.h>
 #include <string.h>
 
 #include "slate/spec/scsi.h"
@@ -18,33 +27,61 @@ enum { PC_CURRENT = 0, PC_CHANGEABLE = 1, PC_DEFAULT = 2, PC_SAVED = 3 };
 #define CACHING_LEN 20
 #define CONTROL_LEN 12
 #define IEC_LEN     12
+#define LBP_LEN     24 /* 16-byte header + one threshold descriptor */
+#define LBP_DESC    16 /* offset of the threshold descriptor */
 
-static const uint8_t mode_pages[] = {0x08, 0x0a, 0x1c};
-
-static uint32_t page_len(uint8_t page)
+static bool lbp_page_present(const struct core_ns *ns)
 {
-        switch (page) {
-        case 0x08:
-                return CACHING_LEN;
-        case 0x0a:
-                return CONTROL_LEN;
-        case 0x1c:
-                return IEC_LEN;
+        return core_ns_provision_supported(ns);
+}
+
+/* The pages, in the order MODE SENSE returns them (page, then subpage). */
+static const struct mode_page {
+        uint8_t page, subpage;
+        uint32_t len;
+        bool (*present)(const struct core_ns *ns); /* NULL: every LU */
+} mode_pages[] = {
+    {0x08, 0x00, CACHING_LEN, NULL},
+    {0x0a, 0x00, CONTROL_LEN, NULL},
+    {0x1c, 0x00, IEC_LEN, NULL},
+    {0x1c, 0x02, LBP_LEN, lbp_page_present},
+};
+
+static const struct mode_page *find_page(const struct core_ns *ns, uint8_t page, uint8_t subpage)
+{
+        for (unsigned i = 0; i < sizeof(mode_pages) / sizeof(mode_pages[0]); i++) {
+                const struct mode_page *mp = &mode_pages[i];
+                if (mp->page == page && mp->subpage == subpage && (!mp->present || mp->present(ns)))
+                        return mp;
         }
-        return 0;
+        return NULL;
+}
+
+/* Does a MODE SENSE of (page, subpage) return mp?  3Fh: every page; FFh: every subpage. */
+static bool page_selected(const struct mode_page *mp, uint8_t page, uint8_t subpage)
+{
+        if (page != 0x3f && mp->page != page)
+                return false;
+        return subpage == 0xff || mp->subpage == subpage;
 }
 
 /* Writes one page for the given page control; returns its length. */
-static uint32_t build_page(struct scsi_cmd *cmd, uint8_t page, int pc, uint8_t *p)
+static uint32_t build_page(struct scsi_cmd *cmd, const struct mode_page *mp, int pc, uint8_t *p)
 {
         struct core_ns *ns = cmd->ns;
         struct scsi_lu_state *st = ns->scsi_state;
-        uint32_t len = page_len(page);
+        uint32_t len = mp->len;
 
         memset(p, 0, len);
-        p[0] = page;
-        p[1] = (uint8_t)(len - 2);
-        switch (page) {
+        p[0] = mp->page;
+        if (mp->subpage) {
+                p[0] |= 0x40; /* SPF: sub_page format */
+                p[1] = mp->subpage;
+                slate_put_be(p + 2, 2, len - 4);
+        } else {
+                p[1] = (uint8_t)(len - 2);
+        }
+        switch (mp->page) {
         case 0x08:
                 if (pc == PC_CHANGEABLE)
                         p[2] = 0x04;
@@ -68,8 +105,24 @@ static uint32_t build_page(struct scsi_cmd *cmd, uint8_t page, int pc, uint8_t *
                 }
                 break;
         case 0x1c:
-                if (pc != PC_CHANGEABLE)
+                if (mp->subpage == 0x02) {
+                        uint8_t *d = p + LBP_DESC;
+                        uint64_t thr = atomic_load(&ns->prov.threshold);
+                        /* SITUA (byte 4) 0: every I_T nexus gets the unit attention. */
+                        if (pc == PC_CHANGEABLE) {
+                                d[0] = 0x80; /* ENABLED */
+                                slate_put_be(d + 4, 4, 0xffffffffu);
+                                break;
+                        }
+                        /* THRESHOLD TYPE 000b soft, THRESHOLD ARMING 000b increasing. */
+                        d[1] = 0x02; /* THRESHOLD RESOURCE: used LBA mapping resource */
+                        if (pc != PC_DEFAULT && thr) {
+                                d[0] = 0x80;
+                                slate_put_be(d + 4, 4, thr / CORE_PROV_SET_BYTES);
+                        }
+                } else if (pc != PC_CHANGEABLE) {
                         p[2] = 0x08; /* DEXCPT: no informational exceptions reported */
+                }
                 break;
         }
         return len;
@@ -94,16 +147,20 @@ enum scsi_parse_result scsi_mode_sense(struct scsi_cmd *cmd)
                 scsi_sense_invalid_field(cmd, true, 1, 7);
                 return SCSI_PARSE_DONE;
         }
-        if (pc == PC_SAVED) {
+        bool any = false;
+        for (unsigned i = 0; i < sizeof(mode_pages) / sizeof(mode_pages[0]); i++)
+                any |= page_selected(&mode_pages[i], page, subpage) &&
+                       find_page(ns, mode_pages[i].page, mode_pages[i].subpage);
+        if (!any) {
+                if (page == 0x3f || find_page(ns, page, 0))
+                        scsi_sense_invalid_field(cmd, true, 3, 7);
+                else
+                        scsi_sense_invalid_field(cmd, true, 2, 5);
+                return SCSI_PARSE_DONE;
+        }
+        /* Saved values: only the provisioning page has them (the core persists the threshold). */
+        if (pc == PC_SAVED && !(page == 0x1c && subpage == 0x02)) {
                 scsi_sense_set(cmd, SK_ILLEGAL_REQUEST, 0x39, 0x00);
-                return SCSI_PARSE_DONE;
-        }
-        if (subpage != 0x00 && subpage != 0xff) {
-                scsi_sense_invalid_field(cmd, true, 3, 7);
-                return SCSI_PARSE_DONE;
-        }
-        if (page != 0x3f && !page_len(page)) {
-                scsi_sense_invalid_field(cmd, true, 2, 5);
                 return SCSI_PARSE_DONE;
         }
         memset(b, 0, hdr);
@@ -123,11 +180,10 @@ enum scsi_parse_result scsi_mode_sense(struct scsi_cmd *cmd)
                 put_be32(&d->block_len, ns->block_size);
         }
         len += bd;
-        if (page == 0x3f) {
-                for (unsigned i = 0; i < sizeof(mode_pages); i++)
-                        len += build_page(cmd, mode_pages[i], pc, b + len);
-        } else {
-                len += build_page(cmd, page, pc, b + len);
+        for (unsigned i = 0; i < sizeof(mode_pages) / sizeof(mode_pages[0]); i++) {
+                const struct mode_page *mp = &mode_pages[i];
+                if (page_selected(mp, page, subpage) && find_page(ns, mp->page, mp->subpage))
+                        len += build_page(cmd, mp, pc, b + len);
         }
         if (ten) {
                 struct scsi_mode_hdr10 *h = (void *)b;
@@ -173,26 +229,58 @@ enum scsi_parse_result scsi_mode_select(struct scsi_cmd *cmd)
         return SCSI_PARSE_EXEC;
 }
 
+/* The Logical Block Provisioning page's threshold descriptor, checked: the core's threshold. */
+static bool select_lbp(struct scsi_cmd *cmd, const uint8_t *p, uint32_t off)
+{
+        struct core_ns *ns = cmd->ns;
+        const uint8_t *d = p + LBP_DESC;
+        uint64_t count = slate_be32(d + 4);
+        char err[128];
+        if ((d[0] & 0x80) && count == 0) {
+                scsi_sense_invalid_field(cmd, false, (uint16_t)(off + LBP_DESC + 4), 7);
+                return false;
+        }
+        uint64_t thr = (d[0] & 0x80) ? count * CORE_PROV_SET_BYTES : 0;
+        int rc = core_ns_set_provision(ns, atomic_load(&ns->prov.limit), thr, cmd->nexus, err,
+                                       sizeof(err));
+        if (rc == -EINVAL) { /* above the hard limit */
+                scsi_sense_invalid_field(cmd, false, (uint16_t)(off + LBP_DESC + 4), 7);
+                return false;
+        }
+        if (rc) {
+                scsi_status_from_core(cmd, CORE_E_INTERNAL, 0, false);
+                return false;
+        }
+        return true;
+}
+
 /* Checks and applies one page; returns false with sense set on error. */
 static bool select_page(struct scsi_cmd *cmd, const uint8_t *p, uint32_t off, bool *changed)
 {
         struct core_ns *ns = cmd->ns;
         struct scsi_lu_state *st = ns->scsi_state;
-        uint8_t page = p[0] & 0x3f;
-        uint32_t len = page_len(page);
+        bool spf = p[0] & 0x40;
+        const struct mode_page *mp = find_page(ns, p[0] & 0x3f, spf ? p[1] : 0);
         uint8_t cur[32], chg[32];
 
-        if (!len || (p[0] & 0x40)) {
-                scsi_sense_invalid_field(cmd, false, (uint16_t)off, 5);
+        if (!mp || (mp->subpage != 0) != spf) {
+                scsi_sense_invalid_field(cmd, false,
+                                         (uint16_t)(off + (mp    ? 0
+                                                           : spf ? 1
+                                                                 : 0)),
+                                         mp    ? 6
+                                         : spf ? 7
+                                               : 5);
                 return false;
         }
-        if (p[1] != len - 2) {
-                scsi_sense_invalid_field(cmd, false, (uint16_t)(off + 1), 7);
+        uint32_t len = mp->len, hdr = spf ? 4 : 2;
+        if ((spf ? slate_be16(p + 2) : p[1]) != len - hdr) {
+                scsi_sense_invalid_field(cmd, false, (uint16_t)(off + (spf ? 2 : 1)), 7);
                 return false;
         }
-        build_page(cmd, page, PC_CURRENT, cur);
-        build_page(cmd, page, PC_CHANGEABLE, chg);
-        for (uint32_t i = 2; i < len; i++) {
+        build_page(cmd, mp, PC_CURRENT, cur);
+        build_page(cmd, mp, PC_CHANGEABLE, chg);
+        for (uint32_t i = hdr; i < len; i++) {
                 uint8_t diff = (uint8_t)((p[i] ^ cur[i]) & ~chg[i]);
                 if (diff) {
                         scsi_sense_invalid_field(cmd, false, (uint16_t)(off + i),
@@ -202,7 +290,7 @@ static bool select_page(struct scsi_cmd *cmd, const uint8_t *p, uint32_t off, bo
         }
         /* Shared state changes through the core, which tells every other host
          * (MODE PARAMETERS CHANGED here, NVMe events there); D_SENSE is ours. */
-        switch (page) {
+        switch (mp->page) {
         case 0x08:
                 core_ns_set_wce(ns, p[2] & 0x04, cmd->nexus);
                 break;
@@ -215,11 +303,15 @@ static bool select_page(struct scsi_cmd *cmd, const uint8_t *p, uint32_t off, bo
                 core_ns_set_wp(ns, CORE_WP_SOFTWARE, p[4] & 0x08, cmd->nexus);
                 break;
         }
+        case 0x1c:
+                if (mp->subpage == 0x02)
+                        return select_lbp(cmd, p, off);
+                break;
         }
         return true;
 }
 
-void scsi_mode_select_exec(struct scsi_cmd *cmd)
+void scsi_mode_select_apply(struct scsi_cmd *cmd)
 {
         const uint8_t *b = cmd->buf;
         bool ten = cmd->cdb[0] == SCSI_OP_MODE_SELECT_10;
@@ -261,7 +353,11 @@ void scsi_mode_select_exec(struct scsi_cmd *cmd)
                         scsi_sense_set(cmd, SK_ILLEGAL_REQUEST, 0x1a, 0x00);
                         goto out;
                 }
-                plen = (uint32_t)b[off + 1] + 2;
+                if ((b[off] & 0x40) && off + 4 > len) {
+                        scsi_sense_set(cmd, SK_ILLEGAL_REQUEST, 0x1a, 0x00);
+                        goto out;
+                }
+                plen = (b[off] & 0x40) ? slate_be16(b + off + 2) + 4u : (uint32_t)b[off + 1] + 2;
                 if (off + plen > len) {
                         scsi_sense_set(cmd, SK_ILLEGAL_REQUEST, 0x1a, 0x00);
                         goto out;
@@ -273,5 +369,11 @@ void scsi_mode_select_exec(struct scsi_cmd *cmd)
         if (changed && cmd->nexus)
                 scsi_target_ua(cmd->nexus->target, cmd->lun, SCSI_UA_MODE_CHANGED, cmd->nexus);
 out:
+        return;
+}
+
+void scsi_mode_select_exec(struct scsi_cmd *cmd)
+{
+        scsi_mode_select_apply(cmd);
         scsi_cmd_finish_deferred(cmd);
 }

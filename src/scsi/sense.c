@@ -150,6 +150,8 @@ static const struct status_map core_map[CORE_STATUS_MAX] = {
     [CORE_E_NO_MEDIUM] = {SAM_STAT_CHECK_CONDITION, SK_NOT_READY, 0x3a, 0x02},
     [CORE_E_SANITIZE_IN_PROGRESS] = {SAM_STAT_CHECK_CONDITION, SK_NOT_READY, 0x04, 0x1b},
     [CORE_E_SANITIZE_FAILED] = {SAM_STAT_CHECK_CONDITION, SK_MEDIUM_ERROR, 0x31, 0x03},
+    /* SBC-4 4.7.3.7: SPACE ALLOCATION FAILED WRITE PROTECT. */
+    [CORE_E_SPACE_ALLOC_FAILED] = {SAM_STAT_CHECK_CONDITION, SK_DATA_PROTECT, 0x27, 0x07},
 };
 
 void scsi_status_from_core(struct scsi_cmd *cmd, enum core_status st, uint64_t info,

@@ -62,6 +62,7 @@ static const uint8_t ua_sense[SCSI_UA_MAX][2] = {
     [SCSI_UA_LUNS_CHANGED] = {0x3f, 0x0e},
     [SCSI_UA_MEDIUM_CHANGED] = {0x28, 0x00},
     [SCSI_UA_INQUIRY_CHANGED] = {0x3f, 0x03},
+    [SCSI_UA_THIN_THRESHOLD] = {0x38, 0x07},
 };
 
 /* Consumes the highest-priority pending UA (lowest bit) into cmd's sense. */
@@ -172,6 +173,14 @@ static uint32_t event_ua(const struct core_ns_event *ev)
                 return 0;
         case CORE_NS_EV_IDENTITY:
                 return 1u << SCSI_UA_INQUIRY_CHANGED;
+        case CORE_NS_EV_PROVISIONING:
+                /* The threshold is the Logical Block Provisioning mode page's (mode.c). */
+                if (ev->new_val & CORE_PROV_CHG_THRESHOLD)
+                        return 1u << SCSI_UA_MODE_CHANGED;
+                return 0;
+        case CORE_NS_EV_SPACE_THRESHOLD:
+                /* SBC-4 4.7.3.8.4, SITUA=0: every I_T nexus (origin NULL). */
+                return 1u << SCSI_UA_THIN_THRESHOLD;
         case CORE_NS_EV_RESERVATION:
                 if (ev->pr_events & CORE_PR_EV_RES_PREEMPTED)
                         b |= 1u << SCSI_UA_RESERVATIONS_PREEMPTED;
@@ -531,6 +540,29 @@ void scsi_cmd_abort(struct scsi_cmd *cmd)
 
 /* ---- fuzz entry point ---- */
 
+/* The fuzz LU's backend: thin, reporting a fixed allocation (the provisioning page is present). */
+static int fuzz_map_status(struct backend *be, uint64_t off, uint64_t len, bool *mapped,
+                           uint64_t *run)
+{
+        (void)be;
+        *mapped = (off >> 20) & 1;
+        *run = len;
+        return 0;
+}
+
+static int64_t fuzz_allocated(struct backend *be)
+{
+        (void)be;
+        return 64 << 20;
+}
+
+static const struct backend_ops fuzz_be_ops = {
+    .name = "fuzz", .map_status = fuzz_map_status, .allocated = fuzz_allocated};
+
+/*
+ * One fuzz input: a CDB, and for a command with a parameter list that is
+ * checked synchronously (MODE SELECT), the bytes after the CDB as that list.
+ */
 int scsi_fuzz_one(const uint8_t *cdb, size_t len)
 {
         static struct core_ns ns;
@@ -547,6 +579,8 @@ int scsi_fuzz_one(const uint8_t *cdb, size_t len)
                 ns.block_size = 512;
                 ns.block_shift = 9;
                 ns.num_blocks = 1u << 20;
+                ns.thin = true;
+                ns.be.ops = &fuzz_be_ops;
                 pthread_mutex_init(&ns.lock, NULL);
                 ns.scsi_state = &st;
                 scsi_target_init(&tgt, "iqn.2024-01.org.slate:fuzz", 1);
@@ -561,6 +595,7 @@ int scsi_fuzz_one(const uint8_t *cdb, size_t len)
         /* Clear the power-on UA on LUN 0 half of the time so parsing goes deep. */
         if (cdb[0] & 1)
                 atomic_store(&nx.ua[0], 0);
+        size_t full = len;
         if (len > SCSI_CDB_MAX)
                 len = SCSI_CDB_MAX;
         memcpy(cmd.cdb, cdb, len);
@@ -575,9 +610,24 @@ int scsi_fuzz_one(const uint8_t *cdb, size_t len)
         cmd.buf = buf;
         cmd.buf_len = sizeof(buf);
         st = (struct scsi_lu_state){0};
-        (void)scsi_cmd_parse(&cmd);
+        atomic_store(&ns.prov.limit, 0);
+        atomic_store(&ns.prov.threshold, 0);
+        enum scsi_parse_result r = scsi_cmd_parse(&cmd);
         if (cmd.data_in_len > cmd.buf_len || cmd.data_out_len > cmd.buf_len ||
             cmd.sense_len > SCSI_SENSE_MAX)
                 abort();
+        const struct scsi_op *op = cmd.op;
+        if (r == SCSI_PARSE_EXEC && op && op->exec == scsi_mode_select_exec) {
+                uint32_t cdb_len = op->cdb_len, n = 0;
+                if (full > cdb_len)
+                        n = (uint32_t)(full - cdb_len) < cmd.data_out_len
+                                ? (uint32_t)(full - cdb_len)
+                                : cmd.data_out_len;
+                memset(buf, 0, cmd.data_out_len);
+                memcpy(buf, cdb + cdb_len, n);
+                scsi_mode_select_apply(&cmd);
+                if (cmd.data_in_len > cmd.buf_len || cmd.sense_len > SCSI_SENSE_MAX)
+                        abort();
+        }
         return 0;
 }

@@ -183,6 +183,11 @@ int scsi_vpd_build(struct scsi_cmd *cmd, uint8_t page, uint8_t *out, uint32_t ca
                 if (!ns->thin)
                         return -1;
                 n = 4;
+                /*
+                 * THRESHOLD EXPONENT: a threshold set is CORE_PROV_SET_BYTES, the unit
+                 * of the mode page 1Ch/02h threshold count and the log page 0Ch counts.
+                 */
+                p[0] = scsi_lbp_threshold_exponent(ns);
                 /* LBPU, LBPWS, LBPWS10, LBPRZ 001b; ANC_SUP per namespace; DP 0 (no descriptor). */
                 p[1] = 0x80 | 0x40 | 0x20 | 0x04 | (core_ns_can_anchor(ns) ? 0x02 : 0);
                 p[2] = 0x02; /* PROVISIONING TYPE: thin */

@@ -1,6 +1,9 @@
 /*
  * libFuzzer target for the SCSI CDB parser (SPC-5/SBC-4 parse step): every
- * input is one CDB, parsed against a fake logical unit by scsi_fuzz_one().
+ * input is one CDB, parsed against a fake (thin) logical unit by
+ * scsi_fuzz_one(); for MODE SELECT the bytes after the CDB are the
+ * parameter list, checked and applied (mode pages, the Logical Block
+ * Provisioning page 1Ch/02h included).
  */
 #include <stddef.h>
 #include <stdint.h>

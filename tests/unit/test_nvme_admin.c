@@ -816,6 +816,8 @@ static void exec_fn(void *arg)
         nvme_cmd_exec(arg);
 }
 
+static uint32_t io_nsid = 1; /* the namespace run_io addresses */
+
 static uint16_t run_io(uint8_t opc, uint64_t lba, uint32_t nlb, uint32_t cdw12_flags)
 {
         static struct nvme_cmd c;
@@ -824,7 +826,7 @@ static uint16_t run_io(uint8_t opc, uint64_t lba, uint32_t nlb, uint32_t cdw12_f
                            : 0;
         uint8_t save[4096];
         memcpy(save, buf, sizeof(save)); /* sqe_init keeps buf */
-        sqe_init(&c, &io_q, opc, 1);
+        sqe_init(&c, &io_q, opc, io_nsid);
         memcpy(buf, save, sizeof(save));
         c.reactor = rt_get(0);
         c.done = on_done;
@@ -1095,7 +1097,8 @@ static void test_lba_status(void **s)
         assert_int_equal(nvme_ns_detach(SUBNQN, 9, err, sizeof(err)), 0);
         assert_int_equal(core_ns_delete("nvt512"), 0);
         struct core_ns_params np = {
-            .name = "nvtnull", .backend = "null", .size_bytes = 1 << 20, .block_size = 512};
+            .name = "nvtnull", .backend = "null", .size_bytes = 1 << 20, .block_size = 512,
+            .physical_block_size = 512}; /* no unit from the backend nor the geometry */
         assert_int_equal(core_ns_create(&np, &small, err, sizeof(err)), 0);
         assert_int_equal(nvme_ns_attach(SUBNQN, 9, "nvtnull", err, sizeof(err)), 9);
         sqe_init(&c, &admin_q, NVME_ADM_IDENTIFY, 9);
@@ -1107,6 +1110,99 @@ static void test_lba_status(void **s)
         assert_int_equal(get_le16(&idn->npdg), 0);
         assert_int_equal(nvme_ns_detach(SUBNQN, 9, err, sizeof(err)), 0);
         assert_int_equal(core_ns_delete("nvtnull"), 0);
+}
+
+/*
+ * Provisioning limits (core/provision.c) as NVMe shows them: NCAP is the
+ * limit, the soft threshold is the vendor-specific event with log page
+ * C0h, a write needing space beyond the limit gets Capacity Exceeded, an
+ * overwrite still succeeds, and a new limit is Namespace Attribute Changed.
+ */
+static void read_prov_log(bool rae)
+{
+        struct nvme_cmd c;
+        sqe_init(&c, &admin_q, NVME_ADM_GET_LOG_PAGE, 0);
+        cdw(&c, 10, NVME_LOG_VS_PROVISIONING | (rae ? 1u << 15 : 0) | ((512 / 4 - 1) << 16));
+        sgl_len(&c, 512);
+        nvme_cmd_parse(&c);
+        assert_int_equal(st(&c), 0);
+}
+
+static void test_provisioning(void **s)
+{
+        (void)s;
+        char err[256];
+        struct core_ns *pns = NULL;
+        struct nvme_ctrl *ctrl = admin_q.ctrl;
+        struct core_ns_params p = {.name = "nvt-prov",
+                                   .backend = "file",
+                                   .size_bytes = 16 << 20,
+                                   .block_size = 4096,
+                                   .thin = true,
+                                   .provision_limit = 2 << 20,
+                                   .provision_threshold = 1 << 20};
+        assert_int_equal(core_ns_create(&p, &pns, err, sizeof(err)), 0);
+        assert_int_equal(nvme_ns_attach(SUBNQN, 5, "nvt-prov", err, sizeof(err)), 5);
+
+        struct nvme_cmd c;
+        sqe_init(&c, &admin_q, NVME_ADM_IDENTIFY, 5);
+        sgl_len(&c, 4096);
+        cdw(&c, 10, NVME_CNS_NS);
+        nvme_cmd_parse(&c);
+        assert_int_equal(st(&c), 0);
+        const struct nvme_id_ns *idn = (const struct nvme_id_ns *)buf;
+        assert_int_equal(get_le64(&idn->nsze), 4096);
+        assert_int_equal(get_le64(&idn->ncap), 512); /* the 2 MiB limit */
+        assert_int_equal(get_le64(&idn->nuse), 0);
+
+        io_nsid = 5;
+        ctrl->aen_pending = 0;
+        ctrl->aen_masked = 0;
+        memset(buf, 0x3c, 1 << 20);
+        assert_int_equal(run_io(NVME_IO_WRITE, 0, 128, 0), 0); /* 512 KiB */
+        assert_false(ctrl->aen_pending & NVME_EVT_PROV);
+        assert_int_equal(run_io(NVME_IO_WRITE, 128, 128, 0), 0); /* 1 MiB: the threshold */
+        assert_true(ctrl->aen_pending & NVME_EVT_PROV);
+        read_prov_log(true);
+        const struct nvme_vs_prov_hdr *h = (const struct nvme_vs_prov_hdr *)buf;
+        const struct nvme_vs_prov_entry *e = (const struct nvme_vs_prov_entry *)(buf + sizeof(*h));
+        assert_int_equal(get_le32(&h->entries), 1);
+        assert_int_equal(get_le32(&e->nsid), 5);
+        assert_int_equal(get_le32(&e->flags), 1 | 2 | 4);
+        assert_int_equal(get_le64(&e->capacity), 16 << 20);
+        assert_int_equal(get_le64(&e->limit), 2 << 20);
+        assert_int_equal(get_le64(&e->threshold), 1 << 20);
+        assert_true(get_le64(&e->mapped) >= (1 << 20));
+        assert_int_equal(get_le64(&e->available), (2 << 20) - get_le64(&e->mapped));
+        /* Delivered events stay masked until the log is read with RAE = 0. */
+        ctrl->aen_pending = 0;
+        ctrl->aen_masked = NVME_EVT_PROV;
+        read_prov_log(true);
+        assert_true(ctrl->aen_masked & NVME_EVT_PROV);
+        read_prov_log(false);
+        assert_false(ctrl->aen_masked & NVME_EVT_PROV);
+
+        /* Up to the limit, then Capacity Exceeded for new space; overwrites still work. */
+        memset(buf, 0x3d, 1 << 20);
+        assert_int_equal(run_io(NVME_IO_WRITE, 256, 256, 0), 0);
+        assert_int_equal(run_io(NVME_IO_WRITE, 1024, 1, 0), ST(0, NVME_SC_CAP_EXCEEDED));
+        memset(buf, 0x3e, 1 << 20);
+        assert_int_equal(run_io(NVME_IO_WRITE, 0, 256, 0), 0);
+        assert_int_equal(run_io(NVME_IO_READ, 256, 1, 0), 0);
+        assert_int_equal(buf[0], 0x3d);
+        /* Deallocating makes room again. */
+        assert_int_equal(run_io(NVME_IO_WRITE_ZEROES, 256, 256, 1u << 25), 0);
+        memset(buf, 0x3f, 4096);
+        assert_int_equal(run_io(NVME_IO_WRITE, 1024, 1, 0), 0);
+        io_nsid = 1;
+
+        /* A new limit changes NCAP: Namespace Attribute Changed. */
+        ctrl->nchanged = 0;
+        assert_int_equal(core_ns_set_provision(pns, 4 << 20, 1 << 20, NULL, err, sizeof(err)), 0);
+        assert_true(ns_changed(ctrl, 5));
+        assert_int_equal(nvme_ns_detach(SUBNQN, 5, err, sizeof(err)), 0);
+        ctrl->aen_pending = 0;
+        ctrl->nchanged = 0;
 }
 
 /* ---- Sanitize (Base 2.0 5.24, 8.21) and the Sanitize Status log (81h) ---- */
@@ -1360,6 +1456,9 @@ static void test_status_table(void **s)
         assert_int_equal(nvme_status_map(CORE_E_MISCOMPARE)->sc, NVME_SC_COMPARE_FAILED);
         assert_int_equal(nvme_status_map(CORE_E_LBA_RANGE)->sc, NVME_SC_LBA_RANGE);
         assert_int_equal(nvme_status_map(CORE_E_WRITE_PROTECT)->sc, NVME_SC_NS_WRITE_PROTECTED);
+        assert_int_equal(nvme_status_map(CORE_E_SPACE_ALLOC_FAILED)->sct, NVME_SCT_GENERIC);
+        assert_int_equal(nvme_status_map(CORE_E_SPACE_ALLOC_FAILED)->sc, NVME_SC_CAP_EXCEEDED);
+        assert_true(nvme_status_map(CORE_E_SPACE_ALLOC_FAILED)->dnr);
         assert_int_equal(nvme_status_map(CORE_STATUS_MAX)->sc, NVME_SC_INTERNAL);
 }
 
@@ -1414,6 +1513,7 @@ int main(void)
             cmocka_unit_test(test_io_roundtrip),
             cmocka_unit_test(test_thin),
             cmocka_unit_test(test_lba_status),
+            cmocka_unit_test(test_provisioning),
             cmocka_unit_test(test_sanitize),
             cmocka_unit_test(test_discovery),
             cmocka_unit_test(test_write_protect_feature),

@@ -431,6 +431,103 @@ static void test_namespace_runtime(void **state)
         assert_int_equal(core_ns_delete("rz"), 0);
 }
 
+static json_t *prov_of(const char *name)
+{
+        json_t *r = call("namespace_list", NULL);
+        json_t *a = json_object_get(r, "result"), *n;
+        size_t i;
+        json_array_foreach(a, i,
+                           n) if (strcmp(json_string_value(json_object_get(n, "name")), name) == 0)
+        {
+                json_t *p = json_incref(json_object_get(n, "provisioning"));
+                json_decref(r);
+                return p;
+        }
+        json_decref(r);
+        fail_msg("no namespace %s", name);
+        return NULL;
+}
+
+static json_int_t ival(json_t *o, const char *k)
+{
+        return json_integer_value(json_object_get(o, k));
+}
+
+/* provision_limit / provision_threshold: create, set, list, errors, config_save. */
+static void test_provisioning(void **state)
+{
+        (void)state;
+        char path[256], params[512], err[512];
+        expect_error("namespace_create",
+                     "{\"name\":\"pm\",\"backend\":\"mem\",\"size\":\"16M\","
+                     "\"provision_limit\":\"8M\"}",
+                     -32000, "thin");
+        expect_error("namespace_create",
+                     "{\"name\":\"pf\",\"size\":\"16M\",\"provision_limit\":\"x\"}", -32602,
+                     "'provision_limit'");
+        expect_error("namespace_create",
+                     "{\"name\":\"pf\",\"size\":\"16M\",\"provision_limit\":\"8M\","
+                     "\"provision_threshold\":\"9M\"}",
+                     -32000, "exceed");
+        json_t *r =
+            call("namespace_create", "{\"name\":\"pf\",\"size\":\"16M\",\"provision_limit\":\"8M\","
+                                     "\"provision_threshold\":\"4M\"}");
+        assert_int_equal(err_code(r), 0);
+        json_decref(r);
+        json_t *p = prov_of("pf");
+        assert_true(json_is_true(json_object_get(p, "tracked")));
+        assert_int_equal(ival(p, "limit"), 8 << 20);
+        assert_int_equal(ival(p, "threshold"), 4 << 20);
+        assert_int_equal(ival(p, "mapped_bytes"), 0);
+        assert_int_equal(ival(p, "deallocated_bytes"), 16 << 20);
+        assert_int_equal(ival(p, "available_bytes"), 8 << 20);
+        assert_true(json_is_false(json_object_get(p, "threshold_reached")));
+        json_decref(p);
+
+        expect_error("namespace_set", "{\"name\":\"pf\",\"provision_threshold\":\"1536K\"}", -32000,
+                     "1 MiB");
+        expect_error("namespace_set", "{\"name\":\"pf\",\"provision_threshold\":\"12M\"}", -32000,
+                     "exceed");
+        expect_error("namespace_set", "{\"name\":\"pf\",\"provision_limit\":1000}", -32000,
+                     "block_size");
+        /* The one not given keeps its value. */
+        r = call("namespace_set", "{\"name\":\"pf\",\"provision_limit\":\"12M\"}");
+        assert_int_equal(err_code(r), 0);
+        assert_int_equal(ival(json_object_get(r, "result"), "provision_threshold"), 4 << 20);
+        json_decref(r);
+        p = prov_of("pf");
+        assert_int_equal(ival(p, "limit"), 12 << 20);
+        assert_int_equal(ival(p, "available_bytes"), 12 << 20);
+        json_decref(p);
+
+        /* config_save replays them. */
+        snprintf(path, sizeof(path), "%s/prov.json", tmpdir);
+        snprintf(params, sizeof(params), "{\"path\":\"%s\"}", path);
+        r = call("config_save", params);
+        assert_int_equal(err_code(r), 0);
+        json_decref(r);
+        assert_int_equal(core_ns_delete("pf"), 0);
+        /* Deleted metadata would bring them back anyway: make the config do it. */
+        snprintf(params, sizeof(params), "%s/pf.meta.json", tmpdir);
+        assert_int_equal(unlink(params), 0);
+        if (mgmt_config_load_file(path, err, sizeof(err)) != 0)
+                fail_msg("reloading the saved config: %s", err);
+        p = prov_of("pf");
+        assert_int_equal(ival(p, "limit"), 12 << 20);
+        assert_int_equal(ival(p, "threshold"), 4 << 20);
+        json_decref(p);
+        /* 0 removes. */
+        r = call("namespace_set",
+                 "{\"name\":\"pf\",\"provision_limit\":0,\"provision_threshold\":0}");
+        assert_int_equal(err_code(r), 0);
+        json_decref(r);
+        p = prov_of("pf");
+        assert_int_equal(ival(p, "limit"), 0);
+        assert_int_equal(ival(p, "available_bytes"), 16 << 20);
+        json_decref(p);
+        assert_int_equal(core_ns_delete("pf"), 0);
+}
+
 /* The socket server: split and concatenated requests, garbage, and a silent client. */
 static void test_socket(void **state)
 {
@@ -524,12 +621,19 @@ static int teardown(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-            cmocka_unit_test(test_parse_errors),      cmocka_unit_test(test_invalid_request),
-            cmocka_unit_test(test_unknown_method),    cmocka_unit_test(test_invalid_params),
-            cmocka_unit_test(test_oversize),          cmocka_unit_test(test_notification_and_batch),
-            cmocka_unit_test(test_rpc_list),          cmocka_unit_test(test_namespace_lifecycle),
-            cmocka_unit_test(test_config_file),       cmocka_unit_test(test_config_save_roundtrip),
-            cmocka_unit_test(test_namespace_runtime), cmocka_unit_test(test_socket),
+            cmocka_unit_test(test_parse_errors),
+            cmocka_unit_test(test_invalid_request),
+            cmocka_unit_test(test_unknown_method),
+            cmocka_unit_test(test_invalid_params),
+            cmocka_unit_test(test_oversize),
+            cmocka_unit_test(test_notification_and_batch),
+            cmocka_unit_test(test_rpc_list),
+            cmocka_unit_test(test_namespace_lifecycle),
+            cmocka_unit_test(test_config_file),
+            cmocka_unit_test(test_config_save_roundtrip),
+            cmocka_unit_test(test_namespace_runtime),
+            cmocka_unit_test(test_provisioning),
+            cmocka_unit_test(test_socket),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }

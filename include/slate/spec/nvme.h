@@ -428,7 +428,30 @@ enum {
         NVME_LOG_DISCOVERY = 0x70,
         NVME_LOG_RESV_NOTIFY = 0x80,
         NVME_LOG_SANITIZE = 0x81,
+        NVME_LOG_VS_PROVISIONING = 0xc0, /* vendor specific: Slate provisioning status */
 };
+
+/*
+ * Vendor-specific log page C0h (Slate): the provisioning status of the
+ * subsystem's namespaces that have a limit or threshold, the page behind
+ * the vendor-specific asynchronous event "provisioning soft threshold
+ * reached" (type 7h, information 01h).  A header, then one entry per NSID.
+ */
+struct nvme_vs_prov_hdr {
+        le32 entries;
+        le32 rsvd;
+};
+_Static_assert(sizeof(struct nvme_vs_prov_hdr) == 8, "provisioning log header");
+struct nvme_vs_prov_entry {
+        le32 nsid;
+        le32 flags;     /* bit 0 threshold reached, 1 limit set, 2 threshold set */
+        le64 capacity;  /* bytes */
+        le64 limit;     /* hard limit of allocated bytes; 0 = none */
+        le64 threshold; /* soft threshold of allocated bytes; 0 = none */
+        le64 mapped;    /* allocated bytes */
+        le64 available; /* limit (or capacity) - mapped */
+};
+_Static_assert(sizeof(struct nvme_vs_prov_entry) == 48, "provisioning log entry");
 
 struct nvme_error_log {
         le64 error_count;
@@ -600,7 +623,10 @@ enum {
         NVME_AER_TYPE_SMART = 1,
         NVME_AER_TYPE_NOTICE = 2,
         NVME_AER_TYPE_IO_SPECIFIC = 6,
+        NVME_AER_TYPE_VENDOR = 7,
 };
+/* Vendor specific (Slate): 01h provisioning soft threshold reached, LID C0h */
+enum { NVME_AER_VS_PROV_THRESHOLD = 0x01 };
 enum { NVME_AER_IO_RESV_LOG_AVAILABLE = 0x00 };
 /* I/O command set specific information (NVM): 01h Sanitize Operation Completed, LID 81h */
 enum { NVME_AER_IO_SANITIZE_DONE = 0x01 };

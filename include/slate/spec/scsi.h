@@ -35,6 +35,7 @@ enum scsi_opcode {
         SCSI_OP_WRITE_SAME_10 = 0x41,
         SCSI_OP_UNMAP = 0x42,
         SCSI_OP_SANITIZE = 0x48,
+        SCSI_OP_LOG_SENSE = 0x4d,
         SCSI_OP_MODE_SELECT_10 = 0x55,
         SCSI_OP_MODE_SENSE_10 = 0x5a,
         SCSI_OP_PR_IN = 0x5e,

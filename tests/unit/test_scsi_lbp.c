@@ -1,0 +1,394 @@
+/*
+ * The SCSI side of provisioned-capacity limits: LOG SENSE (the supported
+ * pages lists and the Logical Block Provisioning page 0Ch with its
+ * resource counts in threshold sets), the Logical Block Provisioning mode
+ * page 1Ch/02h (every page control; MODE SELECT sets the core's soft
+ * threshold and tells the other nexuses), VPD B2h's THRESHOLD EXPONENT,
+ * the THIN PROVISIONING SOFT THRESHOLD REACHED unit attention on every
+ * nexus, SPACE ALLOCATION FAILED WRITE PROTECT, and the fuzz entry with a
+ * MODE SELECT parameter list.  The LU is thin on a stub backend whose
+ * allocation the test sets.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "slate/byteorder.h"
+#include "scsi/internal.h"
+
+#define MIB (1u << 20)
+
+static struct core_ns ns;
+static struct scsi_target tgt;
+static struct scsi_nexus nx, other;
+static struct scsi_cmd cmd;
+static uint8_t *buf;
+static int64_t allocated = 5 * MIB + 1;
+
+static int stub_map(struct backend *be, uint64_t off, uint64_t len, bool *mapped, uint64_t *run)
+{
+        (void)be;
+        (void)off;
+        *mapped = true;
+        *run = len;
+        return 0;
+}
+
+static int64_t stub_allocated(struct backend *be)
+{
+        (void)be;
+        return allocated;
+}
+
+static const struct backend_ops stub_ops = {
+    .name = "stub", .map_status = stub_map, .allocated = stub_allocated};
+
+static int setup(void **state)
+{
+        (void)state;
+        memset(&ns, 0, sizeof(ns));
+        strcpy(ns.name, "lbp");
+        ns.block_size = 512;
+        ns.block_shift = 9;
+        ns.num_blocks = 64 * 2048; /* 64 MiB */
+        ns.thin = true;
+        ns.be.ops = &stub_ops;
+        pthread_mutex_init(&ns.lock, NULL);
+        atomic_init(&ns.refs, 1);
+        atomic_store(&ns.prov.limit, 16 * MIB);
+        atomic_store(&ns.prov.threshold, 8 * MIB);
+        allocated = 5 * MIB + 1;
+        scsi_target_init(&tgt, "iqn.2024-01.org.slate:lbp", 1);
+        atomic_store(&tgt.luns[0], &ns);
+        scsi_nexus_init(&nx, &tgt, "iqn.init,i,0x1", "iqn.2024-01.org.slate:lbp,t,0x1", NULL, 0);
+        scsi_nexus_init(&other, &tgt, "iqn.other,i,0x2", "iqn.2024-01.org.slate:lbp,t,0x1", NULL,
+                        0);
+        atomic_store(&nx.ua[0], 0);
+        atomic_store(&other.ua[0], 0);
+        if (!buf)
+                buf = calloc(1, 2 * CORE_MAX_TRANSFER_BYTES);
+        return 0;
+}
+
+static int teardown(void **state)
+{
+        (void)state;
+        scsi_nexus_fini(&nx);
+        scsi_nexus_fini(&other);
+        scsi_target_fini(&tgt);
+        free(ns.scsi_state);
+        ns.scsi_state = NULL;
+        return 0;
+}
+
+static enum scsi_parse_result run_on(struct scsi_nexus *n, const uint8_t *cdb, size_t len,
+                                     uint32_t edtl)
+{
+        memset(&cmd, 0, sizeof(cmd));
+        memcpy(cmd.cdb, cdb, len);
+        cmd.cdb_len = 16;
+        cmd.nexus = n;
+        cmd.edtl = edtl;
+        cmd.buf = buf;
+        cmd.buf_len = 2 * CORE_MAX_TRANSFER_BYTES;
+        return scsi_cmd_parse(&cmd);
+}
+
+static enum scsi_parse_result run(const uint8_t *cdb, size_t len, uint32_t edtl)
+{
+        return run_on(&nx, cdb, len, edtl);
+}
+
+static void expect_sense(uint8_t key, uint8_t asc, uint8_t ascq)
+{
+        assert_int_equal(cmd.status, SAM_STAT_CHECK_CONDITION);
+        assert_int_equal(cmd.sense[0] & 0x7f, 0x70);
+        assert_int_equal(cmd.sense[2] & 0x0f, key);
+        assert_int_equal(cmd.sense[12], asc);
+        assert_int_equal(cmd.sense[13], ascq);
+}
+
+static void log_sense(uint8_t page, uint8_t subpage, uint16_t ppc, uint16_t alloc)
+{
+        uint8_t cdb[10] = {0x4d, 0, (uint8_t)(0x40 | page), subpage, 0};
+        slate_put_be(cdb + 5, 2, ppc);
+        slate_put_be(cdb + 7, 2, alloc);
+        run(cdb, 10, alloc);
+}
+
+static void test_log_sense(void **state)
+{
+        (void)state;
+        /* Supported log pages: 00h and 0Ch. */
+        log_sense(0x00, 0x00, 0, 512);
+        assert_int_equal(cmd.status, SAM_STAT_GOOD);
+        assert_int_equal(buf[0] & 0x3f, 0x00);
+        assert_int_equal(slate_be16(buf + 2), 2);
+        assert_int_equal(buf[4], 0x00);
+        assert_int_equal(buf[5], 0x0c);
+        /* Pages and subpages: 00/00, 00/FF, 0C/00, in subpage format. */
+        log_sense(0x00, 0xff, 0, 512);
+        assert_int_equal(cmd.status, SAM_STAT_GOOD);
+        assert_int_equal(buf[0] & 0x40, 0x40);
+        assert_int_equal(buf[1], 0xff);
+        assert_int_equal(slate_be16(buf + 2), 6);
+        uint8_t want[6] = {0x00, 0x00, 0x00, 0xff, 0x0c, 0x00};
+        assert_memory_equal(buf + 4, want, 6);
+        /* 0Ch/FFh: the subpages of page 0Ch. */
+        log_sense(0x0c, 0xff, 0, 512);
+        assert_int_equal(cmd.status, SAM_STAT_GOOD);
+        assert_int_equal(slate_be16(buf + 2), 2);
+        assert_int_equal(buf[4], 0x0c);
+        assert_int_equal(buf[5], 0x00);
+
+        /* LBP page: available (16 MiB - 5 MiB - 1 byte: 10 whole sets), used (6 sets, rounded up).
+         */
+        log_sense(0x0c, 0x00, 0, 512);
+        assert_int_equal(cmd.status, SAM_STAT_GOOD);
+        assert_int_equal(buf[0] & 0x7f, 0x0c);
+        assert_int_equal(slate_be16(buf + 2), 24);
+        assert_int_equal(slate_be16(buf + 4), 0x0001);
+        assert_int_equal(buf[7], 8);
+        assert_int_equal(slate_be32(buf + 8), 10);
+        assert_int_equal(buf[12] & 0x03, 0x01); /* SCOPE: dedicated to the LU */
+        assert_int_equal(slate_be16(buf + 16), 0x0002);
+        assert_int_equal(slate_be32(buf + 20), 6);
+        assert_int_equal(buf[24] & 0x03, 0x01);
+        /* Beyond the limit: nothing available. */
+        allocated = 20 * MIB;
+        log_sense(0x0c, 0x00, 0, 512);
+        assert_int_equal(slate_be32(buf + 8), 0);
+        assert_int_equal(slate_be32(buf + 20), 20);
+        /* Without a limit, the capacity bounds what is available. */
+        atomic_store(&ns.prov.limit, 0);
+        log_sense(0x0c, 0x00, 0, 512);
+        assert_int_equal(slate_be32(buf + 8), 64 - 20);
+        /* The parameter pointer: from 0002h on; past the last code is refused. */
+        log_sense(0x0c, 0x00, 2, 512);
+        assert_int_equal(cmd.status, SAM_STAT_GOOD);
+        assert_int_equal(slate_be16(buf + 2), 12);
+        assert_int_equal(slate_be16(buf + 4), 0x0002);
+        log_sense(0x0c, 0x00, 3, 512);
+        expect_sense(SK_ILLEGAL_REQUEST, 0x24, 0x00);
+        assert_int_equal(slate_be16(cmd.sense + 16), 5);
+        /* A short allocation length truncates. */
+        log_sense(0x0c, 0x00, 0, 10);
+        assert_int_equal(cmd.status, SAM_STAT_GOOD);
+        assert_int_equal(cmd.data_in_len, 10);
+
+        /* Pages we do not have, SP, reserved bits. */
+        log_sense(0x0d, 0x00, 0, 512);
+        expect_sense(SK_ILLEGAL_REQUEST, 0x24, 0x00);
+        assert_int_equal(slate_be16(cmd.sense + 16), 2);
+        log_sense(0x0c, 0x01, 0, 512);
+        expect_sense(SK_ILLEGAL_REQUEST, 0x24, 0x00);
+        assert_int_equal(slate_be16(cmd.sense + 16), 3);
+        uint8_t sp[10] = {0x4d, 0x01, 0x4c, 0, 0, 0, 0, 0x02, 0, 0};
+        run(sp, 10, 512);
+        expect_sense(SK_ILLEGAL_REQUEST, 0x24, 0x00);
+        sp[1] = 0x04;
+        run(sp, 10, 512);
+        expect_sense(SK_ILLEGAL_REQUEST, 0x24, 0x00);
+
+        /* A fully provisioned LU has no page 0Ch. */
+        ns.thin = false;
+        log_sense(0x00, 0x00, 0, 512);
+        assert_int_equal(slate_be16(buf + 2), 1);
+        log_sense(0x0c, 0x00, 0, 512);
+        expect_sense(SK_ILLEGAL_REQUEST, 0x24, 0x00);
+        ns.thin = true;
+}
+
+static void test_vpd_threshold_exponent(void **state)
+{
+        (void)state;
+        uint8_t inq[6] = {0x12, 0x01, 0xb2, 0x00, 0xff, 0};
+        run(inq, 6, 255);
+        assert_int_equal(cmd.status, SAM_STAT_GOOD);
+        assert_int_equal(buf[4], 11); /* 2^11 blocks of 512 bytes = 1 MiB threshold sets */
+        ns.block_size = 4096;
+        ns.block_shift = 12;
+        run(inq, 6, 255);
+        assert_int_equal(buf[4], 8);
+        ns.block_size = 512;
+        ns.block_shift = 9;
+}
+
+/* MODE SENSE(10) of 1Ch/02h with page control pc; the page starts at buf + 8 (DBD). */
+static void sense_lbp(int pc)
+{
+        uint8_t cdb[10] = {0x5a, 0x08, (uint8_t)((pc << 6) | 0x1c), 0x02, 0, 0, 0, 0x01, 0x00, 0};
+        run(cdb, 10, 256);
+}
+
+static void test_mode_page(void **state)
+{
+        (void)state;
+        const uint8_t *p = buf + 8;
+        sense_lbp(0); /* current */
+        assert_int_equal(cmd.status, SAM_STAT_GOOD);
+        assert_int_equal(slate_be16(buf), 8 + 24 - 2);
+        assert_int_equal(p[0], 0x40 | 0x1c);
+        assert_int_equal(p[1], 0x02);
+        assert_int_equal(slate_be16(p + 2), 20);
+        assert_int_equal(p[4] & 0x01, 0); /* SITUA 0 */
+        assert_int_equal(p[16], 0x80);    /* ENABLED, soft, armed increasing */
+        assert_int_equal(p[17], 0x02);    /* used LBA mapping resource */
+        assert_int_equal(slate_be32(p + 20), 8);
+        sense_lbp(3); /* saved: the core keeps it persisted */
+        assert_int_equal(cmd.status, SAM_STAT_GOOD);
+        assert_int_equal(slate_be32(p + 20), 8);
+        sense_lbp(1); /* changeable: ENABLED and the count */
+        assert_int_equal(p[4], 0);
+        assert_int_equal(p[16], 0x80);
+        assert_int_equal(p[17], 0);
+        assert_int_equal(slate_be32(p + 20), 0xffffffffu);
+        sense_lbp(2); /* default: no threshold */
+        assert_int_equal(p[16], 0);
+        assert_int_equal(slate_be32(p + 20), 0);
+        /* Saved values of the other pages still are not supported. */
+        uint8_t cdb[10] = {0x5a, 0x08, 0xc8, 0x00, 0, 0, 0, 0x01, 0x00, 0};
+        run(cdb, 10, 256);
+        expect_sense(SK_ILLEGAL_REQUEST, 0x39, 0x00);
+        /* All pages and subpages: the four of them; all pages, subpage 00h: three. */
+        uint8_t all[6] = {0x1a, 0x08, 0x3f, 0xff, 0xff, 0};
+        run(all, 6, 255);
+        assert_int_equal(cmd.data_in_len, 4 + 20 + 12 + 12 + 24);
+        all[3] = 0;
+        run(all, 6, 255);
+        assert_int_equal(cmd.data_in_len, 4 + 20 + 12 + 12);
+        all[2] = 0x08;
+        all[3] = 0x02;
+        run(all, 6, 255);
+        expect_sense(SK_ILLEGAL_REQUEST, 0x24, 0x00);
+        /* A backend that cannot report its allocation has no such page. */
+        ns.be.ops = NULL;
+        sense_lbp(0);
+        expect_sense(SK_ILLEGAL_REQUEST, 0x24, 0x00);
+        ns.be.ops = &stub_ops;
+}
+
+/* MODE SELECT(10) of the LBP page with this descriptor; returns after the apply. */
+static void select_lbp(uint8_t situa, uint8_t d0, uint8_t resource, uint32_t count)
+{
+        uint8_t cdb[10] = {0x55, 0x10, 0, 0, 0, 0, 0, 0, 32, 0};
+        assert_int_equal(run(cdb, 10, 32), SCSI_PARSE_EXEC);
+        assert_int_equal(cmd.data_out_len, 32);
+        memset(buf, 0, 32);
+        uint8_t *p = buf + 8;
+        p[0] = 0x5c;
+        p[1] = 0x02;
+        slate_put_be(p + 2, 2, 20);
+        p[4] = situa;
+        p[16] = d0;
+        p[17] = resource;
+        slate_put_be(p + 20, 4, count);
+        scsi_mode_select_apply(&cmd);
+}
+
+static void test_mode_select(void **state)
+{
+        (void)state;
+        /* Sets the core's threshold; the other nexus hears MODE PARAMETERS CHANGED, we do not. */
+        select_lbp(0, 0x80, 0x02, 12);
+        assert_int_equal(cmd.status, SAM_STAT_GOOD);
+        assert_int_equal(atomic_load(&ns.prov.threshold), 12 * MIB);
+        assert_int_equal(atomic_load(&nx.ua[0]), 0);
+        assert_int_equal(atomic_load(&other.ua[0]), 1u << SCSI_UA_MODE_CHANGED);
+        sense_lbp(0);
+        assert_int_equal(slate_be32(buf + 8 + 20), 12);
+        /* Not changeable: SITUA, the type/arming, the resource. */
+        select_lbp(1, 0x80, 0x02, 4);
+        expect_sense(SK_ILLEGAL_REQUEST, 0x26, 0x00);
+        assert_int_equal(slate_be16(cmd.sense + 16), 8 + 4);
+        select_lbp(0, 0x81, 0x02, 4);
+        expect_sense(SK_ILLEGAL_REQUEST, 0x26, 0x00);
+        select_lbp(0, 0x80, 0x01, 4);
+        expect_sense(SK_ILLEGAL_REQUEST, 0x26, 0x00);
+        /* Enabled with a count of 0, or above the hard limit (16 MiB). */
+        select_lbp(0, 0x80, 0x02, 0);
+        expect_sense(SK_ILLEGAL_REQUEST, 0x26, 0x00);
+        select_lbp(0, 0x80, 0x02, 17);
+        expect_sense(SK_ILLEGAL_REQUEST, 0x26, 0x00);
+        assert_int_equal(cmd.sense[15] & 0x80, 0x80);
+        assert_int_equal(slate_be16(cmd.sense + 16), 8 + 20);
+        assert_int_equal(atomic_load(&ns.prov.threshold), 12 * MIB);
+        /* A wrong page length. */
+        uint8_t cdb[10] = {0x55, 0x10, 0, 0, 0, 0, 0, 0, 32, 0};
+        run(cdb, 10, 32);
+        memset(buf, 0, 32);
+        buf[8] = 0x5c;
+        buf[9] = 0x02;
+        slate_put_be(buf + 10, 2, 16);
+        scsi_mode_select_apply(&cmd);
+        assert_int_equal(cmd.status, SAM_STAT_CHECK_CONDITION);
+        /* Disabling removes the threshold. */
+        select_lbp(0, 0x00, 0x02, 0);
+        assert_int_equal(cmd.status, SAM_STAT_GOOD);
+        assert_int_equal(atomic_load(&ns.prov.threshold), 0);
+}
+
+static void test_threshold_ua_and_space_sense(void **state)
+{
+        (void)state;
+        uint8_t tur[6] = {0};
+        atomic_store(&nx.ua[0], 0);
+        struct core_ns_event ev = {.type = CORE_NS_EV_SPACE_THRESHOLD, .ns = &ns};
+        core_ns_publish(&ev);
+        /* Every nexus, as no host caused it. */
+        run(tur, 6, 0);
+        expect_sense(SK_UNIT_ATTENTION, 0x38, 0x07);
+        run(tur, 6, 0);
+        assert_int_equal(cmd.status, SAM_STAT_GOOD);
+        run_on(&other, tur, 6, 0);
+        expect_sense(SK_UNIT_ATTENTION, 0x38, 0x07);
+        /* A write that needs space beyond the limit. */
+        memset(&cmd, 0, sizeof(cmd));
+        cmd.ns = &ns;
+        scsi_status_from_core(&cmd, CORE_E_SPACE_ALLOC_FAILED, 0, false);
+        expect_sense(SK_DATA_PROTECT, 0x27, 0x07);
+}
+
+static void test_fuzz_mode_select(void **state)
+{
+        (void)state;
+        uint8_t in[10 + 40];
+        uint8_t cdb[10] = {0x55, 0x10, 0, 0, 0, 0, 0, 0, 32, 0};
+        memcpy(in, cdb, 10);
+        memset(in + 10, 0, 40);
+        in[18] = 0x5c;
+        in[19] = 0x02;
+        in[21] = 20;
+        in[34] = 0x80;
+        in[35] = 0x02;
+        in[41] = 3;
+        assert_int_equal(scsi_fuzz_one(in, 10 + 32), 0);
+        for (unsigned i = 0; i < 20000; i++) {
+                for (unsigned j = 10; j < sizeof(in); j++)
+                        in[j] = (uint8_t)rand();
+                if (i & 1) {
+                        in[18] = 0x5c;
+                        in[19] = 0x02;
+                }
+                in[8] = (uint8_t)(i % 48);
+                assert_int_equal(scsi_fuzz_one(in, 10 + i % 41), 0);
+        }
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+            cmocka_unit_test_setup_teardown(test_log_sense, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_vpd_threshold_exponent, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_mode_page, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_mode_select, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_threshold_ua_and_space_sense, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_fuzz_mode_select, setup, teardown),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
