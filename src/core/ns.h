@@ -128,7 +128,7 @@ enum core_sanitize_state {
  * threshold of allocated bytes, and the running estimate that lets the
  * data path enforce them without asking the backend on every write.
  */
-struct core_prov {
+struct core_prov_limits {
         _Atomic uint64_t limit;     /* hard limit of allocated bytes; 0 = none */
         _Atomic uint64_t threshold; /* soft threshold of allocated bytes; 0 = none */
         _Atomic uint64_t est;       /* estimate of allocated bytes, never below the real figure
@@ -188,7 +188,7 @@ struct core_ns {
         uint64_t rmw_nlb[32];
         uint32_t rmw_used; /* bit per slot */
 
-        struct core_prov prov; /* provisioning limits (provision.c) */
+        struct core_prov_limits prov; /* provisioning limits (provision.c) */
         struct core_ns_stats stats;
         atomic_int refs;
         struct core_ns *next; /* registry */

@@ -119,12 +119,13 @@ static int unmapped_bytes(struct core_ns *ns, uint64_t lba, uint64_t nlb, uint64
         uint64_t end = lba + nlb, n = 0;
         *out = 0;
         while (lba < end) {
-                bool mapped;
+                enum core_prov st;
                 uint64_t run;
-                int rc = core_ns_lba_status(ns, lba, end - lba, &mapped, &run);
+                int rc = core_ns_lba_status(ns, lba, end - lba, &st, &run);
                 if (rc)
                         return rc;
-                if (!mapped)
+                /* Anchored blocks keep their space: only deallocated ones cost more. */
+                if (st == CORE_PROV_DEALLOCATED)
                         n += span(ns, lba << ns->block_shift, (lba + run) << ns->block_shift);
                 lba += run;
         }
@@ -134,7 +135,7 @@ static int unmapped_bytes(struct core_ns *ns, uint64_t lba, uint64_t nlb, uint64
 
 static void unreserve(struct core_req *req)
 {
-        struct core_prov *p = &req->ns->prov;
+        struct core_prov_limits *p = &req->ns->prov;
         atomic_fetch_sub(&p->est, req->prov_bytes);
         atomic_fetch_sub(&p->inflight, req->prov_bytes);
         req->prov_bytes = 0;
@@ -143,7 +144,7 @@ static void unreserve(struct core_req *req)
 enum core_status core_prov_reserve(struct core_req *req)
 {
         struct core_ns *ns = req->ns;
-        struct core_prov *p = &ns->prov;
+        struct core_prov_limits *p = &ns->prov;
         req->prov_bytes = 0;
         if ((req->flags & CORE_REQ_SANITIZE) || !tracked(ns))
                 return CORE_OK;
@@ -179,7 +180,7 @@ enum core_status core_prov_reserve(struct core_req *req)
 void core_prov_done(struct core_req *req, enum core_status st)
 {
         struct core_ns *ns = req->ns;
-        struct core_prov *p = &ns->prov;
+        struct core_prov_limits *p = &ns->prov;
         if (req->prov_bytes) {
                 /* Written (or failed): the space is in allocated() now, or was never taken. */
                 atomic_fetch_sub(&p->inflight, req->prov_bytes);

@@ -195,6 +195,7 @@ enum nvme_parse_result nvme_get_log_parse(struct nvme_cmd *cmd)
                 break;
         case NVME_LOG_LBA_STATUS:
                 size = nvme_lba_status_log(ctrl, page.raw, sizeof(page.raw));
+                break;
         case NVME_LOG_VS_PROVISIONING:
                 prov_log(ctrl, page.raw, sizeof(page.raw));
                 size = sizeof(page.raw);

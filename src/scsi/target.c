@@ -541,11 +541,11 @@ void scsi_cmd_abort(struct scsi_cmd *cmd)
 /* ---- fuzz entry point ---- */
 
 /* The fuzz LU's backend: thin, reporting a fixed allocation (the provisioning page is present). */
-static int fuzz_map_status(struct backend *be, uint64_t off, uint64_t len, bool *mapped,
+static int fuzz_map_status(struct backend *be, uint64_t off, uint64_t len, enum core_prov *st,
                            uint64_t *run)
 {
         (void)be;
-        *mapped = (off >> 20) & 1;
+        *st = (off >> 20) & 1 ? CORE_PROV_MAPPED : CORE_PROV_DEALLOCATED;
         *run = len;
         return 0;
 }

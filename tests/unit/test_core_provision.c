@@ -266,10 +266,10 @@ static void test_setter(void **st)
         atomic_store(&watched, NULL);
 
         /* A backend that cannot tell its allocation cannot have a limit. */
-        struct core_ns *m = mk("setm", "mem", 0, 0);
+        struct core_ns *m = mk("setm", "null", 0, 0);
         assert_int_equal(core_ns_set_provision(m, 4 * MIB, 0, NULL, err, sizeof(err)), -EOPNOTSUPP);
         struct core_ns_params p = {.name = "setm2",
-                                   .backend = "mem",
+                                   .backend = "null",
                                    .size_bytes = 16 * MIB,
                                    .thin = true,
                                    .provision_limit = 4 * MIB};

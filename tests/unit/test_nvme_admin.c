@@ -1096,9 +1096,12 @@ static void test_lba_status(void **s)
         /* The null backend does not say: no OPTPERF. */
         assert_int_equal(nvme_ns_detach(SUBNQN, 9, err, sizeof(err)), 0);
         assert_int_equal(core_ns_delete("nvt512"), 0);
-        struct core_ns_params np = {
-            .name = "nvtnull", .backend = "null", .size_bytes = 1 << 20, .block_size = 512,
-            .physical_block_size = 512}; /* no unit from the backend nor the geometry */
+        struct core_ns_params np = {.name = "nvtnull",
+                                    .backend = "null",
+                                    .size_bytes = 1 << 20,
+                                    .block_size = 512,
+                                    .physical_block_size =
+                                        512}; /* no unit from the backend nor the geometry */
         assert_int_equal(core_ns_create(&np, &small, err, sizeof(err)), 0);
         assert_int_equal(nvme_ns_attach(SUBNQN, 9, "nvtnull", err, sizeof(err)), 9);
         sqe_init(&c, &admin_q, NVME_ADM_IDENTIFY, 9);

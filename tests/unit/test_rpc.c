@@ -459,7 +459,7 @@ static void test_provisioning(void **state)
         (void)state;
         char path[256], params[512], err[512];
         expect_error("namespace_create",
-                     "{\"name\":\"pm\",\"backend\":\"mem\",\"size\":\"16M\","
+                     "{\"name\":\"pm\",\"backend\":\"null\",\"size\":\"16M\","
                      "\"provision_limit\":\"8M\"}",
                      -32000, "thin");
         expect_error("namespace_create",

@@ -30,11 +30,12 @@ static struct scsi_cmd cmd;
 static uint8_t *buf;
 static int64_t allocated = 5 * MIB + 1;
 
-static int stub_map(struct backend *be, uint64_t off, uint64_t len, bool *mapped, uint64_t *run)
+static int stub_map(struct backend *be, uint64_t off, uint64_t len, enum core_prov *st,
+                    uint64_t *run)
 {
         (void)be;
         (void)off;
-        *mapped = true;
+        *st = CORE_PROV_MAPPED;
         *run = len;
         return 0;
 }
