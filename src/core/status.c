@@ -24,6 +24,8 @@ static const char *const names[CORE_STATUS_MAX] = {
     [CORE_E_NO_MEDIUM] = "medium-not-present",
     [CORE_E_SANITIZE_IN_PROGRESS] = "sanitize-in-progress",
     [CORE_E_SANITIZE_FAILED] = "sanitize-failed",
+    [CORE_E_COPY_LIMIT] = "copy-limit-exceeded",
+    [CORE_E_COPY_INCOMPATIBLE] = "copy-incompatible-format",
 };
 
 const char *core_status_name(enum core_status s)

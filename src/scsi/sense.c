@@ -150,6 +150,9 @@ static const struct status_map core_map[CORE_STATUS_MAX] = {
     [CORE_E_NO_MEDIUM] = {SAM_STAT_CHECK_CONDITION, SK_NOT_READY, 0x3a, 0x02},
     [CORE_E_SANITIZE_IN_PROGRESS] = {SAM_STAT_CHECK_CONDITION, SK_NOT_READY, 0x04, 0x1b},
     [CORE_E_SANITIZE_FAILED] = {SAM_STAT_CHECK_CONDITION, SK_MEDIUM_ERROR, 0x31, 0x03},
+    /* EXTENDED COPY / WRITE USING TOKEN: the parameter list asked for what we cannot do. */
+    [CORE_E_COPY_LIMIT] = {SAM_STAT_CHECK_CONDITION, SK_ILLEGAL_REQUEST, 0x26, 0x00},
+    [CORE_E_COPY_INCOMPATIBLE] = {SAM_STAT_CHECK_CONDITION, SK_ILLEGAL_REQUEST, 0x26, 0x00},
 };
 
 void scsi_status_from_core(struct scsi_cmd *cmd, enum core_status st, uint64_t info,

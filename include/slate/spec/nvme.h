@@ -152,6 +152,9 @@ enum {
         NVME_SC_FEATURE_NOT_CHANGEABLE = 0x0e,
         NVME_SC_FEATURE_NOT_PER_NS = 0x0f,
         NVME_SC_CONFLICTING_ATTRS = 0x80, /* NVM: DSM / write zeroes attributes */
+        NVME_SC_CMD_SIZE_LIMIT = 0x83,    /* NVM: Copy / DSM beyond MSRC, MSSRL, MCL */
+        NVME_SC_INCOMPATIBLE_NS = 0x85,   /* NVM: Copy between different formats */
+        NVME_SC_OVERLAPPING_RANGE = 0x87, /* NVM: Copy format 2h/3h source overlaps destination */
 };
 enum {
         NVME_SC_WRITE_FAULT = 0x80,
