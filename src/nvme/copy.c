@@ -122,17 +122,22 @@ static void copy_done(struct core_copy *c)
         nvme_cmd_complete(cmd);
 }
 
-/* Fail before any data moved (DW0 0), with an error log entry for the LBA. */
-static void fail(struct nvme_cmd *cmd, uint8_t sct, uint8_t sc, uint64_t lba)
+/* Refuse before any data moved (DW0 0), with an error log entry for the LBA. */
+static enum nvme_parse_result refuse(struct nvme_cmd *cmd, uint8_t sct, uint8_t sc, uint64_t lba)
 {
-        put_refs(ctx_of(cmd));
+        nvme_copy_release(cmd);
         nvme_set_status(cmd, sct, sc, true);
         if (cmd->queue)
                 nvme_ctrl_log_error(cmd->queue->ctrl, cmd, NVME_LOC_NONE, lba);
-        nvme_cmd_complete_deferred(cmd);
+        return NVME_PARSE_DONE;
 }
 
-void nvme_io_copy_exec(struct nvme_cmd *cmd)
+void nvme_copy_release(struct nvme_cmd *cmd)
+{
+        put_refs(ctx_of(cmd));
+}
+
+enum nvme_parse_result nvme_copy_decode(struct nvme_cmd *cmd)
 {
         struct nvme_ctrl *ctrl = cmd->queue->ctrl;
         uint32_t cdw12 = nvme_cdw(cmd, 12);
@@ -147,29 +152,25 @@ void nvme_io_copy_exec(struct nvme_cmd *cmd)
         uint8_t msrc;
         uint64_t total = 0;
 
-        nvme_copy_limits(cmd->ns, &mssrl, &mcl, &msrc);
         x->nrefs = 0;
+        if (!ctrl || !cmd->ns || n * esz > cmd->data_len)
+                return refuse(cmd, NVME_SCT_GENERIC, NVME_SC_INTERNAL, 0);
+        nvme_copy_limits(cmd->ns, &mssrl, &mcl, &msrc);
         for (unsigned i = 0; i < n; i++) {
                 const struct nvme_copy_range *e =
                     (const struct nvme_copy_range *)(cmd->buf + (size_t)i * esz);
                 uint64_t slba = get_le64(&e->slba);
                 uint32_t nlb = (uint32_t)get_le16(&e->nlb) + 1;
-                if (nlb > mssrl || total + nlb > mcl) {
-                        fail(cmd, NVME_SCT_CMD_SPECIFIC, NVME_SC_CMD_SIZE_LIMIT, slba);
-                        return;
-                }
+                if (nlb > mssrl || total + nlb > mcl)
+                        return refuse(cmd, NVME_SCT_CMD_SPECIFIC, NVME_SC_CMD_SIZE_LIMIT, slba);
                 struct core_ns *src = cmd->ns;
                 uint32_t snsid = fmt >= 2 ? get_le32(&e->snsid) : nsid;
                 if (snsid != nsid) {
-                        if (snsid == 0 || snsid == 0xffffffffu || snsid > NVME_MAX_NSID) {
-                                fail(cmd, NVME_SCT_GENERIC, NVME_SC_INVALID_NS, slba);
-                                return;
-                        }
+                        if (snsid == 0 || snsid == 0xffffffffu || snsid > NVME_MAX_NSID)
+                                return refuse(cmd, NVME_SCT_GENERIC, NVME_SC_INVALID_NS, slba);
                         src = nvme_ns_lookup(ctrl->subsys, snsid);
-                        if (!src) { /* inactive NSID */
-                                fail(cmd, NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD, slba);
-                                return;
-                        }
+                        if (!src) /* inactive NSID */
+                                return refuse(cmd, NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD, slba);
                         x->refs[x->nrefs++] = src;
                 }
                 x->ranges[i] = (struct core_copy_range){.src = src,
@@ -180,24 +181,29 @@ void nvme_io_copy_exec(struct nvme_cmd *cmd)
                 total += nlb;
         }
         /* The whole destination at once: sdlba + total must not wrap past the end. */
-        if (!core_ns_range_ok(cmd->ns, sdlba, total)) {
-                fail(cmd, NVME_SCT_GENERIC, NVME_SC_LBA_RANGE, sdlba);
-                return;
-        }
+        if (!core_ns_range_ok(cmd->ns, sdlba, total))
+                return refuse(cmd, NVME_SCT_GENERIC, NVME_SC_LBA_RANGE, sdlba);
         if (fmt >= 2) {
                 for (unsigned i = 0; i < n; i++) {
                         const struct core_copy_range *r = &x->ranges[i];
                         if (r->src == cmd->ns && r->src_lba < sdlba + total &&
-                            sdlba < r->src_lba + r->nlb) {
-                                fail(cmd, NVME_SCT_CMD_SPECIFIC, NVME_SC_OVERLAPPING_RANGE,
-                                     r->src_lba);
-                                return;
-                        }
+                            sdlba < r->src_lba + r->nlb)
+                                return refuse(cmd, NVME_SCT_CMD_SPECIFIC, NVME_SC_OVERLAPPING_RANGE,
+                                              r->src_lba);
                 }
         }
         cmd->req.lba = sdlba;
         core_copy_init(&x->copy, x->ranges, n, (cdw12 & CDW12_FUA) ? CORE_REQ_FUA : 0, cmd->reactor,
                        copy_done, cmd);
         x->copy.nexus = nvme_ctrl_pr_id(ctrl);
-        core_copy_submit(&x->copy);
+        return NVME_PARSE_EXEC;
+}
+
+void nvme_io_copy_exec(struct nvme_cmd *cmd)
+{
+        if (nvme_copy_decode(cmd) != NVME_PARSE_EXEC) {
+                nvme_cmd_complete_deferred(cmd);
+                return;
+        }
+        core_copy_submit(&ctx_of(cmd)->copy);
 }
