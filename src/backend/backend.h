@@ -88,6 +88,17 @@ struct backend_ops {
                           uint64_t *run);
         /* Bytes of storage actually allocated; -errno when unknown.  NULL: unknown. */
         int64_t (*allocated)(struct backend *be);
+        /*
+         * Copy len bytes of src (a backend with the same ops) at src_off to
+         * dst at dst_off inside the backend, with no user-space buffer
+         * (file: copy_file_range, which the kernel makes a reflink where the
+         * file system can).  Blocking: called only on a core worker thread,
+         * never on a reactor.  Bytes copied (> 0; may be short) or -errno;
+         * -EOPNOTSUPP / -EXDEV / -EINVAL: the core copies through reads and
+         * writes instead.  NULL: not offered.
+         */
+        int64_t (*copy)(struct backend *dst, uint64_t dst_off, struct backend *src,
+                        uint64_t src_off, uint64_t len);
 };
 
 const struct backend_ops *backend_find(const char *name);

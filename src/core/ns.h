@@ -139,6 +139,7 @@ struct core_prov_limits {
 
 struct core_ns_stats {
         _Atomic uint64_t read_ops, write_ops, read_bytes, write_bytes, flush_ops;
+        _Atomic uint64_t copy_ops, copy_bytes; /* copies into this namespace (core/copy.h) */
 };
 
 struct core_ns {

@@ -25,6 +25,8 @@ static const char *const names[CORE_STATUS_MAX] = {
     [CORE_E_SANITIZE_IN_PROGRESS] = "sanitize-in-progress",
     [CORE_E_SANITIZE_FAILED] = "sanitize-failed",
     [CORE_E_SPACE_ALLOC_FAILED] = "space-allocation-failed",
+    [CORE_E_COPY_LIMIT] = "copy-limit-exceeded",
+    [CORE_E_COPY_INCOMPATIBLE] = "copy-incompatible-format",
 };
 
 const char *core_status_name(enum core_status s)

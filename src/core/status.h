@@ -31,6 +31,8 @@ enum core_status {
         CORE_E_SANITIZE_IN_PROGRESS,   /* a sanitize operation runs (progress in core_ns) */
         CORE_E_SANITIZE_FAILED,        /* sanitize failure mode */
         CORE_E_SPACE_ALLOC_FAILED,     /* the write needs space beyond the provisioning limit */
+        CORE_E_COPY_LIMIT,             /* a copy beyond CORE_COPY_MAX_* (core/copy.h) */
+        CORE_E_COPY_INCOMPATIBLE,      /* copy between namespaces of different formats */
         CORE_STATUS_MAX
 };
 

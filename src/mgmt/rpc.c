@@ -536,12 +536,14 @@ static void ns_list_one(struct core_ns *ns, void *arg)
                                       (json_int_t)pi.available, "threshold_reached", pi.reached));
         json_object_set_new(o, "mapped", json_boolean(iscsi_ns_in_use(ns) || nvme_ns_in_use(ns)));
         json_object_set_new(o, "stats",
-                            json_pack("{s:I, s:I, s:I, s:I, s:I}", "read_ops",
+                            json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "read_ops",
                                       (json_int_t)atomic_load(&ns->stats.read_ops), "write_ops",
                                       (json_int_t)atomic_load(&ns->stats.write_ops), "read_bytes",
                                       (json_int_t)atomic_load(&ns->stats.read_bytes), "write_bytes",
                                       (json_int_t)atomic_load(&ns->stats.write_bytes), "flush_ops",
-                                      (json_int_t)atomic_load(&ns->stats.flush_ops)));
+                                      (json_int_t)atomic_load(&ns->stats.flush_ops), "copy_ops",
+                                      (json_int_t)atomic_load(&ns->stats.copy_ops), "copy_bytes",
+                                      (json_int_t)atomic_load(&ns->stats.copy_bytes)));
         json_array_append_new((json_t *)arg, o);
 }
 

@@ -36,6 +36,8 @@ static const struct nvme_status_map status_map[CORE_STATUS_MAX] = {
     /* NUSE would exceed NCAP (the limit): Capacity Exceeded; a retry cannot help until space
      * is freed, so DNR. */
     [CORE_E_SPACE_ALLOC_FAILED] = {NVME_SCT_GENERIC, NVME_SC_CAP_EXCEEDED, true},
+    [CORE_E_COPY_LIMIT] = {NVME_SCT_CMD_SPECIFIC, NVME_SC_CMD_SIZE_LIMIT, true},
+    [CORE_E_COPY_INCOMPATIBLE] = {NVME_SCT_CMD_SPECIFIC, NVME_SC_INCOMPATIBLE_NS, true},
 };
 
 static const struct nvme_status_map internal_error = {NVME_SCT_GENERIC, NVME_SC_INTERNAL, false};

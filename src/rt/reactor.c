@@ -43,6 +43,7 @@ struct rt_reactor {
 
         pthread_mutex_t msg_lock;
         struct rt_msg *msg_head, *msg_tail;
+        struct rt_defer *rdefer_head, *rdefer_tail; /* rt_defer_remote(), under msg_lock */
 
         struct rt_defer *defer_head, *defer_tail;
         struct rt_timer *timers; /* sorted by deadline */
@@ -142,7 +143,14 @@ static void drain_msgs(struct rt_reactor *r)
         pthread_mutex_lock(&r->msg_lock);
         struct rt_msg *m = r->msg_head;
         r->msg_head = r->msg_tail = NULL;
+        struct rt_defer *d = r->rdefer_head;
+        r->rdefer_head = r->rdefer_tail = NULL;
         pthread_mutex_unlock(&r->msg_lock);
+        while (d) {
+                struct rt_defer *next = d->next;
+                rt_defer(r, d);
+                d = next;
+        }
         while (m) {
                 struct rt_msg *next = m->next;
                 m->fn(m->arg);
@@ -181,6 +189,21 @@ int rt_msg_send(struct rt_reactor *r, void (*fn)(void *arg), void *arg)
         ssize_t n = write(r->efd, &one, sizeof(one));
         (void)n;
         return 0;
+}
+
+void rt_defer_remote(struct rt_reactor *r, struct rt_defer *d)
+{
+        d->next = NULL;
+        pthread_mutex_lock(&r->msg_lock);
+        if (r->rdefer_tail)
+                r->rdefer_tail->next = d;
+        else
+                r->rdefer_head = d;
+        r->rdefer_tail = d;
+        pthread_mutex_unlock(&r->msg_lock);
+        uint64_t one = 1;
+        ssize_t n = write(r->efd, &one, sizeof(one));
+        (void)n;
 }
 
 struct msg_call {

@@ -57,6 +57,13 @@ void rt_join(void);
 struct io_uring_sqe *rt_sqe(struct rt_reactor *r);
 
 void rt_defer(struct rt_reactor *r, struct rt_defer *d);
+/*
+ * rt_defer() from any thread (a worker finishing a blocking call): d->fn
+ * runs on r's thread on a later loop iteration, waking r if it sleeps.
+ * Allocates nothing (d is the caller's until fn runs), so the data path
+ * may use it where rt_msg_send() would malloc.
+ */
+void rt_defer_remote(struct rt_reactor *r, struct rt_defer *d);
 
 uint64_t rt_now_ns(void);
 void rt_timer_arm(struct rt_reactor *r, struct rt_timer *t, uint64_t delay_ms);

@@ -152,6 +152,9 @@ static const struct status_map core_map[CORE_STATUS_MAX] = {
     [CORE_E_SANITIZE_FAILED] = {SAM_STAT_CHECK_CONDITION, SK_MEDIUM_ERROR, 0x31, 0x03},
     /* SBC-4 4.7.3.7: SPACE ALLOCATION FAILED WRITE PROTECT. */
     [CORE_E_SPACE_ALLOC_FAILED] = {SAM_STAT_CHECK_CONDITION, SK_DATA_PROTECT, 0x27, 0x07},
+    /* EXTENDED COPY / WRITE USING TOKEN: the parameter list asked for what we cannot do. */
+    [CORE_E_COPY_LIMIT] = {SAM_STAT_CHECK_CONDITION, SK_ILLEGAL_REQUEST, 0x26, 0x00},
+    [CORE_E_COPY_INCOMPATIBLE] = {SAM_STAT_CHECK_CONDITION, SK_ILLEGAL_REQUEST, 0x26, 0x00},
 };
 
 void scsi_status_from_core(struct scsi_cmd *cmd, enum core_status st, uint64_t info,

@@ -127,6 +127,54 @@ static void arm_timers(void *arg)
         rt_timer_cancel(rt_current(), &timers[2]);
 }
 
+/*
+ * rt_defer_remote from a thread that is no reactor (the copy engine's
+ * workers): each runs on the target reactor's thread, in the order posted,
+ * and wakes a reactor that sleeps in io_uring.
+ */
+struct remote {
+        struct rt_defer d[64];
+        struct rt_reactor *seen[64];
+        int order[64];
+        atomic_int n;
+};
+static struct remote rm;
+
+static void remote_fn(struct rt_defer *d)
+{
+        int i = (int)(d - rm.d);
+        rm.seen[i] = rt_current();
+        rm.order[atomic_fetch_add(&rm.n, 1)] = i;
+}
+
+static void *poster(void *arg)
+{
+        (void)arg;
+        for (int i = 0; i < 64; i++) {
+                rm.d[i].fn = remote_fn;
+                rt_defer_remote(rt_get(1), &rm.d[i]);
+                if (i % 16 == 0)
+                        usleep(2000); /* let the reactor fall asleep in between */
+        }
+        return NULL;
+}
+
+static void test_defer_remote(void **st)
+{
+        (void)st;
+        pthread_t t;
+        memset(&rm, 0, sizeof(rm));
+        assert_int_equal(pthread_create(&t, NULL, poster, NULL), 0);
+        pthread_join(t, NULL);
+        for (int i = 0; i < 500 && atomic_load(&rm.n) < 64; i++)
+                usleep(2000);
+        assert_int_equal(atomic_load(&rm.n), 64);
+        for (int i = 0; i < 64; i++) {
+                assert_ptr_equal(rm.seen[i], rt_get(1));
+                assert_int_equal(rm.order[i], i);
+        }
+}
+
 static void test_timers(void **st)
 {
         (void)st;
@@ -454,6 +502,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_msg_lands_on_target),
             cmocka_unit_test(test_defer_fifo_not_inline),
+            cmocka_unit_test(test_defer_remote),
             cmocka_unit_test(test_timers),
             cmocka_unit_test(test_crc32c),
             cmocka_unit_test(test_sockaddr),
