@@ -247,6 +247,15 @@ int scsi_xcopy_parse_list(const uint8_t *p, uint32_t len, struct scsi_xcopy_list
                           struct scsi_xcopy_err *e);
 enum scsi_parse_result scsi_xcopy_parse(struct scsi_cmd *cmd);
 void scsi_xcopy_exec(struct scsi_cmd *cmd);
+/* Token copy (ODX): POPULATE TOKEN, WRITE USING TOKEN; RECEIVE ROD TOKEN INFORMATION is an
+ * RCR service action. */
+#define SCSI_ODX_MAX_TOKENS           256u /* live ROD tokens, all nexuses */
+#define SCSI_ODX_MAX_RANGES           8u   /* block device range descriptors */
+#define SCSI_ODX_DEFAULT_INACTIVITY_S 60u  /* token inactivity timeout */
+#define SCSI_ODX_MAX_INACTIVITY_S     3600u
+#define SCSI_ODX_MAX_TOKEN_BYTES      (4ull << 30) /* per token and per WRITE USING TOKEN */
+enum scsi_parse_result scsi_odx_parse(struct scsi_cmd *cmd);
+void scsi_odx_exec(struct scsi_cmd *cmd);
 void scsi_xcopy_abort(struct scsi_cmd *cmd);
 enum scsi_parse_result scsi_rcr_parse(struct scsi_cmd *cmd);
 /* target.c: I_T nexus loss discards the nexus's copy results (SPC-5 5.17.4.3). */

@@ -204,6 +204,32 @@ static uint32_t vpd8f(struct scsi_cmd *cmd, uint8_t *p)
         d = p + n;
         n += tpc_desc_hdr(d, 0x000c, 2);
 
+        /* 0000h Block Device ROD Token Limits (SBC-4 6.6.7.2): what POPULATE TOKEN takes. */
+        d = p + n;
+        slate_put_be(d + 10, 2, SCSI_ODX_MAX_RANGES);
+        slate_put_be(d + 12, 4, SCSI_ODX_MAX_INACTIVITY_S);
+        slate_put_be(d + 16, 4, SCSI_ODX_DEFAULT_INACTIVITY_S);
+        slate_put_be(d + 20, 8, SCSI_ODX_MAX_TOKEN_BYTES >> ns->block_shift); /* blocks */
+        slate_put_be(d + 28, 8, SCSI_ODX_MAX_TOKEN_BYTES >> ns->block_shift); /* optimal */
+        n += tpc_desc_hdr(d, 0x0000, 32);
+
+        /* 0106h ROD Token Features: no remote tokens; lifetime is the inactivity timeout. */
+        d = p + n;
+        d[4] = 0x00;                                        /* REMOTE TOKENS: none */
+        slate_put_be(d + 16, 4, 1);                         /* MINIMUM TOKEN LIFETIME */
+        slate_put_be(d + 20, 4, SCSI_ODX_MAX_INACTIVITY_S); /* MAXIMUM TOKEN LIFETIME */
+        slate_put_be(d + 24, 4, SCSI_ODX_MAX_INACTIVITY_S); /* MAXIMUM TOKEN INACTIVITY TIMEOUT */
+        n += tpc_desc_hdr(d, 0x0106, 44);
+
+        /* 0108h Supported ROD Token and ROD Types: point in time (in and out), block zero (in). */
+        d = p + n;
+        slate_put_be(d + 6, 2, 2 * 64);
+        slate_put_be(d + 8, 4, 0x00800000u);
+        d[8 + 4] = 0x03; /* TOKEN_IN, TOKEN_OUT */
+        slate_put_be(d + 8 + 64, 4, 0xffff0001u);
+        d[8 + 64 + 4] = 0x02; /* TOKEN_IN */
+        n += tpc_desc_hdr(d, 0x0108, 4 + 2 * 64);
+
         /* 8001h General Copy Operations. */
         d = p + n;
         slate_put_be(d + 4, 4, SCSI_XCOPY_MAX_CONCURRENT); /* TOTAL CONCURRENT COPIES */

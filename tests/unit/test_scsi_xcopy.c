@@ -380,6 +380,11 @@ static void test_copy_within_and_across(void **st)
         hdr(list, 3, 0, 64, 56);
         assert_int_equal(xcopy(&nxb, 0, list, 136), SAM_STAT_GOOD);
         expect_blocks(n1, 4000, 16, 0xa1, 8);
+        /* FAILED SEGMENT DETAILS of a copy that did not fail, RECEIVE DATA: nothing. */
+        assert_int_equal(rcr(&nxb, 0x04, 3, 64), SAM_STAT_GOOD);
+        assert_int_equal(slate_be32(buf2), 0);
+        assert_int_equal(rcr(&nxb, 0x01, 3, 64), SAM_STAT_GOOD);
+        assert_int_equal(slate_be32(buf2), 0);
         /* COPY STATUS: completed without errors, both segments, 16 blocks. */
         assert_int_equal(rcr(&nxb, 0x00, 3, 64), SAM_STAT_GOOD);
         assert_int_equal(cmd2.data_in_len, 12);
@@ -388,11 +393,9 @@ static void test_copy_within_and_across(void **st)
         assert_int_equal(slate_be16(buf2 + 5), 2);
         assert_int_equal(buf2[7], 0);
         assert_int_equal(slate_be32(buf2 + 8), 16 * 512);
-        /* FAILED SEGMENT DETAILS of a copy that did not fail, RECEIVE DATA: nothing. */
-        assert_int_equal(rcr(&nxb, 0x04, 3, 64), SAM_STAT_GOOD);
-        assert_int_equal(slate_be32(buf2), 0);
-        assert_int_equal(rcr(&nxb, 0x01, 3, 64), SAM_STAT_GOOD);
-        assert_int_equal(slate_be32(buf2), 0);
+        /* Returned once, then discarded (SPC-5 6.25). */
+        rcr(&nxb, 0x00, 3, 64);
+        expect_sense(&cmd2, SK_ILLEGAL_REQUEST, 0x24, 0x00);
         /* Results are per I_T nexus: not through nxa. */
         rcr(&nxa, 0x00, 3, 64);
         expect_sense(&cmd2, SK_ILLEGAL_REQUEST, 0x24, 0x00);
@@ -545,14 +548,15 @@ static void test_results_and_vpd(void **st)
         assert_int_equal(cmd2.status, SAM_STAT_GOOD);
         assert_int_equal(buf2[1], 0x8f);
         uint32_t plen = slate_be16(buf2 + 2);
-        bool cmds = false, params = false, gco = false;
+        bool cmds = false, params = false, gco = false, rod = false;
         for (uint32_t off = 4; off + 4 <= 4 + plen; off += 4u + slate_be16(buf2 + off + 2)) {
                 const uint8_t *d = buf2 + off;
                 uint16_t type = slate_be16(d);
                 assert_int_equal(slate_be16(d + 2) % 4, 0);
                 if (type == 0x0001) {
-                        /* 83h {00h}, 84h {00h 01h 03h 04h} */
-                        static const uint8_t want[] = {0x83, 1, 0x00, 0x84, 4, 0, 1, 3, 4};
+                        /* 83h {00h 10h 11h}, 84h {00h 01h 03h 04h 07h} */
+                        static const uint8_t want[] = {0x83, 3, 0x00, 0x10, 0x11, 0x84,
+                                                       5,    0, 1,    3,    4,    7};
                         assert_int_equal(d[4], sizeof(want));
                         assert_memory_equal(d + 5, want, sizeof(want));
                         cmds = true;
@@ -561,12 +565,147 @@ static void test_results_and_vpd(void **st)
                         assert_int_equal(slate_be16(d + 10), SCSI_XCOPY_MAX_SEGS);
                         assert_int_equal(slate_be32(d + 12), SCSI_XCOPY_MAX_DESC_LIST);
                         params = true;
+                } else if (type == 0x0000) {
+                        assert_int_equal(slate_be16(d + 10), SCSI_ODX_MAX_RANGES);
+                        assert_int_equal(slate_be32(d + 16), SCSI_ODX_DEFAULT_INACTIVITY_S);
+                        rod = true;
                 } else if (type == 0x8001) {
                         assert_int_equal(slate_be32(d + 12), 0xffffu * 512);
                         gco = true;
                 }
         }
-        assert_true(cmds && params && gco);
+        assert_true(cmds && params && gco && rod);
+}
+
+/* ---- token copy ---- */
+
+static uint8_t token[512];
+
+/* POPULATE TOKEN through nx on lun with list_id over n ranges {lba, nlb}, then its token. */
+static uint8_t populate(struct scsi_nexus *nx, uint64_t lun, uint32_t list_id, unsigned n,
+                        const uint64_t *lba, const uint32_t *nlb)
+{
+        uint8_t cdb[16] = {0x83, 0x10};
+        uint32_t len = 16 + 16 * n;
+        memset(list, 0, len);
+        slate_put_be(list, 2, len - 2);
+        slate_put_be(list + 14, 2, 16 * n);
+        for (unsigned i = 0; i < n; i++) {
+                slate_put_be(list + 16 + 16 * i, 8, lba[i]);
+                slate_put_be(list + 24 + 16 * i, 4, nlb[i]);
+        }
+        slate_put_be(cdb + 6, 4, list_id);
+        slate_put_be(cdb + 10, 4, len);
+        prep(&cmd, buf, nx, lun, cdb, len);
+        if (scsi_cmd_parse(&cmd) == SCSI_PARSE_DONE)
+                return cmd.status;
+        memcpy(buf, list, len);
+        pending = 1;
+        rt_msg_send(rt_get(0), exec_msg, &cmd);
+        wait_all();
+        if (cmd.status != SAM_STAT_GOOD)
+                return cmd.status;
+        /* RECEIVE ROD TOKEN INFORMATION: completed, 512-byte token. */
+        uint8_t rcdb[16] = {0x84, 0x07};
+        slate_put_be(rcdb + 2, 4, list_id);
+        slate_put_be(rcdb + 10, 4, 1024);
+        prep(&cmd2, buf2, nx, lun, rcdb, 1024);
+        assert_int_equal(scsi_cmd_parse(&cmd2), SCSI_PARSE_DONE);
+        assert_int_equal(cmd2.status, SAM_STAT_GOOD);
+        assert_int_equal(buf2[4], 0x10);
+        assert_int_equal(buf2[5], 0x01);
+        assert_int_equal(slate_be32(buf2 + 32), 514);
+        memcpy(token, buf2 + 38, 512);
+        return SAM_STAT_GOOD;
+}
+
+static uint8_t write_using(struct scsi_nexus *nx, uint64_t lun, uint32_t list_id,
+                           const uint8_t *tok, uint64_t offset, uint64_t lba, uint32_t nlb)
+{
+        uint8_t cdb[16] = {0x83, 0x11};
+        uint32_t len = 536 + 16;
+        memset(list, 0, len);
+        slate_put_be(list, 2, len - 2);
+        slate_put_be(list + 8, 8, offset);
+        memcpy(list + 16, tok, 512);
+        slate_put_be(list + 534, 2, 16);
+        slate_put_be(list + 536, 8, lba);
+        slate_put_be(list + 544, 4, nlb);
+        slate_put_be(cdb + 6, 4, list_id);
+        slate_put_be(cdb + 10, 4, len);
+        prep(&cmd, buf, nx, lun, cdb, len);
+        if (scsi_cmd_parse(&cmd) == SCSI_PARSE_DONE)
+                return cmd.status;
+        memcpy(buf, list, len);
+        pending = 1;
+        rt_msg_send(rt_get(0), exec_msg, &cmd);
+        wait_all();
+        return cmd.status;
+}
+
+static void test_token_copy(void **st)
+{
+        static const uint64_t lba[] = {0, 500};
+        static const uint32_t nlb[] = {32, 16};
+        (void)st;
+        fill(n0, 0, 32, 0xb1);
+        fill(n0, 500, 16, 0xb2);
+        assert_int_equal(populate(&nxa, 0, 0x1000, 2, lba, nlb), SAM_STAT_GOOD);
+        assert_int_equal(slate_be32(token), 0x00800000u);
+        assert_int_equal(slate_be16(token + 6), 0x1f8);
+        assert_int_equal(token[16], 0xe4); /* creator LU: identification CSCD */
+        assert_int_equal(slate_be64(token + 56), 48 * 512);
+        /* Into target B's LU, through the same initiator's other nexus: the ROD's data in order. */
+        assert_int_equal(write_using(&nxb, 0, 0x2000, token, 0, 6000, 48), SAM_STAT_GOOD);
+        expect_blocks(n1, 6000, 32, 0xb1, 0);
+        expect_blocks(n1, 6032, 16, 0xb2, 500);
+        /* With an offset into the ROD, and more asked for than it holds: partial usage. */
+        assert_int_equal(write_using(&nxb, 0, 0x2001, token, 30, 7000, 100), SAM_STAT_GOOD);
+        expect_blocks(n1, 7000, 2, 0xb1, 30);
+        expect_blocks(n1, 7002, 16, 0xb2, 500);
+        uint8_t rcdb[16] = {0x84, 0x07, 0, 0, 0x20, 0x01};
+        slate_put_be(rcdb + 10, 4, 1024);
+        prep(&cmd2, buf2, &nxb, 0, rcdb, 1024);
+        scsi_cmd_parse(&cmd2);
+        assert_int_equal(buf2[4], 0x11);
+        assert_int_equal(buf2[5], 0x03); /* completed, partial ROD token usage */
+        assert_int_equal(slate_be64(buf2 + 16), 18);
+        /* An initiator that does not reach the source LU cannot use the token. */
+        assert_int_equal(write_using(&nxc, 0, 1, token, 0, 0, 8), SAM_STAT_CHECK_CONDITION);
+        expect_sense(&cmd, SK_ILLEGAL_REQUEST, 0x23, 0x04);
+        /* A forged token. */
+        token[200] ^= 1;
+        assert_int_equal(write_using(&nxb, 0, 2, token, 0, 0, 8), SAM_STAT_CHECK_CONDITION);
+        expect_sense(&cmd, SK_ILLEGAL_REQUEST, 0x23, 0x04);
+        token[200] ^= 1;
+        /* Beyond the end of the destination. */
+        assert_int_equal(write_using(&nxb, 0, 3, token, 0, NBLK - 4, 8), SAM_STAT_CHECK_CONDITION);
+        expect_sense(&cmd, SK_ILLEGAL_REQUEST, 0x21, 0x00);
+        /* Any write to the source LU revokes it. */
+        fill(n0, 4000, 1, 0xcc);
+        assert_int_equal(write_using(&nxb, 0, 4, token, 0, 0, 8), SAM_STAT_CHECK_CONDITION);
+        expect_sense(&cmd, SK_ILLEGAL_REQUEST, 0x23, 0x06);
+        /* A range beyond the LU in POPULATE TOKEN. */
+        static const uint64_t far[] = {NBLK - 1};
+        static const uint32_t two[] = {2};
+        assert_int_equal(populate(&nxa, 0, 0x1001, 1, far, two), SAM_STAT_CHECK_CONDITION);
+        expect_sense(&cmd, SK_ILLEGAL_REQUEST, 0x21, 0x00);
+
+        /* The block device zero ROD token writes zeroes. */
+        uint8_t zero[512] = {0};
+        slate_put_be(zero, 4, 0xffff0001u);
+        slate_put_be(zero + 6, 2, 0x1f8);
+        fill(n1, 100, 8, 0xdd);
+        assert_int_equal(write_using(&nxb, 0, 5, zero, 0, 100, 8), SAM_STAT_GOOD);
+        uint8_t *b = calloc(8, 512);
+        assert_int_equal(io(n1, CORE_OP_READ, 100, b, 8), CORE_OK);
+        for (unsigned i = 0; i < 8 * 512; i++)
+                assert_int_equal(b[i], 0);
+        free(b);
+        /* An unknown ROD type. */
+        slate_put_be(zero, 4, 0x00800002u);
+        assert_int_equal(write_using(&nxb, 0, 6, zero, 0, 100, 8), SAM_STAT_CHECK_CONDITION);
+        expect_sense(&cmd, SK_ILLEGAL_REQUEST, 0x23, 0x01);
 }
 
 int main(void)
@@ -574,7 +713,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_param_list),      cmocka_unit_test(test_copy_within_and_across),
             cmocka_unit_test(test_copy_aborted),    cmocka_unit_test(test_duplicate_and_abort),
-            cmocka_unit_test(test_results_and_vpd),
+            cmocka_unit_test(test_results_and_vpd), cmocka_unit_test(test_token_copy),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }
