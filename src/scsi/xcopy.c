@@ -38,6 +38,15 @@
 
 #define XC_HDR 16
 
+/* Token copy (ODX, below): sizes and ROD types (SPC-5 5.17.6, SBC-4 5.9). */
+#define ODX_TOKEN_LEN       512u
+#define ODX_WUT_HDR         536u
+#define ODX_ROD_DEFAULT     0x00800000u
+#define ODX_ROD_CHANGE_VULN 0x00800001u
+#define ODX_ROD_ANY         0x0080ffffu
+#define ODX_ROD_ZERO        0xffff0001u
+#define ODX_RANGE_LEN       16u
+
 /* COPY MANAGER STATUS (SPC-5 6.18.3) */
 #define CMS_IN_PROGRESS 0x00
 #define CMS_DONE_OK     0x01
@@ -272,13 +281,33 @@ enum scsi_parse_result scsi_xcopy_parse(struct scsi_cmd *cmd)
         return SCSI_PARSE_EXEC;
 }
 
+struct odx_token;
+static int pt_check(struct scsi_cmd *cmd, struct odx_token *t, uint32_t *rod_type);
+static int wut_check(struct scsi_cmd *cmd, uint64_t *blocks);
+static struct odx_token *fuzz_token(void);
+
 void scsi_xcopy_fuzz_params(struct scsi_cmd *cmd, uint32_t len)
 {
         struct scsi_xcopy_list l;
         struct scsi_xcopy_err e;
-        if (cmd->cdb[0] == SCSI_OP_EXTENDED_COPY && (cmd->cdb[1] & 0x1f) == 0x00 &&
-            scsi_xcopy_parse_list(cmd->buf, len, &l, &e) < 0)
-                err_to_sense(cmd, &e);
+        uint32_t rod_type;
+        uint64_t blocks;
+        if (cmd->cdb[0] != SCSI_OP_EXTENDED_COPY)
+                return;
+        cmd->data_out_len = len;
+        switch (cmd->cdb[1] & 0x1f) {
+        case 0x00:
+                if (scsi_xcopy_parse_list(cmd->buf, len, &l, &e) < 0)
+                        err_to_sense(cmd, &e);
+                break;
+        case 0x10:
+                (void)pt_check(cmd, fuzz_token(), &rod_type);
+                break;
+        case 0x11:
+                if (len >= ODX_WUT_HDR)
+                        (void)wut_check(cmd, &blocks);
+                break;
+        }
 }
 
 /* Drop the CSCD references of op (its copy is over or never started). */
@@ -650,13 +679,6 @@ enum scsi_parse_result scsi_rcr_parse(struct scsi_cmd *cmd)
  * needed after they expired.  The block device zero ROD token (FFFF0001h)
  * makes WRITE USING TOKEN write zeroes.
  */
-#define ODX_TOKEN_LEN       512u
-#define ODX_ROD_DEFAULT     0x00800000u
-#define ODX_ROD_CHANGE_VULN 0x00800001u
-#define ODX_ROD_ANY         0x0080ffffu
-#define ODX_ROD_ZERO        0xffff0001u
-#define ODX_RANGE_LEN       16u
-#define ODX_WUT_HDR         536u
 
 struct odx_token {
         bool used;
@@ -682,6 +704,12 @@ _Static_assert(2 * SCSI_ODX_MAX_RANGES + SCSI_ODX_MAX_TOKEN_BYTES / CORE_COPY_MA
 _Static_assert(SCSI_ODX_MAX_RANGES <= SCSI_XCOPY_MAX_SEGS, "zeroing uses the segment ranges");
 
 static struct odx_token tokens[SCSI_ODX_MAX_TOKENS];
+
+static struct odx_token *fuzz_token(void)
+{
+        static struct odx_token t;
+        return &t;
+}
 static uint64_t token_seq;
 
 static uint64_t now_s(void)
@@ -950,10 +978,47 @@ static uint64_t wut_map(struct xc_op *op, const struct odx_token *t, struct core
         return total;
 }
 
-static void wut_exec(struct scsi_cmd *cmd)
+/*
+ * The parameter list of WRITE USING TOKEN without the token store: lengths,
+ * flags, destination ranges, the token's length and type.  0 with the
+ * destination's block count in *blocks, or the sense set.
+ */
+static int wut_check(struct scsi_cmd *cmd, uint64_t *blocks)
 {
         const uint8_t *p = cmd->buf, *tok = p + 16;
         uint32_t len = cmd->data_out_len, dl = slate_be16(p), rdl = slate_be16(p + 534);
+        uint32_t rod_type = slate_be32(tok);
+
+        if (dl + 2u > len || dl + 2u < ODX_WUT_HDR + rdl || ODX_WUT_HDR + rdl > len) {
+                scsi_sense_set(cmd, SK_ILLEGAL_REQUEST, 0x1a, 0x00);
+                return -1;
+        }
+        if (p[2] & 0xfc) {
+                scsi_sense_invalid_field(cmd, false, 2, 7);
+                return -1;
+        }
+        if (odx_ranges(cmd, p, ODX_WUT_HDR, rdl, blocks) < 0)
+                return -1;
+        if (slate_be16(tok + 6) != ODX_TOKEN_LEN - 8) {
+                token_error(cmd, 0x0a); /* INVALID TOKEN LENGTH */
+                return -1;
+        }
+        if (rod_type == ODX_ROD_ZERO) {
+                if (slate_be64(p + 8)) { /* no offset into zeroes */
+                        scsi_sense_invalid_field(cmd, false, 8, 7);
+                        return -1;
+                }
+        } else if (rod_type != ODX_ROD_DEFAULT && rod_type != ODX_ROD_CHANGE_VULN) {
+                token_error(cmd, 0x01); /* UNSUPPORTED TOKEN TYPE */
+                return -1;
+        }
+        return 0;
+}
+
+static void wut_exec(struct scsi_cmd *cmd)
+{
+        const uint8_t *p = cmd->buf, *tok = p + 16;
+        uint32_t rdl = slate_be16(p + 534);
         uint64_t offset = slate_be64(p + 8), blocks, mapped, now = now_s();
         uint32_t rod_type = slate_be32(tok);
         struct odx_token t;
@@ -961,30 +1026,10 @@ static void wut_exec(struct scsi_cmd *cmd)
         struct xc_op *op;
         int slot;
 
-        if (dl + 2u > len || dl + 2u < ODX_WUT_HDR + rdl || ODX_WUT_HDR + rdl > len) {
-                scsi_sense_set(cmd, SK_ILLEGAL_REQUEST, 0x1a, 0x00);
+        if (wut_check(cmd, &blocks) < 0)
                 goto out;
-        }
-        if (p[2] & 0xfc) {
-                scsi_sense_invalid_field(cmd, false, 2, 7);
-                goto out;
-        }
-        if (odx_ranges(cmd, p, ODX_WUT_HDR, rdl, &blocks) < 0)
-                goto out;
-        if (slate_be16(tok + 6) != ODX_TOKEN_LEN - 8) {
-                token_error(cmd, 0x0a); /* INVALID TOKEN LENGTH */
-                goto out;
-        }
         if (rod_type == ODX_ROD_ZERO) {
-                if (offset) {
-                        scsi_sense_invalid_field(cmd, false, 8, 7);
-                        goto out;
-                }
                 memset(&t, 0, sizeof(t));
-                t.nranges = 0;
-        } else if (rod_type != ODX_ROD_DEFAULT && rod_type != ODX_ROD_CHANGE_VULN) {
-                token_error(cmd, 0x01); /* UNSUPPORTED TOKEN TYPE */
-                goto out;
         } else {
                 uint64_t id = slate_be64(tok + 8);
                 slot = (int)(id >> 48);
