@@ -328,11 +328,14 @@ void nvme_set_features_exec(struct nvme_cmd *cmd)
 {
         struct nvme_ctrl *ctrl = cmd->queue->ctrl;
         const struct nvme_host_behavior *hb = (const struct nvme_host_behavior *)cmd->buf;
-        if (hb->acre > 1 || hb->etdas > 1 || hb->lbafee > 1) {
+        /* CDFE: only Copy formats 2h and 3h need enabling (copy.c). */
+        uint16_t cdfe = get_le16(&hb->cdfe);
+        if (hb->acre > 1 || hb->etdas > 1 || hb->lbafee > 1 || (cdfe & ~0xcu)) {
                 nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD, NVME_LOC_NONE, -1);
         } else {
                 pthread_mutex_lock(&ctrl->lock);
                 ctrl->hb = *hb;
+                atomic_store_explicit(&ctrl->copy_fmts, cdfe, memory_order_relaxed);
                 pthread_mutex_unlock(&ctrl->lock);
         }
         nvme_cmd_complete_deferred(cmd);

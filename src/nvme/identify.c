@@ -59,7 +59,10 @@ static void id_ctrl(struct nvme_ctrl *ctrl, struct nvme_id_ctrl *id)
                 put_le32(&id->nn, NVME_MAX_NSID);
                 put_le16(&id->oncs, NVME_ONCS_COMPARE | NVME_ONCS_DSM | NVME_ONCS_WRITE_ZEROES |
                                         NVME_ONCS_SAVE_SELECT | NVME_ONCS_RESERVATIONS |
-                                        NVME_ONCS_VERIFY);
+                                        NVME_ONCS_VERIFY | NVME_ONCS_COPY | NVME_ONCS_COPY_SA |
+                                        NVME_ONCS_ALL_FAST);
+                /* Copy (copy.c): every format; 2h/3h once enabled by Host Behavior Support. */
+                put_le16(&id->ocfs, 0xf);
                 id->vwc = 0x01 | (0x2 << 1); /* present; Flush to FFFFFFFFh not supported */
                 /* Feature 84h: every namespace write protection state (8.12). */
                 id->nwpc = NVME_NWPC_WP | NVME_NWPC_UNTIL_PWR_CY | NVME_NWPC_PERMANENT;
@@ -110,6 +113,11 @@ static void id_ns(struct core_ns *ns, struct nvme_id_ns *id)
         memcpy(id->nguid, ns->uuid, 16);
         slate_put_be(id->eui64, 8, ns->eui64);
         id->lbaf[0].lbads = (uint8_t)ns->block_shift;
+        uint16_t mssrl;
+        uint32_t mcl;
+        nvme_copy_limits(ns, &mssrl, &mcl, &id->msrc);
+        put_le16(&id->mssrl, mssrl);
+        put_le32(&id->mcl, mcl);
 }
 
 static uint32_t ns_desc_list(struct core_ns *ns, uint8_t *p)

@@ -87,6 +87,7 @@ struct nvme_ctrl {
         uint32_t feat_arb, feat_pm, feat_err_rec, aec;
         uint16_t temp_over, temp_under;
         struct nvme_host_behavior hb;
+        _Atomic uint16_t copy_fmts; /* hb.cdfe, for the I/O path: Copy formats 2h/3h enabled */
         /* Asynchronous events. */
         struct nvme_cmd *aer[NVME_AERL];
         unsigned naer;
@@ -226,6 +227,18 @@ enum nvme_parse_result nvme_io_compare_parse(struct nvme_cmd *cmd);
 enum nvme_parse_result nvme_io_dsm_parse(struct nvme_cmd *cmd);
 void nvme_io_dsm_exec(struct nvme_cmd *cmd);
 void nvme_io_submit(struct nvme_cmd *cmd);
+/* Copy (copy.c) and its limits in ns's blocks: Identify Namespace MSSRL, MCL, MSRC. */
+enum nvme_parse_result nvme_io_copy_parse(struct nvme_cmd *cmd);
+void nvme_io_copy_exec(struct nvme_cmd *cmd);
+/*
+ * The synchronous half of exec (entries in buf): check the Source Range
+ * entries and build the core copy (EXEC), or set the status (DONE).  After
+ * EXEC, nvme_copy_release() drops the source namespaces it holds unless
+ * the copy is submitted.  For the fuzzer and tests.
+ */
+enum nvme_parse_result nvme_copy_decode(struct nvme_cmd *cmd);
+void nvme_copy_release(struct nvme_cmd *cmd);
+void nvme_copy_limits(const struct core_ns *ns, uint16_t *mssrl, uint32_t *mcl, uint8_t *msrc);
 /* Reservations (resv.c). */
 enum nvme_parse_result nvme_resv_register_parse(struct nvme_cmd *cmd);
 enum nvme_parse_result nvme_resv_acquire_parse(struct nvme_cmd *cmd);

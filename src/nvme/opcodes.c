@@ -51,6 +51,8 @@ static const struct nvme_op io_ops[256] = {
     [NVME_IO_DSM] = {"dataset-management", NVME_IO_DSM, NVME_DIR_H2C, 0, 0, nvme_io_dsm_parse,
                      nvme_io_dsm_exec},
     [NVME_IO_VERIFY] = {"verify", NVME_IO_VERIFY, NVME_DIR_NONE, 0, 0, nvme_io_verify_parse, NULL},
+    [NVME_IO_COPY] = {"copy", NVME_IO_COPY, NVME_DIR_H2C, 0, NVME_EFFECTS_LBCC, nvme_io_copy_parse,
+                      nvme_io_copy_exec},
     /* Reservations (resv.c): no effects bit describes a reservation change. */
     [NVME_IO_RESV_REGISTER] = {"reservation-register", NVME_IO_RESV_REGISTER, NVME_DIR_H2C, 0, 0,
                                nvme_resv_register_parse, nvme_resv_exec},

@@ -6,7 +6,8 @@
  * (0 admin, 1 I/O, 2 fresh), bytes 1..64 are the SQE, the rest is the
  * in-capsule data.  Connect is carried through (nvmf_connect_do) on the
  * fresh queue, which is finalised afterwards, and so are the reservation
- * commands (nvme_resv_do); other commands are parsed only (execution needs
+ * commands (nvme_resv_do) and Copy's Source Range entries (nvme_copy_decode);
+ * other commands are parsed only (execution needs
  * the transport's reactor).  The controller is
  * re-enabled after each input so later inputs keep reaching the handlers.
  */
@@ -127,6 +128,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                         nvmf_connect_do(&c);
                 else if (op && op->exec == nvme_resv_exec && c.data_len <= icd)
                         nvme_resv_do(&c); /* Reservation Register/Acquire/Release */
+                else if (op && op->exec == nvme_io_copy_exec && c.data_len <= icd &&
+                         nvme_copy_decode(&c) == NVME_PARSE_EXEC)
+                        nvme_copy_release(&c); /* Copy: the Source Range entries */
                 if (c.ns) {
                         core_ns_put(c.ns);
                         c.ns = NULL;

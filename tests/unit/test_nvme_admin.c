@@ -926,6 +926,215 @@ static void test_thin(void **s)
         ns->thin = false;
 }
 
+/* ---- Copy (NVM Command Set 1.2 3.3.2) ---- */
+
+struct copy_entry {
+        uint32_t snsid;
+        uint64_t slba;
+        uint32_t nlb; /* 1's based here; the entry holds nlb - 1 */
+};
+
+/* Copy on the I/O queue: descriptors in capsule, format fmt, then exec on reactor 0. */
+static uint16_t run_copy(uint32_t nsid, uint64_t sdlba, unsigned fmt, const struct copy_entry *e,
+                         unsigned n, uint32_t cdw12_flags, uint32_t *dw0_out)
+{
+        static struct nvme_cmd c;
+        unsigned esz = (fmt == 1 || fmt == 3) ? 40 : 32;
+        sqe_init(&c, &io_q, NVME_IO_COPY, nsid);
+        c.reactor = rt_get(0);
+        c.done = on_done;
+        c.sqe[39] = 0x01; /* in-capsule */
+        cdw(&c, 10, (uint32_t)sdlba);
+        cdw(&c, 11, (uint32_t)(sdlba >> 32));
+        cdw(&c, 12, ((n - 1) & 0xff) | (fmt << 8) | cdw12_flags);
+        uint32_t len = (n > 128 ? 128 : n) * esz;
+        sgl_len(&c, len);
+        c.icd_len = len;
+        memset(buf, 0, len);
+        for (unsigned i = 0; i < n && i < 128; i++) {
+                struct nvme_copy_range *r = (struct nvme_copy_range *)(buf + i * esz);
+                put_le32(&r->snsid, e[i].snsid);
+                put_le64(&r->slba, e[i].slba);
+                put_le16(&r->nlb, (uint16_t)(e[i].nlb - 1));
+                memset(r->tags, 0xee, sizeof(r->tags)); /* PI tags: ignored without PI */
+        }
+        if (nvme_cmd_parse(&c) == NVME_PARSE_EXEC) {
+                w.done = false;
+                rt_msg_send(rt_get(0), exec_fn, &c);
+                pthread_mutex_lock(&w.m);
+                while (!w.done)
+                        pthread_cond_wait(&w.cv, &w.m);
+                pthread_mutex_unlock(&w.m);
+        }
+        if (dw0_out)
+                *dw0_out = dw0(&c);
+        return st(&c);
+}
+
+/* Host Behavior Support with CDFE (Set Features 16h, 512 bytes in capsule). */
+static uint16_t set_cdfe(uint16_t cdfe)
+{
+        static struct nvme_cmd c;
+        sqe_init(&c, &admin_q, NVME_ADM_SET_FEATURES, 0);
+        c.reactor = rt_get(0);
+        c.done = on_done;
+        c.sqe[39] = 0x01;
+        cdw(&c, 10, NVME_FEAT_HOST_BEHAVIOR);
+        sgl_len(&c, 512);
+        c.icd_len = 512;
+        memset(buf, 0, 512);
+        put_le16(&((struct nvme_host_behavior *)buf)->cdfe, cdfe);
+        if (nvme_cmd_parse(&c) == NVME_PARSE_EXEC) {
+                w.done = false;
+                rt_msg_send(rt_get(0), exec_fn, &c);
+                pthread_mutex_lock(&w.m);
+                while (!w.done)
+                        pthread_cond_wait(&w.cv, &w.m);
+                pthread_mutex_unlock(&w.m);
+        }
+        return st(&c);
+}
+
+/* Blocks [lba, lba + n) of nsid 1 hold pattern tag (one byte per block, at its start). */
+static void copy_fill(uint64_t lba, uint32_t n, uint8_t tag)
+{
+        memset(buf, 0, (size_t)n * 4096);
+        for (uint32_t i = 0; i < n; i++)
+                memset(buf + (size_t)i * 4096, tag + i, 4096);
+        assert_int_equal(run_io(NVME_IO_WRITE, lba, n, 0), 0);
+}
+
+static void copy_expect(uint64_t lba, uint32_t n, uint8_t tag)
+{
+        for (uint32_t i = 0; i < n; i++) {
+                assert_int_equal(run_io(NVME_IO_READ, lba + i, 1, 0), 0);
+                for (int k = 0; k < 4096; k++)
+                        if (buf[k] != (uint8_t)(tag + i))
+                                fail_msg("lba %llu byte %d: %02x, want %02x",
+                                         (unsigned long long)(lba + i), k, buf[k],
+                                         (uint8_t)(tag + i));
+        }
+}
+
+static void test_copy(void **s)
+{
+        (void)s;
+        char err[256];
+        struct core_ns *ns2 = NULL, *ns3 = NULL;
+        struct core_ns_params p2 = {
+            .name = "nvt-c2", .backend = "mem", .size_bytes = 16 << 20, .block_size = 4096};
+        struct core_ns_params p3 = {
+            .name = "nvt-c3", .backend = "mem", .size_bytes = 16 << 20, .block_size = 512};
+        assert_int_equal(core_ns_create(&p2, &ns2, err, sizeof(err)), 0);
+        assert_int_equal(core_ns_create(&p3, &ns3, err, sizeof(err)), 0);
+        assert_int_equal(nvme_ns_attach(SUBNQN, 2, "nvt-c2", err, sizeof(err)), 2);
+        assert_int_equal(nvme_ns_attach(SUBNQN, 3, "nvt-c3", err, sizeof(err)), 3);
+
+        /* Advertised: ONCS Copy (+ single atomicity, all fast), OCFS 0h-3h, the limits. */
+        struct nvme_cmd c;
+        sqe_init(&c, &admin_q, NVME_ADM_IDENTIFY, 0);
+        sgl_len(&c, 4096);
+        cdw(&c, 10, NVME_CNS_CTRL);
+        nvme_cmd_parse(&c);
+        const struct nvme_id_ctrl *id = (const struct nvme_id_ctrl *)buf;
+        assert_int_equal(get_le16(&id->oncs) & 0x700, 0x700);
+        assert_int_equal(get_le16(&id->ocfs), 0xf);
+        sqe_init(&c, &admin_q, NVME_ADM_IDENTIFY, 1);
+        sgl_len(&c, 4096);
+        cdw(&c, 10, NVME_CNS_NS);
+        nvme_cmd_parse(&c);
+        const struct nvme_id_ns *idn = (const struct nvme_id_ns *)buf;
+        assert_int_equal(get_le16(&idn->mssrl), 65535); /* 256 MiB of 4 KiB blocks, capped */
+        assert_int_equal(get_le32(&idn->mcl), (uint32_t)((4ull << 30) / 4096));
+        assert_int_equal(idn->msrc, 127);
+        /* The effects log lists it as changing logical block content. */
+        sqe_init(&c, &admin_q, NVME_ADM_GET_LOG_PAGE, 0);
+        sgl_len(&c, 4096);
+        cdw(&c, 10, NVME_LOG_CMD_EFFECTS | ((4096 / 4 - 1) << 16));
+        nvme_cmd_parse(&c);
+        assert_int_equal(st(&c), 0);
+        const struct nvme_effects_log *eff = (const struct nvme_effects_log *)buf;
+        assert_int_equal(get_le32(&eff->iocs[NVME_IO_COPY]),
+                         NVME_EFFECTS_CSUPP | NVME_EFFECTS_LBCC);
+
+        /* Format 0h: two ranges land back to back at SDLBA; DW0 0 on success. */
+        copy_fill(30, 4, 0x10);
+        struct copy_entry e[3] = {{0, 32, 2}, {0, 30, 2}};
+        uint32_t d0 = 99;
+        assert_int_equal(run_copy(1, 100, 0, e, 2, 0, &d0), 0);
+        copy_expect(100, 2, 0x12);
+        copy_expect(102, 2, 0x10);
+        /* Format 1h (40-byte entries; PI tags ignored), with FUA. */
+        assert_int_equal(run_copy(1, 200, 1, e, 2, 1u << 30, NULL), 0);
+        copy_expect(200, 2, 0x12);
+        copy_expect(202, 2, 0x10);
+        /* Format 0h overlap is the host's to avoid: done as if read first. */
+        struct copy_entry ov = {0, 100, 4};
+        assert_int_equal(run_copy(1, 101, 0, &ov, 1, 0, NULL), 0);
+        copy_expect(101, 1, 0x12);
+        copy_expect(103, 2, 0x10);
+
+        /* Limits: NR beyond MSRC, NLB beyond MSSRL (the entry's 0's based FFFFh). */
+        static struct copy_entry many[129];
+        for (int i = 0; i < 129; i++)
+                many[i] = (struct copy_entry){0, (uint64_t)i, 1};
+        assert_int_equal(run_copy(1, 1000, 0, many, 129, 0, NULL), ST(1, NVME_SC_CMD_SIZE_LIMIT));
+        assert_int_equal(run_copy(1, 1000, 0, many, 128, 0, NULL), 0);
+        struct copy_entry big = {0, 0, 65536};
+        assert_int_equal(run_copy(1, 0, 0, &big, 1, 0, &d0), ST(1, NVME_SC_CMD_SIZE_LIMIT));
+        assert_int_equal(d0, 0);
+        /* Out of range: destination past the end, source past the end. */
+        uint64_t nsze = core_ns_blocks(ns);
+        assert_int_equal(run_copy(1, nsze - 3, 0, e, 2, 0, NULL), ST(0, NVME_SC_LBA_RANGE));
+        struct copy_entry oor = {0, nsze - 1, 2};
+        assert_int_equal(run_copy(1, 0, 0, &oor, 1, 0, NULL), ST(0, NVME_SC_LBA_RANGE));
+        assert_int_equal(run_copy(1, UINT64_MAX, 0, e, 1, 0, NULL), ST(0, NVME_SC_LBA_RANGE));
+
+        /* Formats: 4h and above unsupported; 2h/3h need Host Behavior Support CDFE. */
+        struct copy_entry x2 = {2, 5, 3};
+        assert_int_equal(run_copy(1, 300, 4, &x2, 1, 0, NULL), ST(0, NVME_SC_INVALID_FIELD));
+        assert_int_equal(run_copy(1, 300, 2, &x2, 1, 0, NULL), ST(0, NVME_SC_INVALID_FIELD));
+        assert_int_equal(set_cdfe(0x1), ST(0, NVME_SC_INVALID_FIELD)); /* 0h needs no enabling */
+        assert_int_equal(set_cdfe(0xc), 0);
+        /* Formats 2h/3h across namespaces: 1 -> 2 and back. */
+        assert_int_equal(run_copy(1, 300, 0, e, 1, 0, NULL), 0); /* 1:32..33 -> 1:300 */
+        struct copy_entry back = {1, 300, 2};
+        assert_int_equal(run_copy(2, 5, 2, &back, 1, 0, NULL), 0); /* 1:300 -> 2:5 */
+        struct copy_entry there = {2, 5, 2};
+        assert_int_equal(run_copy(1, 400, 3, &there, 1, 0, NULL), 0); /* 2:5 -> 1:400, 3h */
+        copy_expect(400, 2, 0x12);
+        /* SNSID 0 / FFFFFFFFh: Invalid Namespace or Format; inactive: Invalid Field. */
+        struct copy_entry bad = {0, 0, 1};
+        assert_int_equal(run_copy(1, 500, 2, &bad, 1, 0, NULL), ST(0, NVME_SC_INVALID_NS));
+        bad.snsid = 0xffffffffu;
+        assert_int_equal(run_copy(1, 500, 2, &bad, 1, 0, NULL), ST(0, NVME_SC_INVALID_NS));
+        bad.snsid = 9;
+        assert_int_equal(run_copy(1, 500, 2, &bad, 1, 0, NULL), ST(0, NVME_SC_INVALID_FIELD));
+        /* Different LBA data size: Incompatible Namespace or Format. */
+        bad.snsid = 3;
+        assert_int_equal(run_copy(1, 500, 2, &bad, 1, 0, NULL), ST(1, NVME_SC_INCOMPATIBLE_NS));
+        /* 2h/3h: a source in the destination namespace overlapping it is refused. */
+        struct copy_entry self = {1, 400, 2};
+        assert_int_equal(run_copy(1, 401, 2, &self, 1, 0, NULL), ST(1, NVME_SC_OVERLAPPING_RANGE));
+        assert_int_equal(run_copy(1, 402, 2, &self, 1, 0, NULL), 0);
+        copy_expect(402, 2, 0x12);
+
+        /* Write-protected destination: Namespace Is Write Protected; a source is fine. */
+        assert_int_equal(core_ns_set_wp(ns2, CORE_WP_CONFIG, true, NULL), 0);
+        assert_int_equal(run_copy(2, 50, 2, &self, 1, 0, &d0), ST(0, NVME_SC_NS_WRITE_PROTECTED));
+        assert_int_equal(d0, 0);
+        assert_int_equal(run_copy(1, 600, 2, &there, 1, 0, NULL), 0);
+        assert_int_equal(core_ns_set_wp(ns2, CORE_WP_CONFIG, false, NULL), 0);
+        /* DTYPE (no directives) is an invalid field. */
+        assert_int_equal(run_copy(1, 700, 0, e, 1, 2u << 20, NULL), ST(0, NVME_SC_INVALID_FIELD));
+
+        assert_int_equal(set_cdfe(0), 0);
+        assert_int_equal(run_copy(1, 300, 2, &x2, 1, 0, NULL), ST(0, NVME_SC_INVALID_FIELD));
+        char e2[256];
+        assert_int_equal(nvme_ns_detach(SUBNQN, 2, e2, sizeof(e2)), 0);
+        assert_int_equal(nvme_ns_detach(SUBNQN, 3, e2, sizeof(e2)), 0);
+}
+
 /* ---- Sanitize (Base 2.0 5.24, 8.21) and the Sanitize Status log (81h) ---- */
 
 static void parse_exec_fn(void *arg)
@@ -1230,6 +1439,7 @@ int main(void)
             cmocka_unit_test(test_io_parse),
             cmocka_unit_test(test_io_roundtrip),
             cmocka_unit_test(test_thin),
+            cmocka_unit_test(test_copy),
             cmocka_unit_test(test_sanitize),
             cmocka_unit_test(test_discovery),
             cmocka_unit_test(test_write_protect_feature),

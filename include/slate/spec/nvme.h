@@ -41,6 +41,7 @@ enum {
         NVME_IO_RESV_REPORT = 0x0e,
         NVME_IO_RESV_ACQUIRE = 0x11,
         NVME_IO_RESV_RELEASE = 0x15,
+        NVME_IO_COPY = 0x19,
 };
 
 /* ---- Submission queue entry (Base 2.0 4.2) ---- */
@@ -151,9 +152,10 @@ enum {
         NVME_SC_FEATURE_NOT_SAVEABLE = 0x0d,
         NVME_SC_FEATURE_NOT_CHANGEABLE = 0x0e,
         NVME_SC_FEATURE_NOT_PER_NS = 0x0f,
-        NVME_SC_CONFLICTING_ATTRS = 0x80, /* NVM: DSM / write zeroes attributes */
-        NVME_SC_CMD_SIZE_LIMIT = 0x83,    /* NVM: Copy / DSM beyond MSRC, MSSRL, MCL */
-        NVME_SC_INCOMPATIBLE_NS = 0x85,   /* NVM: Copy between different formats */
+        NVME_SC_CONFLICTING_ATTRS = 0x80,    /* NVM: DSM / write zeroes attributes */
+        NVME_SC_CMD_SIZE_LIMIT = 0x83,       /* NVM: Copy / DSM beyond MSRC, MSSRL, MCL */
+        NVME_SC_INCOMPATIBLE_NS = 0x85,      /* NVM: Copy between different formats */
+        NVME_SC_FAST_COPY_IMPOSSIBLE = 0x86, /* NVM: Copy with FCO that cannot be fast */
         NVME_SC_OVERLAPPING_RANGE = 0x87, /* NVM: Copy format 2h/3h source overlaps destination */
 };
 enum {
@@ -320,6 +322,9 @@ _Static_assert(offsetof(struct nvme_id_ctrl, psd) == 2048, "psd");
 #define NVME_ONCS_SAVE_SELECT  (1u << 4)
 #define NVME_ONCS_RESERVATIONS (1u << 5)
 #define NVME_ONCS_VERIFY       (1u << 7)
+#define NVME_ONCS_COPY         (1u << 8)
+#define NVME_ONCS_COPY_SA      (1u << 9)  /* NVMCSA: the write portion of a Copy is one write */
+#define NVME_ONCS_ALL_FAST     (1u << 10) /* NVMAFC: every copy is a fast copy */
 
 struct nvme_lbaf {
         le16 ms;
@@ -589,9 +594,36 @@ struct nvme_host_behavior {
         uint8_t acre;
         uint8_t etdas;
         uint8_t lbafee;
-        uint8_t rsvd3[509];
+        uint8_t hdisns;
+        le16 cdfe; /* Copy Descriptor Formats Enable: bit n enables format n (2h, 3h) */
+        uint8_t rsvd6[506];
 };
 _Static_assert(sizeof(struct nvme_host_behavior) == 512, "host behavior support");
+
+/*
+ * Copy Source Range entries (NVM Command Set 1.2 figs. 39, 40): formats
+ * 0h/2h are 32 bytes, 1h/3h 40 (the 16-byte PI formats' longer tags).  The
+ * first 24 bytes are common; SNSID is reserved in formats 0h and 1h.
+ */
+struct nvme_copy_range {
+        le32 snsid; /* formats 2h, 3h: source namespace */
+        uint8_t rsvd4[4];
+        le64 slba;
+        le16 nlb;       /* 0's based */
+        uint8_t cetype; /* bits 3:0 */
+        uint8_t rsvd19;
+        le16 cev;
+        le16 sopt;       /* formats 2h, 3h: bit 15 FCO */
+        uint8_t tags[8]; /* ELBT, ELBAT, ELBATM (PI only) */
+};
+_Static_assert(sizeof(struct nvme_copy_range) == 32, "copy range format 0h/2h");
+struct nvme_copy_range_ext {
+        struct nvme_copy_range r; /* tags are rsvd24[2] + the first 6 ELBT bytes here */
+        uint8_t tags2[8];
+};
+_Static_assert(sizeof(struct nvme_copy_range_ext) == 40, "copy range format 1h/3h");
+#define NVME_COPY_SOPT_FCO (1u << 15)
+#define NVME_COPY_FMT_MAX  3u
 
 /* Dataset Management range (NVM 1.0 fig. 39) */
 struct nvme_dsm_range {
