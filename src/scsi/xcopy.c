@@ -675,9 +675,9 @@ enum scsi_parse_result scsi_rcr_parse(struct scsi_cmd *cmd)
  * COPY CSCD, so a token is usable through any target port whose initiator
  * reaches the source LU; bytes the host cannot guess (getrandom) make it
  * unforgeable.  Tokens live in a bounded store (SCSI_ODX_MAX_TOKENS) until
- * their inactivity timeout passes, DEL_TKN deletes them, or their slot is
- * needed after they expired.  The block device zero ROD token (FFFF0001h)
- * makes WRITE USING TOKEN write zeroes.
+ * their inactivity timeout passes, DEL_TKN deletes them, or a new token
+ * needs the slot (an expired one first, else the least recently used).  The block device zero ROD
+ * token (FFFF0001h) makes WRITE USING TOKEN write zeroes.
  */
 
 struct odx_token {
@@ -882,21 +882,22 @@ static void pt_exec(struct scsi_cmd *cmd)
                 goto out;
         }
         pthread_mutex_lock(&xc_lock);
-        for (unsigned i = 0; i < SCSI_ODX_MAX_TOKENS && slot < 0; i++)
-                if (!tokens[i].used || token_expired(&tokens[i], now))
+        /* A free or expired slot, else the least recently used token is deleted. */
+        for (unsigned i = 0; i < SCSI_ODX_MAX_TOKENS; i++) {
+                if (!tokens[i].used || token_expired(&tokens[i], now)) {
                         slot = (int)i;
-        if (slot >= 0) {
-                t.id = ((uint64_t)slot << 48) | (++token_seq & 0xffffffffffffull);
-                slate_put_be(t.bytes + 8, 8, t.id);
-                tokens[slot] = t;
-                op->token = slot;
-                op->token_id = t.id;
+                        break;
+                }
+                if (slot < 0 || tokens[i].last_use_s < tokens[slot].last_use_s)
+                        slot = (int)i;
         }
+        t.id = ((uint64_t)slot << 48) | (++token_seq & 0xffffffffffffull);
+        slate_put_be(t.bytes + 8, 8, t.id);
+        tokens[slot] = t;
+        op->token = slot;
+        op->token_id = t.id;
         pthread_mutex_unlock(&xc_lock);
-        if (slot < 0) /* INSUFFICIENT RESOURCES TO CREATE ROD TOKEN */
-                scsi_sense_set(cmd, SK_ILLEGAL_REQUEST, 0x55, 0x0d);
-        else
-                scsi_cmd_good(cmd);
+        scsi_cmd_good(cmd);
         op_finish(op, cmd, 1, t.blocks);
 out:
         scsi_cmd_finish_deferred(cmd);
