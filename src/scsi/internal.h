@@ -21,6 +21,7 @@
 #define SK_ILLEGAL_REQUEST 0x5
 #define SK_UNIT_ATTENTION  0x6
 #define SK_DATA_PROTECT    0x7
+#define SK_COPY_ABORTED    0xa
 #define SK_ABORTED_COMMAND 0xb
 #define SK_MISCOMPARE      0xe
 
@@ -29,6 +30,22 @@ void scsi_sense_set(struct scsi_cmd *cmd, uint8_t key, uint8_t asc, uint8_t ascq
 /* ILLEGAL REQUEST, INVALID FIELD IN CDB (24h/00h) or IN PARAMETER LIST (26h/00h),
  * with the sense-key-specific field pointer at byte/bit. bit < 0: no bit pointer. */
 void scsi_sense_invalid_field(struct scsi_cmd *cmd, bool in_cdb, uint16_t byte, int bit);
+/* ILLEGAL REQUEST with any ASC/ASCQ and the field pointer at byte/bit (of the CDB or the
+ * parameter list). */
+void scsi_sense_field(struct scsi_cmd *cmd, uint8_t asc, uint8_t ascq, bool in_cdb, uint16_t byte,
+                      int bit);
+/*
+ * COPY ABORTED (SPC-5 5.17.7.x, third-party copy errors): the segment number in the
+ * COMMAND-SPECIFIC INFORMATION field and, when field >= 0, the segment pointer (sd: relative
+ * to the segment descriptor, else to the parameter list).  _build writes it into out
+ * (SCSI_SENSE_MAX bytes) and returns its length; the other sets cmd's status and sense.
+ */
+uint8_t scsi_sense_build_copy(uint8_t *out, bool desc, uint8_t asc, uint8_t ascq, uint32_t segment,
+                              int field, bool sd);
+void scsi_sense_copy_aborted(struct scsi_cmd *cmd, uint8_t asc, uint8_t ascq, uint32_t segment,
+                             int field, bool sd);
+/* The ASC/ASCQ a core status maps to, when it maps to CHECK CONDITION (false otherwise). */
+bool scsi_core_sense_code(enum core_status st, uint8_t *asc, uint8_t *ascq);
 /* Map a core status (and req->info) to SAM status + sense. */
 void scsi_status_from_core(struct scsi_cmd *cmd, enum core_status st, uint64_t info,
                            bool info_valid);
@@ -195,6 +212,78 @@ int scsi_sanitize_check_overwrite(const uint8_t *p, uint32_t len, uint32_t block
                                   uint16_t *byte, int *bit);
 /* Core completion for commands that submitted cmd->req. */
 void scsi_sbc_req_done(struct core_req *req);
+
+/*
+ * xcopy.c: third-party copy (SPC-5 6.4 EXTENDED COPY(LID1), 6.18 RECEIVE
+ * COPY RESULTS), executed by the core copy engine (core/copy.h).  The
+ * limits below are what the parameter-list parser enforces and what
+ * RECEIVE COPY OPERATING PARAMETERS and VPD 8Fh advertise.
+ */
+#define SCSI_XCOPY_MAX_CSCD    16u /* CSCD descriptors per list */
+#define SCSI_XCOPY_MAX_SEGS    16u /* segment descriptors per list */
+#define SCSI_XCOPY_CSCD_LEN    32u
+#define SCSI_XCOPY_SEG_B2B_LEN 28u /* block -> block (02h) */
+#define SCSI_XCOPY_MAX_DESC_LIST                                                                   \
+        (SCSI_XCOPY_MAX_CSCD * SCSI_XCOPY_CSCD_LEN + SCSI_XCOPY_MAX_SEGS * SCSI_XCOPY_SEG_B2B_LEN)
+#define SCSI_XCOPY_MAX_SEG_BLOCKS 0xffffu /* NUMBER OF BLOCKS is 16 bits */
+#define SCSI_XCOPY_MAX_CONCURRENT 32u     /* copy operations at once, all nexuses */
+#define SCSI_XCOPY_MAX_PARAM_LEN  65536u  /* parameter list bytes we accept at all */
+
+/* A parameter-list error: ILLEGAL REQUEST (field pointer into the list) or COPY ABORTED
+ * (segment number, and a segment pointer relative to its descriptor). */
+struct scsi_xcopy_err {
+        bool copy_aborted;
+        uint8_t asc, ascq;
+        uint16_t segment;
+        int field; /* byte offset, < 0: none */
+        int bit;   /* < 0: no bit pointer (ILLEGAL REQUEST only) */
+};
+
+/* One EXTENDED COPY(LID1) parameter list, as parsed (pointers into the list). */
+struct scsi_xcopy_list {
+        uint8_t list_id, usage, priority;
+        unsigned ncscd, nseg;
+        const uint8_t *cscd[SCSI_XCOPY_MAX_CSCD];
+        struct scsi_xcopy_seg {
+                uint16_t src, dst; /* CSCD indexes */
+                uint16_t nlb;
+                bool dc;
+                uint64_t src_lba, dst_lba;
+        } seg[SCSI_XCOPY_MAX_SEGS];
+};
+
+/*
+ * Check an EXTENDED COPY(LID1) parameter list of len bytes (the header,
+ * the CSCD and segment descriptor lists, their counts, types and
+ * lengths); 0 with *l filled, or -EINVAL with *e saying which error.  Pure:
+ * CSCDs are resolved and segments range-checked at execution.
+ */
+int scsi_xcopy_parse_list(const uint8_t *p, uint32_t len, struct scsi_xcopy_list *l,
+                          struct scsi_xcopy_err *e);
+enum scsi_parse_result scsi_xcopy_parse(struct scsi_cmd *cmd);
+void scsi_xcopy_exec(struct scsi_cmd *cmd);
+/* Token copy (ODX): POPULATE TOKEN, WRITE USING TOKEN; RECEIVE ROD TOKEN INFORMATION is an
+ * RCR service action. */
+#define SCSI_ODX_MAX_TOKENS           256u /* live ROD tokens, all nexuses */
+#define SCSI_ODX_MAX_RANGES           8u   /* block device range descriptors */
+#define SCSI_ODX_DEFAULT_INACTIVITY_S 60u  /* token inactivity timeout */
+#define SCSI_ODX_MAX_INACTIVITY_S     3600u
+#define SCSI_ODX_MAX_TOKEN_BYTES      (4ull << 30) /* per token and per WRITE USING TOKEN */
+enum scsi_parse_result scsi_odx_parse(struct scsi_cmd *cmd);
+void scsi_odx_exec(struct scsi_cmd *cmd);
+void scsi_xcopy_abort(struct scsi_cmd *cmd);
+enum scsi_parse_result scsi_rcr_parse(struct scsi_cmd *cmd);
+/* target.c: I_T nexus loss discards the nexus's copy results (SPC-5 5.17.4.3). */
+void scsi_xcopy_nexus_lost(const struct scsi_nexus *nx);
+/* The fuzzer: run the parameter-list check of cmd (parsed, SCSI_PARSE_EXEC) on len bytes of buf. */
+void scsi_xcopy_fuzz_params(struct scsi_cmd *cmd, uint32_t len);
+
+/* vpd.c: does desc (a designation descriptor: code set, association/type, length,
+ * designator) name ns itself (one of its VPD 83h logical unit designators)? */
+bool scsi_vpd_lu_designator_match(const struct core_ns *ns, const uint8_t *desc);
+/* target.c: the LU named by a designation descriptor, among the LUs nx's initiator reaches
+ * (the LUs of any target port it has an I_T nexus with); referenced (core_ns_put), or NULL. */
+struct core_ns *scsi_lu_by_designator(const struct scsi_nexus *nx, const uint8_t *desc);
 
 /* target.c: libFuzzer entry point; parse only, against a fake LU. */
 int scsi_fuzz_one(const uint8_t *cdb, size_t len);

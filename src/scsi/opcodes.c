@@ -7,7 +7,8 @@
  * Opcodes with service actions (9Eh SERVICE ACTION IN(16), A3h MAINTENANCE
  * IN, 5Eh/5Fh PERSISTENT RESERVE IN/OUT, 48h SANITIZE) have sub-tables.  UNMAP
  * and GET LBA STATUS are listed for every LU; UNMAP refuses a fully
- * provisioned one (lbp.c).  Commands of later issues (EXTENDED COPY, WRITE
+ * provisioned one (lbp.c).  EXTENDED COPY (83h) and RECEIVE COPY RESULTS
+ * (84h) have sub-tables too (xcopy.c).  Commands of later issues (WRITE
  * ATOMIC, 7Fh variable-length CDBs) are simply absent, so they are
  * reported as unsupported and never executed.
  */
@@ -565,6 +566,76 @@ static const struct scsi_op sanitize_ops[] = {
     SANITIZE_OP(SCSI_SANITIZE_EXIT_FAILURE, "SANITIZE/EXIT FAILURE MODE", 0),
 };
 
+/*
+ * Third-party copy (xcopy.c): EXTENDED COPY(LID1) and RECEIVE COPY
+ * RESULTS.  Exempt from the dispatcher's reservation check: the copy
+ * manager checks each copy target itself (the core copy engine: read on
+ * the source, write on the destination, for the issuing nexus), and
+ * RECEIVE COPY RESULTS only reports.  VPD 8Fh lists these rows.
+ */
+#define T_XCOPY 600 /* up to 16 segments of 65535 blocks each */
+static const struct scsi_op xcopy_ops[] = {
+    {.name = "EXTENDED COPY(LID1)",
+     .opcode = 0x83,
+     .sa = 0x00,
+     .has_sa = true,
+     .cdb_len = 16,
+     .dir = SCSI_DIR_OUT,
+     .flags = SCSI_OPF_PR_EXEMPT,
+     .timeout = T_XCOPY,
+     .parse = scsi_xcopy_parse,
+     .exec = scsi_xcopy_exec,
+     .abort = scsi_xcopy_abort,
+     .usage = {0x83, 0x00, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0, CTL}},
+    {.name = "POPULATE TOKEN",
+     .opcode = 0x83,
+     .sa = 0x10,
+     .has_sa = true,
+     .cdb_len = 16,
+     .dir = SCSI_DIR_OUT,
+     .flags = F_READ,
+     .timeout = T_SHORT,
+     .parse = scsi_odx_parse,
+     .exec = scsi_odx_exec,
+     .usage = {0x83, 0x10, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x1f, CTL}},
+    {.name = "WRITE USING TOKEN",
+     .opcode = 0x83,
+     .sa = 0x11,
+     .has_sa = true,
+     .cdb_len = 16,
+     .dir = SCSI_DIR_OUT,
+     .flags = F_WRITE,
+     .timeout = T_XCOPY,
+     .parse = scsi_odx_parse,
+     .exec = scsi_odx_exec,
+     .abort = scsi_xcopy_abort,
+     .usage = {0x83, 0x11, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x1f, CTL}},
+};
+
+#define RCR_OP(sa_, n)                                                                             \
+        {                                                                                          \
+                .name = n, .opcode = 0x84, .sa = sa_, .has_sa = true, .cdb_len = 16,               \
+                .dir = SCSI_DIR_IN, .flags = SCSI_OPF_PR_EXEMPT, .timeout = T_SHORT,               \
+                .parse = scsi_rcr_parse,                                                           \
+                .usage = {0x84, sa_, 0xff, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0, CTL},   \
+        }
+static const struct scsi_op rcr_ops[] = {
+    RCR_OP(0x00, "RECEIVE COPY RESULTS/COPY STATUS"),
+    RCR_OP(0x01, "RECEIVE COPY RESULTS/RECEIVE DATA"),
+    RCR_OP(0x03, "RECEIVE COPY RESULTS/OPERATING PARAMETERS"),
+    RCR_OP(0x04, "RECEIVE COPY RESULTS/FAILED SEGMENT DETAILS"),
+    {.name = "RECEIVE ROD TOKEN INFORMATION",
+     .opcode = 0x84,
+     .sa = 0x07,
+     .has_sa = true,
+     .cdb_len = 16,
+     .dir = SCSI_DIR_IN,
+     .flags = SCSI_OPF_PR_EXEMPT,
+     .timeout = T_SHORT,
+     .parse = scsi_rcr_parse,
+     .usage = {0x84, 0x07, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0, CTL}},
+};
+
 struct sa_table {
         const struct scsi_op *ops;
         unsigned n;
@@ -579,6 +650,8 @@ static const struct sa_table sa_tables[256] = {
     [SCSI_OP_SANITIZE] = SA_TABLE(sanitize_ops),
     [SCSI_OP_PR_IN] = SA_TABLE(pr_in_ops),
     [SCSI_OP_PR_OUT] = SA_TABLE(pr_out_ops),
+    [SCSI_OP_EXTENDED_COPY] = SA_TABLE(xcopy_ops),
+    [SCSI_OP_RECEIVE_COPY_RESULTS] = SA_TABLE(rcr_ops),
     [SCSI_OP_SERVICE_ACTION_IN_16] = SA_TABLE(sai16_ops),
     [SCSI_OP_MAINTENANCE_IN] = SA_TABLE(maint_in_ops),
 };

@@ -79,7 +79,8 @@ void scsi_sense_set(struct scsi_cmd *cmd, uint8_t key, uint8_t asc, uint8_t ascq
         scsi_sense_full(cmd, key, asc, ascq, false, 0, NULL);
 }
 
-void scsi_sense_invalid_field(struct scsi_cmd *cmd, bool in_cdb, uint16_t byte, int bit)
+void scsi_sense_field(struct scsi_cmd *cmd, uint8_t asc, uint8_t ascq, bool in_cdb, uint16_t byte,
+                      int bit)
 {
         uint8_t sks[3];
         sks[0] = 0x80 | (in_cdb ? 0x40 : 0);
@@ -87,7 +88,48 @@ void scsi_sense_invalid_field(struct scsi_cmd *cmd, bool in_cdb, uint16_t byte, 
                 sks[0] |= 0x08 | (uint8_t)bit;
         sks[1] = (uint8_t)(byte >> 8);
         sks[2] = (uint8_t)byte;
-        scsi_sense_full(cmd, SK_ILLEGAL_REQUEST, in_cdb ? 0x24 : 0x26, 0x00, false, 0, sks);
+        scsi_sense_full(cmd, SK_ILLEGAL_REQUEST, asc, ascq, false, 0, sks);
+}
+
+void scsi_sense_invalid_field(struct scsi_cmd *cmd, bool in_cdb, uint16_t byte, int bit)
+{
+        scsi_sense_field(cmd, in_cdb ? 0x24 : 0x26, 0x00, in_cdb, byte, bit);
+}
+
+uint8_t scsi_sense_build_copy(uint8_t *out, bool desc, uint8_t asc, uint8_t ascq, uint32_t segment,
+                              int field, bool sd)
+{
+        uint8_t sks[3], len;
+        if (field >= 0) {
+                /* SPC-5 4.4.2.4.6 segment pointer: SD = relative to the segment descriptor. */
+                sks[0] = 0x80 | (sd ? 0x20 : 0);
+                sks[1] = (uint8_t)(field >> 8);
+                sks[2] = (uint8_t)field;
+        }
+        len = scsi_sense_build(out, desc, SK_COPY_ABORTED, asc, ascq, false, 0,
+                               field >= 0 ? sks : NULL);
+        if (!desc) {
+                struct scsi_sense_fixed *f = (void *)out;
+                put_be32(&f->cmd_specific, segment);
+                return len;
+        }
+        /* Command-specific information descriptor (type 01h): the segment number. */
+        uint8_t *d = out + len;
+        memset(d, 0, 12);
+        d[0] = 0x01;
+        d[1] = 0x0a;
+        slate_put_be(d + 4, 8, segment);
+        out[7] = (uint8_t)(out[7] + 12);
+        return (uint8_t)(len + 12);
+}
+
+void scsi_sense_copy_aborted(struct scsi_cmd *cmd, uint8_t asc, uint8_t ascq, uint32_t segment,
+                             int field, bool sd)
+{
+        cmd->status = SAM_STAT_CHECK_CONDITION;
+        cmd->data_in_len = 0;
+        cmd->sense_len =
+            scsi_sense_build_copy(cmd->sense, want_desc(cmd), asc, ascq, segment, field, sd);
 }
 
 void scsi_cmd_reject_xfer(struct scsi_cmd *cmd, enum scsi_xfer_error e)
@@ -156,6 +198,19 @@ static const struct status_map core_map[CORE_STATUS_MAX] = {
     [CORE_E_COPY_LIMIT] = {SAM_STAT_CHECK_CONDITION, SK_ILLEGAL_REQUEST, 0x26, 0x00},
     [CORE_E_COPY_INCOMPATIBLE] = {SAM_STAT_CHECK_CONDITION, SK_ILLEGAL_REQUEST, 0x26, 0x00},
 };
+
+bool scsi_core_sense_code(enum core_status st, uint8_t *asc, uint8_t *ascq)
+{
+        const struct status_map *m;
+        if ((unsigned)st >= CORE_STATUS_MAX)
+                st = CORE_E_INTERNAL;
+        m = &core_map[st];
+        if (m->sam != SAM_STAT_CHECK_CONDITION)
+                return false;
+        *asc = m->asc;
+        *ascq = m->ascq;
+        return true;
+}
 
 void scsi_status_from_core(struct scsi_cmd *cmd, enum core_status st, uint64_t info,
                            bool info_valid)

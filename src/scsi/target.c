@@ -234,6 +234,45 @@ static void on_ns_event(const struct core_ns_event *ev, void *arg)
         pthread_mutex_unlock(&targets_lock);
 }
 
+/* Two initiator port names ("<name>,i,0x<isid>") of one initiator device. */
+static bool same_initiator(const char *a, const char *b)
+{
+        const char *ea = strstr(a, ",i,"), *eb = strstr(b, ",i,");
+        size_t la = ea ? (size_t)(ea - a) : strlen(a), lb = eb ? (size_t)(eb - b) : strlen(b);
+        return la == lb && !memcmp(a, b, la);
+}
+
+/*
+ * Third-party copy (xcopy.c): a CSCD names a LU by designator.  The copy
+ * manager reaches the LUs of nx's own target port and those of every
+ * target port the same initiator has logged in to: what the initiator
+ * could read and write itself, nothing more.
+ */
+struct core_ns *scsi_lu_by_designator(const struct scsi_nexus *nx, const uint8_t *desc)
+{
+        struct core_ns *found = NULL;
+        if (!nx)
+                return NULL;
+        pthread_mutex_lock(&targets_lock);
+        for (struct scsi_target *tgt = targets; tgt && !found; tgt = tgt->next) {
+                bool reach = tgt == nx->target;
+                pthread_mutex_lock(&tgt->lock);
+                for (struct scsi_nexus *o = tgt->nexus_list; o && !reach; o = o->next)
+                        reach = same_initiator(o->id.initiator, nx->id.initiator);
+                for (unsigned l = 0; reach && l < SCSI_MAX_LUNS; l++) {
+                        struct core_ns *ns = atomic_load(&tgt->luns[l]);
+                        if (ns && scsi_vpd_lu_designator_match(ns, desc)) {
+                                core_ns_get(ns);
+                                found = ns;
+                                break;
+                        }
+                }
+                pthread_mutex_unlock(&tgt->lock);
+        }
+        pthread_mutex_unlock(&targets_lock);
+        return found;
+}
+
 static void listen_once(void)
 {
         if (core_ns_listen(on_ns_event, NULL))
@@ -299,6 +338,7 @@ void scsi_nexus_fini(struct scsi_nexus *nx)
                 prevent_update(nx, l, atomic_load(&tgt->luns[l]), false);
         pthread_mutex_unlock(&tgt->lock);
         memset(nx->prevent, 0, sizeof(nx->prevent));
+        scsi_xcopy_nexus_lost(nx);
         nx->target = NULL;
         nx->next = NULL;
 }
@@ -613,6 +653,16 @@ int scsi_fuzz_one(const uint8_t *cdb, size_t len)
         atomic_store(&ns.prov.limit, 0);
         atomic_store(&ns.prov.threshold, 0);
         enum scsi_parse_result r = scsi_cmd_parse(&cmd);
+        /* The bytes after the command's CDB are its Data-Out (parameter list). */
+        if (r == SCSI_PARSE_EXEC && cmd.op &&
+            full > ((const struct scsi_op *)cmd.op)->cdb_len) {
+                size_t cl = ((const struct scsi_op *)cmd.op)->cdb_len;
+                uint32_t n = full - cl > cmd.buf_len ? cmd.buf_len : (uint32_t)(full - cl);
+                if (n > cmd.data_out_len)
+                        n = cmd.data_out_len;
+                memmove(buf, cdb + cl, n);
+                scsi_xcopy_fuzz_params(&cmd, n);
+        }
         if (cmd.data_in_len > cmd.buf_len || cmd.data_out_len > cmd.buf_len ||
             cmd.sense_len > SCSI_SENSE_MAX)
                 abort();

@@ -4,7 +4,8 @@
  * pages, 80h unit serial number, 83h device identification (NAA-6, UUID,
  * T10 vendor ID, and the target port's SCSI name string, relative port
  * and port group), 86h extended INQUIRY, B0h block limits and B1h block
- * device characteristics, and on thin LUs B2h logical block provisioning
+ * device characteristics, 8Fh third-party copy (the limits xcopy.c
+ * enforces), and on thin LUs B2h logical block provisioning
  * (with the Block Limits unmap fields).  Atomic writes are later work:
  * their fields stay zero.  Every designator derives from the
  * namespace UUID (see STANDARDS.md section 5).
@@ -19,7 +20,7 @@
 #define SLATE_PRODUCT  "slate-disk      "
 #define SLATE_REVISION "0001"
 
-static const uint8_t vpd_pages[] = {0x00, 0x80, 0x83, 0x86, 0xb0, 0xb1, 0xb2};
+static const uint8_t vpd_pages[] = {0x00, 0x80, 0x83, 0x86, 0x8f, 0xb0, 0xb1, 0xb2};
 
 static uint8_t peripheral(const struct scsi_cmd *cmd)
 {
@@ -44,6 +45,7 @@ uint32_t scsi_inquiry_std_build(struct scsi_cmd *cmd, uint8_t *out)
         q->version = 0x06;       /* SPC-4: what iscsi-test-cu accepts (4..6) */
         q->flags3 = 0x10 | 0x02; /* HISUP, response data format 2 */
         q->additional_len = sizeof(*q) - 5;
+        q->flags5 = 0x08; /* 3PC: third-party copy (EXTENDED COPY, xcopy.c) */
         q->flags7 = 0x02; /* CMDQUE */
         memcpy(q->vendor, SLATE_VENDOR, 8);
         memcpy(q->product, SLATE_PRODUCT, 16);
@@ -71,11 +73,10 @@ static uint32_t desig(uint8_t *p, uint8_t proto_codeset, uint8_t piv_assoc_type,
         return sizeof(*h) + len;
 }
 
-static uint32_t vpd83(struct scsi_cmd *cmd, uint8_t *p)
+/* The designators of the logical unit itself (association 00b): NAA-6, UUID, T10 vendor ID. */
+static uint32_t vpd83_lu(const struct core_ns *ns, uint8_t *p)
 {
-        struct core_ns *ns = cmd->ns;
-        struct scsi_target *tgt = cmd->nexus ? cmd->nexus->target : NULL;
-        uint8_t d[256];
+        uint8_t d[64];
         uint32_t n = 0;
         char hex[33];
 
@@ -100,6 +101,14 @@ static uint32_t vpd83(struct scsi_cmd *cmd, uint8_t *p)
         memcpy(d, SLATE_VENDOR, 8);
         memcpy(d + 8, hex, 32);
         n += desig(p + n, 0x02, 0x01, d, 40);
+        return n;
+}
+
+static uint32_t vpd83(struct scsi_cmd *cmd, uint8_t *p)
+{
+        struct scsi_target *tgt = cmd->nexus ? cmd->nexus->target : NULL;
+        uint8_t d[256];
+        uint32_t n = vpd83_lu(cmd->ns, p);
 
         if (tgt) {
                 /* SCSI name string of the target port (iSCSI: "<name>,t,0x<tpgt>"). */
@@ -121,6 +130,115 @@ static uint32_t vpd83(struct scsi_cmd *cmd, uint8_t *p)
                 slate_put_be(d + 2, 2, tgt->tpgt);
                 n += desig(p + n, 0x51, 0x95, d, 4);
         }
+        return n;
+}
+
+bool scsi_vpd_lu_designator_match(const struct core_ns *ns, const uint8_t *desc)
+{
+        uint8_t buf[128];
+        uint32_t n = vpd83_lu(ns, buf);
+        if ((desc[1] & 0x30) != 0) /* association: the logical unit */
+                return false;
+        for (uint32_t off = 0; off + 4 <= n; off += 4u + buf[off + 3]) {
+                const uint8_t *d = buf + off;
+                if ((d[0] & 0x0f) == (desc[0] & 0x0f) && (d[1] & 0x0f) == (desc[1] & 0x0f) &&
+                    d[3] == desc[3] && !memcmp(d + 4, desc + 4, d[3]))
+                        return true;
+        }
+        return false;
+}
+
+/*
+ * Third-party Copy VPD page (SPC-5 7.7.18): what the copy manager does,
+ * consistent with what xcopy.c enforces.  The supported commands come from
+ * the opcode table (83h and 84h service actions), so the page cannot claim
+ * a command the dispatcher does not run.
+ */
+static uint32_t tpc_desc_hdr(uint8_t *p, uint16_t type, uint32_t body)
+{
+        /* Descriptor lengths are multiples of 4 (SPC-5 7.7.18.1). */
+        uint32_t len = (body + 3u) & ~3u;
+        slate_put_be(p, 2, type);
+        slate_put_be(p + 2, 2, len);
+        return 4 + len;
+}
+
+static uint32_t vpd8f(struct scsi_cmd *cmd, uint8_t *p)
+{
+        struct core_ns *ns = cmd->ns;
+        uint32_t n = 0, k;
+        uint8_t *d;
+
+        /* 0001h Supported Commands: every 83h/84h service action of the opcode table. */
+        d = p + n;
+        k = 1;
+        for (unsigned opc = SCSI_OP_EXTENDED_COPY; opc <= SCSI_OP_RECEIVE_COPY_RESULTS; opc++) {
+                uint8_t *e = d + 4 + k, nsa = 0;
+                e[0] = (uint8_t)opc;
+                for (const struct scsi_op *op = scsi_op_next(NULL); op; op = scsi_op_next(op))
+                        if (op->opcode == opc)
+                                e[2 + nsa++] = (uint8_t)op->sa;
+                e[1] = nsa;
+                if (nsa)
+                        k += 2u + nsa;
+        }
+        d[4] = (uint8_t)(k - 1); /* COMMANDS SUPPORTED LIST LENGTH */
+        n += tpc_desc_hdr(d, 0x0001, k);
+
+        /* 0004h Parameter Data (EXTENDED COPY(LID1) limits). */
+        d = p + n;
+        slate_put_be(d + 8, 2, SCSI_XCOPY_MAX_CSCD);
+        slate_put_be(d + 10, 2, SCSI_XCOPY_MAX_SEGS);
+        slate_put_be(d + 12, 4, SCSI_XCOPY_MAX_DESC_LIST);
+        slate_put_be(d + 16, 4, 0); /* MAXIMUM INLINE DATA LENGTH */
+        n += tpc_desc_hdr(d, 0x0004, 28);
+
+        /* 0008h Supported Descriptors: block -> block segments, identification CSCDs. */
+        d = p + n;
+        d[4] = 2;
+        d[5] = 0x02;
+        d[6] = 0xe4;
+        n += tpc_desc_hdr(d, 0x0008, 3);
+
+        /* 000Ch Supported CSCD Descriptor IDs: none above 07FFh. */
+        d = p + n;
+        n += tpc_desc_hdr(d, 0x000c, 2);
+
+        /* 0000h Block Device ROD Token Limits (SBC-4 6.6.7.2): what POPULATE TOKEN takes. */
+        d = p + n;
+        slate_put_be(d + 10, 2, SCSI_ODX_MAX_RANGES);
+        slate_put_be(d + 12, 4, SCSI_ODX_MAX_INACTIVITY_S);
+        slate_put_be(d + 16, 4, SCSI_ODX_DEFAULT_INACTIVITY_S);
+        slate_put_be(d + 20, 8, SCSI_ODX_MAX_TOKEN_BYTES >> ns->block_shift); /* blocks */
+        slate_put_be(d + 28, 8, SCSI_ODX_MAX_TOKEN_BYTES >> ns->block_shift); /* optimal */
+        n += tpc_desc_hdr(d, 0x0000, 32);
+
+        /* 0106h ROD Token Features: no remote tokens; lifetime is the inactivity timeout. */
+        d = p + n;
+        d[4] = 0x00;                                        /* REMOTE TOKENS: none */
+        slate_put_be(d + 16, 4, 1);                         /* MINIMUM TOKEN LIFETIME */
+        slate_put_be(d + 20, 4, SCSI_ODX_MAX_INACTIVITY_S); /* MAXIMUM TOKEN LIFETIME */
+        slate_put_be(d + 24, 4, SCSI_ODX_MAX_INACTIVITY_S); /* MAXIMUM TOKEN INACTIVITY TIMEOUT */
+        n += tpc_desc_hdr(d, 0x0106, 44);
+
+        /* 0108h Supported ROD Token and ROD Types: point in time (in and out), block zero (in). */
+        d = p + n;
+        slate_put_be(d + 6, 2, 2 * 64);
+        slate_put_be(d + 8, 4, 0x00800000u);
+        d[8 + 4] = 0x03; /* TOKEN_IN, TOKEN_OUT */
+        slate_put_be(d + 8 + 64, 4, 0xffff0001u);
+        d[8 + 64 + 4] = 0x02; /* TOKEN_IN */
+        n += tpc_desc_hdr(d, 0x0108, 4 + 2 * 64);
+
+        /* 8001h General Copy Operations. */
+        d = p + n;
+        slate_put_be(d + 4, 4, SCSI_XCOPY_MAX_CONCURRENT); /* TOTAL CONCURRENT COPIES */
+        slate_put_be(d + 8, 4,
+                     SCSI_XCOPY_MAX_CONCURRENT); /* MAXIMUM IDENTIFIED CONCURRENT COPIES */
+        slate_put_be(d + 12, 4, (uint64_t)SCSI_XCOPY_MAX_SEG_BLOCKS << ns->block_shift);
+        d[16] = (uint8_t)ns->block_shift; /* DATA SEGMENT GRANULARITY (log 2): one block */
+        d[17] = 0;                        /* INLINE DATA GRANULARITY */
+        n += tpc_desc_hdr(d, 0x8001, 28);
         return n;
 }
 
@@ -150,6 +268,9 @@ int scsi_vpd_build(struct scsi_cmd *cmd, uint8_t page, uint8_t *out, uint32_t ca
         }
         case 0x83:
                 n = vpd83(cmd, p);
+                break;
+        case 0x8f:
+                n = vpd8f(cmd, p);
                 break;
         case 0x86:
                 n = 0x3c;
