@@ -26,6 +26,7 @@
 
 #include "backend/backend.h"
 #include "core/pr.h"
+#include "core/stats.h"
 
 #define CORE_NS_NAME_MAX        64
 #define CORE_MAX_TRANSFER_BYTES (1u << 20) /* largest single data transfer we accept */
@@ -91,10 +92,6 @@ enum core_sanitize_state {
 #define CORE_CHK_SANITIZE_FAILED (1u << 3) /* CORE_E_SANITIZE_FAILED in failure mode */
 #define CORE_CHK_WRITABLE        (1u << 4) /* CORE_E_WRITE_PROTECT[_SOFTWARE] */
 
-struct core_ns_stats {
-        _Atomic uint64_t read_ops, write_ops, read_bytes, write_bytes, flush_ops;
-};
-
 struct core_ns {
         char name[CORE_NS_NAME_MAX];
         char backend_name[16];
@@ -141,7 +138,7 @@ struct core_ns {
         uint64_t rmw_nlb[32];
         uint32_t rmw_used; /* bit per slot */
 
-        struct core_ns_stats stats;
+        struct core_stats stats; /* I/O counted by the core (core/stats.h) */
         atomic_int refs;
         struct core_ns *next; /* registry */
 };

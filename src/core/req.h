@@ -21,6 +21,7 @@
 struct core_ns;
 struct core_pr_nexus;
 struct backend;
+struct core_host;
 
 enum core_op {
         CORE_OP_READ = 0,
@@ -63,6 +64,11 @@ struct core_req {
          * core_req_init(); must stay valid until the request is submitted.
          */
         const struct core_pr_nexus *nexus;
+        /*
+         * The host whose statistics count this request (core/stats.h), or
+         * NULL; set after core_req_init() like nexus.
+         */
+        struct core_host *host;
         /* Data: the transport's buffers.  Length must be what op needs. */
         struct iovec iov[CORE_REQ_MAX_IOV];
         int iovcnt;
@@ -85,6 +91,8 @@ struct core_req {
         int be_res;           /* result a deferred backend completion carries */
         struct iovec one_iov; /* iovec for core-built I/O; must outlive submission to the ring */
         bool range_locked;    /* holds an entry in the namespace's RMW range lock */
+        bool counted;         /* started in the statistics; ends when the callback runs */
+        uint64_t t_submit;    /* rt_now_ns() at submission, for the latency histogram */
         struct {              /* the backend I/O in flight (for retries and checks) */
                 struct backend *be;
                 enum core_op op;

@@ -495,13 +495,15 @@ static void ns_list_one(struct core_ns *ns, void *arg)
         json_object_set_new(o, "write_cache", json_boolean(atomic_load(&ns->wce)));
         json_object_set_new(o, "state", mgmt_ns_state_json(ns));
         json_object_set_new(o, "mapped", json_boolean(iscsi_ns_in_use(ns) || nvme_ns_in_use(ns)));
+        struct core_stats_sum st;
+        core_stats_sum(&ns->stats, &st);
         json_object_set_new(o, "stats",
                             json_pack("{s:I, s:I, s:I, s:I, s:I}", "read_ops",
-                                      (json_int_t)atomic_load(&ns->stats.read_ops), "write_ops",
-                                      (json_int_t)atomic_load(&ns->stats.write_ops), "read_bytes",
-                                      (json_int_t)atomic_load(&ns->stats.read_bytes), "write_bytes",
-                                      (json_int_t)atomic_load(&ns->stats.write_bytes), "flush_ops",
-                                      (json_int_t)atomic_load(&ns->stats.flush_ops)));
+                                      (json_int_t)st.ops[CORE_OPC_READ], "write_ops",
+                                      (json_int_t)st.ops[CORE_OPC_WRITE], "read_bytes",
+                                      (json_int_t)st.bytes[CORE_OPC_READ], "write_bytes",
+                                      (json_int_t)st.bytes[CORE_OPC_WRITE], "flush_ops",
+                                      (json_int_t)st.ops[CORE_OPC_FLUSH]));
         json_array_append_new((json_t *)arg, o);
 }
 

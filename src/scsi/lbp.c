@@ -84,6 +84,7 @@ static void unmap_next(struct scsi_cmd *cmd)
                 core_req_init(&cmd->req, cmd->ns, CORE_OP_DEALLOCATE, slate_be64(d), n, 0,
                               cmd->reactor, unmap_done, cmd);
                 cmd->req.nexus = cmd->nexus ? &cmd->nexus->id : NULL;
+                cmd->req.host = cmd->nexus ? cmd->nexus->host : NULL;
                 core_req_submit(&cmd->req);
                 return;
         }

@@ -258,6 +258,13 @@ void scsi_nexus_init(struct scsi_nexus *nx, struct scsi_target *tgt, const char 
         for (unsigned l = 0; l < SCSI_MAX_LUNS; l++)
                 atomic_init(&nx->ua[l], 1u << SCSI_UA_POWER_ON);
         if (tgt) {
+                /* The host is the initiator name: the port name less ",i,0x<ISID>". */
+                char host[CORE_HOST_NAME_MAX];
+                copy_str(host, sizeof(host), initiator_port);
+                char *isid = strstr(host, ",i,");
+                if (isid)
+                        *isid = '\0';
+                nx->host = core_host_get("iscsi", host);
                 pthread_mutex_lock(&tgt->lock);
                 nx->next = tgt->nexus_list;
                 tgt->nexus_list = nx;
@@ -290,6 +297,8 @@ void scsi_nexus_fini(struct scsi_nexus *nx)
                 prevent_update(nx, l, atomic_load(&tgt->luns[l]), false);
         pthread_mutex_unlock(&tgt->lock);
         memset(nx->prevent, 0, sizeof(nx->prevent));
+        core_host_put(nx->host);
+        nx->host = NULL;
         nx->target = NULL;
         nx->next = NULL;
 }
