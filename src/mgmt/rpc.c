@@ -36,6 +36,7 @@
 #include <uuid/uuid.h>
 
 #include "core/ns.h"
+#include "mgmt/metrics.h"
 #include "iscsi/iscsi.h"
 #include "nvme/nvme.h"
 #include "nvmf/nvmf.h"
@@ -774,6 +775,11 @@ static int h_daemon_status(struct rpc_ctx *c)
                               "uptime_s", up, "reactors", (int)rt_count(), "state_dir",
                               core_state_dir() ? core_state_dir() : "", "log_level",
                               lvl < 4 ? level_names[lvl] : "?", "pid", (int)getpid());
+        /* The HTTP server (metrics, status page) when it runs, with the port it got. */
+        if (c->result && mgmt_http_port())
+                json_object_set_new(c->result, "http",
+                                    json_pack("{s:s, s:i}", "addr", mgmt_http_addr(), "port",
+                                              (int)mgmt_http_port()));
         return c->result ? 0 : opfail(c, -ENOMEM, "daemon_status", NULL);
 }
 
@@ -926,7 +932,10 @@ static const struct rpc_method rpc_methods[] = {
      h_rpc_list,
      "List RPC methods",
      {BOOL("verbose", "include descriptions and parameters")}},
-    {"daemon_status", h_daemon_status, "Version, uptime, reactors, state dir, log level", {}},
+    {"daemon_status",
+     h_daemon_status,
+     "Version, uptime, reactors, state dir, log level, HTTP server",
+     {}},
     {"log_set_level",
      h_log_set_level,
      "Set the log level",
