@@ -45,6 +45,15 @@ bool scsi_check_state(struct scsi_cmd *cmd, unsigned chk)
         if (st == CORE_OK)
                 return true;
         scsi_status_from_core(cmd, st, 0, false);
+        /*
+         * The core counts the refusal of a medium access command as the
+         * request it would have been (NVMe's are refused in
+         * core_req_submit and counted there).
+         */
+        const struct scsi_op *op = cmd->op;
+        if (op && (op->flags & SCSI_OPF_MEDIUM) && (op->flags & (SCSI_OPF_READS | SCSI_OPF_WRITES)))
+                core_stats_reject(cmd->ns, cmd->nexus ? cmd->nexus->host : NULL,
+                                  (op->flags & SCSI_OPF_WRITES) ? CORE_OP_WRITE : CORE_OP_READ, st);
         return false;
 }
 
