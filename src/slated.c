@@ -24,6 +24,7 @@
 #include "core/ns.h"
 #include "iscsi/iscsi.h"
 #include "nvmf/nvmf.h"
+#include "mgmt/metrics.h"
 #include "mgmt/mgmt.h"
 #include "rt/bigbuf.h"
 #include "rt/log.h"
@@ -37,7 +38,7 @@ static void usage(FILE *f)
 {
         fprintf(
             f,
-            "usage: slated [-c FILE] [-s DIR] [-r SOCK] [-m N] [-x MIB] [-L LEVEL]\n"
+            "usage: slated [-c FILE] [-s DIR] [-r SOCK] [-m N] [-x MIB] [-L LEVEL] [-H LISTEN]\n"
             "  -c, --config FILE      apply this config (default: embedded default config)\n"
             "  -s, --state-dir DIR    metadata and default data files (default ./state)\n"
             "  -r, --rpc-socket SOCK  JSON-RPC Unix socket (default <state-dir>/slated.sock)\n"
@@ -45,6 +46,9 @@ static void usage(FILE *f)
             "  -x, --xfer-pool-mib N  buffers for transfers over 1 MiB, per reactor (32..65536,\n"
             "                         default 64)\n"
             "  -L, --log-level LEVEL  error | warn | info | debug (default info)\n"
+            "  -H, --http LISTEN      serve /metrics and the status page on PORT,\n"
+            "                         ADDR:PORT or [IPv6]:PORT (default: off; PORT alone\n"
+            "                         binds 127.0.0.1; port 0 picks a free port)\n"
             "  -V, --version          print the version\n"
             "  -h, --help             this text\n"
             "Config format and RPC methods: docs/config.md\n");
@@ -111,17 +115,19 @@ int main(int argc, char **argv)
             {"reactors", required_argument, NULL, 'm'},
             {"xfer-pool-mib", required_argument, NULL, 'x'},
             {"log-level", required_argument, NULL, 'L'},
+            {"http", required_argument, NULL, 'H'},
             {"version", no_argument, NULL, 'V'},
             {"help", no_argument, NULL, 'h'},
             {NULL, 0, NULL, 0},
         };
         const char *config = NULL, *state_arg = NULL, *sock_arg = NULL, *level_arg = NULL;
+        const char *http_arg = NULL;
         unsigned reactors = 0, xfer_pool_mib = 0;
         struct mgmt_options opts = {0};
         char err[1024];
         int c, rc;
 
-        while ((c = getopt_long(argc, argv, "c:s:r:m:x:L:Vh", longopts, NULL)) != -1) {
+        while ((c = getopt_long(argc, argv, "c:s:r:m:x:L:H:Vh", longopts, NULL)) != -1) {
                 switch (c) {
                 case 'c':
                         config = optarg;
@@ -149,6 +155,9 @@ int main(int argc, char **argv)
                         break;
                 case 'L':
                         level_arg = optarg;
+                        break;
+                case 'H':
+                        http_arg = optarg;
                         break;
                 case 'V':
                         printf("slated %s\n", SLATE_VERSION);
@@ -266,6 +275,18 @@ int main(int argc, char **argv)
                 goto out_iscsi;
         }
 
+        /* Metrics and the status page, when configured (after the config: it shows its objects). */
+        if (!http_arg && opts.http_listen[0])
+                http_arg = opts.http_listen;
+        if (http_arg) {
+                rc = mgmt_http_start(http_arg, err, sizeof(err));
+                if (rc < 0) {
+                        fprintf(stderr, "slated: %s\n", err);
+                        mgmt_rpc_stop();
+                        goto out_iscsi;
+                }
+        }
+
         printf("slated %s ready: %u reactor%s, state dir %s, rpc socket %s\n", SLATE_VERSION,
                reactors, reactors == 1 ? "" : "s", state_dir, sock);
         if (!config)
@@ -293,6 +314,7 @@ int main(int argc, char **argv)
                 break;
         }
         exit_code = 0;
+        mgmt_http_stop();
         mgmt_rpc_stop();
 out_iscsi:
         nvmf_tcp_fini();

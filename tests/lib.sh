@@ -100,7 +100,8 @@ slate_write_config() {
 
 # slate_read_ports LOG FIRST_LINE -> sets SLATE_PORTS / SLATE_NVME_PORTS (the
 # iSCSI portals' and NVMe/TCP listeners' ports, in config order) and
-# SLATE_PORT / SLATE_NVME_PORT (the first of each) from the listening lines
+# SLATE_PORT / SLATE_NVME_PORT (the first of each), and SLATE_HTTP_PORT (the
+# metrics and status page server, when configured) from the listening lines
 # slated logged at FIRST_LINE or later.  Without them (e.g. -L warn) it asks
 # slated over the RPC socket named in its ready line.
 slate_read_ports() {
@@ -108,6 +109,7 @@ slate_read_ports() {
 	lines=$(tail -n +"$first" "$log" 2>/dev/null)
 	SLATE_PORTS=$(echo "$lines" | sed -n 's/.* portal listening on .*:\([0-9][0-9]*\)$/\1/p' | tr '\n' ' ')
 	SLATE_NVME_PORTS=$(echo "$lines" | sed -n 's/.* NVMe\/TCP listener up on .*:\([0-9][0-9]*\)$/\1/p' | tr '\n' ' ')
+	SLATE_HTTP_PORT=$(echo "$lines" | sed -n 's/.* HTTP metrics and status page listening on .*:\([0-9][0-9]*\)$/\1/p' | tail -n 1)
 	if [ -z "$SLATE_PORTS$SLATE_NVME_PORTS" ]; then
 		sock=$(echo "$lines" | sed -n 's/.* ready: .*, rpc socket \(.*\)$/\1/p' | tail -n 1)
 		ctl=${SLATECTL:-$SLATE_BUILD/slatectl}
@@ -141,7 +143,7 @@ slate_start() {
 	mkdir -p "$state"
 	local first ready=0
 	first=$(($(wc -l <"$log" 2>/dev/null || echo 0) + 1))
-	SLATE_PORT= SLATE_PORTS= SLATE_NVME_PORT= SLATE_NVME_PORTS=
+	SLATE_PORT= SLATE_PORTS= SLATE_NVME_PORT= SLATE_NVME_PORTS= SLATE_HTTP_PORT=
 	# shellcheck disable=SC2086
 	"$bin" --config "$cfg" --state-dir "$state" ${SLATED_EXTRA:-} "$@" >>"$log" 2>&1 &
 	SLATE_PID=$!

@@ -297,7 +297,7 @@ static void chunk_done(struct core_copy *c)
         if (c->buf)
                 pool_put(c);
         c->cur_done += c->chunk_nlb;
-        atomic_fetch_add_explicit(&r->dst->stats.copy_bytes,
+        atomic_fetch_add_explicit(&r->dst->copy_stats.bytes,
                                   (uint64_t)c->chunk_nlb << r->dst->block_shift,
                                   memory_order_relaxed);
         atomic_fetch_add_explicit(&c->blocks_done, c->chunk_nlb, memory_order_release);
@@ -386,10 +386,11 @@ static void on_worker_done(struct rt_defer *d)
                 return;
         }
         uint64_t bytes = c->job.len;
-        atomic_fetch_add_explicit(&r->src->stats.read_ops, 1, memory_order_relaxed);
-        atomic_fetch_add_explicit(&r->src->stats.read_bytes, bytes, memory_order_relaxed);
-        atomic_fetch_add_explicit(&r->dst->stats.write_ops, 1, memory_order_relaxed);
-        atomic_fetch_add_explicit(&r->dst->stats.write_bytes, bytes, memory_order_relaxed);
+        /* The offloaded chunk is one read of the source and one write of the destination. */
+        core_stats_start(&r->src->stats);
+        core_stats_end(&r->src->stats, CORE_OPC_READ, CORE_OK, bytes, CORE_LAT_NONE);
+        core_stats_start(&r->dst->stats);
+        core_stats_end(&r->dst->stats, CORE_OPC_WRITE, CORE_OK, bytes, CORE_LAT_NONE);
         chunk_done(c);
 }
 
@@ -502,7 +503,7 @@ void core_copy_submit(struct core_copy *c)
                 return;
         }
         if (c->nranges)
-                atomic_fetch_add_explicit(&c->ranges[0].dst->stats.copy_ops, 1,
+                atomic_fetch_add_explicit(&c->ranges[0].dst->copy_stats.ops, 1,
                                           memory_order_relaxed);
         c->defer.fn = on_step;
         rt_defer(c->reactor, &c->defer);

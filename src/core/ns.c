@@ -249,6 +249,7 @@ static void ns_free(struct core_ns *ns)
         if (ns->scsi_state && ns->scsi_state_free)
                 ns->scsi_state_free(ns->scsi_state);
         core_sanitize_free(ns);
+        core_stats_fini(&ns->stats);
         pthread_mutex_destroy(&ns->lock);
         pthread_mutex_destroy(&ns->rmw_lock);
         free(ns);
@@ -291,6 +292,10 @@ int core_ns_create(const struct core_ns_params *p, struct core_ns **out, char *e
         struct core_ns *ns = calloc(1, sizeof(*ns));
         if (!ns)
                 return -ENOMEM;
+        if (core_stats_init(&ns->stats) < 0) {
+                free(ns);
+                return -ENOMEM;
+        }
         pthread_mutex_init(&ns->lock, NULL);
         pthread_mutex_init(&ns->rmw_lock, NULL);
         atomic_init(&ns->refs, 1);

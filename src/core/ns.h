@@ -26,6 +26,7 @@
 
 #include "backend/backend.h"
 #include "core/pr.h"
+#include "core/stats.h"
 
 #define CORE_NS_NAME_MAX 64
 /*
@@ -137,9 +138,9 @@ struct core_prov_limits {
         _Atomic bool reached;       /* the threshold was crossed upward and is not re-armed */
 };
 
-struct core_ns_stats {
-        _Atomic uint64_t read_ops, write_ops, read_bytes, write_bytes, flush_ops;
-        _Atomic uint64_t copy_ops, copy_bytes; /* copies into this namespace (core/copy.h) */
+/* Copies into this namespace made inside the target (core/copy.h); rare, so plain atomics. */
+struct core_copy_stats {
+        _Atomic uint64_t ops, bytes;
 };
 
 struct core_ns {
@@ -190,7 +191,8 @@ struct core_ns {
         uint32_t rmw_used; /* bit per slot */
 
         struct core_prov_limits prov; /* provisioning limits (provision.c) */
-        struct core_ns_stats stats;
+        struct core_stats stats;      /* I/O counted by the core (core/stats.h) */
+        struct core_copy_stats copy_stats;
         atomic_int refs;
         struct core_ns *next; /* registry */
 };

@@ -33,9 +33,32 @@ enum {
 
 static void finish(struct core_req *req, enum core_status st);
 
+/*
+ * Statistics (core/stats.h): a request counts as started in
+ * core_req_submit and as ended just before its callback, with its status,
+ * the data it moved and its latency, for its namespace and its host.
+ */
+static void account_end(struct core_req *req)
+{
+        if (!req->counted)
+                return;
+        req->counted = false;
+        struct core_ns *ns = req->ns;
+        enum core_op_class c = core_op_class_of(req->op);
+        uint64_t bytes = 0;
+        if (req->op == CORE_OP_READ || req->op == CORE_OP_WRITE ||
+            req->op == CORE_OP_COMPARE_AND_WRITE || req->op == CORE_OP_ORWRITE)
+                bytes = (uint64_t)req->nlb << ns->block_shift;
+        uint64_t lat = rt_now_ns() - req->t_submit;
+        core_stats_end(&ns->stats, c, req->status, bytes, lat);
+        if (req->host)
+                core_stats_end(&req->host->stats, c, req->status, bytes, lat);
+}
+
 static void fire_cb(struct rt_defer *d)
 {
         struct core_req *req = (struct core_req *)((char *)d - offsetof(struct core_req, defer));
+        account_end(req);
         req->cb(req);
 }
 
@@ -120,6 +143,7 @@ static void finish(struct core_req *req, enum core_status st)
         if (req->prov_bytes || req->prov_frees)
                 core_prov_done(req, st);
         req->status = st;
+        account_end(req);
         req->cb(req);
 }
 
@@ -176,33 +200,25 @@ static bool block_is_zero(const uint8_t *blk, uint32_t len)
 static void run(struct core_req *req)
 {
         struct core_ns *ns = req->ns;
-        uint64_t len = (uint64_t)req->nlb << ns->block_shift;
 
         switch (req->op) {
         case CORE_OP_READ:
-                atomic_fetch_add_explicit(&ns->stats.read_ops, 1, memory_order_relaxed);
-                atomic_fetch_add_explicit(&ns->stats.read_bytes, len, memory_order_relaxed);
                 req->stage = ST_SIMPLE;
                 be_io(req, CORE_OP_READ, req->lba, req->nlb, req->iov, req->iovcnt);
                 return;
         case CORE_OP_WRITE:
-                atomic_fetch_add_explicit(&ns->stats.write_ops, 1, memory_order_relaxed);
-                atomic_fetch_add_explicit(&ns->stats.write_bytes, len, memory_order_relaxed);
                 req->stage = ST_SIMPLE;
                 be_io(req, CORE_OP_WRITE, req->lba, req->nlb, req->iov, req->iovcnt);
                 return;
         case CORE_OP_FLUSH:
-                atomic_fetch_add_explicit(&ns->stats.flush_ops, 1, memory_order_relaxed);
                 req->stage = ST_SIMPLE;
                 ns->be.ops->submit(&ns->be, req, CORE_OP_FLUSH, 0, 0, NULL, 0, false);
                 return;
         case CORE_OP_WRITE_ZEROES:
-                atomic_fetch_add_explicit(&ns->stats.write_ops, 1, memory_order_relaxed);
                 req->stage = ST_SIMPLE;
                 be_io(req, CORE_OP_WRITE_ZEROES, req->lba, req->nlb, NULL, 0);
                 return;
         case CORE_OP_WRITE_SAME: {
-                atomic_fetch_add_explicit(&ns->stats.write_ops, 1, memory_order_relaxed);
                 const uint8_t *blk = req->iov[0].iov_base;
                 if (block_is_zero(blk, ns->block_size)) {
                         req->stage = ST_SIMPLE;
@@ -232,7 +248,6 @@ static void run(struct core_req *req)
                 start_rmw(&req->defer);
                 return;
         case CORE_OP_DEALLOCATE:
-                atomic_fetch_add_explicit(&ns->stats.write_ops, 1, memory_order_relaxed);
                 if ((req->flags & CORE_REQ_ANCHOR) && !core_ns_can_anchor(ns)) {
                         core_req_complete(req, CORE_E_INVALID_FIELD);
                         return;
@@ -302,10 +317,16 @@ void core_req_submit(struct core_req *req)
         req->prov_frees = false;
         req->prov_bytes = 0;
         req->stage = ST_START;
+        req->counted = false;
         if (!ns) {
                 core_req_complete(req, CORE_E_INTERNAL);
                 return;
         }
+        req->counted = true;
+        req->t_submit = rt_now_ns();
+        core_stats_start(&ns->stats);
+        if (req->host)
+                core_stats_start(&req->host->stats);
         bool medium = req->op != CORE_OP_FLUSH;
         bool writes = req->op == CORE_OP_WRITE || req->op == CORE_OP_WRITE_ZEROES ||
                       req->op == CORE_OP_COMPARE_AND_WRITE || req->op == CORE_OP_ORWRITE ||
@@ -487,8 +508,6 @@ void core_backend_done(struct core_req *req, int res)
                                 off += n;
                         }
                 }
-                atomic_fetch_add_explicit(&ns->stats.write_ops, 1, memory_order_relaxed);
-                atomic_fetch_add_explicit(&ns->stats.write_bytes, len, memory_order_relaxed);
                 req->stage = ST_WRITE_RMW;
                 req->one_iov.iov_base = media;
                 req->one_iov.iov_len = len;

@@ -21,6 +21,7 @@
 struct core_ns;
 struct core_pr_nexus;
 struct backend;
+struct core_host;
 
 enum core_op {
         CORE_OP_READ = 0,
@@ -68,6 +69,11 @@ struct core_req {
          * core_req_init(); must stay valid until the request is submitted.
          */
         const struct core_pr_nexus *nexus;
+        /*
+         * The host whose statistics count this request (core/stats.h), or
+         * NULL; set after core_req_init() like nexus.
+         */
+        struct core_host *host;
         /* Data: the transport's buffers.  Length must be what op needs. */
         struct iovec iov[CORE_REQ_MAX_IOV];
         int iovcnt;
@@ -92,6 +98,8 @@ struct core_req {
         bool range_locked;    /* holds an entry in the namespace's RMW range lock */
         bool prov_frees;      /* deallocates (provisioning accounting on completion) */
         uint64_t prov_bytes;  /* space reserved against the provisioning limit (provision.c) */
+        bool counted;         /* started in the statistics; ends when the callback runs */
+        uint64_t t_submit;    /* rt_now_ns() at submission, for the latency histogram */
         struct {              /* the backend I/O in flight (for retries and checks) */
                 struct backend *be;
                 enum core_op op;

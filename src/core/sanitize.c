@@ -97,7 +97,7 @@ static void finish(struct core_sanitize *s, bool ok)
                 unsigned __int128 b = (unsigned __int128)s->total_blocks << ns->block_shift;
                 s->speed[s->p.action] = (uint64_t)(b * 1000000000u / el);
         }
-        s->writes_at_end = ok ? atomic_load(&ns->stats.write_ops) : UINT64_MAX;
+        s->writes_at_end = ok ? core_stats_ok(&ns->stats, CORE_OPC_WRITE) : UINT64_MAX;
         /* Still RUNNING until the end below, so no new start can slip in before it. */
         s->busy = false;
         enum core_sanitize_action a = s->p.action;
@@ -393,8 +393,9 @@ void core_sanitize_info(struct core_ns *ns, struct core_sanitize_info *out)
                 out->p = ns->san->p;
                 out->p.pattern = NULL;
                 out->passes_done = ns->san->passes_done;
-                out->untouched = out->state == CORE_SAN_DONE &&
-                                 ns->san->writes_at_end == atomic_load(&ns->stats.write_ops);
+                out->untouched =
+                    out->state == CORE_SAN_DONE &&
+                    ns->san->writes_at_end == core_stats_ok(&ns->stats, CORE_OPC_WRITE);
         }
         pthread_mutex_unlock(&ns->lock);
 }

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "core/ns.h"
+#include "mgmt/metrics.h"
 #include "iscsi/iscsi.h"
 #include "nvme/nvme.h"
 #include "nvmf/nvmf.h"
@@ -118,6 +119,18 @@ static int parse_options(json_t *opts, struct mgmt_options *o, char *err, size_t
                         if (rc == 0 && rt_log_parse_level(o->log_level, &l) < 0) {
                                 snprintf(err, errlen,
                                          "options.log_level must be error, warn, info or debug");
+                                rc = -EINVAL;
+                        }
+                } else if (strcmp(key, "http_listen") == 0) {
+                        char addr[64];
+                        unsigned port;
+                        rc = copy_opt_str(v, key, o->http_listen, sizeof(o->http_listen), err,
+                                          errlen);
+                        if (rc == 0 &&
+                            mgmt_http_parse_listen(o->http_listen, addr, sizeof(addr), &port) < 0) {
+                                snprintf(err, errlen,
+                                         "options.http_listen must be PORT, ADDR:PORT or "
+                                         "[IPv6]:PORT with a numeric address and a port 0-65535");
                                 rc = -EINVAL;
                         }
                 } else if (strcmp(key, "reactors") == 0) {

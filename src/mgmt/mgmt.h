@@ -31,6 +31,7 @@ struct mgmt_options {
         char state_dir[4096];
         char rpc_socket[108];
         char log_level[16];
+        char http_listen[80]; /* metrics and status page: PORT, ADDR:PORT, [IPv6]:PORT */
         unsigned reactors;
         unsigned xfer_pool_mib; /* large-transfer buffer pool per reactor (rt/bigbuf.h) */
 };

@@ -36,6 +36,7 @@
 #include <uuid/uuid.h>
 
 #include "core/ns.h"
+#include "mgmt/metrics.h"
 #include "iscsi/iscsi.h"
 #include "nvme/nvme.h"
 #include "nvmf/nvmf.h"
@@ -535,15 +536,17 @@ static void ns_list_one(struct core_ns *ns, void *arg)
                                       (json_int_t)pi.deallocated, "available_bytes",
                                       (json_int_t)pi.available, "threshold_reached", pi.reached));
         json_object_set_new(o, "mapped", json_boolean(iscsi_ns_in_use(ns) || nvme_ns_in_use(ns)));
+        struct core_stats_sum st;
+        core_stats_sum(&ns->stats, &st);
         json_object_set_new(o, "stats",
                             json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "read_ops",
-                                      (json_int_t)atomic_load(&ns->stats.read_ops), "write_ops",
-                                      (json_int_t)atomic_load(&ns->stats.write_ops), "read_bytes",
-                                      (json_int_t)atomic_load(&ns->stats.read_bytes), "write_bytes",
-                                      (json_int_t)atomic_load(&ns->stats.write_bytes), "flush_ops",
-                                      (json_int_t)atomic_load(&ns->stats.flush_ops), "copy_ops",
-                                      (json_int_t)atomic_load(&ns->stats.copy_ops), "copy_bytes",
-                                      (json_int_t)atomic_load(&ns->stats.copy_bytes)));
+                                      (json_int_t)st.ops[CORE_OPC_READ], "write_ops",
+                                      (json_int_t)st.ops[CORE_OPC_WRITE], "read_bytes",
+                                      (json_int_t)st.bytes[CORE_OPC_READ], "write_bytes",
+                                      (json_int_t)st.bytes[CORE_OPC_WRITE], "flush_ops",
+                                      (json_int_t)st.ops[CORE_OPC_FLUSH], "copy_ops",
+                                      (json_int_t)atomic_load(&ns->copy_stats.ops), "copy_bytes",
+                                      (json_int_t)atomic_load(&ns->copy_stats.bytes)));
         json_array_append_new((json_t *)arg, o);
 }
 
@@ -819,6 +822,11 @@ static int h_daemon_status(struct rpc_ctx *c)
             "pid", (int)getpid(), "xfer_pool", "pool_mib", (json_int_t)(bb.pool_bytes >> 20),
             "in_use_bytes", (json_int_t)bb.in_use, "peak_bytes", (json_int_t)bb.peak, "grants",
             (json_int_t)bb.grants, "waits", (json_int_t)bb.waits, "waiting", (int)bb.waiting);
+        /* The HTTP server (metrics, status page) when it runs, with the port it got. */
+        if (c->result && mgmt_http_port())
+                json_object_set_new(c->result, "http",
+                                    json_pack("{s:s, s:i}", "addr", mgmt_http_addr(), "port",
+                                              (int)mgmt_http_port()));
         return c->result ? 0 : opfail(c, -ENOMEM, "daemon_status", NULL);
 }
 
@@ -990,7 +998,7 @@ static const struct rpc_method rpc_methods[] = {
      {BOOL("verbose", "include descriptions and parameters")}},
     {"daemon_status",
      h_daemon_status,
-     "Version, uptime, reactors, state dir, log level, large-transfer buffer pool",
+     "Version, uptime, reactors, state dir, log level, large-transfer buffer pool, HTTP server",
      {}},
     {"log_set_level",
      h_log_set_level,

@@ -71,7 +71,8 @@ struct nvme_ctrl {
         uint16_t cntlid;
         char hostnqn[NVMF_NQN_SIZE];
         uint8_t hostid[16];
-        atomic_int refs; /* one per connected queue, per queued message/defer */
+        struct core_host *host; /* the host's statistics (core/stats.h); NULL on discovery */
+        atomic_int refs;        /* one per connected queue, per queued message/defer */
         struct rt_reactor *admin_reactor;
         _Atomic uint64_t last_cmd_ns;
         _Atomic uint32_t cc, csts;

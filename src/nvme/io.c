@@ -37,15 +37,21 @@ static void io_req_init(struct nvme_cmd *cmd, enum core_op op, uint64_t lba, uin
         core_req_init(&cmd->req, cmd->ns, op, lba, nlb, 0, cmd->reactor, NULL, cmd);
         /* The host, for the core's reservation check (resv.c). */
         cmd->req.nexus = nvme_ctrl_pr_id(cmd->queue->ctrl);
+        cmd->req.host = cmd->queue->ctrl->host;
 }
 
-/* SLBA in CDW10/11, NLB (0's based) in CDW12 15:0: range and MDTS checks. */
-static bool io_range(struct nvme_cmd *cmd, uint64_t *lba, uint32_t *nlb, uint64_t *bytes)
+/*
+ * SLBA in CDW10/11, NLB (0's based) in CDW12 15:0: range and MDTS checks.
+ * op: the core operation the command would be, for the statistics of a refusal.
+ */
+static bool io_range(struct nvme_cmd *cmd, enum core_op op, uint64_t *lba, uint32_t *nlb,
+                     uint64_t *bytes)
 {
         *lba = (uint64_t)nvme_cdw(cmd, 10) | ((uint64_t)nvme_cdw(cmd, 11) << 32);
         *nlb = (nvme_cdw(cmd, 12) & 0xffff) + 1;
         if (!core_ns_range_ok(cmd->ns, *lba, *nlb)) {
                 nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_LBA_RANGE, NVME_SQE_OFF_CDW(10), -1);
+                core_stats_reject(cmd->ns, cmd->queue->ctrl->host, op, CORE_E_LBA_RANGE);
                 return false;
         }
         *bytes = (uint64_t)*nlb << cmd->ns->block_shift;
@@ -65,7 +71,7 @@ enum nvme_parse_result nvme_io_rw_parse(struct nvme_cmd *cmd)
                 return nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD, 51, 2);
         if (cdw12 & CDW12_DTYPE) /* no directives enabled */
                 return nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD, 50, 4);
-        if (!io_range(cmd, &lba, &nlb, &bytes))
+        if (!io_range(cmd, write ? CORE_OP_WRITE : CORE_OP_READ, &lba, &nlb, &bytes))
                 return NVME_PARSE_DONE;
         if (bytes > CORE_MAX_TRANSFER_BYTES) /* MDTS */
                 return nvme_invalid_field(cmd, NVME_SQE_OFF_CDW(12));
@@ -90,7 +96,7 @@ enum nvme_parse_result nvme_io_compare_parse(struct nvme_cmd *cmd)
                 return NVME_PARSE_DONE;
         if (cdw12 & CDW12_PRINFO)
                 return nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD, 51, 2);
-        if (!io_range(cmd, &lba, &nlb, &bytes))
+        if (!io_range(cmd, CORE_OP_COMPARE, &lba, &nlb, &bytes))
                 return NVME_PARSE_DONE;
         /* The core reads the medium into scratch piece by piece: the transport's
          * second buffer, or the second half of buf. */
@@ -119,7 +125,7 @@ static enum nvme_parse_result range_only_parse(struct nvme_cmd *cmd, enum core_o
                 return NVME_PARSE_DONE;
         if (cdw12 & CDW12_PRINFO)
                 return nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD, 51, 2);
-        if (!io_range(cmd, &lba, &nlb, &bytes))
+        if (!io_range(cmd, op, &lba, &nlb, &bytes))
                 return NVME_PARSE_DONE;
         io_req_init(cmd, op, lba, nlb);
         if (fua_ok && (cdw12 & CDW12_FUA))

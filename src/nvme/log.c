@@ -24,12 +24,14 @@ static void smart_log(struct nvme_ctrl *ctrl, struct nvme_smart_log *l)
 {
         struct nvme_subsys *s = ctrl->subsys;
         uint64_t rbytes = 0, wbytes = 0;
+        struct core_stats_sum sum;
         for (uint32_t i = 1; i <= NVME_MAX_NSID; i++) {
                 struct core_ns *ns = nvme_ns_lookup(s, i);
                 if (!ns)
                         continue;
-                rbytes += atomic_load_explicit(&ns->stats.read_bytes, memory_order_relaxed);
-                wbytes += atomic_load_explicit(&ns->stats.write_bytes, memory_order_relaxed);
+                core_stats_sum(&ns->stats, &sum);
+                rbytes += sum.bytes[CORE_OPC_READ];
+                wbytes += sum.bytes[CORE_OPC_WRITE];
                 core_ns_put(ns);
         }
         pthread_mutex_lock(&ctrl->lock);

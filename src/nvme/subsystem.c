@@ -446,6 +446,7 @@ void nvme_ctrl_put(struct nvme_ctrl *ctrl)
         LOG_INFO("nvme", "%s: controller %u freed", s->nqn, ctrl->cntlid);
         subsys_put_locked(s);
         pthread_mutex_unlock(&nvme_lock);
+        core_host_put(ctrl->host);
         pthread_mutex_destroy(&ctrl->lock);
         free(ctrl->queues);
         free(ctrl);
@@ -542,6 +543,8 @@ static int ctrl_create(struct nvme_subsys *s, struct nvme_queue *q, const char *
         ctrl->next = s->ctrls;
         s->ctrls = ctrl;
         pthread_mutex_unlock(&nvme_lock);
+        if (!s->discovery)
+                ctrl->host = core_host_get("nvme", hostnqn);
         q->ctrl = ctrl;
         LOG_INFO("nvme", "%s: controller %u for %s (KATO %u ms)", s->nqn, ctrl->cntlid, hostnqn,
                  ctrl->kato_ms);

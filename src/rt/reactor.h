@@ -43,6 +43,12 @@ struct rt_reactor *rt_get(unsigned idx);
 /* The reactor whose thread is running, or NULL outside reactor threads. */
 struct rt_reactor *rt_current(void);
 unsigned rt_index(const struct rt_reactor *r);
+/*
+ * Nanoseconds reactor idx has spent working (not waiting in io_uring)
+ * since it started; any thread may read it.  Each reactor adds to its own
+ * counter once per loop turn, without a lock.
+ */
+uint64_t rt_busy_ns(unsigned idx);
 
 /* Start every reactor thread; rt_stop() asks them all to leave their loops. */
 int rt_start(void);

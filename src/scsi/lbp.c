@@ -87,6 +87,7 @@ static void unmap_next(struct scsi_cmd *cmd)
                               (cmd->cdb[1] & 0x01) ? CORE_REQ_ANCHOR : 0, cmd->reactor, unmap_done,
                               cmd);
                 cmd->req.nexus = cmd->nexus ? &cmd->nexus->id : NULL;
+                cmd->req.host = cmd->nexus ? cmd->nexus->host : NULL;
                 core_req_submit(&cmd->req);
                 return;
         }

@@ -73,7 +73,9 @@ static void decode(const uint8_t *c, struct rw_fields *f)
 }
 
 /* Common checks: group byte reserved bits, protection field, LBA range. */
-static bool check_common(struct scsi_cmd *cmd, const struct rw_fields *f, uint8_t byte1_ok)
+/* op: what the command would have been in the core, for the statistics of a refusal. */
+static bool check_common(struct scsi_cmd *cmd, const struct rw_fields *f, uint8_t byte1_ok,
+                         enum core_op op)
 {
         const uint8_t *c = cmd->cdb;
         if (f->flags & 0xe0) {
@@ -91,7 +93,9 @@ static bool check_common(struct scsi_cmd *cmd, const struct rw_fields *f, uint8_
                 return false;
         }
         if (!core_ns_range_ok(cmd->ns, f->lba, f->nlb)) {
-                scsi_sense_set(cmd, SK_ILLEGAL_REQUEST, 0x21, 0x00);
+                scsi_status_from_core(cmd, CORE_E_LBA_RANGE, 0, false);
+                core_stats_reject(cmd->ns, cmd->nexus ? cmd->nexus->host : NULL, op,
+                                  CORE_E_LBA_RANGE);
                 return false;
         }
         return true;
@@ -134,6 +138,7 @@ static void req_init(struct scsi_cmd *cmd, enum core_op op, uint64_t lba, uint32
         core_req_init(&cmd->req, cmd->ns, op, lba, nlb, flags, cmd->reactor, scsi_sbc_req_done,
                       cmd);
         cmd->req.nexus = cmd->nexus ? &cmd->nexus->id : NULL;
+        cmd->req.host = cmd->nexus ? cmd->nexus->host : NULL;
         cmd->lba = lba;
         cmd->nlb = nlb;
 }
@@ -185,7 +190,7 @@ enum scsi_parse_result scsi_sbc_rw(struct scsi_cmd *cmd)
         bytes = (uint64_t)f.nlb * bs;
         cmd->xfer_len = bytes > UINT32_MAX ? UINT32_MAX : (uint32_t)bytes;
         /* 6-byte forms have no flags; others: DPO, FUA, RARC (read), obsolete bits 1..0. */
-        if (!check_common(cmd, &f, write ? 0x1b : 0x1f))
+        if (!check_common(cmd, &f, write ? 0x1b : 0x1f, write ? CORE_OP_WRITE : CORE_OP_READ))
                 return SCSI_PARSE_DONE;
         if (!check_xfer(cmd, &f, bytes, bytes < cmd->edtl ? bytes : cmd->edtl, false))
                 return SCSI_PARSE_DONE;
@@ -234,7 +239,7 @@ enum scsi_parse_result scsi_sbc_verify(struct scsi_cmd *cmd)
 
         decode(cmd->cdb, &f);
         bytchk = (f.flags >> 1) & 0x03;
-        if (!check_common(cmd, &f, 0x16))
+        if (!check_common(cmd, &f, 0x16, CORE_OP_VERIFY))
                 return SCSI_PARSE_DONE;
         if (bytchk == 0x02) {
                 scsi_sense_invalid_field(cmd, true, 1, 2);
@@ -275,7 +280,7 @@ enum scsi_parse_result scsi_sbc_write_verify(struct scsi_cmd *cmd)
         decode(cmd->cdb, &f);
         bytes = (uint64_t)f.nlb * bs;
         cmd->xfer_len = bytes > UINT32_MAX ? UINT32_MAX : (uint32_t)bytes;
-        if (!check_common(cmd, &f, 0x13))
+        if (!check_common(cmd, &f, 0x13, CORE_OP_WRITE))
                 return SCSI_PARSE_DONE;
         if (f.flags & 0x04) { /* BYTCHK 10b/11b are reserved here */
                 scsi_sense_invalid_field(cmd, true, 1, 2);
@@ -312,7 +317,7 @@ enum scsi_parse_result scsi_sbc_caw(struct scsi_cmd *cmd)
                 scsi_sense_invalid_field(cmd, true, 10, 7);
                 return SCSI_PARSE_DONE;
         }
-        if (!check_common(cmd, &f, 0x1a))
+        if (!check_common(cmd, &f, 0x1a, CORE_OP_COMPARE_AND_WRITE))
                 return SCSI_PARSE_DONE;
         if (f.nlb > (max > 255 ? 255 : max)) {
                 scsi_sense_invalid_field(cmd, true, 13, 7);
@@ -348,7 +353,7 @@ enum scsi_parse_result scsi_sbc_orwrite(struct scsi_cmd *cmd)
         bytes = (uint64_t)f.nlb * bs;
         cmd->xfer_len = bytes > UINT32_MAX ? UINT32_MAX : (uint32_t)bytes;
         /* media |= data happens in scratch: it must hold the whole range. */
-        if (!check_common(cmd, &f, 0x1a) ||
+        if (!check_common(cmd, &f, 0x1a, CORE_OP_ORWRITE) ||
             !check_xfer(cmd, &f, bytes, bytes > scratch_room(cmd) ? UINT32_MAX : bytes, true) ||
             !check_wp(cmd))
                 return SCSI_PARSE_DONE;
@@ -378,7 +383,7 @@ enum scsi_parse_result scsi_sbc_write_same(struct scsi_cmd *cmd)
         ndob = sixteen && (f.flags & 0x01);
         cmd->xfer_len = ndob ? 0 : bs;
         /* UNMAP/ANCHOR pass the common check so write protection is reported first. */
-        if (!check_common(cmd, &f, (sixteen ? 0x01 : 0x00) | 0x18))
+        if (!check_common(cmd, &f, (sixteen ? 0x01 : 0x00) | 0x18, CORE_OP_WRITE_SAME))
                 return SCSI_PARSE_DONE;
         if (!check_wp(cmd))
                 return SCSI_PARSE_DONE;
@@ -444,7 +449,7 @@ enum scsi_parse_result scsi_sbc_prefetch(struct scsi_cmd *cmd)
 {
         struct rw_fields f;
         decode(cmd->cdb, &f);
-        if (!check_common(cmd, &f, 0x02))
+        if (!check_common(cmd, &f, 0x02, CORE_OP_PREFETCH))
                 return SCSI_PARSE_DONE;
         if (!f.nlb)
                 return good_done(cmd);
@@ -458,7 +463,7 @@ enum scsi_parse_result scsi_sbc_sync_cache(struct scsi_cmd *cmd)
         struct rw_fields f;
         decode(cmd->cdb, &f);
         /* IMMED (bit 1) and the obsolete SYNC_NV (bit 2) are accepted. */
-        if (!check_common(cmd, &f, 0x06))
+        if (!check_common(cmd, &f, 0x06, CORE_OP_FLUSH))
                 return SCSI_PARSE_DONE;
         req_init(cmd, CORE_OP_FLUSH, f.lba, f.nlb, 0);
         return SCSI_PARSE_EXEC;

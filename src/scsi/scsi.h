@@ -79,6 +79,7 @@ struct scsi_target {
 struct scsi_nexus {
         struct scsi_target *target;
         struct core_pr_nexus id;
+        struct core_host *host;             /* the initiator's statistics (core/stats.h), or NULL */
         _Atomic uint32_t ua[SCSI_MAX_LUNS]; /* pending unit attentions, bit per enum scsi_ua */
         struct scsi_nexus *next;
         /* PREVENT ALLOW MEDIUM REMOVAL state per LUN */

@@ -45,6 +45,15 @@ bool scsi_check_state(struct scsi_cmd *cmd, unsigned chk)
         if (st == CORE_OK)
                 return true;
         scsi_status_from_core(cmd, st, 0, false);
+        /*
+         * The core counts the refusal of a medium access command as the
+         * request it would have been (NVMe's are refused in
+         * core_req_submit and counted there).
+         */
+        const struct scsi_op *op = cmd->op;
+        if (op && (op->flags & SCSI_OPF_MEDIUM) && (op->flags & (SCSI_OPF_READS | SCSI_OPF_WRITES)))
+                core_stats_reject(cmd->ns, cmd->nexus ? cmd->nexus->host : NULL,
+                                  (op->flags & SCSI_OPF_WRITES) ? CORE_OP_WRITE : CORE_OP_READ, st);
         return false;
 }
 
@@ -306,6 +315,13 @@ void scsi_nexus_init(struct scsi_nexus *nx, struct scsi_target *tgt, const char 
         for (unsigned l = 0; l < SCSI_MAX_LUNS; l++)
                 atomic_init(&nx->ua[l], 1u << SCSI_UA_POWER_ON);
         if (tgt) {
+                /* The host is the initiator name: the port name less ",i,0x<ISID>". */
+                char host[CORE_HOST_NAME_MAX];
+                copy_str(host, sizeof(host), initiator_port);
+                char *isid = strstr(host, ",i,");
+                if (isid)
+                        *isid = '\0';
+                nx->host = core_host_get("iscsi", host);
                 pthread_mutex_lock(&tgt->lock);
                 nx->next = tgt->nexus_list;
                 tgt->nexus_list = nx;
@@ -339,6 +355,8 @@ void scsi_nexus_fini(struct scsi_nexus *nx)
         pthread_mutex_unlock(&tgt->lock);
         memset(nx->prevent, 0, sizeof(nx->prevent));
         scsi_xcopy_nexus_lost(nx);
+        core_host_put(nx->host);
+        nx->host = NULL;
         nx->target = NULL;
         nx->next = NULL;
 }
@@ -654,8 +672,7 @@ int scsi_fuzz_one(const uint8_t *cdb, size_t len)
         atomic_store(&ns.prov.threshold, 0);
         enum scsi_parse_result r = scsi_cmd_parse(&cmd);
         /* The bytes after the command's CDB are its Data-Out (parameter list). */
-        if (r == SCSI_PARSE_EXEC && cmd.op &&
-            full > ((const struct scsi_op *)cmd.op)->cdb_len) {
+        if (r == SCSI_PARSE_EXEC && cmd.op && full > ((const struct scsi_op *)cmd.op)->cdb_len) {
                 size_t cl = ((const struct scsi_op *)cmd.op)->cdb_len;
                 uint32_t n = full - cl > cmd.buf_len ? cmd.buf_len : (uint32_t)(full - cl);
                 if (n > cmd.data_out_len)

@@ -685,7 +685,7 @@ struct odx_token {
         uint8_t bytes[ODX_TOKEN_LEN];
         uint64_t id;
         const struct core_ns *src; /* identity only: resolved again at each use */
-        uint64_t write_gen;        /* src->stats.write_ops at POPULATE TOKEN */
+        uint64_t write_gen;        /* core_stats_ops(WRITE) of src at POPULATE TOKEN */
         uint32_t block_size;
         uint32_t timeout_s;
         uint64_t last_use_s;
@@ -868,7 +868,7 @@ static void pt_exec(struct scsi_cmd *cmd)
                 goto out;
         t.used = true;
         t.src = cmd->ns;
-        t.write_gen = atomic_load(&cmd->ns->stats.write_ops);
+        t.write_gen = core_stats_ops(&cmd->ns->stats, CORE_OPC_WRITE);
         t.block_size = cmd->ns->block_size;
         t.last_use_s = now;
         slate_put_be(t.bytes, 4, rod_type);
@@ -1058,7 +1058,7 @@ static void wut_exec(struct scsi_cmd *cmd)
                         token_error(cmd, 0x04);
                         goto out;
                 }
-                if (src != t.src || atomic_load(&src->stats.write_ops) != t.write_gen) {
+                if (src != t.src || core_stats_ops(&src->stats, CORE_OPC_WRITE) != t.write_gen) {
                         core_ns_put(src);
                         token_error(cmd, 0x06); /* TOKEN REVOKED */
                         goto out;

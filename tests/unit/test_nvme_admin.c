@@ -1473,6 +1473,23 @@ static void wait_sanitized(void)
         assert_int_not_equal(core_ns_sanitize_state(ns), CORE_SAN_RUNNING);
 }
 
+/*
+ * The state changes before the event is published (on the sanitize's
+ * thread): wait for the controller to have it, under its lock.
+ */
+static bool aen_pending_within(struct nvme_ctrl *ctrl, uint32_t evt)
+{
+        for (int i = 0; i < 500; i++) {
+                pthread_mutex_lock(&ctrl->lock);
+                bool got = (ctrl->aen_pending & evt) != 0;
+                pthread_mutex_unlock(&ctrl->lock);
+                if (got)
+                        return true;
+                usleep(2000);
+        }
+        return false;
+}
+
 static void test_sanitize(void **s)
 {
         (void)s;
@@ -1546,7 +1563,7 @@ static void test_sanitize(void **s)
         wait_sanitized();
 
         /* Done: SSTAT 1, 2 passes, nothing written since (GDE), the event pending. */
-        assert_true(ctrl->aen_pending & NVME_EVT_SANITIZED);
+        assert_true(aen_pending_within(ctrl, NVME_EVT_SANITIZED));
         l = sanitize_log(true);
         assert_int_equal(get_le16(&l->sstat), NVME_SSTAT_DONE | 2u << 3 | NVME_SSTAT_GDE);
         assert_int_equal(get_le16(&l->sprog), 0xffff);
