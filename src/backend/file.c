@@ -254,9 +254,10 @@ static void file_nodata_status(struct file_be *f, uint64_t off, uint64_t len, en
                                uint64_t *run)
 {
         enum { NEXT = 16 };
-        struct {
+        /* struct fiemap ends in a flexible array of extents: room for NEXT of them. */
+        union {
                 struct fiemap fm;
-                struct fiemap_extent ext[NEXT];
+                uint8_t raw[sizeof(struct fiemap) + NEXT * sizeof(struct fiemap_extent)];
         } q;
         *st = CORE_PROV_DEALLOCATED;
         *run = len;
@@ -268,7 +269,7 @@ static void file_nodata_status(struct file_be *f, uint64_t off, uint64_t len, en
                 return; /* no extent at all: a hole */
         uint64_t end = off + len, at = off;
         for (uint32_t i = 0; i < q.fm.fm_mapped_extents; i++) {
-                const struct fiemap_extent *e = &q.ext[i];
+                const struct fiemap_extent *e = &q.fm.fm_extents[i];
                 uint64_t e_end = e->fe_logical + e->fe_length;
                 if (e_end <= at)
                         continue;
