@@ -394,10 +394,21 @@ static void on_worker_done(struct rt_defer *d)
         chunk_done(c);
 }
 
+/*
+ * copy_file_range bypasses the core's write path, so a destination with a
+ * provisioning limit or threshold (core/provision.c) copies through core
+ * writes, which reserve space against the limit like any host write.
+ */
+static bool dst_provisioned(const struct core_ns *ns)
+{
+        return atomic_load_explicit(&ns->prov.limit, memory_order_relaxed) ||
+               atomic_load_explicit(&ns->prov.threshold, memory_order_relaxed);
+}
+
 static bool can_offload(const struct core_copy *c, const struct core_copy_range *r)
 {
         return !c->no_offload && r->src->be.ops == r->dst->be.ops && r->src->be.ops->copy &&
-               workers_ready();
+               !dst_provisioned(r->dst) && workers_ready();
 }
 
 static void step(struct core_copy *c)
