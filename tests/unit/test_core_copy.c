@@ -506,6 +506,37 @@ static void test_many_at_once(void **st)
         rm(ns);
 }
 
+/*
+ * A destination with a provisioning limit: the copy reserves space like a
+ * host write (no copy_file_range around the limit), stops with the
+ * space-allocation status at the hard limit, and copies what fits.
+ */
+static void test_provision_limit(void **st)
+{
+        (void)st;
+        char err[256];
+        struct core_ns *a = mk("pl-a", "file", 8 * MIB, 4096);
+        struct core_ns_params p = {.name = "pl-b",
+                                   .backend = "file",
+                                   .size_bytes = 8 * MIB,
+                                   .block_size = 4096,
+                                   .thin = true,
+                                   .provision_limit = 1 * MIB};
+        struct core_ns *b = NULL;
+        assert_int_equal(core_ns_create(&p, &b, err, sizeof(err)), 0);
+        fill(a, 0, 1024, 0x21);                               /* 4 MiB */
+        struct core_copy_range small[] = {{a, 0, b, 0, 128}}; /* 512 KiB: fits */
+        assert_int_equal(copy(small, 1, 0, NULL, NULL), CORE_OK);
+        expect(b, 0, 128, 0x21, 0);
+        struct core_copy_range big[] = {{a, 0, b, 512, 1024}}; /* 4 MiB more: does not */
+        struct core_copy c;
+        assert_int_equal(copy(big, 1, 0, NULL, &c), CORE_E_SPACE_ALLOC_FAILED);
+        assert_true(atomic_load(&c.blocks_done) < 1024);
+        expect(b, 0, 128, 0x21, 0); /* what was there is unchanged */
+        rm(b);
+        rm(a);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -519,6 +550,7 @@ int main(void)
             cmocka_unit_test(test_reservation),
             cmocka_unit_test(test_fua),
             cmocka_unit_test(test_many_at_once),
+            cmocka_unit_test(test_provision_limit),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }
