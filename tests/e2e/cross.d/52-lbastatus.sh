@@ -71,7 +71,7 @@ lbas_command() {
 		return 1
 	fi
 	cat "$state/lbas-range.txt"
-	grep -qi 'lba.range\|LBA_RANGE\|0x80\b\|0x4080' "$state/lbas-range.txt"
+	grep -qi 'lba out of range\|LBA_RANGE\|0x80\b\|0x4080' "$state/lbas-range.txt"
 }
 check nvme-get-lba-status lbas_command
 

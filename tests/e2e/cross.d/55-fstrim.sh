@@ -62,7 +62,8 @@ trim_fs() {
 	esac
 	mkdir -p "$mnt"
 	mount "$dev" "$mnt" || return 1
-	if ! dd if=/dev/urandom of="$mnt/big" bs=1M count=64 conv=fsync 2>/dev/null; then
+	[ -s "$state/rand64" ] || head -c 64M /dev/urandom >"$state/rand64"
+	if ! cp "$state/rand64" "$mnt/big"; then
 		umount "$mnt"
 		return 1
 	fi

@@ -7,8 +7,9 @@
 #     device): ANC_SUP=1; `sg_write_same --anchor --unmap` (10 and 16)
 #     over written blocks makes them read zeroes while the backing file
 #     keeps its space, and `sg_get_lba_status` says anchored (2); UNMAP
-#     without ANCHOR then deallocates them (1) and the space goes back;
-#     ANCHOR without UNMAP is INVALID FIELD IN CDB.
+#     without ANCHOR then deallocates them (1) and the space goes back,
+#     `sg_unmap --anchor` anchors; WRITE SAME with ANCHOR without UNMAP is
+#     INVALID FIELD IN CDB.
 # Uses trim_hctl/trim_drain_ua from 55-fstrim.sh.
 
 anch_fs=$state/anchfs
@@ -27,10 +28,8 @@ anch_sd_lun() {
 anch_refused_on_tmpfs() {
 	sg_vpd -p lbpv "$SD" | tee "$state/lbpv-shared.txt" | grep -i 'anc'
 	grep -q 'Anchored LBAs supported (ANC_SUP): 0' "$state/lbpv-shared.txt" || return 1
-	if sg_write_same --anchor --unmap --lba=4096 --num=8 "$SD" >"$state/ws-anchor.txt" 2>&1; then
-		echo "WRITE SAME with ANCHOR accepted with ANC_SUP=0"
-		return 1
-	fi
+	# WRITE SAME(10), ANCHOR and UNMAP, 8 blocks at LBA 4096 (sg_raw shows the sense data).
+	sg_raw -s 512 -i /dev/zero "$SD" 41 18 00 00 10 00 00 00 08 00 >"$state/ws-anchor.txt" 2>&1
 	cat "$state/ws-anchor.txt"
 	grep -qi 'illegal request' "$state/ws-anchor.txt" && grep -qi 'invalid field in cdb' "$state/ws-anchor.txt"
 }
@@ -76,20 +75,23 @@ anch_write_same() {
 	cmp -n $((2 << 20)) <(dd if="$ANCH_SD" iflag=direct bs=1M count=2 2>/dev/null) /dev/zero ||
 		{ echo "anchored blocks do not read zeroes"; return 1; }
 	# UNMAP without ANCHOR: deallocated, and the space goes back.
-	sg_unmap --lba=0 --num=4096 "$ANCH_SD" || return 1
+	sg_unmap --force --lba=0 --num=4096 "$ANCH_SD" || return 1
 	unmapped=$(anch_kib)
 	echo "after UNMAP: LBA 0 status $(anch_lbas 0 "$ANCH_SD"), backing file $unmapped KiB"
-	[ "$(anch_lbas 0 "$ANCH_SD")" = 1 ] && [ $((anchored - unmapped)) -ge $((2000)) ]
+	[ "$(anch_lbas 0 "$ANCH_SD")" = 1 ] && [ $((anchored - unmapped)) -ge $((2000)) ] || return 1
+	# UNMAP with ANCHOR anchors the third (written) MiB.
+	sg_unmap --anchor --force --lba=4096 --num=2048 "$ANCH_SD" || return 1
+	echo "after UNMAP with ANCHOR: LBA 4096 status $(anch_lbas 4096 "$ANCH_SD"), LBA 6144 $(anch_lbas 6144 "$ANCH_SD")"
+	[ "$(anch_lbas 4096 "$ANCH_SD")" = 2 ] && [ "$(anch_lbas 6144 "$ANCH_SD")" = 0 ]
 }
 check anchor-write-same-sg3 anch_write_same
 
 anch_needs_unmap() {
-	if sg_write_same --anchor --lba=0 --num=8 "$ANCH_SD" >"$state/ws-anchor2.txt" 2>&1; then
-		echo "ANCHOR without UNMAP accepted"
-		return 1
-	fi
+	[ -b "$ANCH_SD" ] || return 1
+	# WRITE SAME(10) with ANCHOR but not UNMAP, 8 blocks at LBA 0.
+	sg_raw -s 512 -i /dev/zero "$ANCH_SD" 41 10 00 00 00 00 00 00 08 00 >"$state/ws-anchor2.txt" 2>&1
 	cat "$state/ws-anchor2.txt"
-	grep -qi 'invalid field in cdb' "$state/ws-anchor2.txt"
+	grep -qi 'illegal request' "$state/ws-anchor2.txt" && grep -qi 'invalid field in cdb' "$state/ws-anchor2.txt"
 }
 check anchor-without-unmap-refused anch_needs_unmap
 
