@@ -110,6 +110,8 @@ struct core_prov {
         _Atomic bool reached;       /* the threshold was crossed upward and is not re-armed */
 };
 
+struct core_pool;
+
 struct core_ns_stats {
         _Atomic uint64_t read_ops, write_ops, read_bytes, write_bytes, flush_ops;
 };
@@ -160,7 +162,9 @@ struct core_ns {
         uint64_t rmw_nlb[32];
         uint32_t rmw_used; /* bit per slot */
 
-        struct core_prov prov; /* provisioning limits (provision.c) */
+        struct core_prov prov;          /* provisioning limits (provision.c) */
+        struct core_pool *_Atomic pool; /* the directory's pool (pool.c); NULL = none */
+        struct core_ns *pool_next;      /* the pool's member list (pool.c) */
         struct core_ns_stats stats;
         atomic_int refs;
         struct core_ns *next; /* registry */
@@ -291,8 +295,26 @@ struct core_prov_info {
         uint64_t available;   /* (limit, or capacity) - mapped, 0 when beyond */
         bool tracked;         /* the backend reports its allocation */
         bool reached;         /* usage crossed the threshold (not re-armed) */
+        bool pooled;          /* available is bounded by the directory's pool limit */
 };
 void core_ns_provision_info(struct core_ns *ns, struct core_prov_info *out);
+
+/*
+ * Pools (pool.c): a hard limit shared by the thin file namespaces whose
+ * data files are in one directory.  core_pool_set creates or changes the
+ * pool of dir (which must exist; limit 0 switches it off); namespaces join
+ * it at once and when they are created later.  0 or -errno with err.
+ */
+int core_pool_set(const char *dir, uint64_t limit, char *err, size_t errlen);
+struct core_pool_info {
+        char dir[4096];
+        uint64_t limit, mapped, available; /* bytes */
+        unsigned members;
+};
+/* A pool's counters; -ENOENT when pool is NULL or switched off. */
+int core_pool_info(const struct core_pool *pool, struct core_pool_info *out);
+/* fn for every pool with a limit (control path). */
+void core_pool_foreach(void (*fn)(const struct core_pool_info *pi, void *arg), void *arg);
 
 /* ---- The sanitize engine (sanitize.c) ---- */
 
