@@ -23,6 +23,7 @@
 #include <unistd.h>
 #include <uuid/uuid.h>
 
+#include "core/pool.h"
 #include "core/provision.h"
 #include "core/sanitize.h"
 #include "rt/crc.h"
@@ -244,6 +245,7 @@ out:
 
 static void ns_free(struct core_ns *ns)
 {
+        core_pool_leave(ns);
         if (ns->be.ops)
                 ns->be.ops->close(&ns->be);
         if (ns->scsi_state && ns->scsi_state_free)
@@ -398,6 +400,7 @@ int core_ns_create(const struct core_ns_params *p, struct core_ns **out, char *e
                 if (rc)
                         goto fail;
         }
+        core_pool_join(ns);
         core_prov_init(ns);
 
         pthread_mutex_lock(&reg_lock);

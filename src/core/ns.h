@@ -138,6 +138,8 @@ struct core_prov_limits {
         _Atomic bool reached;       /* the threshold was crossed upward and is not re-armed */
 };
 
+struct core_pool;
+
 /* Copies into this namespace made inside the target (core/copy.h); rare, so plain atomics. */
 struct core_copy_stats {
         _Atomic uint64_t ops, bytes;
@@ -190,8 +192,10 @@ struct core_ns {
         uint64_t rmw_nlb[32];
         uint32_t rmw_used; /* bit per slot */
 
-        struct core_prov_limits prov; /* provisioning limits (provision.c) */
-        struct core_stats stats;      /* I/O counted by the core (core/stats.h) */
+        struct core_prov_limits prov;   /* provisioning limits (provision.c) */
+        struct core_pool *_Atomic pool; /* the directory's pool (pool.c); NULL = none */
+        struct core_ns *pool_next;      /* the pool's member list (pool.c) */
+        struct core_stats stats;        /* I/O counted by the core (core/stats.h) */
         struct core_copy_stats copy_stats;
         atomic_int refs;
         struct core_ns *next; /* registry */
@@ -356,8 +360,26 @@ struct core_prov_info {
         uint64_t available;   /* (limit, or capacity) - mapped, 0 when beyond */
         bool tracked;         /* the backend reports its allocation */
         bool reached;         /* usage crossed the threshold (not re-armed) */
+        bool pooled;          /* available is bounded by the directory's pool limit */
 };
 void core_ns_provision_info(struct core_ns *ns, struct core_prov_info *out);
+
+/*
+ * Pools (pool.c): a hard limit shared by the thin file namespaces whose
+ * data files are in one directory.  core_pool_set creates or changes the
+ * pool of dir (which must exist; limit 0 switches it off); namespaces join
+ * it at once and when they are created later.  0 or -errno with err.
+ */
+int core_pool_set(const char *dir, uint64_t limit, char *err, size_t errlen);
+struct core_pool_info {
+        char dir[4096];
+        uint64_t limit, mapped, available; /* bytes */
+        unsigned members;
+};
+/* A pool's counters; -ENOENT when pool is NULL or switched off. */
+int core_pool_info(const struct core_pool *pool, struct core_pool_info *out);
+/* fn for every pool with a limit (control path). */
+void core_pool_foreach(void (*fn)(const struct core_pool_info *pi, void *arg), void *arg);
 
 /* ---- The sanitize engine (sanitize.c) ---- */
 

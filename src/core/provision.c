@@ -35,6 +35,7 @@
 #include <string.h>
 
 #include "core/ns.h"
+#include "core/pool.h"
 #include "core/provision.h"
 #include "core/req.h"
 #include "rt/log.h"
@@ -57,11 +58,19 @@ bool core_ns_provision_supported(const struct core_ns *ns)
         return ns->thin && ns->be.ops && ns->be.ops->allocated && ns->be.ops->map_status;
 }
 
+/* The namespace's pool when that has a limit (pool.c), else NULL. */
+static struct core_pool *limiting_pool(const struct core_ns *ns)
+{
+        struct core_pool *p = atomic_load_explicit(&ns->pool, memory_order_acquire);
+        return p && atomic_load_explicit(&p->limit, memory_order_relaxed) ? p : NULL;
+}
+
 static bool tracked(const struct core_ns *ns)
 {
         return core_ns_provision_supported(ns) &&
                (atomic_load_explicit(&ns->prov.limit, memory_order_relaxed) ||
-                atomic_load_explicit(&ns->prov.threshold, memory_order_relaxed));
+                atomic_load_explicit(&ns->prov.threshold, memory_order_relaxed) ||
+                limiting_pool(ns));
 }
 
 /*
@@ -138,6 +147,12 @@ static void unreserve(struct core_req *req)
         struct core_prov_limits *p = &req->ns->prov;
         atomic_fetch_sub(&p->est, req->prov_bytes);
         atomic_fetch_sub(&p->inflight, req->prov_bytes);
+        if (req->prov_pool) {
+                struct core_pool *pool = atomic_load(&req->ns->pool);
+                atomic_fetch_sub(&pool->est, req->prov_bytes);
+                atomic_fetch_sub(&pool->inflight, req->prov_bytes);
+                req->prov_pool = false;
+        }
         req->prov_bytes = 0;
 }
 
@@ -146,6 +161,7 @@ enum core_status core_prov_reserve(struct core_req *req)
         struct core_ns *ns = req->ns;
         struct core_prov_limits *p = &ns->prov;
         req->prov_bytes = 0;
+        req->prov_pool = false;
         if ((req->flags & CORE_REQ_SANITIZE) || !tracked(ns))
                 return CORE_OK;
         uint64_t start = req->lba << ns->block_shift;
@@ -154,10 +170,20 @@ enum core_status core_prov_reserve(struct core_req *req)
         atomic_fetch_add(&p->inflight, need);
         uint64_t est = atomic_fetch_add(&p->est, need) + need;
         req->prov_bytes = need;
-        if (!limit || est <= limit)
+        /* The directory's pool, if it has a limit, reserves the same way. */
+        struct core_pool *pool = limiting_pool(ns);
+        uint64_t plimit = 0, pest = 0;
+        if (pool) {
+                plimit = atomic_load_explicit(&pool->limit, memory_order_relaxed);
+                atomic_fetch_add(&pool->inflight, need);
+                pest = atomic_fetch_add(&pool->est, need) + need;
+                req->prov_pool = true;
+        }
+        bool over = limit && est > limit, pool_over = plimit && pest > plimit;
+        if (!over && !pool_over)
                 return CORE_OK; /* the common case: no system call */
 
-        /* The estimate would cross the limit: look at this write precisely. */
+        /* An estimate would cross a limit: look at this write precisely. */
         uint64_t fresh;
         if (unmapped_bytes(ns, req->lba, req->nlb, &fresh) != 0)
                 fresh = need; /* cannot tell: assume all of it is new */
@@ -165,15 +191,24 @@ enum core_status core_prov_reserve(struct core_req *req)
                 unreserve(req); /* an overwrite of mapped blocks allocates nothing */
                 return CORE_OK;
         }
-        int64_t real = refresh(ns);
-        if (real >= 0) {
+        if (over) {
+                int64_t real = refresh(ns);
                 uint64_t others = atomic_load(&p->inflight) - need;
-                if ((uint64_t)real + others + fresh <= limit)
-                        return CORE_OK;
+                if (real < 0 || (uint64_t)real + others + fresh > limit)
+                        goto refuse;
         }
+        if (pool_over) {
+                uint64_t real = core_pool_refresh(pool);
+                uint64_t others = atomic_load(&pool->inflight) - need;
+                if (real + others + fresh > plimit)
+                        goto refuse;
+        }
+        return CORE_OK;
+refuse:
         unreserve(req);
-        LOG_DEBUG("core", "namespace %s: write at lba %llu needs %llu bytes beyond the limit",
-                  ns->name, (unsigned long long)req->lba, (unsigned long long)fresh);
+        LOG_DEBUG("core", "namespace %s: write at lba %llu needs %llu bytes beyond the %s limit",
+                  ns->name, (unsigned long long)req->lba, (unsigned long long)fresh,
+                  pool_over ? "pool" : "namespace");
         return CORE_E_SPACE_ALLOC_FAILED;
 }
 
@@ -184,6 +219,9 @@ void core_prov_done(struct core_req *req, enum core_status st)
         if (req->prov_bytes) {
                 /* Written (or failed): the space is in allocated() now, or was never taken. */
                 atomic_fetch_sub(&p->inflight, req->prov_bytes);
+                if (req->prov_pool)
+                        atomic_fetch_sub(&atomic_load(&ns->pool)->inflight, req->prov_bytes);
+                req->prov_pool = false;
                 req->prov_bytes = 0;
                 uint64_t thr = atomic_load_explicit(&p->threshold, memory_order_relaxed);
                 if (st == CORE_OK && thr && !atomic_load(&p->reached) &&
@@ -284,6 +322,11 @@ void core_ns_provision_info(struct core_ns *ns, struct core_prov_info *out)
         out->deallocated = out->capacity > out->mapped ? out->capacity - out->mapped : 0;
         uint64_t room = out->limit ? out->limit : out->capacity;
         out->available = room > out->mapped ? room - out->mapped : 0;
+        struct core_pool_info pool;
+        if (core_pool_info(atomic_load(&ns->pool), &pool) == 0 && pool.available < out->available) {
+                out->available = pool.available; /* shared with the pool's other namespaces */
+                out->pooled = true;
+        }
         out->reached = atomic_load(&ns->prov.reached);
 }
 

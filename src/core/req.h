@@ -97,6 +97,7 @@ struct core_req {
         struct iovec one_iov; /* iovec for core-built I/O; must outlive submission to the ring */
         bool range_locked;    /* holds an entry in the namespace's RMW range lock */
         bool prov_frees;      /* deallocates (provisioning accounting on completion) */
+        bool prov_pool;       /* prov_bytes are reserved in the namespace's pool too */
         uint64_t prov_bytes;  /* space reserved against the provisioning limit (provision.c) */
         bool counted;         /* started in the statistics; ends when the callback runs */
         uint64_t t_submit;    /* rt_now_ns() at submission, for the latency histogram */

@@ -388,6 +388,13 @@ static void dump_nvmf(json_t *out)
         json_decref(lis);
 }
 
+static void dump_pool(const struct core_pool_info *pi, void *arg)
+{
+        json_array_append_new((json_t *)arg,
+                              entry("pool_set", json_pack("{s:s, s:I}", "dir", pi->dir, "limit",
+                                                          (json_int_t)pi->limit)));
+}
+
 json_t *mgmt_config_dump(void)
 {
         json_t *out = json_array();
@@ -398,6 +405,9 @@ json_t *mgmt_config_dump(void)
         json_t *root = NULL;
         if (!out || !nss || !maps)
                 goto out;
+
+        /* 0. provisioning pools (namespaces join them whichever comes first) */
+        core_pool_foreach(dump_pool, out);
 
         /* 1. namespaces, sorted by name so saved files diff cleanly */
         core_ns_foreach(collect_ns, nss);

@@ -528,13 +528,13 @@ static void ns_list_one(struct core_ns *ns, void *arg)
         json_object_set_new(o, "state", mgmt_ns_state_json(ns));
         struct core_prov_info pi;
         core_ns_provision_info(ns, &pi);
-        json_object_set_new(o, "provisioning",
-                            json_pack("{s:b, s:I, s:I, s:I, s:I, s:I, s:b}", "tracked", pi.tracked,
-                                      "limit", (json_int_t)pi.limit, "threshold",
-                                      (json_int_t)pi.threshold, "mapped_bytes",
-                                      (json_int_t)pi.mapped, "deallocated_bytes",
-                                      (json_int_t)pi.deallocated, "available_bytes",
-                                      (json_int_t)pi.available, "threshold_reached", pi.reached));
+        json_object_set_new(
+            o, "provisioning",
+            json_pack("{s:b, s:I, s:I, s:I, s:I, s:I, s:b, s:b}", "tracked", pi.tracked, "limit",
+                      (json_int_t)pi.limit, "threshold", (json_int_t)pi.threshold, "mapped_bytes",
+                      (json_int_t)pi.mapped, "deallocated_bytes", (json_int_t)pi.deallocated,
+                      "available_bytes", (json_int_t)pi.available, "threshold_reached", pi.reached,
+                      "pool_bound", pi.pooled));
         json_object_set_new(o, "mapped", json_boolean(iscsi_ns_in_use(ns) || nvme_ns_in_use(ns)));
         struct core_stats_sum st;
         core_stats_sum(&ns->stats, &st);
@@ -556,6 +556,38 @@ static int h_namespace_list(struct rpc_ctx *c)
         if (!a)
                 return opfail(c, -ENOMEM, "namespace_list", NULL);
         core_ns_foreach(ns_list_one, a);
+        c->result = a;
+        return 0;
+}
+
+/* Pools: a limit shared by the thin file namespaces in one directory (core/pool.c). */
+static int h_pool_set(struct rpc_ctx *c)
+{
+        char msg[256] = "";
+        const char *dir = pstr(c, "dir", NULL);
+        uint64_t limit = psize(c, "limit", 0);
+        int rc = core_pool_set(dir, limit, msg, sizeof(msg));
+        if (rc < 0)
+                return opfail(c, rc, "pool_set", msg);
+        c->result = json_pack("{s:s, s:I}", "dir", dir, "limit", (json_int_t)limit);
+        return 0;
+}
+
+static void pool_one(const struct core_pool_info *pi, void *arg)
+{
+        json_array_append_new((json_t *)arg,
+                              json_pack("{s:s, s:I, s:I, s:I, s:i}", "dir", pi->dir, "limit",
+                                        (json_int_t)pi->limit, "mapped_bytes",
+                                        (json_int_t)pi->mapped, "available_bytes",
+                                        (json_int_t)pi->available, "namespaces", (int)pi->members));
+}
+
+static int h_pool_list(struct rpc_ctx *c)
+{
+        json_t *a = json_array();
+        if (!a)
+                return opfail(c, -ENOMEM, "pool_list", NULL);
+        core_pool_foreach(pool_one, a);
         c->result = a;
         return 0;
 }
@@ -911,6 +943,15 @@ static const struct rpc_method rpc_methods[] = {
       {.name = "provision_threshold",
        .type = P_SIZE,
        .desc = "soft threshold of allocated space (multiple of 1 MiB); 0 removes it"}}},
+    {"pool_set",
+     h_pool_set,
+     "Set the provisioning limit shared by the thin file namespaces in one directory",
+     {STR("dir", true, 4095, "the directory of the namespaces' data files (must exist)"),
+      {.name = "limit",
+       .type = P_SIZE,
+       .required = true,
+       .desc = "hard limit of the space they allocate together (bytes or \"1G\"); 0 removes it"}}},
+    {"pool_list", h_pool_list, "List provisioning pools with their limit and usage", {}},
     {"iscsi_target_create",
      h_iscsi_target_create,
      "Create an iSCSI target node",

@@ -95,13 +95,13 @@ static void prov_log(struct nvme_ctrl *ctrl, uint8_t *p, uint32_t cap)
                 struct core_prov_info pi;
                 core_ns_provision_info(ns, &pi);
                 core_ns_put(ns);
-                if (!pi.limit && !pi.threshold)
+                if (!pi.limit && !pi.threshold && !pi.pooled)
                         continue;
                 struct nvme_vs_prov_entry *e =
                     (void *)(p + sizeof(*h) + n++ * sizeof(struct nvme_vs_prov_entry));
                 put_le32(&e->nsid, i);
-                put_le32(&e->flags,
-                         (pi.reached ? 1u : 0) | (pi.limit ? 2u : 0) | (pi.threshold ? 4u : 0));
+                put_le32(&e->flags, (pi.reached ? 1u : 0) | (pi.limit ? 2u : 0) |
+                                        (pi.threshold ? 4u : 0) | (pi.pooled ? 8u : 0));
                 put_le64(&e->capacity, pi.capacity);
                 put_le64(&e->limit, pi.limit);
                 put_le64(&e->threshold, pi.threshold);

@@ -7,7 +7,8 @@
  * Provisioning page (0Ch, SBC-4 6.4.6) on thin LUs, with the available and
  * used LBA mapping resource counts (parameters 0001h and 0002h) in
  * threshold sets (2^THRESHOLD EXPONENT blocks, VPD B2h) and SCOPE 01b
- * (dedicated to this LU), from the core's counters (core_ns_provision_info).
+ * (dedicated to this LU; 10b for the available count when a pool's limit
+ * bounds it), from the core's counters (core_ns_provision_info).
  *
  * Every page control (PC) returns the current values: no page here has
  * thresholds or resettable cumulative values of its own.  Log parameters
@@ -38,7 +39,8 @@ static bool thin_lu(const struct core_ns *ns)
 }
 
 /* One resource count parameter (SBC-4 6.4.6.2): 4-byte count in threshold sets, SCOPE. */
-static uint32_t resource_param(uint8_t *p, uint16_t code, uint64_t bytes, bool round_up)
+static uint32_t resource_param(uint8_t *p, uint16_t code, uint64_t bytes, bool round_up,
+                               uint8_t scope)
 {
         uint64_t sets = bytes / CORE_PROV_SET_BYTES;
         if (round_up && bytes % CORE_PROV_SET_BYTES)
@@ -48,7 +50,7 @@ static uint32_t resource_param(uint8_t *p, uint16_t code, uint64_t bytes, bool r
         p[2] = 0x03; /* FORMAT AND LINKING 11b: binary */
         p[3] = 8;    /* parameter length */
         slate_put_be(p + 4, 4, sets > UINT32_MAX ? UINT32_MAX : sets);
-        p[8] = 0x01; /* SCOPE: dedicated to this logical unit (no pool) */
+        p[8] = scope;
         return 12;
 }
 
@@ -60,9 +62,10 @@ static int lbp_page(struct scsi_cmd *cmd, uint16_t ppc, uint8_t *p)
                 return -1;
         core_ns_provision_info(cmd->ns, &pi);
         /* Available rounds down and used rounds up: neither promises space that is not there. */
+        /* SCOPE 01b: dedicated to this LU; 10b: what is available is shared (a pool's limit). */
         if (ppc <= 0x0001)
-                n += resource_param(p + n, 0x0001, pi.available, false);
-        n += resource_param(p + n, 0x0002, pi.mapped, true);
+                n += resource_param(p + n, 0x0001, pi.available, false, pi.pooled ? 0x02 : 0x01);
+        n += resource_param(p + n, 0x0002, pi.mapped, true, 0x01);
         return (int)n;
 }
 

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "core/ns.h"
 #include "core/req.h"
@@ -302,6 +303,78 @@ static void test_persists(void **st)
         assert_int_equal(atomic_load(&ns->prov.threshold), 0);
 }
 
+static struct core_ns *mk_in(const char *dir, const char *name)
+{
+        char path[512];
+        snprintf(path, sizeof(path), "%s/%s.img", dir, name);
+        struct core_ns_params p = {
+            .name = name, .backend = "file", .path = path, .size_bytes = 16 * MIB, .thin = true};
+        struct core_ns *ns = NULL;
+        char err[256];
+        if (core_ns_create(&p, &ns, err, sizeof(err)))
+                fail_msg("create %s: %s", name, err);
+        return ns;
+}
+
+static void count_pool(const struct core_pool_info *pi, void *arg)
+{
+        struct core_pool_info *out = arg;
+        if (strstr(pi->dir, "/pooldir"))
+                *out = *pi;
+}
+
+/* A pool: one limit shared by the thin file namespaces of one directory. */
+static void test_pool(void **st)
+{
+        (void)st;
+        char dir[300], err[256];
+        snprintf(dir, sizeof(dir), "%s/pooldir", state_dir);
+        assert_int_equal(mkdir(dir, 0755), 0);
+        struct core_ns *a = mk_in(dir, "pa"), *b = mk_in(dir, "pb");
+        assert_int_equal(core_pool_set("/nonexistent/dir", MIB, err, sizeof(err)), -ENOENT);
+        assert_int_equal(core_pool_set(dir, 2 * MIB, err, sizeof(err)), 0);
+        /* 1 MiB each: the pool is full, though neither namespace has a limit of its own. */
+        assert_int_equal(write_half(a, 0, 1), CORE_OK);
+        assert_int_equal(write_half(a, 0.5, 2), CORE_OK);
+        assert_int_equal(write_half(b, 0, 3), CORE_OK);
+        assert_int_equal(write_half(b, 0.5, 4), CORE_OK);
+        uint8_t blk[4096];
+        memset(blk, 0x11, sizeof(blk));
+        assert_int_equal(run_req(b, CORE_OP_WRITE, 8 * 2048, 8, blk, sizeof(blk)),
+                         CORE_E_SPACE_ALLOC_FAILED);
+        assert_int_equal(run_req(a, CORE_OP_WRITE, 8 * 2048, 8, blk, sizeof(blk)),
+                         CORE_E_SPACE_ALLOC_FAILED);
+        assert_int_equal(write_half(a, 0.5, 5), CORE_OK); /* an overwrite needs nothing */
+        struct core_prov_info pi;
+        core_ns_provision_info(a, &pi);
+        assert_true(pi.pooled);
+        assert_true(pi.available < 4096);
+        struct core_pool_info pool = {0};
+        core_pool_foreach(count_pool, &pool);
+        assert_int_equal(pool.members, 2);
+        assert_int_equal(pool.limit, 2 * MIB);
+        assert_true(pool.mapped >= 2 * MIB);
+        /* Freeing space in one namespace makes room for the other. */
+        assert_int_equal(run_req(b, CORE_OP_DEALLOCATE, 0, 2048, NULL, 0), CORE_OK);
+        assert_int_equal(run_req(a, CORE_OP_WRITE, 8 * 2048, 8, blk, sizeof(blk)), CORE_OK);
+        assert_true(half_is(a, 0, 1));
+        assert_true(half_is(a, 0.5, 5));
+        /* A namespace created later in the directory joins; one freed leaves. */
+        struct core_ns *c = mk_in(dir, "pc");
+        core_pool_foreach(count_pool, &pool);
+        assert_int_equal(pool.members, 3);
+        assert_int_equal(core_ns_delete("pc"), 0);
+        (void)c;
+        core_pool_foreach(count_pool, &pool);
+        assert_int_equal(pool.members, 2);
+        /* Limit 0 switches the pool off. */
+        assert_int_equal(core_pool_set(dir, 0, err, sizeof(err)), 0);
+        assert_int_equal(write_half(b, 4, 6), CORE_OK);
+        assert_int_equal(write_half(b, 5, 6), CORE_OK);
+        core_ns_provision_info(a, &pi);
+        assert_false(pi.pooled);
+}
+
 /* The file backend, counting how often the core asks for its allocation. */
 static struct backend_ops counting_ops;
 static _Atomic int n_allocated;
@@ -349,6 +422,7 @@ int main(void)
             cmocka_unit_test(test_setter),
             cmocka_unit_test(test_persists),
             cmocka_unit_test(test_no_stat_per_write),
+            cmocka_unit_test(test_pool),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -525,6 +525,34 @@ static void test_provisioning(void **state)
         assert_int_equal(ival(p, "limit"), 0);
         assert_int_equal(ival(p, "available_bytes"), 16 << 20);
         json_decref(p);
+        /* A pool over the state directory: listed, and replayed by config_save first. */
+        expect_error("pool_set", "{\"dir\":\"/nonexistent/x\",\"limit\":\"1G\"}", -32000,
+                     "pool directory");
+        expect_error("pool_set", "{\"dir\":\"/tmp\"}", -32602, "'limit'");
+        snprintf(params, sizeof(params), "{\"dir\":\"%s\",\"limit\":\"64M\"}", tmpdir);
+        r = call("pool_set", params);
+        assert_int_equal(err_code(r), 0);
+        json_decref(r);
+        r = call("pool_list", NULL);
+        json_t *pl = json_array_get(json_object_get(r, "result"), 0);
+        assert_int_equal(ival(pl, "limit"), 64 << 20);
+        assert_int_equal(ival(pl, "namespaces"), 1);
+        json_decref(r);
+        p = prov_of("pf");
+        assert_true(json_is_true(json_object_get(p, "pool_bound")) ||
+                    ival(p, "available_bytes") == 16 << 20);
+        json_decref(p);
+        r = call("config_save", NULL);
+        json_t *first = json_array_get(json_object_get(json_object_get(r, "result"), "config"), 0);
+        assert_string_equal(json_string_value(json_object_get(first, "method")), "pool_set");
+        json_decref(r);
+        snprintf(params, sizeof(params), "{\"dir\":\"%s\",\"limit\":0}", tmpdir);
+        r = call("pool_set", params);
+        assert_int_equal(err_code(r), 0);
+        json_decref(r);
+        r = call("pool_list", NULL);
+        assert_int_equal(json_array_size(json_object_get(r, "result")), 0);
+        json_decref(r);
         assert_int_equal(core_ns_delete("pf"), 0);
 }
 

@@ -452,7 +452,7 @@ struct nvme_vs_prov_hdr {
 _Static_assert(sizeof(struct nvme_vs_prov_hdr) == 8, "provisioning log header");
 struct nvme_vs_prov_entry {
         le32 nsid;
-        le32 flags;     /* bit 0 threshold reached, 1 limit set, 2 threshold set */
+        le32 flags;     /* bit 0 threshold reached, 1 limit set, 2 threshold set, 3 pool bound */
         le64 capacity;  /* bytes */
         le64 limit;     /* hard limit of allocated bytes; 0 = none */
         le64 threshold; /* soft threshold of allocated bytes; 0 = none */
