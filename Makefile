@@ -8,7 +8,7 @@
 
 BUILD_PKGS := meson ninja-build pkg-config gcc clang liburing-dev libisal-dev libssl-dev \
 	uuid-dev libjansson-dev libcmocka-dev libxxhash-dev libmicrohttpd-dev
-TEST_PKGS := libiscsi-bin libiscsi-dev sg3-utils open-iscsi tgt iperf3 libclang-rt-14-dev ddpt \
+TEST_PKGS := libiscsi-bin libiscsi-dev sg3-utils open-iscsi tgt iperf3 libclang-rt-14-dev \
 	python3 procps iproute2 fio xfsprogs sdparm nvme-cli prometheus chromium
 BENCH_PKGS := libiscsi-bin tgt iperf3 util-linux procps
 

@@ -107,7 +107,8 @@ check_opcodes() {
 	local out op
 	out=$(sg_opcodes "$dev") || return 1
 	echo "$out"
-	for op in 'Read\(16\)' 'Write\(16\)' 'Compare and write' '^ *42 .*Unmap' 'Get LBA status'; do
+	for op in 'Read\(16\)' 'Write\(16\)' 'Compare and write' '^ *42 .*Unmap' 'Get LBA status' \
+		'Extended copy\(LID1\)' 'Populate token' 'Write using token' 'Receive ROD token'; do
 		echo "$out" | grep -qiE "$op" || {
 			echo "missing: $op"
 			return 1

@@ -27,7 +27,7 @@
 #define NBLK 8192u /* 4 MiB of 512-byte blocks */
 
 static char state_dir[256];
-static struct core_ns *n0, *n1, *n4k;
+static struct core_ns *n0, *n1, *n4k, *nf;
 static struct scsi_target ta, tb;
 static struct scsi_nexus nxa, nxb, nxc; /* nxa, nxb: one initiator on A and B; nxc: another on B */
 static struct scsi_cmd cmd, cmd2;
@@ -220,14 +220,19 @@ static uint32_t list2(uint8_t list_id, uint8_t usage, struct scsi_nexus *ns_nx, 
 
 /* ---- fixtures ---- */
 
-static struct core_ns *mk(const char *name, uint32_t bs)
+static struct core_ns *mk_be(const char *name, const char *be, uint32_t bs)
 {
         struct core_ns_params p = {
-            .name = name, .backend = "mem", .size_bytes = (uint64_t)NBLK * 512, .block_size = bs};
+            .name = name, .backend = be, .size_bytes = (uint64_t)NBLK * 512, .block_size = bs};
         struct core_ns *ns = NULL;
         char err[256];
         assert_int_equal(core_ns_create(&p, &ns, err, sizeof(err)), 0);
         return ns;
+}
+
+static struct core_ns *mk(const char *name, uint32_t bs)
+{
+        return mk_be(name, "mem", bs);
 }
 
 static int setup(void **st)
@@ -242,10 +247,12 @@ static int setup(void **st)
         n0 = mk("x0", 512);
         n1 = mk("x1", 512);
         n4k = mk("x4k", 4096);
+        nf = mk_be("xf", "file", 512);
         scsi_target_init(&ta, "iqn.2024-01.org.slate:a", 1);
         scsi_target_init(&tb, "iqn.2024-01.org.slate:b", 2);
         assert_int_equal(scsi_target_map_lun(&ta, 0, n0), 0);
         assert_int_equal(scsi_target_map_lun(&ta, 1, n4k), 0);
+        assert_int_equal(scsi_target_map_lun(&ta, 2, nf), 0);
         assert_int_equal(scsi_target_map_lun(&tb, 0, n1), 0);
         scsi_nexus_init(&nxa, &ta, "iqn.init:one,i,0x1", "iqn.2024-01.org.slate:a,t,0x1", NULL, 0);
         scsi_nexus_init(&nxb, &tb, "iqn.init:one,i,0x2", "iqn.2024-01.org.slate:b,t,0x2", NULL, 0);
@@ -269,6 +276,7 @@ static int teardown(void **st)
         scsi_nexus_fini(&nxc);
         scsi_target_unmap_lun(&ta, 0);
         scsi_target_unmap_lun(&ta, 1);
+        scsi_target_unmap_lun(&ta, 2);
         scsi_target_unmap_lun(&tb, 0);
         scsi_target_fini(&ta);
         scsi_target_fini(&tb);
@@ -670,6 +678,18 @@ static void test_token_copy(void **st)
         assert_int_equal(buf2[4], 0x11);
         assert_int_equal(buf2[5], 0x03); /* completed, partial ROD token usage */
         assert_int_equal(slate_be64(buf2 + 16), 18);
+        /* From a file-backed LU to a memory one and back, 16 MiB each way. */
+        static const uint64_t l0[] = {0};
+        static const uint32_t big[] = {NBLK / 2};
+        fill(nf, 0, NBLK / 2, 0xf1);
+        assert_int_equal(populate(&nxa, 2, 0x1002, 1, l0, big), SAM_STAT_GOOD);
+        assert_int_equal(write_using(&nxb, 0, 0x2002, token, 0, 0, NBLK / 2), SAM_STAT_GOOD);
+        expect_blocks(n1, 0, NBLK / 2, 0xf1, 0);
+        assert_int_equal(populate(&nxb, 0, 0x1003, 1, l0, big), SAM_STAT_GOOD);
+        assert_int_equal(write_using(&nxa, 2, 0x2003, token, 0, NBLK / 2, NBLK / 2),
+                         SAM_STAT_GOOD);
+        expect_blocks(nf, NBLK / 2, NBLK / 2, 0xf1, 0);
+        assert_int_equal(populate(&nxa, 0, 0x1000, 2, lba, nlb), SAM_STAT_GOOD);
         /* An initiator that does not reach the source LU cannot use the token. */
         assert_int_equal(write_using(&nxc, 0, 1, token, 0, 0, 8), SAM_STAT_CHECK_CONDITION);
         expect_sense(&cmd, SK_ILLEGAL_REQUEST, 0x23, 0x04);
