@@ -12,7 +12,11 @@
 # iodepth 32), disconnect, restart of slated, reconnect and the checksums
 # again, nvme reset, keep-alive expiry of a silent host (raw Connect with
 # KATO 2 s, then nothing: slated must log the timeout and close the
-# socket), and NVMe -> iSCSI cross-transport data and identity checks.  One
+# socket), and NVMe -> iSCSI cross-transport data and identity checks.
+# Large transfers: MDTS 13 (32 MiB) and the max_hw_sectors_kb Linux derives
+# from it, dd of 8 and 16 MiB with max_sectors_kb raised, a Read of exactly
+# MDTS through nvme-cli, and a Read above MDTS (NSID 3 has 4 KiB blocks, so
+# 16-bit NLB can exceed it) refused with Invalid Field in Command.  One
 # PASS/FAIL line per check.
 #
 # NVMe RPC method names (src/mgmt/rpc.c) can be overridden: NVMF_RPC_SUBSYS,
@@ -51,10 +55,12 @@ cat >"$state/slate.json" <<JSON
 {"config": [
   {"method": "namespace_create", "params": {"name": "nv0", "backend": "file", "path": "$data", "size": "512M", "block_size": 512}},
   {"method": "namespace_create", "params": {"name": "nv1", "backend": "file", "path": "$raw", "size": "256M", "block_size": 512}},
+  {"method": "namespace_create", "params": {"name": "nv4k", "backend": "mem", "size": "64M", "block_size": 4096}},
   {"method": "$NVMF_RPC_SUBSYS", "params": {"nqn": "$NQN"}},
   {"method": "$NVMF_RPC_HOST", "params": {"nqn": "$NQN", "host": "*"}},
   {"method": "$NVMF_RPC_NS", "params": {"nqn": "$NQN", "nsid": 1, "namespace": "nv0"}},
   {"method": "$NVMF_RPC_NS", "params": {"nqn": "$NQN", "nsid": 2, "namespace": "nv1"}},
+  {"method": "$NVMF_RPC_NS", "params": {"nqn": "$NQN", "nsid": 3, "namespace": "nv4k"}},
   {"method": "iscsi_target_create", "params": {"name": "$SLATE_IQN"}},
   {"method": "iscsi_lun_map", "params": {"target": "$SLATE_IQN", "lun": 0, "namespace": "nv1"}},
   {"method": "iscsi_portal_add", "params": {"addr": "127.0.0.1", "port": $ISCSI_PORT}},
@@ -122,6 +128,55 @@ fio_verify() {
 }
 check fio-4k fio_verify 4k
 check fio-128k fio_verify 128k
+
+# Large transfers (NSID 2 from 96 MiB on: fio used the first 64 MiB, the
+# cross-transport check uses 200 MiB).
+qattr() { cat "/sys/block/${RAW##*/}/queue/$1"; }
+mdts() {
+	nvme id-ctrl "$CTRL" | grep -E '^mdts' || return 1
+	echo "max_hw_sectors_kb $(qattr max_hw_sectors_kb) max_sectors_kb $(qattr max_sectors_kb)"
+	nvme id-ctrl "$CTRL" | grep -qE '^mdts *: 13$' && [ "$(qattr max_hw_sectors_kb)" = 32768 ]
+}
+check mdts-32m mdts
+xfer_pool() { "$SLATE_BUILD/slatectl" -s "$state/run/slated.sock" daemon_status |
+	python3 -c 'import json,sys; print(json.load(sys.stdin)["xfer_pool"][sys.argv[1]])' "$1"; }
+big_dd() {
+	local g0 g1
+	head -c $((32 << 20)) /dev/urandom >"$state/big" || return 1
+	g0=$(xfer_pool grants) || return 1
+	echo 16384 >"/sys/block/${RAW##*/}/queue/max_sectors_kb" || return 1
+	dd if="$state/big" of="$RAW" bs=8M count=4 oflag=direct seek=12 &&
+		dd if="$state/big" of="$RAW" bs=16M count=2 oflag=direct seek=6 || return 1
+	dd if="$RAW" of="$state/back" bs=8M count=4 iflag=direct skip=12 &&
+		cmp "$state/big" "$state/back" || return 1
+	dd if="$RAW" of="$state/back" bs=16M count=2 iflag=direct skip=6 &&
+		cmp "$state/big" "$state/back" || return 1
+	g1=$(xfer_pool grants) || return 1
+	echo "large-buffer grants $g0 -> $g1, peak $(xfer_pool peak_bytes) bytes in use"
+	[ "$g1" -ge $((g0 + 12)) ] && [ "$(xfer_pool peak_bytes)" -ge $((16 << 20)) ]
+}
+check big-dd-8m-16m big_dd
+# nvme-cli Read of exactly MDTS (65536 blocks of 512 bytes) matches what dd wrote there.
+read_mdts() {
+	nvme read "$RAW" --start-block=$((96 << 11)) --block-count=65535 \
+		--data-size=$((32 << 20)) --data="$state/mdts" || return 1
+	cmp "$state/big" "$state/mdts"
+}
+check read-exactly-mdts read_mdts
+# Above MDTS: 8193 blocks of 4 KiB with a 4 KiB buffer, so the host sends
+# it; the controller answers Invalid Field in Command.
+over_mdts() {
+	local d= out i
+	for i in $(seq 1 50); do d=$(dev_of 3) && break; sleep 0.1; done
+	[ -n "$d" ] || return 1
+	out=$(nvme io-passthru "$d" --opcode=0x02 --namespace-id=3 --data-len=4096 --read \
+		--cdw10=0 --cdw11=0 --cdw12=8192 2>&1)
+	echo "$out"
+	echo "$out" | grep -qi 'Invalid Field in Command' &&
+		nvme io-passthru "$d" --opcode=0x02 --namespace-id=3 --data-len=4096 --read \
+			--cdw10=0 --cdw11=0 --cdw12=0 >/dev/null
+}
+check read-over-mdts over_mdts
 check disconnect disconnect
 slate_stop >/dev/null 2>&1
 check restart-slated start
