@@ -10,4 +10,4 @@
 set -u
 cd "$(dirname "$0")/../.."
 . tests/lib.sh
-slate_vm_run e2e 900 tests/e2e/vm-iscsi.sh
+slate_vm_run e2e 1140 tests/e2e/vm-iscsi.sh

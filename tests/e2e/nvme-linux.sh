@@ -13,8 +13,12 @@
 # again, nvme reset, keep-alive expiry of a silent host (raw Connect with
 # KATO 2 s, then nothing: slated must log the timeout and close the
 # socket), NVMe -> iSCSI cross-transport data and identity checks, and NVMe
-# Copy within and across runtime-attached namespaces.  One PASS/FAIL line
-# per check.
+# Copy within and across runtime-attached namespaces.
+# Large transfers: MDTS 13 (32 MiB) and the max_hw_sectors_kb Linux derives
+# from it, dd of 8 and 16 MiB with max_sectors_kb raised, a Read of exactly
+# MDTS through nvme-cli, and a Read above MDTS (NSID 3 has 4 KiB blocks, so
+# 16-bit NLB can exceed it) refused with Invalid Field in Command.  One
+# PASS/FAIL line per check.
 #
 # NVMe RPC method names (src/mgmt/rpc.c) can be overridden: NVMF_RPC_SUBSYS,
 # NVMF_RPC_HOST, NVMF_RPC_NS, NVMF_RPC_LISTENER.
@@ -52,10 +56,12 @@ cat >"$state/slate.json" <<JSON
 {"config": [
   {"method": "namespace_create", "params": {"name": "nv0", "backend": "file", "path": "$data", "size": "512M", "block_size": 512}},
   {"method": "namespace_create", "params": {"name": "nv1", "backend": "file", "path": "$raw", "size": "256M", "block_size": 512}},
+  {"method": "namespace_create", "params": {"name": "nv4k", "backend": "mem", "size": "64M", "block_size": 4096}},
   {"method": "$NVMF_RPC_SUBSYS", "params": {"nqn": "$NQN"}},
   {"method": "$NVMF_RPC_HOST", "params": {"nqn": "$NQN", "host": "*"}},
   {"method": "$NVMF_RPC_NS", "params": {"nqn": "$NQN", "nsid": 1, "namespace": "nv0"}},
   {"method": "$NVMF_RPC_NS", "params": {"nqn": "$NQN", "nsid": 2, "namespace": "nv1"}},
+  {"method": "$NVMF_RPC_NS", "params": {"nqn": "$NQN", "nsid": 3, "namespace": "nv4k"}},
   {"method": "iscsi_target_create", "params": {"name": "$SLATE_IQN"}},
   {"method": "iscsi_lun_map", "params": {"target": "$SLATE_IQN", "lun": 0, "namespace": "nv1"}},
   {"method": "iscsi_portal_add", "params": {"addr": "127.0.0.1", "port": $ISCSI_PORT}},
@@ -123,6 +129,55 @@ fio_verify() {
 }
 check fio-4k fio_verify 4k
 check fio-128k fio_verify 128k
+
+# Large transfers (NSID 2 from 96 MiB on: fio used the first 64 MiB, the
+# cross-transport check uses 200 MiB).
+qattr() { cat "/sys/block/${RAW##*/}/queue/$1"; }
+mdts() {
+	nvme id-ctrl "$CTRL" | grep -E '^mdts' || return 1
+	echo "max_hw_sectors_kb $(qattr max_hw_sectors_kb) max_sectors_kb $(qattr max_sectors_kb)"
+	nvme id-ctrl "$CTRL" | grep -qE '^mdts *: 13$' && [ "$(qattr max_hw_sectors_kb)" = 32768 ]
+}
+check mdts-32m mdts
+xfer_pool() { "$SLATE_BUILD/slatectl" -s "$state/run/slated.sock" daemon_status |
+	python3 -c 'import json,sys; print(json.load(sys.stdin)["xfer_pool"][sys.argv[1]])' "$1"; }
+big_dd() {
+	local g0 g1
+	head -c $((32 << 20)) /dev/urandom >"$state/big" || return 1
+	g0=$(xfer_pool grants) || return 1
+	echo 16384 >"/sys/block/${RAW##*/}/queue/max_sectors_kb" || return 1
+	dd if="$state/big" of="$RAW" bs=8M count=4 oflag=direct seek=12 &&
+		dd if="$state/big" of="$RAW" bs=16M count=2 oflag=direct seek=6 || return 1
+	dd if="$RAW" of="$state/back" bs=8M count=4 iflag=direct skip=12 &&
+		cmp "$state/big" "$state/back" || return 1
+	dd if="$RAW" of="$state/back" bs=16M count=2 iflag=direct skip=6 &&
+		cmp "$state/big" "$state/back" || return 1
+	g1=$(xfer_pool grants) || return 1
+	echo "large-buffer grants $g0 -> $g1, peak $(xfer_pool peak_bytes) bytes in use"
+	[ "$g1" -ge $((g0 + 12)) ] && [ "$(xfer_pool peak_bytes)" -ge $((16 << 20)) ]
+}
+check big-dd-8m-16m big_dd
+# nvme-cli Read of exactly MDTS (65536 blocks of 512 bytes) matches what dd wrote there.
+read_mdts() {
+	nvme read "$RAW" --start-block=$((96 << 11)) --block-count=65535 \
+		--data-size=$((32 << 20)) --data="$state/mdts" || return 1
+	cmp "$state/big" "$state/mdts"
+}
+check read-exactly-mdts read_mdts
+# Above MDTS: 8193 blocks of 4 KiB with a 4 KiB buffer, so the host sends
+# it; the controller answers Invalid Field in Command.
+over_mdts() {
+	local d= out i
+	for i in $(seq 1 50); do d=$(dev_of 3) && break; sleep 0.1; done
+	[ -n "$d" ] || return 1
+	out=$(nvme io-passthru "$d" --opcode=0x02 --namespace-id=3 --data-len=4096 --read \
+		--cdw10=0 --cdw11=0 --cdw12=8192 2>&1)
+	echo "$out"
+	echo "$out" | grep -qi 'Invalid Field in Command' &&
+		nvme io-passthru "$d" --opcode=0x02 --namespace-id=3 --data-len=4096 --read \
+			--cdw10=0 --cdw11=0 --cdw12=0 >/dev/null
+}
+check read-over-mdts over_mdts
 check disconnect disconnect
 slate_stop >/dev/null 2>&1
 check restart-slated start
@@ -233,8 +288,8 @@ cross() {
 check nvme-to-iscsi cross
 
 # NVMe Copy (NVM Command Set 1.2 3.3.2) on two scratch file namespaces
-# attached at runtime as NSID 3 and 4 (never the file system's): nvme-cli's
-# `nvme copy` within NSID 3 (format 0h, with and without FUA; format 1h),
+# attached at runtime as NSID 5 and 6 (never the file system's): nvme-cli's
+# `nvme copy` within NSID 5 (format 0h, with and without FUA; format 1h),
 # each checked with cmp against what the host wrote (O_DIRECT reads: the
 # copy bypasses the host's page cache).  Format 2h (a source namespace per
 # entry) must be enabled by Host Behavior Support first, and this kernel
@@ -251,14 +306,14 @@ copy_setup() {
 	local i
 	ctl namespace_create name=cp0 backend=file path="$state/cp0.img" size=64M block_size=512 &&
 		ctl namespace_create name=cp1 backend=file path="$state/cp1.img" size=64M block_size=512 &&
-		ctl nvmf_ns_attach nqn="$NQN" nsid=3 namespace=cp0 &&
-		ctl nvmf_ns_attach nqn="$NQN" nsid=4 namespace=cp1 || return 1
+		ctl nvmf_ns_attach nqn="$NQN" nsid=5 namespace=cp0 &&
+		ctl nvmf_ns_attach nqn="$NQN" nsid=6 namespace=cp1 || return 1
 	connect || return 1
-	for i in $(seq 1 100); do dev_of 3 >/dev/null && dev_of 4 >/dev/null && break; sleep 0.1; done
-	CP0=$(dev_of 3) && CP1=$(dev_of 4) && CTRL=/dev/$(ctrl_of) || return 1
-	echo "copy namespaces $CP0 (nsid 3) $CP1 (nsid 4), controller $CTRL"
+	for i in $(seq 1 100); do dev_of 5 >/dev/null && dev_of 6 >/dev/null && break; sleep 0.1; done
+	CP0=$(dev_of 5) && CP1=$(dev_of 6) && CTRL=/dev/$(ctrl_of) || return 1
+	echo "copy namespaces $CP0 (nsid 5) $CP1 (nsid 6), controller $CTRL"
 	nvme id-ctrl "$CTRL" | grep -E '^(oncs|ocfs)' || return 1
-	nvme id-ns "$CP0" -n 3 | grep -E '^(mssrl|mcl|msrc)' || return 1
+	nvme id-ns "$CP0" -n 5 | grep -E '^(mssrl|mcl|msrc)' || return 1
 	head -c $((8 << 20)) /dev/urandom >"$state/cp-src"
 	dd if="$state/cp-src" of="$CP0" bs=1M oflag=direct 2>/dev/null
 }
@@ -271,13 +326,13 @@ got() {
 # src LBA BLOCKS -> the host's pattern at those blocks
 src() { dd if="$state/cp-src" bs=512 skip="$1" count="$2" 2>/dev/null; }
 copy_f0() { # blocks [0,2048) and [8192,12288) to 40000, in that order
-	nvme copy "$CP0" -n 3 --sdlba=40000 --slbs=0,8192 --blocks=2047,4095 "$@" || return 1
+	nvme copy "$CP0" -n 5 --sdlba=40000 --slbs=0,8192 --blocks=2047,4095 "$@" || return 1
 	cmp <(src 0 2048; src 8192 4096) <(got "$CP0" 40000 6144)
 }
 check copy-format0 copy_f0
 check copy-format0-fua copy_f0 --force-unit-access
 copy_f1() { # 40-byte entries (PI fields, ignored without PI)
-	nvme copy "$CP0" -n 3 --sdlba=60000 --slbs=100 --blocks=999 --format=1 || return 1
+	nvme copy "$CP0" -n 5 --sdlba=60000 --slbs=100 --blocks=999 --format=1 || return 1
 	cmp <(src 100 1000) <(got "$CP0" 60000 1000)
 }
 check copy-format1 copy_f1
@@ -294,10 +349,10 @@ for a in sys.argv[1:]:
 sys.stdout.buffer.write(out)
 PY
 }
-copy_f2_needs_enable() { # NSID 3 -> NSID 4 in format 2h, never enabled: Invalid Field
+copy_f2_needs_enable() { # NSID 5 -> NSID 6 in format 2h, never enabled: Invalid Field
 	local out
-	entries 3:0:16 >"$state/cp-desc2.bin"
-	out=$(nvme io-passthru "$CP1" -n 4 -o 0x19 --cdw10=500 --cdw12=$((2 << 8)) -l 32 -w \
+	entries 5:0:16 >"$state/cp-desc2.bin"
+	out=$(nvme io-passthru "$CP1" -n 6 -o 0x19 --cdw10=500 --cdw12=$((2 << 8)) -l 32 -w \
 		-i "$state/cp-desc2.bin" 2>&1)
 	echo "format 2h without CDFE: $out"
 	echo "$out" | grep -qi 'invalid field' || return 1
@@ -306,12 +361,12 @@ copy_f2_needs_enable() { # NSID 3 -> NSID 4 in format 2h, never enabled: Invalid
 check copy-format2-needs-enabling copy_f2_needs_enable
 copy_limits() {
 	local out
-	entries $(for i in $(seq 0 128); do echo "3:$i:1"; done) >"$state/cp-desc129.bin"
-	out=$(nvme io-passthru "$CP0" -n 3 -o 0x19 --cdw10=50000 --cdw12=128 -l $((129 * 32)) -w \
+	entries $(for i in $(seq 0 128); do echo "5:$i:1"; done) >"$state/cp-desc129.bin"
+	out=$(nvme io-passthru "$CP0" -n 5 -o 0x19 --cdw10=50000 --cdw12=128 -l $((129 * 32)) -w \
 		-i "$state/cp-desc129.bin" 2>&1)
 	echo "129 entries: $out"
 	echo "$out" | grep -qi 'size limit' || return 1
-	out=$(nvme copy "$CP0" -n 3 --sdlba=50000 --slbs=65536 --blocks=65535 2>&1)
+	out=$(nvme copy "$CP0" -n 5 --sdlba=50000 --slbs=65536 --blocks=65535 2>&1)
 	echo "65536 blocks: $out"
 	echo "$out" | grep -qi 'size limit' || return 1
 	# Nothing was written by the refused copies.

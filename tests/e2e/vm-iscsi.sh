@@ -6,7 +6,10 @@
 # in; sg3_utils checks INQUIRY (vendor SLATE), VPD (83h has NAA and UUID
 # designators), READ CAPACITY (= the namespace size), MODE SENSE, and
 # REPORT SUPPORTED OPERATION CODES (READ(16)/WRITE(16)/COMPARE AND WRITE
-# listed, UNMAP and GET LBA STATUS too: thin provisioning); then ext4, files with
+# listed, UNMAP and GET LBA STATUS too: thin provisioning); large transfers
+# (Block Limits 32 MiB / 1 MiB and the queue limits Linux derives; dd of
+# 16 and 8 MiB with max_sectors_kb raised, sg_dd 8 MiB WRITE(16)/READ(16),
+# a READ(16) above the limit refused); then ext4, files with
 # sha256 sums, fio randwrite with crc32c verify at 4 KiB and 128 KiB;
 # logout, SIGTERM, restart, login, fsck, and the sums again.
 set -u
@@ -115,6 +118,59 @@ check_opcodes() {
 		}
 	done
 }
+# Large transfers: Block Limits says 32 MiB maximum, 1 MiB optimal; Linux
+# takes its hardware limit from the maximum (capped by iscsi_tcp's 0xFFFF
+# sectors) and optimal_io_size from the optimal one.
+blk() { cat "/sys/block/${dev##*/}/queue/$1"; }
+check_big_limits() {
+	local bl
+	bl=$(sg_vpd -p bl "$dev") || return 1
+	echo "$bl"
+	echo "$bl" | grep -qiE 'Maximum transfer length: 65536 blocks' &&
+		echo "$bl" | grep -qiE 'Optimal transfer length: 2048 blocks' || return 1
+	echo "max_hw_sectors_kb $(blk max_hw_sectors_kb) max_sectors_kb $(blk max_sectors_kb)" \
+		"optimal_io_size $(blk optimal_io_size)"
+	[ "$(blk max_hw_sectors_kb)" = 32767 ] && [ "$(blk optimal_io_size)" = 1048576 ]
+}
+xfer_pool() { "$SLATE_BUILD/slatectl" -s /tmp/slated-e2e.sock daemon_status |
+	python3 -c 'import json,sys; print(json.load(sys.stdin)["xfer_pool"][sys.argv[1]])' "$1"; }
+big_dd() {
+	local g0 g1
+	head -c $((16 << 20)) /dev/urandom >/tmp/e2e-big || return 1
+	g0=$(xfer_pool grants) || return 1
+	echo 16384 >"/sys/block/${dev##*/}/queue/max_sectors_kb" || return 1
+	dd if=/tmp/e2e-big of="$dev" bs=16M count=1 oflag=direct seek=2 &&
+		dd if="$dev" of=/tmp/e2e-back bs=8M count=2 iflag=direct skip=4 &&
+		cmp /tmp/e2e-big /tmp/e2e-back || return 1
+	g1=$(xfer_pool grants) || return 1
+	echo "large-buffer grants $g0 -> $g1, peak $(xfer_pool peak_bytes) bytes in use"
+	# The kernel really sent a 16 MiB write and 8 MiB reads: slated lent buffers that big.
+	[ "$g1" -ge $((g0 + 3)) ] && [ "$(xfer_pool peak_bytes)" -ge $((16 << 20)) ]
+}
+# One 8 MiB WRITE(16) with its Data-Out and one READ(16), through SG_IO
+# (sg_dd; sg_raw stops at 1 MiB).
+sg_dd_8m() {
+	local g0 g1
+	head -c $((8 << 20)) /dev/urandom >/tmp/e2e-8m || return 1
+	g0=$(xfer_pool grants) || return 1
+	sg_dd blk_sgio=1 cdbsz=16 bs=512 bpt=16384 count=16384 seek=131072 if=/tmp/e2e-8m \
+		of="$dev" verbose=2 &&
+		sg_dd blk_sgio=1 cdbsz=16 bs=512 bpt=16384 count=16384 skip=131072 if="$dev" \
+			of=/tmp/e2e-8m.back verbose=2 || return 1
+	cmp /tmp/e2e-8m /tmp/e2e-8m.back || return 1
+	g1=$(xfer_pool grants) || return 1
+	echo "large-buffer grants $g0 -> $g1"
+	[ "$g1" -ge $((g0 + 2)) ]
+}
+# A READ(16) of 65537 blocks (one more than the maximum) with room for one block:
+# ILLEGAL REQUEST, INVALID FIELD IN CDB, and the disk still works.
+sg_raw_over() {
+	local out
+	out=$(sg_raw -r 512 "$dev" 88 00 00 00 00 00 00 00 00 00 00 01 00 01 00 00 2>&1)
+	echo "$out"
+	echo "$out" | grep -qi 'Illegal Request' && echo "$out" | grep -qi 'Invalid field in cdb' &&
+		sg_raw -r 512 "$dev" 88 00 00 00 00 00 00 00 00 00 00 00 00 01 00 00 >/dev/null
+}
 make_files() {
 	local i
 	mkfs.ext4 -F -q "$dev" && mount "$dev" "$mnt" || return 1
@@ -146,6 +202,10 @@ step sg_vpd check_vpd
 step sg_readcap check_readcap
 step sg_modes check_modes
 step sg_opcodes check_opcodes
+step big-limits check_big_limits
+step big-dd-16m-8m big_dd
+step sg_dd-8m-write16-read16 sg_dd_8m
+step sg_raw-over-limit sg_raw_over
 step mkfs-files make_files || broken=mkfs-files
 step fio-randwrite-4k-verify run_fio 4k
 step fio-randwrite-128k-verify run_fio 128k
