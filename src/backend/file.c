@@ -254,22 +254,20 @@ static void file_nodata_status(struct file_be *f, uint64_t off, uint64_t len, en
                                uint64_t *run)
 {
         enum { NEXT = 16 };
-        /* struct fiemap ends in a flexible array of extents: room for NEXT of them. */
-        union {
-                struct fiemap fm;
-                uint8_t raw[sizeof(struct fiemap) + NEXT * sizeof(struct fiemap_extent)];
-        } q;
+        /* struct fiemap and the extents after it (its flexible array member). */
+        uint64_t q[(sizeof(struct fiemap) + NEXT * sizeof(struct fiemap_extent)) / 8];
+        struct fiemap *fm = (struct fiemap *)q;
         *st = CORE_PROV_DEALLOCATED;
         *run = len;
-        memset(&q, 0, sizeof(q));
-        q.fm.fm_start = off;
-        q.fm.fm_length = len;
-        q.fm.fm_extent_count = NEXT;
-        if (ioctl(f->fd_buf, FS_IOC_FIEMAP, &q.fm) || q.fm.fm_mapped_extents == 0)
+        memset(q, 0, sizeof(q));
+        fm->fm_start = off;
+        fm->fm_length = len;
+        fm->fm_extent_count = NEXT;
+        if (ioctl(f->fd_buf, FS_IOC_FIEMAP, fm) || fm->fm_mapped_extents == 0)
                 return; /* no extent at all: a hole */
         uint64_t end = off + len, at = off;
-        for (uint32_t i = 0; i < q.fm.fm_mapped_extents; i++) {
-                const struct fiemap_extent *e = &q.fm.fm_extents[i];
+        for (uint32_t i = 0; i < fm->fm_mapped_extents && i < NEXT; i++) {
+                const struct fiemap_extent *e = &fm->fm_extents[i];
                 uint64_t e_end = e->fe_logical + e->fe_length;
                 if (e_end <= at)
                         continue;
