@@ -660,6 +660,9 @@ int scsi_fuzz_one(const uint8_t *cdb, size_t len)
         cmd.cdb_len = (uint16_t)(len < 16 ? 16 : len);
         cmd.lun = len > 1 ? (cdb[len - 1] & 1) : 0;
         ns.removable = len > 1 && (cdb[len - 1] & 2);
+        /* Thin provisioning and anchoring too, so UNMAP/WRITE SAME/GET LBA STATUS parse deep. */
+        ns.thin = len > 1 && (cdb[len - 1] & 4);
+        ns.be.can_anchor = len > 1 && (cdb[len - 1] & 8);
         atomic_store(&ns.wp, 0);
         atomic_store(&ns.ready, CORE_NS_READY);
         atomic_store(&ns.san_state, CORE_SAN_NEVER);
