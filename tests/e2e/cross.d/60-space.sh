@@ -14,7 +14,9 @@
 #     overwrites still work, and everything written before reads back
 #     unchanged from both hosts, also after kill -9 and a restart of
 #     slated (the limits come back from the namespace's metadata);
-#   - a discard brings it back under the limit.
+#   - a discard brings it back under the limit;
+#   - a pool over the state directory (pool_set) refuses a write the
+#     namespace's own limit allows, and SCSI calls the space not dedicated.
 
 SNQN=nqn.2026-12.io.slate:space
 SIQN=iqn.2026-12.io.slate:space
@@ -213,6 +215,34 @@ space_discard_frees() {
 	sp_same "$SPSD" 6 "$state/sp-b.bin"
 }
 check space-discard-frees space_discard_frees
+
+# A pool over the state directory (the scratch namespace and "shared" both
+# live there): a limit just above what they use together refuses a write
+# the namespace's own limit would allow, and SCSI reports the available
+# resources as not dedicated to the LU.
+space_pool() {
+	ctl pool_set dir="$state" limit=1G || return 1
+	local used
+	used=$(ctl pool_list | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["mapped_bytes"])')
+	ctl pool_set dir="$state" limit=$(((used >> 20) + 1))M || return 1
+	ctl pool_list
+	echo "space: $(space_prov available_bytes pool_bound)"
+	[ "$(space_prov pool_bound)" = True ] || return 1
+	sg_logs -p 0xc "$SPSD" 2>&1 | tee "$state/sp-logs3.txt"
+	grep -qi 'not dedicated' "$state/sp-logs3.txt" || return 1
+	dd if=/dev/urandom of="$state/sp-d.bin" bs=1M count=4 2>/dev/null
+	if dd if="$state/sp-d.bin" of="$SPNV" oflag=direct bs=1M seek=20 >"$state/sp-dd2.txt" 2>&1; then
+		cat "$state/sp-dd2.txt"
+		echo "4 MiB written past the pool's limit"
+		return 1
+	fi
+	cat "$state/sp-dd2.txt"
+	grep -qi 'no space left' "$state/sp-dd2.txt" || return 1
+	ctl pool_set dir="$state" limit=0 || return 1
+	dd if="$state/sp-d.bin" of="$SPNV" oflag=direct bs=1M seek=20 2>&1 &&
+		sp_same "$SPSD" 20 "$state/sp-d.bin"
+}
+check space-pool-limit space_pool
 
 space_cleanup() {
 	kill "$sp_uevent_pid" 2>/dev/null
