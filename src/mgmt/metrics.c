@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <uuid/uuid.h>
 
 #include "core/ns.h"
 #include "core/stats.h"
@@ -202,32 +203,32 @@ struct snap {
         bool oom;
 };
 
+/* Room for one more element of size sz in *arr (n used of *cap): doubles it. */
+static bool room(void **arr, size_t *cap, size_t n, size_t sz)
+{
+        if (n < *cap)
+                return true;
+        size_t c = *cap ? *cap * 2 : 16;
+        void *p = realloc(*arr, c * sz);
+        if (!p)
+                return false;
+        *arr = p;
+        *cap = c;
+        return true;
+}
+
 static void snap_ns(struct core_ns *ns, void *arg)
 {
         struct snap *s = arg;
-        if (s->nns == s->ns_cap) {
-                size_t cap = s->ns_cap ? s->ns_cap * 2 : 16;
-                void *p = realloc(s->ns, cap * sizeof(*s->ns));
-                if (!p) {
-                        s->oom = true;
-                        return;
-                }
-                s->ns = p;
-                s->ns_cap = cap;
+        if (!room((void **)&s->ns, &s->ns_cap, s->nns, sizeof(*s->ns))) {
+                s->oom = true;
+                return;
         }
         struct ns_snap *n = &s->ns[s->nns++];
         memset(n, 0, sizeof(*n));
         snprintf(n->name, sizeof(n->name), "%s", ns->name);
         snprintf(n->backend, sizeof(n->backend), "%s", ns->backend_name);
-        static const char hex[] = "0123456789abcdef";
-        char *u = n->uuid;
-        for (int i = 0; i < 16; i++) {
-                if (i == 4 || i == 6 || i == 8 || i == 10)
-                        *u++ = '-';
-                *u++ = hex[ns->uuid[i] >> 4];
-                *u++ = hex[ns->uuid[i] & 15];
-        }
-        *u = '\0';
+        uuid_unparse_lower(ns->uuid, n->uuid);
         n->capacity = core_ns_blocks(ns) << ns->block_shift;
         n->allocated = core_ns_allocated_bytes(ns);
         n->thin = ns->thin;
@@ -240,15 +241,9 @@ static void snap_ns(struct core_ns *ns, void *arg)
 static void snap_host(const struct core_host *h, void *arg)
 {
         struct snap *s = arg;
-        if (s->nhosts == s->hosts_cap) {
-                size_t cap = s->hosts_cap ? s->hosts_cap * 2 : 16;
-                void *p = realloc(s->hosts, cap * sizeof(*s->hosts));
-                if (!p) {
-                        s->oom = true;
-                        return;
-                }
-                s->hosts = p;
-                s->hosts_cap = cap;
+        if (!room((void **)&s->hosts, &s->hosts_cap, s->nhosts, sizeof(*s->hosts))) {
+                s->oom = true;
+                return;
         }
         struct host_snap *n = &s->hosts[s->nhosts++];
         memset(n, 0, sizeof(*n));
