@@ -179,6 +179,14 @@ static void efd_done(struct rt_event *ev, int res)
                 arm_eventfd(r);
 }
 
+/* Wake r's loop from another thread (its eventfd read completes). */
+static void wake(struct rt_reactor *r)
+{
+        uint64_t one = 1;
+        ssize_t n = write(r->efd, &one, sizeof(one));
+        (void)n;
+}
+
 int rt_msg_send(struct rt_reactor *r, void (*fn)(void *arg), void *arg)
 {
         /* Control-path only: the data path never crosses reactors. */
@@ -195,9 +203,7 @@ int rt_msg_send(struct rt_reactor *r, void (*fn)(void *arg), void *arg)
                 r->msg_head = m;
         r->msg_tail = m;
         pthread_mutex_unlock(&r->msg_lock);
-        uint64_t one = 1;
-        ssize_t n = write(r->efd, &one, sizeof(one));
-        (void)n;
+        wake(r);
         return 0;
 }
 
@@ -211,9 +217,7 @@ void rt_defer_remote(struct rt_reactor *r, struct rt_defer *d)
                 r->rdefer_head = d;
         r->rdefer_tail = d;
         pthread_mutex_unlock(&r->msg_lock);
-        uint64_t one = 1;
-        ssize_t n = write(r->efd, &one, sizeof(one));
-        (void)n;
+        wake(r);
 }
 
 struct msg_call {
