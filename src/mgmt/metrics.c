@@ -93,6 +93,21 @@ static void print_le(FILE *f, unsigned b)
                 fprintf(f, "%.9g", (double)le / 1e9);
 }
 
+/* A counter family with one sample per object and operation class: ops or bytes. */
+static void per_op_counter(FILE *f, const char *name, const char *help, const struct obj *objs,
+                           size_t n, bool bytes)
+{
+        family(f, name, "counter", help);
+        for (size_t i = 0; i < n; i++)
+                for (unsigned c = 0; c < CORE_OPC_MAX; c++) {
+                        fprintf(f, "%s{", name);
+                        labels(f, &objs[i]);
+                        fprintf(f, ",op=\"%s\"} %llu\n", core_op_class_name(c),
+                                (unsigned long long)(bytes ? objs[i].sum.bytes[c]
+                                                           : objs[i].sum.ops[c]));
+                }
+}
+
 /*
  * The I/O families of one kind of object (prefix slate_namespace or
  * slate_host) for every object of that kind: each family's HELP/TYPE once,
@@ -106,26 +121,12 @@ static void io_families(FILE *f, const char *prefix, const char *what, const str
         snprintf(name, sizeof(name), "%s_ops_total", prefix);
         snprintf(help, sizeof(help),
                  "Commands of %s completed, by operation (failed ones included)", what);
-        family(f, name, "counter", help);
-        for (size_t i = 0; i < n; i++)
-                for (unsigned c = 0; c < CORE_OPC_MAX; c++) {
-                        fprintf(f, "%s{", name);
-                        labels(f, &objs[i]);
-                        fprintf(f, ",op=\"%s\"} %llu\n", core_op_class_name(c),
-                                (unsigned long long)objs[i].sum.ops[c]);
-                }
+        per_op_counter(f, name, help, objs, n, false);
 
         snprintf(name, sizeof(name), "%s_bytes_total", prefix);
         snprintf(help, sizeof(help), "Data bytes moved by successful commands of %s, by operation",
                  what);
-        family(f, name, "counter", help);
-        for (size_t i = 0; i < n; i++)
-                for (unsigned c = 0; c < CORE_OPC_MAX; c++) {
-                        fprintf(f, "%s{", name);
-                        labels(f, &objs[i]);
-                        fprintf(f, ",op=\"%s\"} %llu\n", core_op_class_name(c),
-                                (unsigned long long)objs[i].sum.bytes[c]);
-                }
+        per_op_counter(f, name, help, objs, n, true);
 
         snprintf(name, sizeof(name), "%s_errors_total", prefix);
         snprintf(help, sizeof(help), "Commands of %s that failed, by core status", what);
