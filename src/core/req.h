@@ -22,6 +22,7 @@ struct core_ns;
 struct core_pr_nexus;
 struct backend;
 struct core_host;
+struct core_lba_range;
 
 enum core_op {
         CORE_OP_READ = 0,
@@ -40,6 +41,12 @@ enum core_op {
          * namespace that is not thin, a no-op (the hint is ignored).
          */
         CORE_OP_DEALLOCATE,
+        /*
+         * SBC-4 WRITE SCATTERED: req->ranges[0..nr_ranges) (lba and nlb
+         * unused; nlb = the total), data for the ranges in order in iov.
+         * With CORE_REQ_ATOMIC the whole write is atomic (core/atomic.h).
+         */
+        CORE_OP_WRITE_SCATTERED,
         CORE_OP_MAX
 };
 
@@ -52,6 +59,14 @@ enum core_op {
  * zeroes.  Only where core_ns_can_anchor(); elsewhere CORE_E_INVALID_FIELD.
  */
 #define CORE_REQ_ANCHOR (1u << 3)
+
+/*
+ * WRITE (or WRITE_SCATTERED): all or nothing across a crash, never seen in
+ * part by another command (core/atomic.h); the issuer checked the limits
+ * (core_atomic_check / core_atomic_fits).  atomic_boundary splits it into
+ * independently atomic pieces.
+ */
+#define CORE_REQ_ATOMIC (1u << 4)
 
 #define CORE_REQ_MAX_IOV 8
 
@@ -74,6 +89,11 @@ struct core_req {
          * NULL; set after core_req_init() like nexus.
          */
         struct core_host *host;
+        /* CORE_REQ_ATOMIC: blocks per independently atomic piece; 0 = whole. */
+        uint32_t atomic_boundary;
+        /* CORE_OP_WRITE_SCATTERED: the ranges (issuer's memory, valid until the callback). */
+        const struct core_lba_range *ranges;
+        uint32_t nr_ranges;
         /* Data: the transport's buffers.  Length must be what op needs. */
         struct iovec iov[CORE_REQ_MAX_IOV];
         int iovcnt;
