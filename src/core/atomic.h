@@ -72,4 +72,54 @@ enum core_atomic_bad core_atomic_check(const struct core_ns *ns, uint64_t lba, u
  */
 bool core_atomic_fits(const struct core_ns *ns, uint64_t lba, uint32_t nlb);
 
+/* ---- Inside the core (configuration, the engine behind core/req.c) ---- */
+
+/* Default atomic_write_max on file and mem namespaces (null: 0). */
+#define CORE_ATOMIC_DEFAULT_MAX (64u << 10)
+/* The largest atomic_write_max accepted (a record must fit the journal many times). */
+#define CORE_ATOMIC_MAX_BYTES (1u << 20)
+/* The journal file's size (records are appended, then it restarts after a checkpoint). */
+#define CORE_ATOMIC_JOURNAL_BYTES (16u << 20)
+/* WRITE SCATTERED made atomic as a whole: at most this many ranges. */
+#define CORE_ATOMIC_SCATTER_RANGES 16
+
+const char *core_atomic_path_name(enum core_atomic_path p);
+/*
+ * At namespace open (after the backend): choose the path for the backend,
+ * recover the journal (replay committed records, discard torn ones) and
+ * start the journal thread.  0 or -errno with err.
+ */
+int core_atomic_open(struct core_ns *ns, char *err, size_t errlen);
+void core_atomic_close(struct core_ns *ns);
+/*
+ * Change atomic_write_max (bytes; a multiple of the block size, at most
+ * CORE_ATOMIC_MAX_BYTES; not 0 on a namespace whose path is NONE):
+ * persisted, then CORE_NS_EV_IDENTITY is published.  0 or -errno with err.
+ */
+int core_ns_set_atomic_max(struct core_ns *ns, uint32_t bytes, char *err, size_t errlen);
+
+/* core/req.c: whether an atomic request goes through the journal thread. */
+bool core_atomic_journaled(const struct core_req *req);
+/* Queue an atomic WRITE / WRITE_SCATTERED to the journal; core_backend_done follows. */
+void core_atomic_submit(struct core_req *req);
+/*
+ * Whether records were applied since the last checkpoint: a flush or a
+ * FUA write must then persist a checkpoint before it completes, or an old
+ * record would be replayed over data acknowledged durable after it.
+ */
+bool core_atomic_need_checkpoint(const struct core_ns *ns);
+/* Data sync + checkpoint on the journal thread; core_backend_done follows. */
+void core_atomic_checkpoint(struct core_req *req);
+
+/* The journal's on-disk record header (exposed for the unit tests). */
+struct core_atomic_rec {
+        uint32_t magic;
+        uint32_t hdr_len; /* this header + the ranges */
+        uint64_t seq;
+        uint32_t nr_ranges;
+        uint32_t crc; /* crc32c of the header (crc 0), the ranges and the data */
+        uint64_t data_len;
+};
+#define CORE_ATOMIC_REC_MAGIC 0x534c4152u /* "SLAR" */
+
 #endif

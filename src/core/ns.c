@@ -23,6 +23,7 @@
 #include <unistd.h>
 #include <uuid/uuid.h>
 
+#include "core/atomic.h"
 #include "core/pool.h"
 #include "core/provision.h"
 #include "core/sanitize.h"
@@ -112,6 +113,9 @@ static json_t *meta_body(struct core_ns *ns)
         json_t *prov = core_prov_to_json(ns); /* optional: absent = no limit, no threshold */
         if (prov)
                 json_object_set_new(b, "provision", prov);
+        /* Optional: absent = the backend's default (core/atomic.h). */
+        json_object_set_new(b, "atomic_write_max",
+                            json_integer((json_int_t)atomic_load(&ns->atomic_max_bytes)));
         return b;
 }
 
@@ -236,6 +240,15 @@ static int load_meta(struct core_ns *ns, char *err, size_t errlen)
                 snprintf(err, errlen, "metadata %s: bad provisioning limits", ns->meta_path);
                 goto out;
         }
+        json_t *awm = json_object_get(body, "atomic_write_max");
+        if (awm && (!json_is_integer(awm) || json_integer_value(awm) < 0 ||
+                    json_integer_value(awm) > CORE_ATOMIC_MAX_BYTES ||
+                    json_integer_value(awm) % ns->block_size)) {
+                snprintf(err, errlen, "metadata %s: bad atomic_write_max", ns->meta_path);
+                goto out;
+        }
+        if (awm)
+                atomic_store(&ns->atomic_max_bytes, (uint32_t)json_integer_value(awm));
         rc = 1;
 out:
         free(text);
@@ -246,6 +259,7 @@ out:
 static void ns_free(struct core_ns *ns)
 {
         core_pool_leave(ns);
+        core_atomic_close(ns);
         if (ns->be.ops)
                 ns->be.ops->close(&ns->be);
         if (ns->scsi_state && ns->scsi_state_free)
@@ -312,6 +326,7 @@ int core_ns_create(const struct core_ns_params *p, struct core_ns **out, char *e
         atomic_init(&ns->ready, CORE_NS_READY);
         atomic_init(&ns->san_state, CORE_SAN_NEVER);
         atomic_init(&ns->wce, true);
+        atomic_init(&ns->atomic_max_bytes, UINT32_MAX); /* not loaded yet */
 
         bool persistent = strcmp(ops->name, "file") == 0;
         if (persistent) {
@@ -388,10 +403,31 @@ int core_ns_create(const struct core_ns_params *p, struct core_ns **out, char *e
                 ns->phys_exp = (uint8_t)(__builtin_ctz(pbs) - ns->block_shift);
         }
         derive_ids(ns);
+        /* Atomic writes (core/atomic.c): given > saved > the backend's default. */
+        if (p->atomic_write_max_set) {
+                if (p->atomic_write_max % ns->block_size ||
+                    p->atomic_write_max > CORE_ATOMIC_MAX_BYTES ||
+                    (p->atomic_write_max && !strcmp(ops->name, "null"))) {
+                        snprintf(err, errlen,
+                                 "atomic_write_max must be a multiple of block_size %u, at most "
+                                 "%u (0 on null)",
+                                 ns->block_size, CORE_ATOMIC_MAX_BYTES);
+                        rc = -EINVAL;
+                        goto fail;
+                }
+                atomic_store(&ns->atomic_max_bytes, p->atomic_write_max);
+        } else if (atomic_load(&ns->atomic_max_bytes) == UINT32_MAX) {
+                atomic_store(&ns->atomic_max_bytes,
+                             strcmp(ops->name, "null") ? CORE_ATOMIC_DEFAULT_MAX : 0);
+        }
         if (persistent && (rc = core_ns_save_meta(ns))) {
                 snprintf(err, errlen, "saving metadata %s: %s", ns->meta_path, strerror(-rc));
                 goto fail;
         }
+        /* Before any I/O: replay what the atomic-write journal holds. */
+        rc = core_atomic_open(ns, err, errlen);
+        if (rc)
+                goto fail;
         /* Limits given now replace the saved ones; those not given are kept. */
         if (p->provision_limit || p->provision_threshold) {
                 uint64_t limit = p->provision_limit ? p->provision_limit : ns->prov.limit;

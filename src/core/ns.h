@@ -77,6 +77,13 @@ struct core_ns_params {
         /* Provisioning (provision.c), bytes; 0 = not given: a reopen keeps the saved values. */
         uint64_t provision_limit;     /* hard limit of allocated space */
         uint64_t provision_threshold; /* soft threshold of allocated space */
+        /*
+         * Atomic writes (core/atomic.h), bytes, a multiple of block_size:
+         * the largest write made atomic.  Not set: the saved value, else
+         * CORE_ATOMIC_DEFAULT_MAX on file and mem, 0 on null.
+         */
+        bool atomic_write_max_set;
+        uint32_t atomic_write_max;
 };
 
 /*
@@ -139,6 +146,20 @@ struct core_prov_limits {
 };
 
 struct core_pool;
+struct core_atomic;
+
+/* Plain-command counters of the atomic-write ordering (one per reactor, modulo). */
+#define CORE_NS_ORDER_SLOTS 16
+
+/* Atomic writes done by the engine (core/atomic.c); metrics and namespace_get. */
+struct core_atomic_stats {
+        _Atomic uint64_t writes;        /* atomic writes completed */
+        _Atomic uint64_t journal_bytes; /* bytes written to the intent journal */
+        _Atomic uint64_t journal_syncs; /* journal syncs (one per group commit) */
+        _Atomic uint64_t checkpoints;   /* data syncs that retired journal records */
+        _Atomic uint64_t replayed;      /* records replayed at open */
+        _Atomic uint64_t discarded;     /* torn records discarded at open */
+};
 
 /* Copies into this namespace made inside the target (core/copy.h); rare, so plain atomics. */
 struct core_copy_stats {
@@ -184,13 +205,29 @@ struct core_ns {
         void (*scsi_state_free)(void *);
 
         /*
-         * Ranges under a read-modify-write (COMPARE AND WRITE, ORWRITE):
-         * another RMW overlapping one waits (retries next loop iteration).
+         * The range lock (core/req.c): ranges held by a read-modify-write
+         * (COMPARE AND WRITE, ORWRITE), by an atomic write, and, while any
+         * atomic write is in flight, by every other medium command; an
+         * overlapping command waits (retries next loop iteration).  With
+         * no atomic write in flight a plain command takes no lock: it
+         * counts itself in its reactor's plain_inflight slot and checks
+         * atomic_active (seq_cst both ways, Dekker): an atomic write raises
+         * atomic_active and waits until every slot is 0 before it runs.
          */
         pthread_mutex_t rmw_lock;
-        uint64_t rmw_lba[32];
-        uint64_t rmw_nlb[32];
-        uint32_t rmw_used; /* bit per slot */
+        uint64_t rmw_lba[64];
+        uint64_t rmw_nlb[64];
+        uint64_t rmw_used; /* bit per slot */
+        _Atomic uint32_t atomic_active;
+        struct {
+                _Atomic uint64_t n;
+                char pad[56];
+        } plain_inflight[CORE_NS_ORDER_SLOTS];
+
+        /* Atomic writes (core/atomic.c): the configured maximum, the engine. */
+        _Atomic uint32_t atomic_max_bytes;
+        struct core_atomic *atomic;
+        struct core_atomic_stats atomic_stats;
 
         struct core_prov_limits prov;   /* provisioning limits (provision.c) */
         struct core_pool *_Atomic pool; /* the directory's pool (pool.c); NULL = none */

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "backend/backend.h"
+#include "core/atomic.h"
 #include "core/ns.h"
 #include "core/provision.h"
 #include "core/req.h"
@@ -29,6 +30,16 @@ enum {
         ST_WRITE_SAME,   /* write same: chunks in flight */
         ST_COMPARE,      /* compare: a scratch-sized piece of the medium being read */
         ST_SIMPLE,       /* one backend op, then done */
+        ST_SCATTER,      /* write scattered: one range in flight */
+        ST_JOURNAL,      /* atomic write on the journal thread (core/atomic.c) */
+        ST_CHECKPOINT,   /* flush / FUA write: the journal's checkpoint after it */
+};
+
+/* How a request is ordered against atomic writes (req->order). */
+enum {
+        ORD_NONE = 0,
+        ORD_PLAIN,  /* counted in its reactor's plain_inflight slot, no lock */
+        ORD_LOCKED, /* holds range-lock entries (lock_slots) */
 };
 
 static void finish(struct core_req *req, enum core_status st);
@@ -47,7 +58,8 @@ static void account_end(struct core_req *req)
         enum core_op_class c = core_op_class_of(req->op);
         uint64_t bytes = 0;
         if (req->op == CORE_OP_READ || req->op == CORE_OP_WRITE ||
-            req->op == CORE_OP_COMPARE_AND_WRITE || req->op == CORE_OP_ORWRITE)
+            req->op == CORE_OP_WRITE_SCATTERED || req->op == CORE_OP_COMPARE_AND_WRITE ||
+            req->op == CORE_OP_ORWRITE)
                 bytes = (uint64_t)req->nlb << ns->block_shift;
         uint64_t lat = rt_now_ns() - req->t_submit;
         core_stats_end(&ns->stats, c, req->status, bytes, lat);
@@ -55,9 +67,12 @@ static void account_end(struct core_req *req)
                 core_stats_end(&req->host->stats, c, req->status, bytes, lat);
 }
 
+static void order_leave(struct core_req *req);
+
 static void fire_cb(struct rt_defer *d)
 {
         struct core_req *req = (struct core_req *)((char *)d - offsetof(struct core_req, defer));
+        order_leave(req);
         account_end(req);
         req->cb(req);
 }
@@ -94,24 +109,28 @@ static void iov_to_flat(const struct core_req *req, uint8_t *dst, uint64_t skip,
         }
 }
 
-static bool rmw_lock(struct core_req *req)
+/*
+ * The range lock (core/ns.h): [lba, lba + nlb) for req, or nothing when
+ * it overlaps an entry held by another request (then the caller retries
+ * next loop iteration).
+ */
+static bool range_lock(struct core_req *req, uint64_t lba, uint64_t nlb)
 {
         struct core_ns *ns = req->ns;
         bool ok = false;
         pthread_mutex_lock(&ns->rmw_lock);
-        for (int i = 0; i < 32; i++) {
-                if (!(ns->rmw_used & (1u << i)))
+        for (int i = 0; i < 64; i++) {
+                if (!(ns->rmw_used & (1ull << i)))
                         continue;
-                if (req->lba < ns->rmw_lba[i] + ns->rmw_nlb[i] &&
-                    ns->rmw_lba[i] < req->lba + req->nlb)
+                if (lba < ns->rmw_lba[i] + ns->rmw_nlb[i] && ns->rmw_lba[i] < lba + nlb)
                         goto out;
         }
-        for (int i = 0; i < 32; i++) {
-                if (!(ns->rmw_used & (1u << i))) {
-                        ns->rmw_used |= 1u << i;
-                        ns->rmw_lba[i] = req->lba;
-                        ns->rmw_nlb[i] = req->nlb;
-                        req->range_locked = true;
+        for (int i = 0; i < 64; i++) {
+                if (!(ns->rmw_used & (1ull << i))) {
+                        ns->rmw_used |= 1ull << i;
+                        ns->rmw_lba[i] = lba;
+                        ns->rmw_nlb[i] = nlb;
+                        req->lock_slots |= 1ull << i;
                         ok = true;
                         break;
                 }
@@ -121,25 +140,96 @@ out:
         return ok;
 }
 
-static void rmw_unlock(struct core_req *req)
+static _Atomic uint64_t *plain_slot(struct core_req *req)
+{
+        unsigned i = req->reactor ? rt_index(req->reactor) : 0;
+        return &req->ns->plain_inflight[i % CORE_NS_ORDER_SLOTS].n;
+}
+
+/* Leaves whatever order_enter took; idempotent. */
+static void order_leave(struct core_req *req)
 {
         struct core_ns *ns = req->ns;
-        pthread_mutex_lock(&ns->rmw_lock);
-        for (int i = 0; i < 32; i++) {
-                if ((ns->rmw_used & (1u << i)) && ns->rmw_lba[i] == req->lba &&
-                    ns->rmw_nlb[i] == req->nlb) {
-                        ns->rmw_used &= ~(1u << i);
-                        break;
-                }
+        if (req->lock_slots) {
+                pthread_mutex_lock(&ns->rmw_lock);
+                ns->rmw_used &= ~req->lock_slots;
+                pthread_mutex_unlock(&ns->rmw_lock);
+                req->lock_slots = 0;
         }
-        pthread_mutex_unlock(&ns->rmw_lock);
-        req->range_locked = false;
+        if (req->order == ORD_PLAIN)
+                atomic_fetch_sub(plain_slot(req), 1);
+        req->order = ORD_NONE;
+        if (req->atomic_active) {
+                req->atomic_active = false;
+                atomic_fetch_sub(&ns->atomic_active, 1);
+        }
+}
+
+/* The blocks req touches, as one span (scattered: from the lowest to the highest). */
+static void req_span(const struct core_req *req, uint64_t *lba, uint64_t *nlb)
+{
+        if (req->op != CORE_OP_WRITE_SCATTERED) {
+                *lba = req->lba;
+                *nlb = req->nlb;
+                return;
+        }
+        uint64_t lo = UINT64_MAX, hi = 0;
+        for (uint32_t i = 0; i < req->nr_ranges; i++) {
+                const struct core_lba_range *r = &req->ranges[i];
+                if (!r->nlb)
+                        continue;
+                if (r->lba < lo)
+                        lo = r->lba;
+                if (r->lba + r->nlb > hi)
+                        hi = r->lba + r->nlb;
+        }
+        *lba = lo == UINT64_MAX ? 0 : lo;
+        *nlb = hi > lo ? hi - lo : 0;
+}
+
+/*
+ * Order req against atomic writes (and read-modify-writes against each
+ * other): true when it may run now, false when it must retry.  An atomic
+ * write or a read-modify-write always takes the range lock; an atomic
+ * write first raises atomic_active and waits until no plain command runs
+ * unlocked.  A plain command runs unlocked, only counted, while no atomic
+ * write is active, and takes the range lock otherwise.
+ */
+static bool order_enter(struct core_req *req)
+{
+        struct core_ns *ns = req->ns;
+        bool atomic = (req->flags & CORE_REQ_ATOMIC) != 0;
+        bool rmw = req->op == CORE_OP_COMPARE_AND_WRITE || req->op == CORE_OP_ORWRITE;
+        if (atomic && !req->atomic_active) {
+                req->atomic_active = true;
+                atomic_fetch_add(&ns->atomic_active, 1); /* seq_cst: Dekker with the plain path */
+        }
+        if (atomic) {
+                for (unsigned i = 0; i < CORE_NS_ORDER_SLOTS; i++)
+                        if (atomic_load(&ns->plain_inflight[i].n))
+                                return false;
+        } else if (!rmw) {
+                if (ns->atomic == NULL)
+                        return true; /* no atomic-write engine (not opened) */
+                _Atomic uint64_t *slot = plain_slot(req);
+                atomic_fetch_add(slot, 1); /* seq_cst */
+                if (!atomic_load(&ns->atomic_active)) {
+                        req->order = ORD_PLAIN;
+                        return true;
+                }
+                atomic_fetch_sub(slot, 1);
+        }
+        uint64_t lba, nlb;
+        req_span(req, &lba, &nlb);
+        if (!range_lock(req, lba, nlb ? nlb : 1))
+                return false;
+        req->order = ORD_LOCKED;
+        return true;
 }
 
 static void finish(struct core_req *req, enum core_status st)
 {
-        if (req->range_locked)
-                rmw_unlock(req);
+        order_leave(req);
         if (req->prov_bytes || req->prov_frees)
                 core_prov_done(req, st);
         req->status = st;
@@ -197,20 +287,104 @@ static bool block_is_zero(const uint8_t *blk, uint32_t len)
         return true;
 }
 
+/* Whether op touches the medium's blocks (and so is ordered against atomic writes). */
+static bool ordered_op(enum core_op op)
+{
+        switch (op) {
+        case CORE_OP_READ:
+        case CORE_OP_WRITE:
+        case CORE_OP_WRITE_ZEROES:
+        case CORE_OP_WRITE_SAME:
+        case CORE_OP_COMPARE:
+        case CORE_OP_COMPARE_AND_WRITE:
+        case CORE_OP_ORWRITE:
+        case CORE_OP_DEALLOCATE:
+        case CORE_OP_WRITE_SCATTERED:
+                return true;
+        default:
+                return false;
+        }
+}
+
+/* WRITE SCATTERED, not through the journal: one backend write per range, in order. */
+static void scatter_next(struct core_req *req)
+{
+        while (req->cur_range < req->nr_ranges && req->ranges[req->cur_range].nlb == 0)
+                req->cur_range++;
+        if (req->cur_range == req->nr_ranges) {
+                finish(req, CORE_OK);
+                return;
+        }
+        struct core_ns *ns = req->ns;
+        const struct core_lba_range *r = &req->ranges[req->cur_range++];
+        uint64_t skip = req->done_bytes, len = r->nlb << ns->block_shift;
+        int n = 0;
+        for (int i = 0; i < req->iovcnt && len; i++) {
+                uint64_t l = req->iov[i].iov_len;
+                if (skip >= l) {
+                        skip -= l;
+                        continue;
+                }
+                uint64_t take = l - skip < len ? l - skip : len;
+                req->sub_iov[n].iov_base = (uint8_t *)req->iov[i].iov_base + skip;
+                req->sub_iov[n].iov_len = take;
+                n++;
+                len -= take;
+                skip = 0;
+        }
+        req->done_bytes += (uint32_t)(r->nlb << ns->block_shift);
+        req->stage = ST_SCATTER;
+        be_io(req, CORE_OP_WRITE, r->lba, r->nlb, req->sub_iov, n);
+}
+
+static void run(struct core_req *req);
+
+static void run_retry(struct rt_defer *d)
+{
+        run((struct core_req *)((char *)d - offsetof(struct core_req, defer)));
+}
+
 static void run(struct core_req *req)
 {
         struct core_ns *ns = req->ns;
 
+        if (req->order == ORD_NONE && ordered_op(req->op) && !order_enter(req)) {
+                /* An overlapping atomic write or read-modify-write runs: next turn. */
+                req->defer.fn = run_retry;
+                rt_defer(req->reactor, &req->defer);
+                return;
+        }
         switch (req->op) {
         case CORE_OP_READ:
                 req->stage = ST_SIMPLE;
                 be_io(req, CORE_OP_READ, req->lba, req->nlb, req->iov, req->iovcnt);
                 return;
         case CORE_OP_WRITE:
+                if (core_atomic_journaled(req)) {
+                        req->stage = ST_JOURNAL;
+                        core_atomic_submit(req);
+                        return;
+                }
                 req->stage = ST_SIMPLE;
                 be_io(req, CORE_OP_WRITE, req->lba, req->nlb, req->iov, req->iovcnt);
                 return;
+        case CORE_OP_WRITE_SCATTERED:
+                if (core_atomic_journaled(req)) {
+                        req->stage = ST_JOURNAL;
+                        core_atomic_submit(req);
+                        return;
+                }
+                req->cur_range = 0;
+                req->done_bytes = 0;
+                scatter_next(req);
+                return;
         case CORE_OP_FLUSH:
+                if (core_atomic_need_checkpoint(ns)) {
+                        /* The checkpoint's data sync is the flush (core/atomic.c). */
+                        req->stage = ST_CHECKPOINT;
+                        core_atomic_checkpoint(req);
+                        return;
+                }
                 req->stage = ST_SIMPLE;
                 ns->be.ops->submit(&ns->be, req, CORE_OP_FLUSH, 0, 0, NULL, 0, false);
                 return;
@@ -281,12 +455,7 @@ static void start_rmw(struct rt_defer *d)
 {
         struct core_req *req = (struct core_req *)((char *)d - offsetof(struct core_req, defer));
         struct core_ns *ns = req->ns;
-        if (req->op != CORE_OP_COMPARE && !rmw_lock(req)) {
-                /* Another read-modify-write holds overlapping blocks: try again next turn. */
-                req->defer.fn = start_rmw;
-                rt_defer(req->reactor, &req->defer);
-                return;
-        }
+        /* run() took the range lock: no other read-modify-write overlaps. */
         req->stage = ST_READ_FOR_RMW;
         req->one_iov.iov_base = req->scratch;
         req->one_iov.iov_len = (uint64_t)req->nlb << ns->block_shift;
@@ -313,7 +482,9 @@ void core_req_submit(struct core_req *req)
         struct core_ns *ns = req->ns;
         req->status = CORE_OK;
         req->info_valid = false;
-        req->range_locked = false;
+        req->lock_slots = 0;
+        req->order = ORD_NONE;
+        req->atomic_active = false;
         req->prov_frees = false;
         req->prov_bytes = 0;
         req->stage = ST_START;
@@ -329,8 +500,9 @@ void core_req_submit(struct core_req *req)
                 core_stats_start(&req->host->stats);
         bool medium = req->op != CORE_OP_FLUSH;
         bool writes = req->op == CORE_OP_WRITE || req->op == CORE_OP_WRITE_ZEROES ||
-                      req->op == CORE_OP_COMPARE_AND_WRITE || req->op == CORE_OP_ORWRITE ||
-                      req->op == CORE_OP_WRITE_SAME || req->op == CORE_OP_DEALLOCATE;
+                      req->op == CORE_OP_WRITE_SCATTERED || req->op == CORE_OP_COMPARE_AND_WRITE ||
+                      req->op == CORE_OP_ORWRITE || req->op == CORE_OP_WRITE_SAME ||
+                      req->op == CORE_OP_DEALLOCATE;
         /* The namespace's state, the same rules for every personality (core/state.c). */
         unsigned chk = CORE_CHK_STARTED;
         if (!(req->flags & CORE_REQ_SANITIZE))
@@ -354,7 +526,34 @@ void core_req_submit(struct core_req *req)
                 core_req_complete(req, CORE_E_RESERVATION_CONFLICT);
                 return;
         }
-        if (medium && !core_ns_range_ok(ns, req->lba, req->nlb)) {
+        if (req->op == CORE_OP_WRITE_SCATTERED) {
+                /* Each range inside the namespace, the total what nlb says. */
+                uint64_t sum = 0;
+                if (!req->ranges || req->nr_ranges == 0) {
+                        core_req_complete(req, CORE_E_INVALID_FIELD);
+                        return;
+                }
+                for (uint32_t i = 0; i < req->nr_ranges; i++) {
+                        if (!core_ns_range_ok(ns, req->ranges[i].lba, req->ranges[i].nlb)) {
+                                core_req_complete(req, CORE_E_LBA_RANGE);
+                                return;
+                        }
+                        sum += req->ranges[i].nlb;
+                }
+                if (sum != req->nlb) {
+                        core_req_complete(req, CORE_E_INVALID_FIELD);
+                        return;
+                }
+                if (req->flags & CORE_REQ_ATOMIC) {
+                        struct core_atomic_limits l;
+                        core_ns_atomic_limits(ns, &l);
+                        if (req->nlb > l.scatter_max_blocks ||
+                            req->nr_ranges > l.scatter_max_ranges) {
+                                core_req_complete(req, CORE_E_INVALID_FIELD);
+                                return;
+                        }
+                }
+        } else if (medium && !core_ns_range_ok(ns, req->lba, req->nlb)) {
                 core_req_complete(req, CORE_E_LBA_RANGE);
                 return;
         }
@@ -363,6 +562,7 @@ void core_req_submit(struct core_req *req)
         switch (req->op) {
         case CORE_OP_READ:
         case CORE_OP_WRITE:
+        case CORE_OP_WRITE_SCATTERED:
         case CORE_OP_ORWRITE:
                 need = len;
                 scratch = req->op == CORE_OP_ORWRITE ? len : 0;
@@ -404,8 +604,9 @@ void core_req_submit(struct core_req *req)
         if (ns->thin &&
             (req->op == CORE_OP_DEALLOCATE || req->op == CORE_OP_WRITE_ZEROES || zero_ws))
                 req->prov_frees = true;
-        else if (req->op == CORE_OP_WRITE || req->op == CORE_OP_COMPARE_AND_WRITE ||
-                 req->op == CORE_OP_ORWRITE || req->op == CORE_OP_WRITE_SAME) {
+        else if (req->op == CORE_OP_WRITE || req->op == CORE_OP_WRITE_SCATTERED ||
+                 req->op == CORE_OP_COMPARE_AND_WRITE || req->op == CORE_OP_ORWRITE ||
+                 req->op == CORE_OP_WRITE_SAME) {
                 st = core_prov_reserve(req);
                 if (st != CORE_OK) {
                         core_req_complete(req, st);
@@ -456,6 +657,23 @@ void core_backend_done(struct core_req *req, int res)
         }
         switch (req->stage) {
         case ST_SIMPLE:
+                if (req->op == CORE_OP_WRITE && (req->flags & CORE_REQ_FUA) &&
+                    core_atomic_need_checkpoint(ns)) {
+                        /*
+                         * Durable now: no journal record older than it may be
+                         * replayed over it after a crash (core/atomic.c).
+                         */
+                        req->stage = ST_CHECKPOINT;
+                        core_atomic_checkpoint(req);
+                        return;
+                }
+                finish(req, CORE_OK);
+                return;
+        case ST_SCATTER:
+                scatter_next(req);
+                return;
+        case ST_JOURNAL:
+        case ST_CHECKPOINT:
                 finish(req, CORE_OK);
                 return;
         case ST_WRITE_SAME:

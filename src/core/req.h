@@ -115,13 +115,18 @@ struct core_req {
         uint64_t cur_lba;     /* multi-step ops (write same): next LBA to do */
         int be_res;           /* result a deferred backend completion carries */
         struct iovec one_iov; /* iovec for core-built I/O; must outlive submission to the ring */
-        bool range_locked;    /* holds an entry in the namespace's RMW range lock */
-        bool prov_frees;      /* deallocates (provisioning accounting on completion) */
-        bool prov_pool;       /* prov_bytes are reserved in the namespace's pool too */
-        uint64_t prov_bytes;  /* space reserved against the provisioning limit (provision.c) */
-        bool counted;         /* started in the statistics; ends when the callback runs */
-        uint64_t t_submit;    /* rt_now_ns() at submission, for the latency histogram */
-        struct {              /* the backend I/O in flight (for retries and checks) */
+        uint64_t lock_slots;  /* entries held in the namespace's range lock (bit per slot) */
+        uint8_t order;        /* ordering against atomic writes (core/req.c ORD_*) */
+        bool atomic_active;   /* counted in the namespace's atomic_active */
+        uint32_t cur_range;   /* WRITE_SCATTERED: next range */
+        struct iovec sub_iov[CORE_REQ_MAX_IOV]; /* a piece of iov (scattered ranges) */
+        struct core_req *jnext;                 /* the journal's queue (core/atomic.c) */
+        bool prov_frees;     /* deallocates (provisioning accounting on completion) */
+        bool prov_pool;      /* prov_bytes are reserved in the namespace's pool too */
+        uint64_t prov_bytes; /* space reserved against the provisioning limit (provision.c) */
+        bool counted;        /* started in the statistics; ends when the callback runs */
+        uint64_t t_submit;   /* rt_now_ns() at submission, for the latency histogram */
+        struct {             /* the backend I/O in flight (for retries and checks) */
                 struct backend *be;
                 enum core_op op;
                 uint64_t off, len;

@@ -39,6 +39,7 @@ enum core_op_class core_op_class_of(enum core_op op)
         case CORE_OP_ORWRITE:
         case CORE_OP_WRITE_SAME:
         case CORE_OP_DEALLOCATE:
+        case CORE_OP_WRITE_SCATTERED:
                 return CORE_OPC_WRITE;
         case CORE_OP_FLUSH:
                 return CORE_OPC_FLUSH;

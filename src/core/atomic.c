@@ -1,0 +1,784 @@
+/*
+ * Atomic writes (core/atomic.h): the limits, the checks, and the engine
+ * that makes a write all-or-nothing across a crash.
+ *
+ * Paths, chosen at open from the backend: mem gets CORE_ATOMIC_ORDER (its
+ * data does not survive a crash, so the range lock of core/req.c, which
+ * keeps every other command off an atomic write's blocks, is the whole
+ * guarantee); null gets NONE; file gets CORE_ATOMIC_JOURNAL.
+ *
+ * The intent journal is <state_dir>/<name>.atomic, beside the namespace's
+ * metadata.  Layout: two 512-byte checkpoint headers at 0 and 512 (written
+ * alternately; the valid one with the larger generation counts), then
+ * records from 4096 on: struct core_atomic_rec, the ranges (lba, nlb), the
+ * data.  One thread per namespace runs the journal; per batch of queued
+ * atomic writes (group commit) it appends their records, makes them
+ * durable with ONE fdatasync, then writes each in place (buffered, through
+ * its own descriptor of the data file) and completes them on their
+ * reactors.  Records are retired by a checkpoint: fdatasync of the data
+ * file, then a header naming the last applied sequence number, synced.
+ * A checkpoint is taken when the journal is full (it then starts again at
+ * 4096), and before a flush or a FUA write completes whenever records were
+ * applied since the last one: otherwise recovery could replay an old
+ * record over data acknowledged as durable after it.
+ *
+ * Recovery at open reads the records from 4096 while they are whole
+ * (magic, sizes and checksum), their sequence numbers consecutive; those
+ * newer than the checkpoint are written again in place, in order; the
+ * first torn record ends the scan (it was never acknowledged: completion
+ * waits for the journal sync).  Then a data sync and a new checkpoint.
+ *
+ * Test hook (all builds): SLATE_FAULT_ATOMIC=record:N | synced:N |
+ * inplace:N makes the daemon SIGKILL itself at the Nth journal record
+ * (half of it written), after the Nth record's journal sync (before its
+ * in-place write), or halfway through the Nth in-place write.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "core/atomic.h"
+#include "core/ns.h"
+#include "core/req.h"
+#include "rt/crc.h"
+#include "rt/log.h"
+
+#define JHDR_MAGIC  "SLATEJ01"
+#define REC_START   4096u
+#define BATCH_MAX   64
+#define REC_HDR_MAX (sizeof(struct core_atomic_rec) + CORE_ATOMIC_SCATTER_RANGES * 16u)
+
+struct jhdr {
+        char magic[8];
+        uint32_t version;
+        uint32_t block_size;
+        uint64_t gen;
+        uint64_t ckpt_seq;
+        uint32_t crc;
+        uint32_t pad;
+};
+
+struct core_atomic {
+        enum core_atomic_path path;
+        struct core_ns *ns;
+        int jfd, dfd;
+        char jpath[4200];
+        uint64_t head;            /* next record offset */
+        uint64_t seq;             /* last sequence number written */
+        _Atomic uint64_t applied; /* last sequence number applied in place */
+        _Atomic uint64_t ckpt;    /* last sequence number retired by a checkpoint */
+        uint64_t gen;             /* checkpoint header generation */
+        pthread_t thr;
+        bool thr_started;
+        pthread_mutex_t mu;
+        pthread_cond_t cv;
+        struct core_req *qhead, *qtail;
+        bool stop;
+        uint8_t hbuf[BATCH_MAX][REC_HDR_MAX]; /* record headers of one batch */
+};
+
+/* ---- Test hook ---- */
+
+enum fault_kind { FAULT_NONE, FAULT_RECORD, FAULT_SYNCED, FAULT_INPLACE };
+static enum fault_kind fault_kind;
+static long fault_at;
+static _Atomic long fault_count[4];
+
+static void fault_init(void)
+{
+        const char *e = getenv("SLATE_FAULT_ATOMIC");
+        if (!e || !*e)
+                return;
+        const char *c = strchr(e, ':');
+        if (!c)
+                return;
+        long n = atol(c + 1);
+        if (n <= 0)
+                return;
+        if (!strncmp(e, "record", 6))
+                fault_kind = FAULT_RECORD;
+        else if (!strncmp(e, "synced", 6))
+                fault_kind = FAULT_SYNCED;
+        else if (!strncmp(e, "inplace", 7))
+                fault_kind = FAULT_INPLACE;
+        fault_at = n;
+        LOG_WARN("atomic", "test hook SLATE_FAULT_ATOMIC=%s: the daemon will kill itself", e);
+}
+
+static bool fault_hit(enum fault_kind k)
+{
+        return fault_kind == k && atomic_fetch_add(&fault_count[k], 1) + 1 == fault_at;
+}
+
+static void fault_die(const char *where)
+{
+        LOG_WARN("atomic", "test hook: SIGKILL %s", where);
+        raise(SIGKILL);
+}
+
+/* ---- Limits ---- */
+
+const char *core_atomic_path_name(enum core_atomic_path p)
+{
+        switch (p) {
+        case CORE_ATOMIC_ORDER:
+                return "order";
+        case CORE_ATOMIC_JOURNAL:
+                return "journal";
+        case CORE_ATOMIC_NATIVE:
+                return "native";
+        default:
+                return "none";
+        }
+}
+
+void core_ns_atomic_limits(const struct core_ns *ns, struct core_atomic_limits *out)
+{
+        memset(out, 0, sizeof(*out));
+        out->path = ns->atomic ? ns->atomic->path : CORE_ATOMIC_NONE;
+        if (out->path == CORE_ATOMIC_NONE)
+                return;
+        uint32_t max =
+            atomic_load_explicit(&ns->atomic_max_bytes, memory_order_relaxed) >> ns->block_shift;
+        if (max == 0)
+                return;
+        out->max_blocks = max;
+        out->max_with_boundary = max; /* the whole write is atomic, boundary or not */
+        out->max_boundary = max;
+        out->scatter_max_blocks = max;
+        out->scatter_max_ranges = CORE_ATOMIC_SCATTER_RANGES;
+}
+
+enum core_atomic_bad core_atomic_check(const struct core_ns *ns, uint64_t lba, uint32_t nlb,
+                                       uint32_t boundary)
+{
+        struct core_atomic_limits l;
+        (void)lba; /* no alignment required: align_blocks is 0 */
+        core_ns_atomic_limits(ns, &l);
+        if (l.max_blocks == 0)
+                return CORE_ATOMIC_UNSUPPORTED;
+        if (boundary) {
+                if (boundary > l.max_boundary)
+                        return CORE_ATOMIC_BAD_BOUNDARY;
+                if (nlb > l.max_with_boundary)
+                        return CORE_ATOMIC_BAD_LENGTH;
+                return CORE_ATOMIC_OK;
+        }
+        if (nlb > l.max_blocks)
+                return CORE_ATOMIC_BAD_LENGTH;
+        return CORE_ATOMIC_OK;
+}
+
+bool core_atomic_fits(const struct core_ns *ns, uint64_t lba, uint32_t nlb)
+{
+        (void)lba; /* NABSPF 0: no boundary to cross */
+        struct core_atomic_limits l;
+        core_ns_atomic_limits(ns, &l);
+        return l.max_blocks && nlb <= l.max_blocks;
+}
+
+/* ---- Journal I/O ---- */
+
+static int write_full(int fd, const void *buf, size_t len, uint64_t off)
+{
+        const uint8_t *p = buf;
+        while (len) {
+                ssize_t n = pwrite(fd, p, len, (off_t)off);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        return n < 0 ? -errno : -EIO;
+                p += n;
+                len -= (size_t)n;
+                off += (uint64_t)n;
+        }
+        return 0;
+}
+
+static int writev_full(int fd, struct iovec *iov, int cnt, uint64_t off)
+{
+        while (cnt > 0) {
+                ssize_t n = pwritev(fd, iov, cnt, (off_t)off);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        return n < 0 ? -errno : -EIO;
+                off += (uint64_t)n;
+                while (cnt > 0 && (size_t)n >= iov->iov_len) {
+                        n -= (ssize_t)iov->iov_len;
+                        iov++;
+                        cnt--;
+                }
+                if (cnt > 0) {
+                        iov->iov_base = (uint8_t *)iov->iov_base + n;
+                        iov->iov_len -= (size_t)n;
+                }
+        }
+        return 0;
+}
+
+static int write_header(struct core_atomic *a, uint64_t ckpt)
+{
+        struct jhdr h;
+        memset(&h, 0, sizeof(h));
+        memcpy(h.magic, JHDR_MAGIC, 8);
+        h.version = 1;
+        h.block_size = a->ns->block_size;
+        h.gen = a->gen + 1;
+        h.ckpt_seq = ckpt;
+        h.crc = rt_crc32c(&h, offsetof(struct jhdr, crc));
+        int rc = write_full(a->jfd, &h, sizeof(h), (h.gen & 1) * 512);
+        if (rc == 0 && fdatasync(a->jfd))
+                rc = -errno;
+        if (rc == 0) {
+                a->gen = h.gen;
+                atomic_store_explicit(&a->ckpt, ckpt, memory_order_release);
+        }
+        return rc;
+}
+
+/* The valid header with the larger generation: 1, or 0 when there is none. */
+static int read_header(int fd, struct jhdr *out)
+{
+        int found = 0;
+        for (int i = 0; i < 2; i++) {
+                struct jhdr h;
+                if (pread(fd, &h, sizeof(h), i * 512) != (ssize_t)sizeof(h))
+                        continue;
+                if (memcmp(h.magic, JHDR_MAGIC, 8) || h.version != 1 ||
+                    h.crc != rt_crc32c(&h, offsetof(struct jhdr, crc)))
+                        continue;
+                if (!found || h.gen > out->gen)
+                        *out = h;
+                found = 1;
+        }
+        return found;
+}
+
+/* The data of req: a flat view as an iovec clipped to len (cnt entries into out). */
+static int data_iov(const struct core_req *req, uint64_t skip, uint64_t len, struct iovec *out)
+{
+        int n = 0;
+        for (int i = 0; i < req->iovcnt && len; i++) {
+                uint64_t l = req->iov[i].iov_len;
+                if (skip >= l) {
+                        skip -= l;
+                        continue;
+                }
+                uint64_t take = l - skip < len ? l - skip : len;
+                out[n].iov_base = (uint8_t *)req->iov[i].iov_base + skip;
+                out[n].iov_len = take;
+                n++;
+                len -= take;
+                skip = 0;
+        }
+        return n;
+}
+
+/* Ranges of an atomic request (WRITE: one). */
+static uint32_t req_ranges(const struct core_req *req, struct core_lba_range *one,
+                           const struct core_lba_range **rs)
+{
+        if (req->op == CORE_OP_WRITE_SCATTERED) {
+                *rs = req->ranges;
+                return req->nr_ranges;
+        }
+        one->lba = req->lba;
+        one->nlb = req->nlb;
+        *rs = one;
+        return 1;
+}
+
+static void checkpoint_now(struct core_atomic *a, bool reset);
+
+/* Append req's record at a->head; 0 or -errno. */
+static int append_record(struct core_atomic *a, struct core_req *req, uint8_t *hb)
+{
+        struct core_ns *ns = a->ns;
+        struct core_lba_range one;
+        const struct core_lba_range *rs;
+        uint32_t nr = req_ranges(req, &one, &rs);
+        uint64_t dlen = 0;
+        for (uint32_t i = 0; i < nr; i++)
+                dlen += rs[i].nlb << ns->block_shift;
+        struct core_atomic_rec *r = (struct core_atomic_rec *)hb;
+        uint32_t hlen = (uint32_t)(sizeof(*r) + nr * 16u);
+        if (REC_START + hlen + dlen > CORE_ATOMIC_JOURNAL_BYTES)
+                return -EINVAL;
+        if (a->head + hlen + dlen > CORE_ATOMIC_JOURNAL_BYTES)
+                checkpoint_now(a, true);
+        memset(r, 0, sizeof(*r));
+        r->magic = CORE_ATOMIC_REC_MAGIC;
+        r->hdr_len = hlen;
+        r->seq = a->seq + 1;
+        r->nr_ranges = nr;
+        r->data_len = dlen;
+        for (uint32_t i = 0; i < nr; i++) {
+                memcpy(hb + sizeof(*r) + i * 16, &rs[i].lba, 8);
+                memcpy(hb + sizeof(*r) + i * 16 + 8, &rs[i].nlb, 8);
+        }
+        struct iovec iov[1 + CORE_REQ_MAX_IOV];
+        iov[0].iov_base = hb;
+        iov[0].iov_len = hlen;
+        int n = 1 + data_iov(req, 0, dlen, iov + 1);
+        uint32_t crc = RT_CRC32C_INIT;
+        for (int i = 0; i < n; i++)
+                crc = rt_crc32c_update(crc, iov[i].iov_base, iov[i].iov_len);
+        r->crc = rt_crc32c_final(crc);
+        if (fault_hit(FAULT_RECORD)) {
+                /* Half the record reaches the file, then the process dies. */
+                uint64_t half = (hlen + dlen) / 2;
+                for (int i = 0; i < n && half; i++) {
+                        uint64_t l = iov[i].iov_len < half ? iov[i].iov_len : half;
+                        if (write_full(a->jfd, iov[i].iov_base, l, a->head))
+                                break;
+                        a->head += l;
+                        half -= l;
+                }
+                fault_die("mid journal record");
+        }
+        int rc = writev_full(a->jfd, iov, n, a->head);
+        if (rc)
+                return rc;
+        a->head += hlen + dlen;
+        a->seq = r->seq;
+        atomic_fetch_add_explicit(&ns->atomic_stats.journal_bytes, hlen + dlen,
+                                  memory_order_relaxed);
+        return 0;
+}
+
+/* Write req's data in place; 0 or -errno. */
+static int apply_in_place(struct core_atomic *a, struct core_req *req)
+{
+        struct core_ns *ns = a->ns;
+        struct core_lba_range one;
+        const struct core_lba_range *rs;
+        uint32_t nr = req_ranges(req, &one, &rs);
+        uint64_t skip = 0;
+        bool die = fault_hit(FAULT_INPLACE);
+        for (uint32_t i = 0; i < nr; i++) {
+                uint64_t len = rs[i].nlb << ns->block_shift;
+                struct iovec iov[CORE_REQ_MAX_IOV];
+                if (die) {
+                        /* Half of the first range (at least one block), then die. */
+                        uint64_t half = len > ns->block_size
+                                            ? (len / 2) & ~(uint64_t)(ns->block_size - 1)
+                                            : len;
+                        int n = data_iov(req, skip, half, iov);
+                        writev_full(a->dfd, iov, n, rs[i].lba << ns->block_shift);
+                        fault_die("mid in-place write");
+                }
+                int n = data_iov(req, skip, len, iov);
+                int rc = writev_full(a->dfd, iov, n, rs[i].lba << ns->block_shift);
+                if (rc)
+                        return rc;
+                skip += len;
+        }
+        return 0;
+}
+
+static void defer_done(struct rt_defer *d)
+{
+        struct core_req *req = (struct core_req *)((char *)d - offsetof(struct core_req, defer));
+        core_backend_done(req, req->be_res);
+}
+
+static void complete(struct core_req *req, int res)
+{
+        req->be_res = res;
+        req->defer.fn = defer_done;
+        rt_defer_remote(req->reactor, &req->defer);
+}
+
+/* Data sync, then a header retiring every applied record; reset: restart at REC_START. */
+static void checkpoint_now(struct core_atomic *a, bool reset)
+{
+        if (fdatasync(a->dfd))
+                LOG_ERR("atomic", "namespace %s: data sync: %s", a->ns->name, strerror(errno));
+        uint64_t applied = atomic_load(&a->applied);
+        if (write_header(a, applied))
+                LOG_ERR("atomic", "namespace %s: journal checkpoint: %s", a->ns->name,
+                        strerror(errno));
+        atomic_fetch_add_explicit(&a->ns->atomic_stats.checkpoints, 1, memory_order_relaxed);
+        if (reset)
+                a->head = REC_START;
+}
+
+/*
+ * One group commit: records of the atomic writes in batch, one journal
+ * sync, the in-place writes, then (if a flush, a FUA write or a checkpoint
+ * request is among them) a checkpoint; every request completes after.
+ */
+static void run_batch(struct core_atomic *a, struct core_req **b, int n)
+{
+        struct core_ns *ns = a->ns;
+        int res[BATCH_MAX];
+        bool want_ckpt = false, want_sync = false, any = false;
+        for (int i = 0; i < n; i++) {
+                res[i] = 0;
+                if (core_atomic_journaled(b[i])) {
+                        /* A full journal checkpoints inside: apply what is written first. */
+                        if (any &&
+                            a->head + REC_HDR_MAX + ((uint64_t)b[i]->nlb << ns->block_shift) >
+                                CORE_ATOMIC_JOURNAL_BYTES) {
+                                if (fdatasync(a->jfd))
+                                        LOG_ERR("atomic", "namespace %s: journal sync: %s",
+                                                ns->name, strerror(errno));
+                                atomic_fetch_add_explicit(&ns->atomic_stats.journal_syncs, 1,
+                                                          memory_order_relaxed);
+                                for (int k = 0; k < i; k++) {
+                                        if (res[k] == 1) {
+                                                res[k] = apply_in_place(a, b[k]);
+                                                if (res[k] == 0)
+                                                        res[k] = 2;
+                                        }
+                                }
+                                atomic_store(&a->applied, a->seq);
+                        }
+                        res[i] = append_record(a, b[i], a->hbuf[i]);
+                        if (res[i] == 0)
+                                res[i] = 1; /* recorded, not yet applied */
+                        any = true;
+                        if (b[i]->flags & CORE_REQ_FUA)
+                                want_sync = true;
+                } else {
+                        want_ckpt = true; /* flush or FUA write: a checkpoint */
+                }
+        }
+        if (any) {
+                if (fdatasync(a->jfd)) {
+                        int e = -errno;
+                        for (int i = 0; i < n; i++)
+                                if (res[i] == 1)
+                                        res[i] = e;
+                }
+                atomic_fetch_add_explicit(&ns->atomic_stats.journal_syncs, 1, memory_order_relaxed);
+                if (fault_hit(FAULT_SYNCED))
+                        fault_die("after the journal sync, before the in-place write");
+                for (int i = 0; i < n; i++) {
+                        if (res[i] == 1)
+                                res[i] = apply_in_place(a, b[i]);
+                        else if (res[i] == 2)
+                                res[i] = 0;
+                }
+                atomic_store_explicit(&a->applied, a->seq, memory_order_release);
+        }
+        if (want_ckpt)
+                checkpoint_now(a, false);
+        else if (want_sync && fdatasync(a->dfd)) {
+                int e = -errno;
+                for (int i = 0; i < n; i++)
+                        if (b[i]->flags & CORE_REQ_FUA)
+                                res[i] = e;
+        }
+        for (int i = 0; i < n; i++) {
+                bool w = core_atomic_journaled(b[i]);
+                if (w && res[i] == 0)
+                        atomic_fetch_add_explicit(&ns->atomic_stats.writes, 1,
+                                                  memory_order_relaxed);
+                if (res[i] < 0)
+                        LOG_WARN("atomic", "namespace %s: journaled write failed: %s", ns->name,
+                                 strerror(-res[i]));
+                complete(b[i], res[i] < 0 ? res[i] : (int)0);
+        }
+}
+
+static void *journal_main(void *arg)
+{
+        struct core_atomic *a = arg;
+        struct core_req *b[BATCH_MAX];
+        for (;;) {
+                pthread_mutex_lock(&a->mu);
+                while (!a->qhead && !a->stop)
+                        pthread_cond_wait(&a->cv, &a->mu);
+                if (!a->qhead && a->stop) {
+                        pthread_mutex_unlock(&a->mu);
+                        break;
+                }
+                int n = 0;
+                while (a->qhead && n < BATCH_MAX) {
+                        b[n++] = a->qhead;
+                        a->qhead = a->qhead->jnext;
+                }
+                if (!a->qhead)
+                        a->qtail = NULL;
+                pthread_mutex_unlock(&a->mu);
+                run_batch(a, b, n);
+        }
+        return NULL;
+}
+
+static void enqueue(struct core_atomic *a, struct core_req *req)
+{
+        req->jnext = NULL;
+        pthread_mutex_lock(&a->mu);
+        if (a->qtail)
+                a->qtail->jnext = req;
+        else
+                a->qhead = req;
+        a->qtail = req;
+        pthread_cond_signal(&a->cv);
+        pthread_mutex_unlock(&a->mu);
+}
+
+bool core_atomic_journaled(const struct core_req *req)
+{
+        const struct core_atomic *a = req->ns->atomic;
+        if (!a || a->path != CORE_ATOMIC_JOURNAL || !(req->flags & CORE_REQ_ATOMIC))
+                return false;
+        if (req->op == CORE_OP_WRITE)
+                return req->nlb > 1; /* one block is atomic by itself */
+        return req->op == CORE_OP_WRITE_SCATTERED;
+}
+
+void core_atomic_submit(struct core_req *req)
+{
+        enqueue(req->ns->atomic, req);
+}
+
+bool core_atomic_need_checkpoint(const struct core_ns *ns)
+{
+        const struct core_atomic *a = ns->atomic;
+        return a && a->path == CORE_ATOMIC_JOURNAL &&
+               atomic_load_explicit(&a->applied, memory_order_acquire) >
+                   atomic_load_explicit(&a->ckpt, memory_order_acquire);
+}
+
+void core_atomic_checkpoint(struct core_req *req)
+{
+        enqueue(req->ns->atomic, req);
+}
+
+/* ---- Recovery ---- */
+
+/*
+ * Replays the committed records newer than the checkpoint; returns 0 and
+ * the counts, or -errno.  Leaves a->seq at the last valid sequence number.
+ */
+static int recover(struct core_atomic *a, unsigned *replayed, unsigned *discarded)
+{
+        struct core_ns *ns = a->ns;
+        struct jhdr h;
+        *replayed = *discarded = 0;
+        if (!read_header(a->jfd, &h)) {
+                a->gen = 0;
+                a->seq = 0;
+                atomic_store(&a->ckpt, 0);
+                return 0; /* new (or never checkpointed): nothing was acknowledged */
+        }
+        a->gen = h.gen;
+        atomic_store(&a->ckpt, h.ckpt_seq);
+        a->seq = h.ckpt_seq;
+        uint64_t off = REC_START, prev = 0;
+        uint64_t max_data = CORE_ATOMIC_JOURNAL_BYTES;
+        uint8_t *buf = malloc(CORE_ATOMIC_JOURNAL_BYTES);
+        if (!buf)
+                return -ENOMEM;
+        uint64_t nblocks = core_ns_blocks(ns);
+        for (;;) {
+                struct core_atomic_rec r;
+                if (pread(a->jfd, &r, sizeof(r), (off_t)off) != (ssize_t)sizeof(r) ||
+                    r.magic != CORE_ATOMIC_REC_MAGIC)
+                        break;
+                bool sane = r.nr_ranges >= 1 && r.nr_ranges <= CORE_ATOMIC_SCATTER_RANGES &&
+                            r.hdr_len == sizeof(r) + r.nr_ranges * 16u && r.data_len <= max_data &&
+                            off + r.hdr_len + r.data_len <= CORE_ATOMIC_JOURNAL_BYTES;
+                uint64_t total = sane ? r.hdr_len + r.data_len : 0;
+                if (!sane || pread(a->jfd, buf, total, (off_t)off) != (ssize_t)total) {
+                        if (r.seq > h.ckpt_seq)
+                                (*discarded)++;
+                        break;
+                }
+                struct core_atomic_rec *rp = (struct core_atomic_rec *)buf;
+                uint32_t want = rp->crc;
+                rp->crc = 0;
+                if (rt_crc32c(buf, total) != want) {
+                        if (r.seq > h.ckpt_seq && (!prev || r.seq == prev + 1))
+                                (*discarded)++;
+                        break;
+                }
+                if (prev && r.seq != prev + 1)
+                        break; /* an older record left from before the last restart */
+                prev = r.seq;
+                if (r.seq > h.ckpt_seq) {
+                        /* Check every range before writing any. */
+                        uint64_t sum = 0;
+                        bool ok = true;
+                        for (uint32_t i = 0; i < r.nr_ranges; i++) {
+                                uint64_t lba, nlb;
+                                memcpy(&lba, buf + sizeof(r) + i * 16, 8);
+                                memcpy(&nlb, buf + sizeof(r) + i * 16 + 8, 8);
+                                if (lba > nblocks || nlb > nblocks - lba)
+                                        ok = false;
+                                sum += nlb << ns->block_shift;
+                        }
+                        if (!ok || sum != r.data_len) {
+                                LOG_WARN("atomic",
+                                         "namespace %s: journal record %llu outside "
+                                         "the namespace: not replayed",
+                                         ns->name, (unsigned long long)r.seq);
+                                (*discarded)++;
+                                break;
+                        }
+                        uint64_t doff = r.hdr_len;
+                        for (uint32_t i = 0; i < r.nr_ranges; i++) {
+                                uint64_t lba, nlb;
+                                memcpy(&lba, buf + sizeof(r) + i * 16, 8);
+                                memcpy(&nlb, buf + sizeof(r) + i * 16 + 8, 8);
+                                uint64_t len = nlb << ns->block_shift;
+                                int rc =
+                                    write_full(a->dfd, buf + doff, len, lba << ns->block_shift);
+                                if (rc) {
+                                        free(buf);
+                                        return rc;
+                                }
+                                doff += len;
+                        }
+                        (*replayed)++;
+                        a->seq = r.seq;
+                }
+                off += total;
+        }
+        free(buf);
+        if (prev > a->seq)
+                a->seq = prev;
+        if (*replayed && fdatasync(a->dfd))
+                return -errno;
+        atomic_store(&a->applied, a->seq);
+        return 0;
+}
+
+/* ---- Open, close, configuration ---- */
+
+int core_atomic_open(struct core_ns *ns, char *err, size_t errlen)
+{
+        static pthread_once_t once = PTHREAD_ONCE_INIT;
+        pthread_once(&once, fault_init);
+        struct core_atomic *a = calloc(1, sizeof(*a));
+        if (!a)
+                return -ENOMEM;
+        a->ns = ns;
+        a->jfd = a->dfd = -1;
+        pthread_mutex_init(&a->mu, NULL);
+        pthread_cond_init(&a->cv, NULL);
+        if (!strcmp(ns->backend_name, "mem"))
+                a->path = CORE_ATOMIC_ORDER;
+        else if (!strcmp(ns->backend_name, "file"))
+                a->path = CORE_ATOMIC_JOURNAL;
+        else
+                a->path = CORE_ATOMIC_NONE;
+        ns->atomic = a;
+        if (a->path == CORE_ATOMIC_NONE)
+                atomic_store(&ns->atomic_max_bytes, 0);
+        if (a->path != CORE_ATOMIC_JOURNAL) {
+                LOG_INFO("atomic", "namespace %s: atomic writes: %s, up to %u bytes", ns->name,
+                         core_atomic_path_name(a->path), atomic_load(&ns->atomic_max_bytes));
+                return 0;
+        }
+        snprintf(a->jpath, sizeof(a->jpath), "%s/%s.atomic", core_state_dir(), ns->name);
+        a->jfd = open(a->jpath, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        a->dfd = open(ns->path, O_RDWR | O_CLOEXEC);
+        int rc = 0;
+        if (a->jfd < 0 || a->dfd < 0) {
+                rc = -errno;
+                snprintf(err, errlen, "atomic-write journal %s: %s", a->jpath, strerror(errno));
+                goto fail;
+        }
+        unsigned rep, dis;
+        rc = recover(a, &rep, &dis);
+        if (rc) {
+                snprintf(err, errlen, "atomic-write journal %s: recovery: %s", a->jpath,
+                         strerror(-rc));
+                goto fail;
+        }
+        atomic_store(&ns->atomic_stats.replayed, rep);
+        atomic_store(&ns->atomic_stats.discarded, dis);
+        a->head = REC_START;
+        rc = write_header(a, a->seq);
+        if (rc) {
+                snprintf(err, errlen, "atomic-write journal %s: %s", a->jpath, strerror(-rc));
+                goto fail;
+        }
+        if (pthread_create(&a->thr, NULL, journal_main, a)) {
+                rc = -EAGAIN;
+                snprintf(err, errlen, "atomic-write journal thread: cannot start");
+                goto fail;
+        }
+        a->thr_started = true;
+        LOG_INFO("atomic",
+                 "namespace %s: atomic writes: journal %s, up to %u bytes; recovery replayed %u "
+                 "record(s), discarded %u torn",
+                 ns->name, a->jpath, atomic_load(&ns->atomic_max_bytes), rep, dis);
+        return 0;
+fail:
+        core_atomic_close(ns);
+        return rc;
+}
+
+void core_atomic_close(struct core_ns *ns)
+{
+        struct core_atomic *a = ns->atomic;
+        if (!a)
+                return;
+        if (a->thr_started) {
+                pthread_mutex_lock(&a->mu);
+                a->stop = true;
+                pthread_cond_signal(&a->cv);
+                pthread_mutex_unlock(&a->mu);
+                pthread_join(a->thr, NULL);
+                /* A clean close retires every record. */
+                if (atomic_load(&a->applied) > atomic_load(&a->ckpt))
+                        checkpoint_now(a, true);
+        }
+        if (a->jfd >= 0)
+                close(a->jfd);
+        if (a->dfd >= 0)
+                close(a->dfd);
+        pthread_mutex_destroy(&a->mu);
+        pthread_cond_destroy(&a->cv);
+        free(a);
+        ns->atomic = NULL;
+}
+
+int core_ns_set_atomic_max(struct core_ns *ns, uint32_t bytes, char *err, size_t errlen)
+{
+        struct core_atomic_limits l;
+        core_ns_atomic_limits(ns, &l);
+        if (bytes % ns->block_size || bytes > CORE_ATOMIC_MAX_BYTES) {
+                snprintf(err, errlen,
+                         "atomic_write_max must be a multiple of the block size %u, "
+                         "at most %u",
+                         ns->block_size, CORE_ATOMIC_MAX_BYTES);
+                return -EINVAL;
+        }
+        if (bytes && l.path == CORE_ATOMIC_NONE) {
+                snprintf(err, errlen, "the %s backend has no atomic writes", ns->backend_name);
+                return -EOPNOTSUPP;
+        }
+        pthread_mutex_lock(&ns->lock);
+        uint32_t old = atomic_exchange(&ns->atomic_max_bytes, bytes);
+        int rc = old != bytes ? core_ns_save_meta(ns) : 0;
+        if (rc)
+                atomic_store(&ns->atomic_max_bytes, old);
+        pthread_mutex_unlock(&ns->lock);
+        if (rc) {
+                snprintf(err, errlen, "saving metadata: %s", strerror(-rc));
+                return rc;
+        }
+        if (old != bytes) {
+                LOG_INFO("atomic", "namespace %s: atomic_write_max %u -> %u bytes", ns->name, old,
+                         bytes);
+                struct core_ns_event ev = {
+                    .type = CORE_NS_EV_IDENTITY, .ns = ns, .old_val = old, .new_val = bytes};
+                core_ns_publish(&ev);
+        }
+        return 0;
+}
