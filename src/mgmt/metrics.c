@@ -18,6 +18,7 @@
 #include <time.h>
 #include <uuid/uuid.h>
 
+#include "core/atomic.h"
 #include "core/ns.h"
 #include "core/stats.h"
 #include "mgmt/mgmt.h"
@@ -187,6 +188,8 @@ struct ns_snap {
         uint32_t wp;
         enum core_sanitize_state san;
         uint16_t san_progress;
+        const char *atomic_path;
+        uint64_t atomic[6]; /* struct core_atomic_stats, in order */
 };
 
 struct host_snap {
@@ -236,6 +239,15 @@ static void snap_ns(struct core_ns *ns, void *arg)
         n->wp = core_ns_wp(ns);
         n->san = core_ns_sanitize_state(ns);
         n->san_progress = atomic_load(&ns->san_progress);
+        struct core_atomic_limits al;
+        core_ns_atomic_limits(ns, &al);
+        n->atomic_path = core_atomic_path_name(al.path);
+        n->atomic[0] = atomic_load(&ns->atomic_stats.writes);
+        n->atomic[1] = atomic_load(&ns->atomic_stats.journal_bytes);
+        n->atomic[2] = atomic_load(&ns->atomic_stats.journal_syncs);
+        n->atomic[3] = atomic_load(&ns->atomic_stats.checkpoints);
+        n->atomic[4] = atomic_load(&ns->atomic_stats.replayed);
+        n->atomic[5] = atomic_load(&ns->atomic_stats.discarded);
         core_stats_sum(&ns->stats, &n->o.sum);
 }
 
@@ -386,6 +398,35 @@ char *mgmt_metrics_text(size_t *len)
                 labels(f, &s.ns[i].o);
                 fprintf(f, "} %.6f\n",
                         s.ns[i].san == CORE_SAN_RUNNING ? s.ns[i].san_progress / 65536.0 : 0.0);
+        }
+        /* Atomic writes (core/atomic.c): the path, then the engine's counters. */
+        family(f, "slate_namespace_atomic_path", "gauge",
+               "Always 1; how the namespace makes writes atomic (journal, native, order, none)");
+        for (size_t i = 0; i < s.nns; i++) {
+                fputs("slate_namespace_atomic_path{", f);
+                labels(f, &s.ns[i].o);
+                fprintf(f, ",path=\"%s\"} 1\n", s.ns[i].atomic_path);
+        }
+        static const char *const atomic_fam[6][2] = {
+            {"slate_namespace_atomic_writes_total", "Atomic writes completed by the engine"},
+            {"slate_namespace_atomic_journal_bytes_total",
+             "Bytes written to the atomic-write intent journal"},
+            {"slate_namespace_atomic_journal_syncs_total",
+             "Syncs of the atomic-write journal (one per group commit)"},
+            {"slate_namespace_atomic_checkpoints_total",
+             "Data syncs that retired atomic-write journal records"},
+            {"slate_namespace_atomic_replayed_records",
+             "Journal records replayed at the last open (crash recovery)"},
+            {"slate_namespace_atomic_discarded_records",
+             "Torn journal records discarded at the last open"},
+        };
+        for (unsigned k = 0; k < 6; k++) {
+                family(f, atomic_fam[k][0], k < 4 ? "counter" : "gauge", atomic_fam[k][1]);
+                for (size_t i = 0; i < s.nns; i++) {
+                        fprintf(f, "%s{", atomic_fam[k][0]);
+                        labels(f, &s.ns[i].o);
+                        fprintf(f, "} %llu\n", (unsigned long long)s.ns[i].atomic[k]);
+                }
         }
         struct obj *objs = calloc(s.nns + s.nhosts + 1, sizeof(*objs));
         if (objs) {

@@ -35,6 +35,7 @@
 
 #include <uuid/uuid.h>
 
+#include "core/atomic.h"
 #include "core/ns.h"
 #include "mgmt/metrics.h"
 #include "iscsi/iscsi.h"
@@ -348,6 +349,8 @@ static int h_namespace_create(struct rpc_ctx *c)
             .sanitize_rate_mibps = (uint32_t)puint(c, "sanitize_rate_mibps", 0),
             .provision_limit = psize(c, "provision_limit", 0),
             .provision_threshold = psize(c, "provision_threshold", 0),
+            .atomic_write_max_set = json_object_get(c->params, "atomic_write_max") != NULL,
+            .atomic_write_max = (uint32_t)psize(c, "atomic_write_max", 0),
         };
         if (strcmp(p.backend, "mem") != 0 && strcmp(p.backend, "file") != 0 &&
             strcmp(p.backend, "null") != 0)
@@ -442,9 +445,17 @@ static int h_namespace_set(struct rpc_ctx *c)
         json_t *wc = json_object_get(c->params, "write_cache");
         json_t *pl = json_object_get(c->params, "provision_limit");
         json_t *pt = json_object_get(c->params, "provision_threshold");
-        if (!wp && !wc && !pl && !pt)
-                return inval(c, "give 'write_protect', 'write_cache', 'provision_limit' and/or "
-                                "'provision_threshold'");
+        json_t *aw = json_object_get(c->params, "atomic_write_max");
+        if (!wp && !wc && !pl && !pt && !aw)
+                return inval(c, "give 'write_protect', 'write_cache', 'provision_limit', "
+                                "'provision_threshold' and/or 'atomic_write_max'");
+        if (aw) {
+                char msg[256] = "";
+                int rc = core_ns_set_atomic_max(ns, (uint32_t)psize(c, "atomic_write_max", 0), msg,
+                                                sizeof(msg));
+                if (rc < 0)
+                        return opfail(c, rc, "namespace_set", msg);
+        }
         if (pl || pt) {
                 /* One setter for both; the one not given keeps its value, 0 removes. */
                 char msg[256] = "";
@@ -464,10 +475,11 @@ static int h_namespace_set(struct rpc_ctx *c)
                 core_ns_set_wce(ns, json_is_true(wc), NULL);
         LOG_INFO("mgmt", "namespace %s: write_protect(config)=%d write_cache=%d", ns->name,
                  (core_ns_wp(ns) & CORE_WP_CONFIG) != 0, atomic_load(&ns->wce));
-        c->result = json_pack("{s:s, s:b, s:b, s:I, s:I}", "name", ns->name, "write_protect",
+        c->result = json_pack("{s:s, s:b, s:b, s:I, s:I, s:I}", "name", ns->name, "write_protect",
                               core_ns_wp(ns) != 0, "write_cache", atomic_load(&ns->wce),
                               "provision_limit", (json_int_t)atomic_load(&ns->prov.limit),
-                              "provision_threshold", (json_int_t)atomic_load(&ns->prov.threshold));
+                              "provision_threshold", (json_int_t)atomic_load(&ns->prov.threshold),
+                              "atomic_write_max", (json_int_t)atomic_load(&ns->atomic_max_bytes));
         return 0;
 }
 
@@ -509,6 +521,9 @@ json_t *mgmt_ns_params_json(struct core_ns *ns)
                 json_object_set_new(o, "provision_limit", json_integer((json_int_t)limit));
         if (o && thr)
                 json_object_set_new(o, "provision_threshold", json_integer((json_int_t)thr));
+        if (o)
+                json_object_set_new(o, "atomic_write_max",
+                                    json_integer((json_int_t)atomic_load(&ns->atomic_max_bytes)));
         return o;
 }
 
@@ -536,6 +551,20 @@ static void ns_list_one(struct core_ns *ns, void *arg)
                       "available_bytes", (json_int_t)pi.available, "threshold_reached", pi.reached,
                       "pool_bound", pi.pooled));
         json_object_set_new(o, "mapped", json_boolean(iscsi_ns_in_use(ns) || nvme_ns_in_use(ns)));
+        struct core_atomic_limits al;
+        core_ns_atomic_limits(ns, &al);
+        const struct core_atomic_stats *as = &ns->atomic_stats;
+        json_object_set_new(o, "atomic",
+                            json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "path",
+                                      core_atomic_path_name(al.path), "max_bytes",
+                                      (json_int_t)al.max_blocks << ns->block_shift,
+                                      "scatter_max_ranges", (json_int_t)al.scatter_max_ranges,
+                                      "writes", (json_int_t)atomic_load(&as->writes),
+                                      "journal_bytes", (json_int_t)atomic_load(&as->journal_bytes),
+                                      "journal_syncs", (json_int_t)atomic_load(&as->journal_syncs),
+                                      "checkpoints", (json_int_t)atomic_load(&as->checkpoints),
+                                      "replayed", (json_int_t)atomic_load(&as->replayed),
+                                      "discarded", (json_int_t)atomic_load(&as->discarded)));
         struct core_stats_sum st;
         core_stats_sum(&ns->stats, &st);
         json_object_set_new(o, "stats",
@@ -915,7 +944,11 @@ static const struct rpc_method rpc_methods[] = {
       {.name = "provision_threshold",
        .type = P_SIZE,
        .desc = "thin: soft threshold of allocated space, a multiple of 1 MiB, <= the limit: "
-               "crossing it is a unit attention 38h/07h and an NVMe vendor event"}}},
+               "crossing it is a unit attention 38h/07h and an NVMe vendor event"},
+      {.name = "atomic_write_max",
+       .type = P_SIZE,
+       .desc = "largest atomic write in bytes (a multiple of block_size, at most 1 MiB; "
+               "default 64K on file and mem, 0 on null); absent = keep the saved one"}}},
     {"namespace_delete",
      h_namespace_delete,
      "Delete a namespace (refused while mapped to a LUN); the data file is kept",
@@ -942,7 +975,11 @@ static const struct rpc_method rpc_methods[] = {
        .desc = "hard limit of allocated space (bytes or \"1G\"); 0 removes it"},
       {.name = "provision_threshold",
        .type = P_SIZE,
-       .desc = "soft threshold of allocated space (multiple of 1 MiB); 0 removes it"}}},
+       .desc = "soft threshold of allocated space (multiple of 1 MiB); 0 removes it"},
+      {.name = "atomic_write_max",
+       .type = P_SIZE,
+       .desc = "largest atomic write in bytes (multiple of block_size, <= 1 MiB); 0 = none; "
+               "hosts are told (inquiry data / namespace attributes changed)"}}},
     {"pool_set",
      h_pool_set,
      "Set the provisioning limit shared by the thin file namespaces in one directory",

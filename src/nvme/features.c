@@ -29,6 +29,7 @@ static const struct feat feats[256] = {
     [NVME_FEAT_NUM_QUEUES] = {true, false, true},
     [NVME_FEAT_ASYNC_EVENT] = {true, true, true},
     [NVME_FEAT_KATO] = {true, true, true},
+    [NVME_FEAT_WRITE_ATOMIC] = {true, false, true},
     [NVME_FEAT_HOST_BEHAVIOR] = {true, false, true},
     [NVME_FEAT_HOST_ID] = {true, false, false},
     [NVME_FEAT_WRITE_PROTECT] = {true, false, true, true},
@@ -182,6 +183,9 @@ enum nvme_parse_result nvme_get_features_parse(struct nvme_cmd *cmd)
         case NVME_FEAT_ERR_RECOVERY:
                 dw0 = cur ? ctrl->feat_err_rec : 0;
                 break;
+        case NVME_FEAT_WRITE_ATOMIC:
+                dw0 = cur ? ctrl->feat_wan : 0;
+                break;
         case NVME_FEAT_VOLATILE_WC:
                 dw0 = cur ? vwc_current(ctrl->subsys, nvme_nsid(cmd)) : 1;
                 break;
@@ -278,6 +282,14 @@ enum nvme_parse_result nvme_set_features_parse(struct nvme_cmd *cmd)
                                            NVME_SQE_OFF_CDW(11) + 2, 0);
                 }
                 ctrl->feat_err_rec = cdw11 & 0xffff;
+                break;
+        case NVME_FEAT_WRITE_ATOMIC:
+                /*
+                 * DN (bit 0): the host needs only AWUPF/NAWUPF.  Ours equal
+                 * AWUN/NAWUN (every atomic write survives power loss), so
+                 * the bit is kept and reported and changes nothing.
+                 */
+                ctrl->feat_wan = cdw11 & 1;
                 break;
         case NVME_FEAT_VOLATILE_WC:
                 pthread_mutex_unlock(&ctrl->lock);

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/atomic.h"
 #include "nvme/internal.h"
 
 static void pad_copy(char *dst, size_t n, const char *src)
@@ -66,6 +67,15 @@ static void id_ctrl(struct nvme_ctrl *ctrl, struct nvme_id_ctrl *id)
                 /* Copy (copy.c): every format; 2h/3h once enabled by Host Behavior Support. */
                 put_le16(&id->ocfs, 0xf);
                 id->vwc = 0x01 | (0x2 << 1); /* present; Flush to FFFFFFFFh not supported */
+                /*
+                 * Atomic writes (core/atomic.h): each namespace states its own
+                 * (NSFEAT NSABP, NAWUN/NAWUPF); the controller-wide values
+                 * are our choice of one block (0's based 0), what holds for
+                 * every namespace.  No fused Compare and Write: ACWU 0.
+                 */
+                put_le16(&id->awun, 0);
+                put_le16(&id->awupf, 0);
+                put_le16(&id->acwu, 0);
                 /* Feature 84h: every namespace write protection state (8.12). */
                 id->nwpc = NVME_NWPC_WP | NVME_NWPC_UNTIL_PWR_CY | NVME_NWPC_PERMANENT;
                 /* Block erase and overwrite (core/sanitize.c); no crypto erase: nothing
@@ -128,6 +138,21 @@ static void id_ns(struct core_ns *ns, struct nvme_id_ns *id)
                 put_le16(&id->npdg, (uint16_t)(gran - 1));
                 put_le16(&id->npda, (uint16_t)(gran - 1));
                 put_le16(&id->nows, (uint16_t)(gran - 1));
+        }
+        struct core_atomic_limits al;
+        core_ns_atomic_limits(ns, &al);
+        if (al.max_blocks > 1) {
+                /*
+                 * NSABP: every Write of up to NAWUPF + 1 blocks is atomic,
+                 * across power loss too (the journal), so NAWUN = NAWUPF;
+                 * no atomic boundaries (NABSN = NABSPF = 0, NABO = 0); no
+                 * fused Compare and Write (NACWU 0).  Linux takes NAWUPF for
+                 * queue/atomic_write_unit_max_bytes.
+                 */
+                uint32_t m = al.max_blocks - 1 > 0xffff ? 0xffff : al.max_blocks - 1;
+                id->nsfeat |= NVME_NSFEAT_NSABP;
+                put_le16(&id->nawun, (uint16_t)m);
+                put_le16(&id->nawupf, (uint16_t)m);
         }
         id->nlbaf = 0; /* one format: the namespace's block size */
         id->flbas = 0;

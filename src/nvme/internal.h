@@ -87,6 +87,7 @@ struct nvme_ctrl {
         bool ka_armed;
         /* Features (current values). */
         uint32_t feat_arb, feat_pm, feat_err_rec, aec;
+        uint32_t feat_wan; /* 0Ah Write Atomicity Normal: DN */
         uint16_t temp_over, temp_under;
         struct nvme_host_behavior hb;
         _Atomic uint16_t copy_fmts; /* hb.cdfe, for the I/O path: Copy formats 2h/3h enabled */

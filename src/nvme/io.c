@@ -11,6 +11,7 @@
  */
 #include <string.h>
 
+#include "core/atomic.h"
 #include "nvme/internal.h"
 #include "rt/reactor.h"
 
@@ -80,6 +81,9 @@ enum nvme_parse_result nvme_io_rw_parse(struct nvme_cmd *cmd)
         io_req_init(cmd, write ? CORE_OP_WRITE : CORE_OP_READ, lba, nlb);
         if (cdw12 & CDW12_FUA)
                 cmd->req.flags |= CORE_REQ_FUA;
+        /* NAWUN/NAWUPF promise it: a Write that fits is atomic (one block is by itself). */
+        if (write && nlb > 1 && core_atomic_fits(cmd->ns, lba, nlb))
+                cmd->req.flags |= CORE_REQ_ATOMIC;
         cmd->req.iov[0].iov_base = cmd->buf;
         cmd->req.iov[0].iov_len = bytes;
         cmd->req.iovcnt = 1;

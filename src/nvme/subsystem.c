@@ -457,6 +457,7 @@ void nvme_ctrl_reset_features(struct nvme_ctrl *ctrl)
         ctrl->feat_arb = 0;
         ctrl->feat_pm = 0;
         ctrl->feat_err_rec = 0;
+        ctrl->feat_wan = 0;
         ctrl->aec = 0;
         ctrl->temp_over = NVME_WCTEMP;
         ctrl->temp_under = 0;

@@ -397,6 +397,7 @@ _Static_assert(offsetof(struct nvme_id_ns, lbaf) == 128, "lbaf");
 
 /* NSFEAT (Identify Namespace byte 24) */
 #define NVME_NSFEAT_THINP   (1u << 0)
+#define NVME_NSFEAT_NSABP   (1u << 1) /* NAWUN, NAWUPF, NACWU, NABSN, NABO, NABSPF are valid */
 #define NVME_NSFEAT_OPTPERF (1u << 4) /* NPWG, NPWA, NPDG, NPDA and NOWS are valid */
 
 /* I/O Command Set Independent Identify Namespace (CNS 08h) */
