@@ -82,7 +82,7 @@ struct core_atomic {
         pthread_cond_t cv;
         struct core_req *qhead, *qtail;
         bool stop;
-        uint8_t hbuf[BATCH_MAX][REC_HDR_MAX]; /* record headers of one batch */
+        _Alignas(8) uint8_t hbuf[BATCH_MAX][REC_HDR_MAX]; /* record headers of one batch */
 };
 
 /* ---- Test hook ---- */

@@ -100,4 +100,6 @@ round kill-mid-stream-early stream:1 -g 4 -n 10000000
 round clean-restart term -g 5 -n 500
 round kill-after-clean kill -g 6 -n 500
 slate_stop
+# Atomic writes: all old or all new after a crash at any moment (core/atomic.c).
+"$here/atomic.sh" || fail=1
 exit $fail
