@@ -51,20 +51,10 @@
 #include "rt/crc.h"
 #include "rt/log.h"
 
-#define JHDR_MAGIC  "SLATEJ01"
-#define REC_START   4096u
+#define JHDR_MAGIC  CORE_ATOMIC_JHDR_MAGIC
+#define REC_START   CORE_ATOMIC_REC_START
 #define BATCH_MAX   64
 #define REC_HDR_MAX (sizeof(struct core_atomic_rec) + CORE_ATOMIC_SCATTER_RANGES * 16u)
-
-struct jhdr {
-        char magic[8];
-        uint32_t version;
-        uint32_t block_size;
-        uint64_t gen;
-        uint64_t ckpt_seq;
-        uint32_t crc;
-        uint32_t pad;
-};
 
 struct core_atomic {
         enum core_atomic_path path;
@@ -227,14 +217,14 @@ static int writev_full(int fd, struct iovec *iov, int cnt, uint64_t off)
 
 static int write_header(struct core_atomic *a, uint64_t ckpt)
 {
-        struct jhdr h;
+        struct core_atomic_jhdr h;
         memset(&h, 0, sizeof(h));
         memcpy(h.magic, JHDR_MAGIC, 8);
         h.version = 1;
         h.block_size = a->ns->block_size;
         h.gen = a->gen + 1;
         h.ckpt_seq = ckpt;
-        h.crc = rt_crc32c(&h, offsetof(struct jhdr, crc));
+        h.crc = rt_crc32c(&h, offsetof(struct core_atomic_jhdr, crc));
         int rc = write_full(a->jfd, &h, sizeof(h), (h.gen & 1) * 512);
         if (rc == 0 && fdatasync(a->jfd))
                 rc = -errno;
@@ -246,15 +236,15 @@ static int write_header(struct core_atomic *a, uint64_t ckpt)
 }
 
 /* The valid header with the larger generation: 1, or 0 when there is none. */
-static int read_header(int fd, struct jhdr *out)
+static int read_header(int fd, struct core_atomic_jhdr *out)
 {
         int found = 0;
         for (int i = 0; i < 2; i++) {
-                struct jhdr h;
+                struct core_atomic_jhdr h;
                 if (pread(fd, &h, sizeof(h), i * 512) != (ssize_t)sizeof(h))
                         continue;
                 if (memcmp(h.magic, JHDR_MAGIC, 8) || h.version != 1 ||
-                    h.crc != rt_crc32c(&h, offsetof(struct jhdr, crc)))
+                    h.crc != rt_crc32c(&h, offsetof(struct core_atomic_jhdr, crc)))
                         continue;
                 if (!found || h.gen > out->gen)
                         *out = h;
@@ -566,7 +556,7 @@ void core_atomic_checkpoint(struct core_req *req)
 static int recover(struct core_atomic *a, unsigned *replayed, unsigned *discarded)
 {
         struct core_ns *ns = a->ns;
-        struct jhdr h;
+        struct core_atomic_jhdr h;
         *replayed = *discarded = 0;
         if (!read_header(a->jfd, &h)) {
                 a->gen = 0;

@@ -111,7 +111,22 @@ bool core_atomic_need_checkpoint(const struct core_ns *ns);
 /* Data sync + checkpoint on the journal thread; core_backend_done follows. */
 void core_atomic_checkpoint(struct core_req *req);
 
-/* The journal's on-disk record header (exposed for the unit tests). */
+/*
+ * The journal's on-disk format (core/atomic.c; exposed for the unit
+ * tests): two checkpoint headers at 0 and 512, records from
+ * CORE_ATOMIC_REC_START.
+ */
+struct core_atomic_jhdr {
+        char magic[8]; /* CORE_ATOMIC_JHDR_MAGIC */
+        uint32_t version;
+        uint32_t block_size;
+        uint64_t gen;      /* the valid header with the larger gen counts */
+        uint64_t ckpt_seq; /* records up to this sequence number are retired */
+        uint32_t crc;      /* crc32c of the bytes before it */
+        uint32_t pad;
+};
+#define CORE_ATOMIC_JHDR_MAGIC "SLATEJ01"
+#define CORE_ATOMIC_REC_START  4096u
 struct core_atomic_rec {
         uint32_t magic;
         uint32_t hdr_len; /* this header + the ranges */
