@@ -556,7 +556,7 @@ void core_atomic_checkpoint(struct core_req *req)
 static int recover(struct core_atomic *a, unsigned *replayed, unsigned *discarded)
 {
         struct core_ns *ns = a->ns;
-        struct core_atomic_jhdr h;
+        struct core_atomic_jhdr h = {0};
         *replayed = *discarded = 0;
         if (!read_header(a->jfd, &h)) {
                 a->gen = 0;
