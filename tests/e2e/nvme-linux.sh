@@ -109,6 +109,46 @@ check list sh -c "nvme list | grep -q '$DEV' && nvme list | grep -q '$RAW'"
 check id-ctrl sh -c "nvme id-ctrl $CTRL | grep -q 'subnqn *: $NQN'"
 check id-ns nvme id-ns "$DEV" -n 1
 check ns-descs nvme ns-descs "$DEV" -n 1
+
+# Atomic writes (core/atomic.h): nv0 has the default atomic_write_max
+# (64 KiB), which Identify Namespace states as NSABP with NAWUPF 127; Linux
+# (6.11+) makes that the queue's atomic_write_unit_max_bytes, and an
+# RWF_ATOMIC O_DIRECT write of that size goes through and reads back.  A
+# runtime change (namespace_set) reaches the host as Namespace Attribute
+# Changed, and the kernel's rescan shows the new limit.
+aqattr() { cat "/sys/block/${DEV##*/}/queue/$1" 2>/dev/null; }
+atomic_sysfs() {
+	local f
+	for f in atomic_write_unit_min_bytes atomic_write_unit_max_bytes atomic_write_max_bytes \
+		atomic_write_boundary_bytes; do
+		echo "$f=$(aqattr $f)"
+	done
+	nvme id-ns "$DEV" -n 1 | grep -Ei '^(nsfeat|nawun|nawupf|nacwu|nabsn|nabo|nabspf)'
+	[ "$(aqattr atomic_write_unit_max_bytes)" = 65536 ] &&
+		[ "$(aqattr atomic_write_max_bytes)" = 65536 ] &&
+		[ "$(aqattr atomic_write_boundary_bytes)" = 0 ]
+}
+atomic_change() {
+	local i
+	"$SLATE_BUILD/slatectl" -s "$state/run/slated.sock" namespace_set name=nv0 \
+		atomic_write_max=32K || return 1
+	for i in $(seq 1 100); do
+		[ "$(aqattr atomic_write_unit_max_bytes)" = 32768 ] && break
+		sleep 0.1
+	done
+	echo "after namespace_set atomic_write_max=32K: $(aqattr atomic_write_unit_max_bytes)"
+	[ "$(aqattr atomic_write_unit_max_bytes)" = 32768 ] || return 1
+	"$SLATE_BUILD/tests/atomic-rw" "$DEV" 32768 $((4 << 20)) || return 1
+	"$SLATE_BUILD/slatectl" -s "$state/run/slated.sock" namespace_set name=nv0 \
+		atomic_write_max=64K
+}
+if [ -e "/sys/block/${DEV##*/}/queue/atomic_write_unit_max_bytes" ]; then
+	check atomic-sysfs atomic_sysfs
+	check atomic-rwf-write "$SLATE_BUILD/tests/atomic-rw" "$DEV" 65536 $((1 << 20))
+	check atomic-limit-change atomic_change
+else
+	slate_result SKIP e2e-nvme.atomic "" "kernel $(uname -r) has no atomic write limits (6.11+)"
+fi
 check smart-log nvme smart-log "$CTRL"
 check error-log nvme error-log "$CTRL"
 check get-feature-7 nvme get-feature "$CTRL" -f 7
