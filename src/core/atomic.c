@@ -73,6 +73,19 @@ struct core_atomic {
         struct core_req *qhead, *qtail;
         bool stop;
         _Alignas(8) uint8_t hbuf[BATCH_MAX][REC_HDR_MAX]; /* record headers of one batch */
+        _Atomic uint64_t written; /* last sequence number written to the journal */
+        struct jitem {            /* records written, not yet applied in place */
+                uint64_t joff;    /* the data's offset in the journal */
+                uint32_t nr;
+                struct core_lba_range r[CORE_ATOMIC_SCATTER_RANGES];
+                struct core_req *req; /* NULL: acknowledged already (not FUA) */
+                uint64_t slots;       /* its range-lock entries, held until applied */
+                bool active;          /* its count in ns->atomic_active */
+                int res;
+        } items[BATCH_MAX];
+        int nitems;
+        uint8_t *bounce; /* copy_file_range fallback (another file system) */
+        bool no_cfr;
 };
 
 /* ---- Test hook ---- */
@@ -290,7 +303,7 @@ static uint32_t req_ranges(const struct core_req *req, struct core_lba_range *on
 static void checkpoint_now(struct core_atomic *a, bool reset);
 
 /* Append req's record at a->head; 0 or -errno. */
-static int append_record(struct core_atomic *a, struct core_req *req, uint8_t *hb)
+static int append_record(struct core_atomic *a, struct core_req *req, uint8_t *hb, uint64_t *joff)
 {
         struct core_ns *ns = a->ns;
         struct core_lba_range one;
@@ -338,39 +351,69 @@ static int append_record(struct core_atomic *a, struct core_req *req, uint8_t *h
         int rc = writev_full(a->jfd, iov, n, a->head);
         if (rc)
                 return rc;
+        *joff = a->head + hlen;
         a->head += hlen + dlen;
         a->seq = r->seq;
+        atomic_store_explicit(&a->written, a->seq, memory_order_release);
         atomic_fetch_add_explicit(&ns->atomic_stats.journal_bytes, hlen + dlen,
                                   memory_order_relaxed);
         return 0;
 }
 
-/* Write req's data in place; 0 or -errno. */
-static int apply_in_place(struct core_atomic *a, struct core_req *req)
+/* Copy len bytes of the journal at joff to the data file at doff; 0 or -errno. */
+static int copy_out(struct core_atomic *a, uint64_t joff, uint64_t doff, uint64_t len)
+{
+        while (len && !a->no_cfr) {
+                loff_t in = (loff_t)joff, out = (loff_t)doff;
+                ssize_t n = copy_file_range(a->jfd, &in, a->dfd, &out, len, 0);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0 &&
+                    (errno == EXDEV || errno == EOPNOTSUPP || errno == ENOSYS || errno == EINVAL)) {
+                        a->no_cfr = true; /* another file system: through the bounce buffer */
+                        break;
+                }
+                if (n <= 0)
+                        return n < 0 ? -errno : -EIO;
+                joff += (uint64_t)n;
+                doff += (uint64_t)n;
+                len -= (uint64_t)n;
+        }
+        while (len) {
+                size_t chunk = len < CORE_ATOMIC_MAX_BYTES ? len : CORE_ATOMIC_MAX_BYTES;
+                ssize_t n = pread(a->jfd, a->bounce, chunk, (off_t)joff);
+                if (n <= 0)
+                        return n < 0 ? -errno : -EIO;
+                int rc = write_full(a->dfd, a->bounce, (size_t)n, doff);
+                if (rc)
+                        return rc;
+                joff += (uint64_t)n;
+                doff += (uint64_t)n;
+                len -= (uint64_t)n;
+        }
+        return 0;
+}
+
+/* Write an item's data in place, from its journal record; 0 or -errno. */
+static int apply_in_place(struct core_atomic *a, const struct jitem *it)
 {
         struct core_ns *ns = a->ns;
-        struct core_lba_range one;
-        const struct core_lba_range *rs;
-        uint32_t nr = req_ranges(req, &one, &rs);
-        uint64_t skip = 0;
+        uint64_t joff = it->joff;
         bool die = fault_hit(FAULT_INPLACE);
-        for (uint32_t i = 0; i < nr; i++) {
-                uint64_t len = rs[i].nlb << ns->block_shift;
-                struct iovec iov[CORE_REQ_MAX_IOV];
+        for (uint32_t i = 0; i < it->nr; i++) {
+                uint64_t len = it->r[i].nlb << ns->block_shift;
                 if (die) {
                         /* Half of the first range (at least one block), then die. */
                         uint64_t half = len > ns->block_size
                                             ? (len / 2) & ~(uint64_t)(ns->block_size - 1)
                                             : len;
-                        int n = data_iov(req, skip, half, iov);
-                        writev_full(a->dfd, iov, n, rs[i].lba << ns->block_shift);
+                        copy_out(a, joff, it->r[i].lba << ns->block_shift, half);
                         fault_die("mid in-place write");
                 }
-                int n = data_iov(req, skip, len, iov);
-                int rc = writev_full(a->dfd, iov, n, rs[i].lba << ns->block_shift);
+                int rc = copy_out(a, joff, it->r[i].lba << ns->block_shift, len);
                 if (rc)
                         return rc;
-                skip += len;
+                joff += len;
         }
         return 0;
 }
@@ -403,81 +446,104 @@ static void checkpoint_now(struct core_atomic *a, bool reset)
 }
 
 /*
- * One group commit: records of the atomic writes in batch, one journal
- * sync, the in-place writes, then (if a flush, a FUA write or a checkpoint
- * request is among them) a checkpoint; every request completes after.
+ * Make the pending items durable and apply them: one journal sync for all
+ * (group commit), then each in place, then their range locks go; the FUA
+ * ones are synced in place too and complete now (the others completed
+ * when their records were written).
+ */
+static void flush_items(struct core_atomic *a)
+{
+        struct core_ns *ns = a->ns;
+        if (!a->nitems)
+                return;
+        int e = fdatasync(a->jfd) ? -errno : 0;
+        atomic_fetch_add_explicit(&ns->atomic_stats.journal_syncs, 1, memory_order_relaxed);
+        if (e)
+                LOG_ERR("atomic", "namespace %s: journal sync: %s", ns->name, strerror(-e));
+        if (fault_hit(FAULT_SYNCED))
+                fault_die("after the journal sync, before the in-place write");
+        bool fua = false;
+        for (int i = 0; i < a->nitems; i++) {
+                struct jitem *it = &a->items[i];
+                it->res = e ? e : apply_in_place(a, it);
+                if (it->res && !it->req)
+                        LOG_ERR("atomic",
+                                "namespace %s: in-place write of an acknowledged atomic write "
+                                "failed (%s); the journal keeps it for the next open",
+                                ns->name, strerror(-it->res));
+                if (it->req)
+                        fua = true;
+        }
+        atomic_store_explicit(&a->applied, a->seq, memory_order_release);
+        int se = fua && fdatasync(a->dfd) ? -errno : 0;
+        for (int i = 0; i < a->nitems; i++) {
+                struct jitem *it = &a->items[i];
+                core_ns_order_release(ns, it->slots, it->active);
+                if (it->req) {
+                        int res = it->res ? it->res : se;
+                        if (!res)
+                                atomic_fetch_add_explicit(&ns->atomic_stats.writes, 1,
+                                                          memory_order_relaxed);
+                        complete(it->req, res);
+                }
+        }
+        a->nitems = 0;
+}
+
+/*
+ * One batch: each atomic write's record is appended; a write without FUA
+ * then completes at once (its record is written, not yet durable: like
+ * any write in a volatile cache) while its range lock stays until it is
+ * applied, so no command sees the blocks before.  Then flush_items.
+ * Flushes and FUA writes queued here (checkpoint requests) get a
+ * checkpoint after it.
  */
 static void run_batch(struct core_atomic *a, struct core_req **b, int n)
 {
         struct core_ns *ns = a->ns;
-        int res[BATCH_MAX];
-        bool want_ckpt = false, want_sync = false, any = false;
+        struct core_req *ck[BATCH_MAX];
+        int nck = 0;
         for (int i = 0; i < n; i++) {
-                res[i] = 0;
-                if (core_atomic_journaled(b[i])) {
-                        /* A full journal checkpoints inside: apply what is written first. */
-                        if (any &&
-                            a->head + REC_HDR_MAX + ((uint64_t)b[i]->nlb << ns->block_shift) >
-                                CORE_ATOMIC_JOURNAL_BYTES) {
-                                if (fdatasync(a->jfd))
-                                        LOG_ERR("atomic", "namespace %s: journal sync: %s",
-                                                ns->name, strerror(errno));
-                                atomic_fetch_add_explicit(&ns->atomic_stats.journal_syncs, 1,
-                                                          memory_order_relaxed);
-                                for (int k = 0; k < i; k++) {
-                                        if (res[k] == 1) {
-                                                res[k] = apply_in_place(a, b[k]);
-                                                if (res[k] == 0)
-                                                        res[k] = 2;
-                                        }
-                                }
-                                atomic_store(&a->applied, a->seq);
-                        }
-                        res[i] = append_record(a, b[i], a->hbuf[i]);
-                        if (res[i] == 0)
-                                res[i] = 1; /* recorded, not yet applied */
-                        any = true;
-                        if (b[i]->flags & CORE_REQ_FUA)
-                                want_sync = true;
-                } else {
-                        want_ckpt = true; /* flush or FUA write: a checkpoint */
+                struct core_req *req = b[i];
+                if (!core_atomic_journaled(req)) {
+                        ck[nck++] = req; /* flush or FUA write: a checkpoint */
+                        continue;
                 }
-        }
-        if (any) {
-                if (fdatasync(a->jfd)) {
-                        int e = -errno;
-                        for (int i = 0; i < n; i++)
-                                if (res[i] == 1)
-                                        res[i] = e;
+                /* A full journal checkpoints inside append_record: apply what is written first. */
+                if (a->head + REC_HDR_MAX + ((uint64_t)req->nlb << ns->block_shift) >
+                    CORE_ATOMIC_JOURNAL_BYTES)
+                        flush_items(a);
+                struct jitem *it = &a->items[a->nitems];
+                int rc = append_record(a, req, a->hbuf[i], &it->joff);
+                if (rc) {
+                        LOG_WARN("atomic", "namespace %s: journal write failed: %s", ns->name,
+                                 strerror(-rc));
+                        complete(req, rc);
+                        continue;
                 }
-                atomic_fetch_add_explicit(&ns->atomic_stats.journal_syncs, 1, memory_order_relaxed);
-                if (fault_hit(FAULT_SYNCED))
-                        fault_die("after the journal sync, before the in-place write");
-                for (int i = 0; i < n; i++) {
-                        if (res[i] == 1)
-                                res[i] = apply_in_place(a, b[i]);
-                        else if (res[i] == 2)
-                                res[i] = 0;
-                }
-                atomic_store_explicit(&a->applied, a->seq, memory_order_release);
-        }
-        if (want_ckpt)
-                checkpoint_now(a, false);
-        else if (want_sync && fdatasync(a->dfd)) {
-                int e = -errno;
-                for (int i = 0; i < n; i++)
-                        if (b[i]->flags & CORE_REQ_FUA)
-                                res[i] = e;
-        }
-        for (int i = 0; i < n; i++) {
-                bool w = core_atomic_journaled(b[i]);
-                if (w && res[i] == 0)
+                struct core_lba_range one;
+                const struct core_lba_range *rs;
+                it->nr = req_ranges(req, &one, &rs);
+                memcpy(it->r, rs, it->nr * sizeof(*rs));
+                it->req = req;
+                it->res = 0;
+                a->nitems++;
+                if (!(req->flags & CORE_REQ_FUA)) {
+                        core_req_order_detach(req, &it->slots, &it->active);
+                        it->req = NULL;
                         atomic_fetch_add_explicit(&ns->atomic_stats.writes, 1,
                                                   memory_order_relaxed);
-                if (res[i] < 0)
-                        LOG_WARN("atomic", "namespace %s: journaled write failed: %s", ns->name,
-                                 strerror(-res[i]));
-                complete(b[i], res[i] < 0 ? res[i] : (int)0);
+                        complete(req, 0);
+                } else {
+                        it->slots = 0;
+                        it->active = false;
+                }
+        }
+        flush_items(a);
+        if (nck) {
+                checkpoint_now(a, false);
+                for (int i = 0; i < nck; i++)
+                        complete(ck[i], 0);
         }
 }
 
@@ -538,7 +604,7 @@ bool core_atomic_need_checkpoint(const struct core_ns *ns)
 {
         const struct core_atomic *a = ns->atomic;
         return a && a->path == CORE_ATOMIC_JOURNAL &&
-               atomic_load_explicit(&a->applied, memory_order_acquire) >
+               atomic_load_explicit(&a->written, memory_order_acquire) >
                    atomic_load_explicit(&a->ckpt, memory_order_acquire);
 }
 
@@ -643,6 +709,7 @@ static int recover(struct core_atomic *a, unsigned *replayed, unsigned *discarde
         if (*replayed && fdatasync(a->dfd))
                 return -errno;
         atomic_store(&a->applied, a->seq);
+        atomic_store(&a->written, a->seq);
         return 0;
 }
 
@@ -674,6 +741,11 @@ int core_atomic_open(struct core_ns *ns, char *err, size_t errlen)
                 return 0;
         }
         snprintf(a->jpath, sizeof(a->jpath), "%s/%s.atomic", core_state_dir(), ns->name);
+        a->bounce = malloc(CORE_ATOMIC_MAX_BYTES);
+        if (!a->bounce) {
+                core_atomic_close(ns);
+                return -ENOMEM;
+        }
         a->jfd = open(a->jpath, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
         a->dfd = open(ns->path, O_RDWR | O_CLOEXEC);
         int rc = 0;
@@ -734,6 +806,7 @@ void core_atomic_close(struct core_ns *ns)
                 close(a->dfd);
         pthread_mutex_destroy(&a->mu);
         pthread_cond_destroy(&a->cv);
+        free(a->bounce);
         free(a);
         ns->atomic = NULL;
 }

@@ -110,6 +110,13 @@ void core_atomic_submit(struct core_req *req);
 bool core_atomic_need_checkpoint(const struct core_ns *ns);
 /* Data sync + checkpoint on the journal thread; core_backend_done follows. */
 void core_atomic_checkpoint(struct core_req *req);
+/*
+ * core/req.c for the journal: hand a request's place in the ordering (its
+ * range-lock entries, its atomic_active count) over, so the request can
+ * complete before its blocks are written in place; release it later.
+ */
+void core_req_order_detach(struct core_req *req, uint64_t *slots, bool *active);
+void core_ns_order_release(struct core_ns *ns, uint64_t slots, bool active);
 
 /*
  * The journal's on-disk format (core/atomic.c; exposed for the unit

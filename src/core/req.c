@@ -146,6 +146,27 @@ static _Atomic uint64_t *plain_slot(struct core_req *req)
         return &req->ns->plain_inflight[i % CORE_NS_ORDER_SLOTS].n;
 }
 
+void core_ns_order_release(struct core_ns *ns, uint64_t slots, bool active)
+{
+        if (slots) {
+                pthread_mutex_lock(&ns->rmw_lock);
+                ns->rmw_used &= ~slots;
+                pthread_mutex_unlock(&ns->rmw_lock);
+        }
+        if (active)
+                atomic_fetch_sub(&ns->atomic_active, 1);
+}
+
+void core_req_order_detach(struct core_req *req, uint64_t *slots, bool *active)
+{
+        *slots = req->lock_slots;
+        *active = req->atomic_active;
+        req->lock_slots = 0;
+        req->atomic_active = false;
+        if (req->order == ORD_LOCKED)
+                req->order = ORD_NONE;
+}
+
 /* Leaves whatever order_enter took; idempotent. */
 static void order_leave(struct core_req *req)
 {
