@@ -72,6 +72,7 @@ struct core_atomic {
         pthread_cond_t cv;
         struct core_req *qhead, *qtail;
         bool stop;
+        bool idle;                                        /* the thread waits for work (under mu) */
         _Alignas(8) uint8_t hbuf[BATCH_MAX][REC_HDR_MAX]; /* record headers of one batch */
         _Atomic uint64_t written; /* last sequence number written to the journal */
         struct jitem {            /* records written, not yet applied in place */
@@ -84,6 +85,10 @@ struct core_atomic {
                 int res;
         } items[BATCH_MAX];
         int nitems;
+        /* Records of the batch gathered for one pwritev from wstart. */
+        struct iovec wiov[BATCH_MAX * (1 + CORE_REQ_MAX_IOV)];
+        int nw;
+        uint64_t wstart;
         uint8_t *bounce; /* copy_file_range fallback (another file system) */
         bool no_cfr;
 };
@@ -302,7 +307,23 @@ static uint32_t req_ranges(const struct core_req *req, struct core_lba_range *on
 
 static void checkpoint_now(struct core_atomic *a, bool reset);
 
-/* Append req's record at a->head; 0 or -errno. */
+/* Write the gathered records; 0 or -errno. */
+static int write_staged(struct core_atomic *a)
+{
+        int rc = 0;
+        if (a->nw)
+                rc = writev_full(a->jfd, a->wiov, a->nw, a->wstart);
+        a->nw = 0;
+        a->wstart = a->head;
+        if (rc == 0)
+                atomic_store_explicit(&a->written, a->seq, memory_order_release);
+        return rc;
+}
+
+/*
+ * Gather req's record at a->head (header in hb, then req's data); written
+ * by write_staged.  0 or -errno.
+ */
 static int append_record(struct core_atomic *a, struct core_req *req, uint8_t *hb, uint64_t *joff)
 {
         struct core_ns *ns = a->ns;
@@ -316,8 +337,11 @@ static int append_record(struct core_atomic *a, struct core_req *req, uint8_t *h
         uint32_t hlen = (uint32_t)(sizeof(*r) + nr * 16u);
         if (REC_START + hlen + dlen > CORE_ATOMIC_JOURNAL_BYTES)
                 return -EINVAL;
-        if (a->head + hlen + dlen > CORE_ATOMIC_JOURNAL_BYTES)
+        if (a->head + hlen + dlen > CORE_ATOMIC_JOURNAL_BYTES) {
+                /* run_batch applied every record before: nothing is gathered. */
                 checkpoint_now(a, true);
+                a->wstart = a->head;
+        }
         memset(r, 0, sizeof(*r));
         r->magic = CORE_ATOMIC_REC_MAGIC;
         r->hdr_len = hlen;
@@ -328,7 +352,7 @@ static int append_record(struct core_atomic *a, struct core_req *req, uint8_t *h
                 memcpy(hb + sizeof(*r) + i * 16, &rs[i].lba, 8);
                 memcpy(hb + sizeof(*r) + i * 16 + 8, &rs[i].nlb, 8);
         }
-        struct iovec iov[1 + CORE_REQ_MAX_IOV];
+        struct iovec *iov = a->wiov + a->nw;
         iov[0].iov_base = hb;
         iov[0].iov_len = hlen;
         int n = 1 + data_iov(req, 0, dlen, iov + 1);
@@ -337,7 +361,8 @@ static int append_record(struct core_atomic *a, struct core_req *req, uint8_t *h
                 crc = rt_crc32c_update(crc, iov[i].iov_base, iov[i].iov_len);
         r->crc = rt_crc32c_final(crc);
         if (fault_hit(FAULT_RECORD)) {
-                /* Half the record reaches the file, then the process dies. */
+                /* The records before whole, half of this one, then the process dies. */
+                write_staged(a);
                 uint64_t half = (hlen + dlen) / 2;
                 for (int i = 0; i < n && half; i++) {
                         uint64_t l = iov[i].iov_len < half ? iov[i].iov_len : half;
@@ -348,13 +373,10 @@ static int append_record(struct core_atomic *a, struct core_req *req, uint8_t *h
                 }
                 fault_die("mid journal record");
         }
-        int rc = writev_full(a->jfd, iov, n, a->head);
-        if (rc)
-                return rc;
+        a->nw += n;
         *joff = a->head + hlen;
         a->head += hlen + dlen;
         a->seq = r->seq;
-        atomic_store_explicit(&a->written, a->seq, memory_order_release);
         atomic_fetch_add_explicit(&ns->atomic_stats.journal_bytes, hlen + dlen,
                                   memory_order_relaxed);
         return 0;
@@ -498,25 +520,64 @@ static void flush_items(struct core_atomic *a)
  * Flushes and FUA writes queued here (checkpoint requests) get a
  * checkpoint after it.
  */
+/*
+ * The gathered records: written in one pwritev; then the writes without
+ * FUA complete (their range locks stay with the items), then flush_items.
+ */
+static void commit_staged(struct core_atomic *a)
+{
+        struct core_ns *ns = a->ns;
+        int rc = write_staged(a);
+        for (int i = 0; i < a->nitems; i++) {
+                struct jitem *it = &a->items[i];
+                if (rc) {
+                        complete(it->req, rc);
+                        continue;
+                }
+                if (it->req->flags & CORE_REQ_FUA)
+                        continue;
+                core_req_order_detach(it->req, &it->slots, &it->active);
+                atomic_fetch_add_explicit(&ns->atomic_stats.writes, 1, memory_order_relaxed);
+                complete(it->req, 0);
+                it->req = NULL;
+        }
+        if (rc) {
+                LOG_WARN("atomic", "namespace %s: journal write failed: %s", ns->name,
+                         strerror(-rc));
+                a->nitems = 0;
+                return;
+        }
+        flush_items(a);
+}
+
+/*
+ * One batch: the atomic writes' records are gathered and written together;
+ * a write without FUA then completes at once (its record is written, not
+ * yet durable: like any write into a volatile cache) while its range lock
+ * stays until it is applied, so no command sees its blocks before.  One
+ * journal sync for the batch (flush_items).  Flushes and FUA writes queued
+ * here (checkpoint requests) get a checkpoint after it.
+ */
 static void run_batch(struct core_atomic *a, struct core_req **b, int n)
 {
         struct core_ns *ns = a->ns;
         struct core_req *ck[BATCH_MAX];
         int nck = 0;
+        a->wstart = a->head;
         for (int i = 0; i < n; i++) {
                 struct core_req *req = b[i];
                 if (!core_atomic_journaled(req)) {
                         ck[nck++] = req; /* flush or FUA write: a checkpoint */
                         continue;
                 }
-                /* A full journal checkpoints inside append_record: apply what is written first. */
+                /* A full journal checkpoints inside append_record: apply what is gathered first. */
                 if (a->head + REC_HDR_MAX + ((uint64_t)req->nlb << ns->block_shift) >
                     CORE_ATOMIC_JOURNAL_BYTES)
-                        flush_items(a);
+                        commit_staged(a);
                 struct jitem *it = &a->items[a->nitems];
                 int rc = append_record(a, req, a->hbuf[i], &it->joff);
                 if (rc) {
-                        LOG_WARN("atomic", "namespace %s: journal write failed: %s", ns->name,
+                        LOG_WARN("atomic", "namespace %s: journal record refused: %s", ns->name,
                                  strerror(-rc));
                         complete(req, rc);
                         continue;
@@ -526,20 +587,12 @@ static void run_batch(struct core_atomic *a, struct core_req **b, int n)
                 it->nr = req_ranges(req, &one, &rs);
                 memcpy(it->r, rs, it->nr * sizeof(*rs));
                 it->req = req;
+                it->slots = 0;
+                it->active = false;
                 it->res = 0;
                 a->nitems++;
-                if (!(req->flags & CORE_REQ_FUA)) {
-                        core_req_order_detach(req, &it->slots, &it->active);
-                        it->req = NULL;
-                        atomic_fetch_add_explicit(&ns->atomic_stats.writes, 1,
-                                                  memory_order_relaxed);
-                        complete(req, 0);
-                } else {
-                        it->slots = 0;
-                        it->active = false;
-                }
         }
-        flush_items(a);
+        commit_staged(a);
         if (nck) {
                 checkpoint_now(a, false);
                 for (int i = 0; i < nck; i++)
@@ -553,8 +606,11 @@ static void *journal_main(void *arg)
         struct core_req *b[BATCH_MAX];
         for (;;) {
                 pthread_mutex_lock(&a->mu);
-                while (!a->qhead && !a->stop)
+                while (!a->qhead && !a->stop) {
+                        a->idle = true;
                         pthread_cond_wait(&a->cv, &a->mu);
+                        a->idle = false;
+                }
                 if (!a->qhead && a->stop) {
                         pthread_mutex_unlock(&a->mu);
                         break;
@@ -581,7 +637,8 @@ static void enqueue(struct core_atomic *a, struct core_req *req)
         else
                 a->qhead = req;
         a->qtail = req;
-        pthread_cond_signal(&a->cv);
+        if (a->idle) /* the thread takes the whole queue when it wakes: one signal */
+                pthread_cond_signal(&a->cv);
         pthread_mutex_unlock(&a->mu);
 }
 
