@@ -56,10 +56,14 @@ int main(int argc, char **argv)
         if (n != (ssize_t)unit) {
                 printf("RWF_ATOMIC write of %zu bytes at %lld: %s\n", unit, (long long)off,
                        n < 0 ? strerror(errno) : "short");
+                free(w);
+                free(r);
                 return 1;
         }
         if (pread(fd, r, unit, off) != (ssize_t)unit || memcmp(w, r, unit)) {
                 printf("read back of the atomic write differs\n");
+                free(w);
+                free(r);
                 return 1;
         }
         printf("RWF_ATOMIC write of %zu bytes at %lld read back equal\n", unit, (long long)off);
@@ -68,9 +72,13 @@ int main(int argc, char **argv)
         if (n >= 0 || errno != EINVAL) {
                 printf("RWF_ATOMIC write of %zu bytes (above the unit): %s, expected EINVAL\n",
                        2 * unit, n >= 0 ? "accepted" : strerror(errno));
+                free(w);
+                free(r);
                 return 1;
         }
         printf("RWF_ATOMIC write of %zu bytes refused: %s\n", 2 * unit, strerror(errno));
         close(fd);
+        free(w);
+        free(r);
         return 0;
 }

@@ -112,40 +112,29 @@ check ns-descs nvme ns-descs "$DEV" -n 1
 
 # Atomic writes (core/atomic.h): nv0 has the default atomic_write_max
 # (64 KiB), which Identify Namespace states as NSABP with NAWUPF 127; Linux
-# (6.11+) makes that the queue's atomic_write_unit_max_bytes, and an
-# RWF_ATOMIC O_DIRECT write of that size goes through and reads back.  A
-# runtime change (namespace_set) reaches the host as Namespace Attribute
-# Changed, and the kernel's rescan shows the new limit.
-aqattr() { cat "/sys/block/${DEV##*/}/queue/$1" 2>/dev/null; }
+# (6.11+) makes that the path device's queue/atomic_write_unit_max_bytes.
+# The multipath head (nvmeXnY) shows them only from 6.14 (stacked limits),
+# so the RWF_ATOMIC write runs at the end, with multipath off.
+aqattr() { cat "/sys/block/$1/queue/$2" 2>/dev/null; }
 atomic_sysfs() {
-	local f
-	for f in atomic_write_unit_min_bytes atomic_write_unit_max_bytes atomic_write_max_bytes \
-		atomic_write_boundary_bytes; do
-		echo "$f=$(aqattr $f)"
+	local base=${DEV##*/} d f ok=1 seen=0
+	for d in /sys/block/"$base" /sys/block/"${base%n*}"c*n"${base##*n}"; do
+		[ -e "$d/queue/atomic_write_unit_max_bytes" ] || continue
+		d=${d##*/}
+		echo "$d: $(for f in unit_min unit_max max boundary; do
+			printf '%s=%s ' $f "$(aqattr "$d" atomic_write_${f}_bytes)"
+		done)"
+		[ "$d" = "$base" ] && [ "$(aqattr "$d" atomic_write_unit_max_bytes)" = 0 ] && continue
+		seen=1
+		[ "$(aqattr "$d" atomic_write_unit_max_bytes)" = 65536 ] &&
+			[ "$(aqattr "$d" atomic_write_max_bytes)" = 65536 ] &&
+			[ "$(aqattr "$d" atomic_write_boundary_bytes)" = 0 ] || ok=0
 	done
 	nvme id-ns "$DEV" -n 1 | grep -Ei '^(nsfeat|nawun|nawupf|nacwu|nabsn|nabo|nabspf)'
-	[ "$(aqattr atomic_write_unit_max_bytes)" = 65536 ] &&
-		[ "$(aqattr atomic_write_max_bytes)" = 65536 ] &&
-		[ "$(aqattr atomic_write_boundary_bytes)" = 0 ]
-}
-atomic_change() {
-	local i
-	"$SLATE_BUILD/slatectl" -s "$state/run/slated.sock" namespace_set name=nv0 \
-		atomic_write_max=32K || return 1
-	for i in $(seq 1 100); do
-		[ "$(aqattr atomic_write_unit_max_bytes)" = 32768 ] && break
-		sleep 0.1
-	done
-	echo "after namespace_set atomic_write_max=32K: $(aqattr atomic_write_unit_max_bytes)"
-	[ "$(aqattr atomic_write_unit_max_bytes)" = 32768 ] || return 1
-	"$SLATE_BUILD/tests/atomic-rw" "$DEV" 32768 $((4 << 20)) || return 1
-	"$SLATE_BUILD/slatectl" -s "$state/run/slated.sock" namespace_set name=nv0 \
-		atomic_write_max=64K
+	[ $seen = 1 ] && [ $ok = 1 ]
 }
 if [ -e "/sys/block/${DEV##*/}/queue/atomic_write_unit_max_bytes" ]; then
 	check atomic-sysfs atomic_sysfs
-	check atomic-rwf-write "$SLATE_BUILD/tests/atomic-rw" "$DEV" 65536 $((1 << 20))
-	check atomic-limit-change atomic_change
 else
 	slate_result SKIP e2e-nvme.atomic "" "kernel $(uname -r) has no atomic write limits (6.11+)"
 fi
@@ -414,6 +403,45 @@ copy_limits() {
 }
 check copy-limits copy_limits
 disconnect >/dev/null 2>&1
+
+# RWF_ATOMIC through the kernel needs the limits on the disk itself: with
+# nvme_core multipath off (no head node) nvme0n1 is the path device.  Then a
+# runtime atomic_write_max change reaches the host (Namespace Attribute
+# Changed, rescan) and the kernel's limit follows.
+nvme_core_multipath() { # Y|N
+	nvme disconnect-all >/dev/null 2>&1
+	modprobe -r nvme_tcp nvme_fabrics nvmet_tcp nvmet nvme_core 2>/dev/null
+	modprobe nvme_core multipath="$1" && modprobe nvme_tcp && modprobe nvmet_tcp
+}
+atomic_rw_nomp() {
+	nvme_core_multipath N || return 1
+	connect || return 1
+	local d
+	d=$(dev_of 1)
+	echo "multipath off: $d unit_max=$(aqattr "${d##*/}" atomic_write_unit_max_bytes)"
+	"$SLATE_BUILD/tests/atomic-rw" "$d" 65536 $((1 << 20))
+}
+atomic_change() {
+	local d i
+	d=$(dev_of 1)
+	"$SLATE_BUILD/slatectl" -s "$state/run/slated.sock" namespace_set name=nv0 \
+		atomic_write_max=32K >/dev/null || return 1
+	for i in $(seq 1 100); do
+		[ "$(aqattr "${d##*/}" atomic_write_unit_max_bytes)" = 32768 ] && break
+		sleep 0.1
+	done
+	echo "after namespace_set atomic_write_max=32K: $(aqattr "${d##*/}" atomic_write_unit_max_bytes)"
+	[ "$(aqattr "${d##*/}" atomic_write_unit_max_bytes)" = 32768 ] || return 1
+	"$SLATE_BUILD/tests/atomic-rw" "$d" 32768 $((4 << 20)) || return 1
+	"$SLATE_BUILD/slatectl" -s "$state/run/slated.sock" namespace_set name=nv0 \
+		atomic_write_max=64K >/dev/null
+}
+if [ -e "/sys/block/${DEV##*/}/queue/atomic_write_unit_max_bytes" ]; then
+	check atomic-rwf-write atomic_rw_nomp
+	check atomic-limit-change atomic_change
+	disconnect >/dev/null 2>&1
+	nvme_core_multipath Y
+fi
 
 check daemon-alive slate_alive
 rc=0
