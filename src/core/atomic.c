@@ -691,8 +691,8 @@ static int recover(struct core_atomic *a, unsigned *replayed, unsigned *discarde
         atomic_store(&a->ckpt, h.ckpt_seq);
         a->seq = h.ckpt_seq;
         uint64_t off = REC_START, prev = 0;
-        uint64_t max_data = CORE_ATOMIC_JOURNAL_BYTES;
-        uint8_t *buf = malloc(CORE_ATOMIC_JOURNAL_BYTES);
+        uint64_t max_data = CORE_ATOMIC_MAX_BYTES; /* no atomic write is longer */
+        uint8_t *buf = malloc(REC_HDR_MAX + CORE_ATOMIC_MAX_BYTES);
         if (!buf)
                 return -ENOMEM;
         uint64_t nblocks = core_ns_blocks(ns);
@@ -768,6 +768,27 @@ static int recover(struct core_atomic *a, unsigned *replayed, unsigned *discarde
         atomic_store(&a->applied, a->seq);
         atomic_store(&a->written, a->seq);
         return 0;
+}
+
+int core_atomic_replay_fds(int jfd, int dfd, uint32_t block_shift, uint64_t nblocks,
+                           unsigned *replayed, unsigned *discarded)
+{
+        struct core_ns *ns = calloc(1, sizeof(*ns));
+        struct core_atomic *a = calloc(1, sizeof(*a));
+        int rc = -ENOMEM;
+        if (ns && a) {
+                snprintf(ns->name, sizeof(ns->name), "replay");
+                ns->block_shift = block_shift;
+                ns->block_size = 1u << block_shift;
+                atomic_init(&ns->num_blocks, nblocks);
+                a->ns = ns;
+                a->jfd = jfd;
+                a->dfd = dfd;
+                rc = recover(a, replayed, discarded);
+        }
+        free(a);
+        free(ns);
+        return rc;
 }
 
 /* ---- Open, close, configuration ---- */

@@ -119,6 +119,14 @@ void core_req_order_detach(struct core_req *req, uint64_t *slots, bool *active);
 void core_ns_order_release(struct core_ns *ns, uint64_t slots, bool active);
 
 /*
+ * Recovery alone (the fuzz target, tests): replay journal jfd onto data
+ * file dfd of a namespace of nblocks blocks of 1 << block_shift bytes, as
+ * core_atomic_open does.  0 or -errno, and the counts.
+ */
+int core_atomic_replay_fds(int jfd, int dfd, uint32_t block_shift, uint64_t nblocks,
+                           unsigned *replayed, unsigned *discarded);
+
+/*
  * The journal's on-disk format (core/atomic.c; exposed for the unit
  * tests): two checkpoint headers at 0 and 512, records from
  * CORE_ATOMIC_REC_START.
