@@ -1,84 +1,110 @@
 /*
- * atomic_rw: an RWF_ATOMIC write through O_DIRECT on a block device, read
- * back (Linux 6.11+: pwritev2 with RWF_ATOMIC; the block layer takes the
- * limits from /sys/block/DEV/queue/atomic_write_*, which the NVMe driver
- * fills from NAWUPF and the SCSI disk driver from the Block Limits VPD).
+ * tests/e2e/atomic_rw.c — an RWF_ATOMIC write through O_DIRECT on a block
+ * device, then a read back (issue 8, run inside linuxvm by e2e parts).
  *
- *   atomic_rw DEVICE UNIT_BYTES OFFSET
+ *   atomic_rw DEVICE OFFSET LENGTH [SEED]
  *
- * Writes UNIT_BYTES (a pattern naming this run) at OFFSET with RWF_ATOMIC,
- * reads it back with O_DIRECT and compares; then checks that an atomic
- * write of twice UNIT_BYTES is refused by the kernel (EINVAL: above
- * atomic_write_unit_max).  Prints what it did; exit 0 when both hold.
- * Shared by the NVMe and iSCSI e2e tests.
+ * Writes LENGTH bytes of a pattern derived from SEED at byte OFFSET with
+ * pwritev2(..., RWF_ATOMIC) on DEVICE opened O_DIRECT, reads them back
+ * with O_DIRECT and compares.  Prints the device's atomic limits from
+ * statx (STATX_WRITE_ATOMIC) first.  Exit 0: written atomically and read
+ * back; 1: the read back differs or I/O failed; 2: the kernel refused
+ * the atomic write (errno printed; EINVAL when it breaks the limits).
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <fcntl.h>
-#include <stdint.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
-#include <time.h>
 #include <unistd.h>
 
 #ifndef RWF_ATOMIC
-#define RWF_ATOMIC 0x00000040
+#define RWF_ATOMIC 0x00000040 /* linux/fs.h, 6.11 */
 #endif
+#ifndef STATX_WRITE_ATOMIC
+#define STATX_WRITE_ATOMIC 0x00010000U /* linux/stat.h, 6.11 */
+#endif
+
+/* struct statx's atomic write fields (6.11) are where older headers have spare words. */
+struct statx_aw {
+        uint32_t unit_min, unit_max, segments_max;
+};
+
+static int atomic_limits(const char *path, struct statx_aw *aw)
+{
+        struct statx stx;
+        memset(&stx, 0, sizeof(stx));
+        if (statx(AT_FDCWD, path, 0, STATX_WRITE_ATOMIC, &stx) < 0)
+                return -1;
+        if (!(stx.stx_mask & STATX_WRITE_ATOMIC))
+                return -1;
+        /* 6.11 uapi: stx_subvol at 0xa0, then unit_min, unit_max, segments_max */
+        const uint8_t *p = (const uint8_t *)&stx;
+        memcpy(&aw->unit_min, p + 0xa8, 4);
+        memcpy(&aw->unit_max, p + 0xac, 4);
+        memcpy(&aw->segments_max, p + 0xb0, 4);
+        return 0;
+}
 
 int main(int argc, char **argv)
 {
-        if (argc != 4) {
-                fprintf(stderr, "usage: atomic_rw DEVICE UNIT_BYTES OFFSET\n");
-                return 2;
+        if (argc < 4) {
+                fprintf(stderr, "usage: %s DEVICE OFFSET LENGTH [SEED]\n", argv[0]);
+                return 1;
         }
-        size_t unit = strtoull(argv[2], NULL, 0);
-        off_t off = (off_t)strtoull(argv[3], NULL, 0);
-        if (!unit || unit > (8u << 20)) {
-                fprintf(stderr, "bad unit %zu\n", unit);
-                return 2;
-        }
-        int fd = open(argv[1], O_RDWR | O_DIRECT);
+        const char *dev = argv[1];
+        off_t off = (off_t)strtoull(argv[2], NULL, 0);
+        size_t len = (size_t)strtoull(argv[3], NULL, 0);
+        unsigned seed = argc > 4 ? (unsigned)strtoul(argv[4], NULL, 0) : 1;
+        struct statx_aw aw = {0};
+
+        if (atomic_limits(dev, &aw) == 0)
+                printf("statx: atomic_write_unit_min %u unit_max %u segments_max %u\n", aw.unit_min,
+                       aw.unit_max, aw.segments_max);
+        else
+                printf("statx: no STATX_WRITE_ATOMIC (%s)\n", strerror(errno));
+
+        int fd = open(dev, O_RDWR | O_DIRECT);
         if (fd < 0) {
-                perror(argv[1]);
-                return 2;
+                perror("open");
+                return 1;
         }
-        void *w, *r;
-        if (posix_memalign(&w, 4096, 2 * unit) || posix_memalign(&r, 4096, 2 * unit))
-                return 2;
-        uint32_t seed = (uint32_t)time(NULL) ^ (uint32_t)getpid();
-        for (size_t i = 0; i < 2 * unit; i += 4) {
-                uint32_t v = seed * 2654435761u + (uint32_t)i;
-                memcpy((char *)w + i, &v, 4);
+        uint8_t *w, *r;
+        if (posix_memalign((void **)&w, 4096, len) || posix_memalign((void **)&r, 4096, len)) {
+                perror("posix_memalign");
+                return 1;
         }
-        struct iovec iov = {w, unit};
+        srandom(seed);
+        for (size_t i = 0; i < len; i++)
+                w[i] = (uint8_t)random();
+        struct iovec iov = {.iov_base = w, .iov_len = len};
+        int rc = 0;
         ssize_t n = pwritev2(fd, &iov, 1, off, RWF_ATOMIC);
-        if (n != (ssize_t)unit) {
-                printf("RWF_ATOMIC write of %zu bytes at %lld: %s\n", unit, (long long)off,
-                       n < 0 ? strerror(errno) : "short");
-                free(w);
-                free(r);
-                return 1;
+        if (n < 0) {
+                printf("pwritev2 RWF_ATOMIC %zu bytes at %lld: %s\n", len, (long long)off,
+                       strerror(errno));
+                rc = 2;
+        } else if ((size_t)n != len) {
+                printf("pwritev2 RWF_ATOMIC: short write %zd of %zu\n", n, len);
+                rc = 1;
+        } else if (pread(fd, r, len, off) != (ssize_t)len) {
+                perror("pread");
+                rc = 1;
+        } else if (memcmp(w, r, len)) {
+                printf("read back differs from the atomic write\n");
+                rc = 1;
+        } else {
+                printf("pwritev2 RWF_ATOMIC %zu bytes at %lld: written and read back\n", len,
+                       (long long)off);
         }
-        if (pread(fd, r, unit, off) != (ssize_t)unit || memcmp(w, r, unit)) {
-                printf("read back of the atomic write differs\n");
-                free(w);
-                free(r);
-                return 1;
-        }
-        printf("RWF_ATOMIC write of %zu bytes at %lld read back equal\n", unit, (long long)off);
-        iov.iov_len = 2 * unit;
-        n = pwritev2(fd, &iov, 1, off, RWF_ATOMIC);
-        if (n >= 0 || errno != EINVAL) {
-                printf("RWF_ATOMIC write of %zu bytes (above the unit): %s, expected EINVAL\n",
-                       2 * unit, n >= 0 ? "accepted" : strerror(errno));
-                free(w);
-                free(r);
-                return 1;
-        }
-        printf("RWF_ATOMIC write of %zu bytes refused: %s\n", 2 * unit, strerror(errno));
         close(fd);
         free(w);
         free(r);
-        return 0;
+        return rc;
 }

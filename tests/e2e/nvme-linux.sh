@@ -419,7 +419,10 @@ atomic_rw_nomp() {
 	local d
 	d=$(dev_of 1)
 	echo "multipath off: $d unit_max=$(aqattr "${d##*/}" atomic_write_unit_max_bytes)"
-	"$SLATE_BUILD/tests/atomic-rw" "$d" 65536 $((1 << 20))
+	"$SLATE_BUILD/tests/atomic_rw" "$d" $((1 << 20)) 65536 || return 1
+	# Twice the unit: the kernel refuses it (exit 2, EINVAL) before it is sent.
+	"$SLATE_BUILD/tests/atomic_rw" "$d" $((2 << 20)) 131072
+	[ $? = 2 ]
 }
 atomic_change() {
 	local d i
@@ -432,7 +435,7 @@ atomic_change() {
 	done
 	echo "after namespace_set atomic_write_max=32K: $(aqattr "${d##*/}" atomic_write_unit_max_bytes)"
 	[ "$(aqattr "${d##*/}" atomic_write_unit_max_bytes)" = 32768 ] || return 1
-	"$SLATE_BUILD/tests/atomic-rw" "$d" 32768 $((4 << 20)) || return 1
+	"$SLATE_BUILD/tests/atomic_rw" "$d" $((4 << 20)) 32768 || return 1
 	"$SLATE_BUILD/slatectl" -s "$state/run/slated.sock" namespace_set name=nv0 \
 		atomic_write_max=64K >/dev/null
 }
