@@ -7,6 +7,10 @@
  *
  *   atomic-crash write  -p PORT -n NQN -w ID -j JOURNAL [-r REGION] [-m MAX] [-c COUNT]
  *   atomic-crash verify -p PORT -n NQN -j JOURNAL... [-r REGION]
+ *   (-u iscsi://HOST:PORT/IQN/LUN instead of -p/-n: iSCSI through libiscsi,
+ *   each write a WRITE ATOMIC(16); one in ten is beyond the limits, with too
+ *   many blocks or too large an ATOMIC BOUNDARY, and must be refused with
+ *   INVALID FIELD IN CDB.  Exit 4: the target has no WRITE ATOMIC(16).)
  *
  * write: writer ID owns blocks [ID*REGION, (ID+1)*REGION) (512-byte
  * blocks) and writes COUNT (default: until the connection drops) writes of
@@ -44,6 +48,12 @@
 
 #include "slate/byteorder.h"
 #include "slate/spec/nvme_tcp.h"
+
+#ifdef HAVE_LIBISCSI
+/* libiscsi's headers by their folder: <iscsi/iscsi.h> would be our src/iscsi/iscsi.h. */
+#include <iscsi.h>
+#include <scsi-lowlevel.h>
+#endif
 
 #define BS     512u
 #define MAGIC  0x534c41544f4d4943ull /* "SLATOMIC" */
@@ -226,7 +236,7 @@ static int ctrl_up(struct conn *adm, struct conn *io)
         return -1;
 }
 
-static int io_cmd(struct conn *c, bool write, uint64_t lba, uint32_t nlb, uint8_t *buf)
+static int nvme_io(struct conn *c, bool write, uint64_t lba, uint32_t nlb, uint8_t *buf)
 {
         uint8_t sqe[64];
         uint32_t len = nlb * BS;
@@ -237,6 +247,126 @@ static int io_cmd(struct conn *c, bool write, uint64_t lba, uint32_t nlb, uint8_
         if (send_capsule(c, sqe, NULL, 0) < 0)
                 return -1;
         return write ? await(c, buf, len, NULL, 0) : await(c, NULL, 0, buf, len);
+}
+
+/* ---- iSCSI (libiscsi) ---- */
+
+static const char *iscsi_url;
+#ifdef HAVE_LIBISCSI
+static struct iscsi_context *isc;
+static int isc_lun;
+
+static int iscsi_up(void)
+{
+        isc = iscsi_create_context("iqn.2026-12.io.slate:atomic-crash");
+        struct iscsi_url *u = isc ? iscsi_parse_full_url(isc, iscsi_url) : NULL;
+        if (!u)
+                return -1;
+        iscsi_set_targetname(isc, u->target);
+        iscsi_set_session_type(isc, ISCSI_SESSION_NORMAL);
+        iscsi_set_header_digest(isc, ISCSI_HEADER_DIGEST_NONE);
+        iscsi_set_noautoreconnect(isc, 1);
+        iscsi_set_timeout(isc, 30);
+        isc_lun = u->lun;
+        int rc = iscsi_full_connect_sync(isc, u->portal, u->lun);
+        iscsi_destroy_url(u);
+        if (rc)
+                return -1;
+        for (int i = 0; i < 5; i++) { /* the power-on unit attention */
+                struct scsi_task *t = iscsi_testunitready_sync(isc, isc_lun);
+                bool good = t && t->status == SCSI_STATUS_GOOD;
+                if (t)
+                        scsi_free_scsi_task(t);
+                if (good)
+                        break;
+        }
+        return 0;
+}
+
+/* WRITE ATOMIC(16): 0 GOOD, -1 transport gone, else (sense key << 16 | ASC << 8 | ASCQ). */
+static int write_atomic16(uint64_t lba, uint32_t nlb, uint16_t boundary, uint8_t *buf)
+{
+        struct scsi_task *t = calloc(1, sizeof(*t));
+        if (!t)
+                return -1;
+        t->cdb[0] = 0x9c;
+        slate_put_be(t->cdb + 2, 8, lba);
+        slate_put_be(t->cdb + 10, 2, boundary);
+        slate_put_be(t->cdb + 12, 2, nlb);
+        t->cdb_size = 16;
+        t->xfer_dir = SCSI_XFER_WRITE;
+        t->expxferlen = nlb * BS;
+        struct iscsi_data d = {.size = nlb * BS, .data = buf};
+        struct scsi_task *r = iscsi_scsi_command_sync(isc, isc_lun, t, &d);
+        int rc;
+        if (!r || t->status == SCSI_STATUS_ERROR || t->status == SCSI_STATUS_CANCELLED)
+                rc = -1;
+        else if (t->status == SCSI_STATUS_GOOD)
+                rc = 0;
+        else
+                rc = (int)(t->sense.key << 16 | t->sense.ascq);
+        scsi_free_scsi_task(t);
+        return rc;
+}
+#endif
+
+static int io_write(struct conn *c, uint64_t lba, uint32_t nlb, uint8_t *buf)
+{
+#ifdef HAVE_LIBISCSI
+        if (iscsi_url) {
+                int rc = write_atomic16(lba, nlb, 0, buf);
+                return rc < 0 ? -1 : rc;
+        }
+#endif
+        return nvme_io(c, true, lba, nlb, buf);
+}
+
+static int io_read(struct conn *c, uint64_t lba, uint32_t nlb, uint8_t *buf)
+{
+#ifdef HAVE_LIBISCSI
+        if (iscsi_url) {
+                struct scsi_task *t =
+                    iscsi_read16_sync(isc, isc_lun, lba, nlb * BS, BS, 0, 0, 0, 0, 0);
+                int rc = t && t->status == SCSI_STATUS_GOOD && t->datain.size == (int)(nlb * BS)
+                             ? 0
+                             : -1;
+                if (rc == 0)
+                        memcpy(buf, t->datain.data, nlb * BS);
+                if (t)
+                        scsi_free_scsi_task(t);
+                return rc;
+        }
+#endif
+        return nvme_io(c, false, lba, nlb, buf);
+}
+
+static int up(struct conn *adm, struct conn *io)
+{
+        if (iscsi_url) {
+#ifdef HAVE_LIBISCSI
+                adm->fd = io->fd = -1;
+                return iscsi_up();
+#else
+                fprintf(stderr, "built without libiscsi\n");
+                return -1;
+#endif
+        }
+        return ctrl_up(adm, io);
+}
+
+static void down(struct conn *adm, struct conn *io)
+{
+#ifdef HAVE_LIBISCSI
+        if (iscsi_url && isc) {
+                iscsi_logout_sync(isc);
+                iscsi_destroy_context(isc);
+                isc = NULL;
+        }
+#endif
+        if (adm->fd >= 0)
+                close(adm->fd);
+        if (io->fd >= 0)
+                close(io->fd);
 }
 
 /* ---- patterns ---- */
@@ -294,18 +424,41 @@ static int do_write(uint32_t writer, const char *jpath, uint32_t region, uint32_
                         seq = s;
         }
         struct conn adm, io;
-        if (ctrl_up(&adm, &io) < 0) {
+        if (up(&adm, &io) < 0) {
                 fprintf(stderr, "writer %u: cannot connect\n", writer);
                 fclose(j);
                 return 2;
         }
         uint8_t *buf = malloc(MAXBUF);
+        long refused = 0;
         uint64_t rng = mix(((uint64_t)getpid() << 20) ^ (uint64_t)time(NULL) ^ writer);
         uint64_t base = (uint64_t)writer * region;
         long done = 0;
         int rc = 0;
         while (count < 0 || done < count) {
                 rng = mix(rng);
+#ifdef HAVE_LIBISCSI
+                if (iscsi_url && rng % 10 == 0) {
+                        /* Beyond the limits: too long, or too large an ATOMIC BOUNDARY. */
+                        bool len = (rng >> 4) & 1;
+                        uint32_t n = len ? max + 1 : 4;
+                        int st = write_atomic16((uint64_t)writer * region, n,
+                                                len ? 0 : (uint16_t)(max + 1), buf);
+                        if (st == -1)
+                                break;
+                        if (st !=
+                            (0x05 << 16 | 0x2400)) { /* ILLEGAL REQUEST, INVALID FIELD IN CDB */
+                                fprintf(stderr,
+                                        "writer %u: WRITE ATOMIC(16) beyond the limits (%s): "
+                                        "0x%06x, expected INVALID FIELD IN CDB\n",
+                                        writer, len ? "length" : "boundary", (unsigned)st);
+                                rc = st == (0x05 << 16 | 0x2000) ? 4 : 2;
+                                break;
+                        }
+                        refused++;
+                        continue;
+                }
+#endif
                 bool big = false;
                 uint32_t nlb = 2 + (uint32_t)((rng >> 8) % (max - 1));
                 if (nlb > region)
@@ -316,11 +469,12 @@ static int do_write(uint32_t writer, const char *jpath, uint32_t region, uint32_
                         fill(buf + (size_t)i * BS, seq, writer, i, lba + i);
                 fprintf(j, "I %" PRIu64 " %" PRIu64 " %u %d\n", seq, lba, nlb, big);
                 fflush(j);
-                int st = io_cmd(&io, true, lba, nlb, buf);
+                int st = io_write(&io, lba, nlb, buf);
                 if (st != 0) {
                         if (st > 0)
                                 fprintf(stderr, "writer %u: write status 0x%x\n", writer, st);
-                        rc = st > 0 ? 2 : 0; /* a dropped connection is the crash */
+                        /* a dropped connection is the crash; 4: no WRITE ATOMIC(16) (05/2000) */
+                        rc = st > 0 ? (iscsi_url && st == (0x05 << 16 | 0x2000) ? 4 : 2) : 0;
                         break;
                 }
                 fprintf(j, "A %" PRIu64 "\n", seq);
@@ -328,10 +482,12 @@ static int do_write(uint32_t writer, const char *jpath, uint32_t region, uint32_
                 done++;
         }
         free(buf);
-        close(io.fd);
-        close(adm.fd);
+        down(&adm, &io);
         fclose(j);
-        printf("writer %u: %ld writes acknowledged\n", writer, done);
+        printf("writer %u: %ld writes acknowledged", writer, done);
+        if (iscsi_url)
+                printf(", %ld beyond the limits refused", refused);
+        printf("\n");
         return rc;
 }
 
@@ -403,7 +559,7 @@ static int verify_one(struct conn *io, const char *jpath, uint32_t region, long 
         int rc = 0;
         for (uint32_t at = 0; at < region; at += chunk) {
                 uint32_t nb = region - at < chunk ? region - at : chunk;
-                int st = io_cmd(io, false, base + at, nb, buf);
+                int st = io_read(io, base + at, nb, buf);
                 if (st != 0) {
                         fprintf(stderr, "verify: read status %d\n", st);
                         rc = 2;
@@ -468,8 +624,11 @@ int main(int argc, char **argv)
         int nj = 0;
         int o;
         optind = 2;
-        while ((o = getopt(argc, argv, "p:n:w:j:r:m:c:")) != -1) {
+        while ((o = getopt(argc, argv, "p:n:u:w:j:r:m:c:")) != -1) {
                 switch (o) {
+                case 'u':
+                        iscsi_url = optarg;
+                        break;
                 case 'p':
                         port = atoi(optarg);
                         break;
@@ -496,14 +655,15 @@ int main(int argc, char **argv)
                         goto usage;
                 }
         }
-        if (!port || !nqn || !nj || max < 2 || max * 2 * BS > MAXBUF || region < 2 * max)
+        if ((!iscsi_url && (!port || !nqn)) || !nj || max < 2 || max * 2 * BS > MAXBUF ||
+            region < 2 * max)
                 goto usage;
         if (!strcmp(mode, "write"))
                 return do_write(writer, journals[0], region, max, count);
         if (strcmp(mode, "verify"))
                 goto usage;
         struct conn adm, io;
-        if (ctrl_up(&adm, &io) < 0) {
+        if (up(&adm, &io) < 0) {
                 fprintf(stderr, "verify: cannot connect\n");
                 return 2;
         }
@@ -514,8 +674,7 @@ int main(int argc, char **argv)
                 if (r > rc)
                         rc = r;
         }
-        close(io.fd);
-        close(adm.fd);
+        down(&adm, &io);
         printf("torn %ld lost %ld\n", torn, lost);
         if (rc)
                 return rc;
