@@ -133,7 +133,9 @@ atomic_sysfs() {
 	nvme id-ns "$DEV" -n 1 | grep -Ei '^(nsfeat|nawun|nawupf|nacwu|nabsn|nabo|nabspf)'
 	[ $seen = 1 ] && [ $ok = 1 ]
 }
+kernel_atomic=0
 if [ -e "/sys/block/${DEV##*/}/queue/atomic_write_unit_max_bytes" ]; then
+	kernel_atomic=1
 	check atomic-sysfs atomic_sysfs
 else
 	slate_result SKIP e2e-nvme.atomic "" "kernel $(uname -r) has no atomic write limits (6.11+)"
@@ -439,7 +441,7 @@ atomic_change() {
 	"$SLATE_BUILD/slatectl" -s "$state/run/slated.sock" namespace_set name=nv0 \
 		atomic_write_max=64K >/dev/null
 }
-if [ -e "/sys/block/${DEV##*/}/queue/atomic_write_unit_max_bytes" ]; then
+if [ $kernel_atomic = 1 ]; then
 	check atomic-rwf-write atomic_rw_nomp
 	check atomic-limit-change atomic_change
 	disconnect >/dev/null 2>&1
