@@ -18,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/atomic.h"
 #include "core/ns.h"
 #include "nvme/internal.h"
 #include "rt/reactor.h"
@@ -206,6 +207,8 @@ static void test_connect_enable_io(void **s)
                          ST(0, NVME_SC_CMD_SEQ_ERROR));
 }
 
+static bool ns_changed(struct nvme_ctrl *ctrl, uint32_t nsid);
+
 static void test_identify(void **s)
 {
         (void)s;
@@ -228,6 +231,10 @@ static void test_identify(void **s)
         assert_true(get_le16(&id->oncs) & NVME_ONCS_WRITE_ZEROES);
         assert_true(get_le32(&id->sgls) & 1);
         assert_int_equal(get_le32(&id->ioccsz), (64 + NVME_TRANSPORT_ICD_BYTES) / 16);
+        /* Atomic writes: controller-wide one block, no fused Compare and Write. */
+        assert_int_equal(get_le16(&id->awun), 0);
+        assert_int_equal(get_le16(&id->awupf), 0);
+        assert_int_equal(get_le16(&id->acwu), 0);
 
         /* Namespace: size and the one LBA format; NGUID/EUI-64 from the core identity. */
         sqe_init(&c, &admin_q, NVME_ADM_IDENTIFY, 1);
@@ -240,6 +247,31 @@ static void test_identify(void **s)
         assert_int_equal(idn->lbaf[0].lbads, 12);
         assert_memory_equal(idn->nguid, ns->uuid, 16);
         assert_int_equal(slate_get_be(idn->eui64, 8), ns->eui64);
+        /*
+         * Atomic writes (core/atomic.h): the mem namespace's default 64 KiB
+         * of 4 KiB blocks is NSABP with NAWUN = NAWUPF = 15, no boundary;
+         * atomic_write_max 0 clears them and tells the controller
+         * (Namespace Attribute Changed).
+         */
+        assert_int_equal(idn->nsfeat & NVME_NSFEAT_NSABP, NVME_NSFEAT_NSABP);
+        assert_int_equal(get_le16(&idn->nawun), 15);
+        assert_int_equal(get_le16(&idn->nawupf), 15);
+        assert_int_equal(get_le16(&idn->nacwu), 0);
+        assert_int_equal(get_le16(&idn->nabsn), 0);
+        assert_int_equal(get_le16(&idn->nabo), 0);
+        assert_int_equal(get_le16(&idn->nabspf), 0);
+        char aerr[256];
+        admin_q.ctrl->nchanged = 0;
+        assert_int_equal(core_ns_set_atomic_max(ns, 0, aerr, sizeof(aerr)), 0);
+        assert_true(ns_changed(admin_q.ctrl, 1));
+        sqe_init(&c, &admin_q, NVME_ADM_IDENTIFY, 1);
+        sgl_len(&c, 4096);
+        cdw(&c, 10, NVME_CNS_NS);
+        nvme_cmd_parse(&c);
+        assert_int_equal(idn->nsfeat & NVME_NSFEAT_NSABP, 0);
+        assert_int_equal(get_le16(&idn->nawupf), 0);
+        assert_int_equal(core_ns_set_atomic_max(ns, CORE_ATOMIC_DEFAULT_MAX, aerr, sizeof(aerr)),
+                         0);
 
         /* Descriptor list. */
         sqe_init(&c, &admin_q, NVME_ADM_IDENTIFY, 1);
@@ -499,6 +531,13 @@ static void test_features(void **s)
         assert_int_equal(setfeat(NVME_FEAT_TEMP_THRESH, 300, false, NULL), 0);
         assert_int_equal(getfeat(NVME_FEAT_TEMP_THRESH, 0, &status) & 0xffff, 300);
         assert_int_equal(setfeat(NVME_FEAT_TEMP_THRESH, NVME_WCTEMP, false, NULL), 0);
+        /* Write Atomicity Normal: DN kept and reported (AWUN = AWUPF: nothing changes). */
+        assert_int_equal(getfeat(NVME_FEAT_WRITE_ATOMIC, NVME_SEL_CURRENT, &status), 0);
+        assert_int_equal(status, 0);
+        assert_int_equal(setfeat(NVME_FEAT_WRITE_ATOMIC, 1, false, NULL), 0);
+        assert_int_equal(getfeat(NVME_FEAT_WRITE_ATOMIC, NVME_SEL_CURRENT, &status), 1);
+        assert_int_equal(getfeat(NVME_FEAT_WRITE_ATOMIC, NVME_SEL_DEFAULT, &status), 0);
+        assert_int_equal(setfeat(NVME_FEAT_WRITE_ATOMIC, 0, false, NULL), 0);
         assert_int_equal(setfeat(NVME_FEAT_KATO, 5000, false, NULL), 0);
         assert_int_equal(getfeat(NVME_FEAT_KATO, 0, &status), 5000);
         assert_int_equal(getfeat(NVME_FEAT_NUM_QUEUES, 0, &status),
