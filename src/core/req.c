@@ -28,6 +28,7 @@ enum {
         ST_WRITE_RMW,    /* caw / orwrite: writing */
         ST_WRITE_SAME,   /* write same: chunks in flight */
         ST_COMPARE,      /* compare: a scratch-sized piece of the medium being read */
+        ST_SCATTER,      /* TEMP stand-in (issue 8): write scattered, range by range */
         ST_SIMPLE,       /* one backend op, then done */
 };
 
@@ -171,6 +172,28 @@ static void write_same_next(struct core_req *req)
 static void start_rmw(struct rt_defer *d);
 
 /*
+ * TEMP stand-in (issue 8, drop at merge: atomic-core owns this): WRITE
+ * SCATTERED as one backend write per range, in order; req->cur_lba is the
+ * next range's index, req->done_bytes the data already written.  Not atomic.
+ */
+static void scatter_next(struct core_req *req)
+{
+        struct core_ns *ns = req->ns;
+        while (req->cur_lba < req->nr_ranges && req->ranges[req->cur_lba].nlb == 0)
+                req->cur_lba++;
+        if (req->cur_lba >= req->nr_ranges) {
+                finish(req, CORE_OK);
+                return;
+        }
+        const struct core_lba_range *r = &req->ranges[req->cur_lba++];
+        req->stage = ST_SCATTER;
+        req->one_iov.iov_base = (uint8_t *)req->iov[0].iov_base + req->done_bytes;
+        req->one_iov.iov_len = r->nlb << ns->block_shift;
+        req->done_bytes += (uint32_t)req->one_iov.iov_len;
+        be_io(req, CORE_OP_WRITE, r->lba, r->nlb, &req->one_iov, 1);
+}
+
+/*
  * COMPARE reads the medium a scratch buffer at a time and compares each
  * piece, so its scratch need not be as long as its data: a 32 MiB VERIFY
  * with BYTCHK needs no 32 MiB second buffer.  Nothing is written, so
@@ -263,6 +286,11 @@ static void run(struct core_req *req)
                 req->stage = ST_SIMPLE;
                 be_io(req, CORE_OP_WRITE_ZEROES, req->lba, req->nlb, NULL, 0);
                 return;
+        case CORE_OP_WRITE_SCATTERED: /* TEMP stand-in (issue 8) */
+                req->cur_lba = 0;
+                req->done_bytes = 0;
+                scatter_next(req);
+                return;
         case CORE_OP_VERIFY:
         case CORE_OP_PREFETCH:
                 /*
@@ -330,7 +358,8 @@ void core_req_submit(struct core_req *req)
         bool medium = req->op != CORE_OP_FLUSH;
         bool writes = req->op == CORE_OP_WRITE || req->op == CORE_OP_WRITE_ZEROES ||
                       req->op == CORE_OP_COMPARE_AND_WRITE || req->op == CORE_OP_ORWRITE ||
-                      req->op == CORE_OP_WRITE_SAME || req->op == CORE_OP_DEALLOCATE;
+                      req->op == CORE_OP_WRITE_SAME || req->op == CORE_OP_DEALLOCATE ||
+                      req->op == CORE_OP_WRITE_SCATTERED; /* TEMP stand-in (issue 8) */
         /* The namespace's state, the same rules for every personality (core/state.c). */
         unsigned chk = CORE_CHK_STARTED;
         if (!(req->flags & CORE_REQ_SANITIZE))
@@ -364,6 +393,7 @@ void core_req_submit(struct core_req *req)
         case CORE_OP_READ:
         case CORE_OP_WRITE:
         case CORE_OP_ORWRITE:
+        case CORE_OP_WRITE_SCATTERED: /* TEMP stand-in (issue 8) */
                 need = len;
                 scratch = req->op == CORE_OP_ORWRITE ? len : 0;
                 break;
@@ -516,6 +546,9 @@ void core_backend_done(struct core_req *req, int res)
         }
         case ST_WRITE_RMW:
                 finish(req, CORE_OK);
+                return;
+        case ST_SCATTER: /* TEMP stand-in (issue 8) */
+                scatter_next(req);
                 return;
         default:
                 finish(req, CORE_E_INTERNAL);
