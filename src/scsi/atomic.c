@@ -211,7 +211,7 @@ void scsi_scatter_limits(const struct core_ns *ns, struct scsi_scatter_limits *o
         uint32_t max = CORE_MAX_TRANSFER_BYTES >> ns->block_shift;
         out->max_ranges = SCSI_SCATTER_MAX_RANGES;
         out->max_range_blocks = max;
-        /* The data after the smallest header + descriptor area (one block) fits the transfer. */
+        /* BUFFER TRANSFER LENGTH: the data after the smallest descriptor area (one block). */
         out->max_total_blocks = max - 1;
 }
 
@@ -223,15 +223,21 @@ enum scsi_parse_result scsi_sbc_write_scattered(struct scsi_cmd *cmd)
         uint64_t bytes;
 
         ws_decode(cmd->cdb, &f);
-        bytes = (uint64_t)f.bt_len << ns->block_shift;
+        /*
+         * The Data-Out Buffer: LBDOF blocks of header and descriptors, then
+         * BUFFER TRANSFER LENGTH blocks of data (as sg3_utils' sg_write_x
+         * sends it and Linux scsi_debug takes it).
+         */
+        bytes = ((uint64_t)f.lbdof + f.bt_len) << ns->block_shift;
         cmd->xfer_len = bytes > UINT32_MAX ? UINT32_MAX : (uint32_t)bytes;
         if (!check_varlen(cmd) || !check_flags(cmd, f.flags, f.flags_off, 0x18, f.grp_off))
                 return SCSI_PARSE_DONE;
         scsi_scatter_limits(ns, &lim);
-        /* SBC-4: no descriptors, or no buffer to transfer, is not an error. */
+        /* SBC-4: no descriptors, or no blocks to transfer, is not an error. */
         if (!f.nr || !f.bt_len) {
                 if (!scsi_check_state(cmd, CORE_CHK_WRITABLE))
                         return SCSI_PARSE_DONE;
+                cmd->xfer_len = 0;
                 scsi_cmd_good(cmd);
                 return SCSI_PARSE_DONE;
         }
@@ -240,7 +246,7 @@ enum scsi_parse_result scsi_sbc_write_scattered(struct scsi_cmd *cmd)
                 return SCSI_PARSE_DONE;
         }
         /* The header and the descriptors sit before the data, in LBDOF blocks. */
-        if (!f.lbdof || f.lbdof > f.bt_len) {
+        if (!f.lbdof) {
                 scsi_sense_invalid_field(cmd, true, f.lbdof_off, 7);
                 return SCSI_PARSE_DONE;
         }
@@ -249,7 +255,8 @@ enum scsi_parse_result scsi_sbc_write_scattered(struct scsi_cmd *cmd)
                 scsi_sense_invalid_field(cmd, true, f.nr_off, 7);
                 return SCSI_PARSE_DONE;
         }
-        if (bytes > CORE_MAX_TRANSFER_BYTES || bytes > cmd->buf_len) {
+        if (f.bt_len > lim.max_total_blocks || bytes > CORE_MAX_TRANSFER_BYTES ||
+            bytes > cmd->buf_len) {
                 scsi_sense_invalid_field(cmd, true, f.bt_off, 7);
                 return SCSI_PARSE_DONE;
         }

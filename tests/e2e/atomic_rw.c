@@ -84,28 +84,27 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < len; i++)
                 w[i] = (uint8_t)random();
         struct iovec iov = {.iov_base = w, .iov_len = len};
+        int rc = 0;
         ssize_t n = pwritev2(fd, &iov, 1, off, RWF_ATOMIC);
         if (n < 0) {
                 printf("pwritev2 RWF_ATOMIC %zu bytes at %lld: %s\n", len, (long long)off,
                        strerror(errno));
-                return 2;
-        }
-        if ((size_t)n != len) {
+                rc = 2;
+        } else if ((size_t)n != len) {
                 printf("pwritev2 RWF_ATOMIC: short write %zd of %zu\n", n, len);
-                return 1;
-        }
-        if (pread(fd, r, len, off) != (ssize_t)len) {
+                rc = 1;
+        } else if (pread(fd, r, len, off) != (ssize_t)len) {
                 perror("pread");
-                return 1;
-        }
-        if (memcmp(w, r, len)) {
+                rc = 1;
+        } else if (memcmp(w, r, len)) {
                 printf("read back differs from the atomic write\n");
-                return 1;
+                rc = 1;
+        } else {
+                printf("pwritev2 RWF_ATOMIC %zu bytes at %lld: written and read back\n", len,
+                       (long long)off);
         }
-        printf("pwritev2 RWF_ATOMIC %zu bytes at %lld: written and read back\n", len,
-               (long long)off);
         close(fd);
         free(w);
         free(r);
-        return 0;
+        return rc;
 }

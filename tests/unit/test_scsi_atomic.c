@@ -401,16 +401,16 @@ static void test_write_scattered_cdb(void **state)
         (void)state;
         scsi_scatter_limits(n0, &sl);
         /* Good: the whole buffer is received, the list is parsed at exec */
-        ws16(c, 1, 2, 1 + 5);
-        c[2] = 0x10; /* DPO */
+        ws16(c, 1, 2, 5); /* LBDOF 1 block of descriptors, then 5 blocks of data */
+        c[2] = 0x10;      /* DPO */
         assert_int_equal(run(c, 16, 6 * 512), SCSI_PARSE_EXEC);
         assert_int_equal(cmd.data_out_len, 6 * 512);
         assert_int_equal(cmd.xfer_len, 6 * 512);
-        ws32(c, 1, 2, 6);
+        ws32(c, 1, 2, 5);
         assert_int_equal(run(c, 32, 6 * 512), SCSI_PARSE_EXEC);
         assert_int_equal(cmd.data_out_len, 6 * 512);
         /* nothing to do is not an error */
-        ws16(c, 1, 0, 6);
+        ws16(c, 1, 0, 5);
         assert_int_equal(run(c, 16, 6 * 512), SCSI_PARSE_DONE);
         assert_int_equal(cmd.status, SAM_STAT_GOOD);
         ws16(c, 1, 2, 0);
@@ -429,14 +429,11 @@ static void test_write_scattered_cdb(void **state)
         c[10] = 0x80;
         assert_int_equal(run(c, 32, 6 * 512), SCSI_PARSE_DONE);
         expect_field(true, 10, 7);
-        /* LBDOF 0 or beyond the buffer: the LBDOF field */
+        /* LBDOF 0: no room for the descriptors: the LBDOF field */
         ws16(c, 0, 2, 6);
         assert_int_equal(run(c, 16, 6 * 512), SCSI_PARSE_DONE);
         expect_field(true, 4, 7);
-        ws16(c, 7, 2, 6);
-        assert_int_equal(run(c, 16, 6 * 512), SCSI_PARSE_DONE);
-        expect_field(true, 4, 7);
-        ws32(c, 7, 2, 6);
+        ws32(c, 0, 2, 6);
         assert_int_equal(run(c, 32, 6 * 512), SCSI_PARSE_DONE);
         expect_field(true, 12, 7);
         /* the descriptors do not fit before LBDOF: 16 descriptors + header = 544 > 512 */
@@ -451,9 +448,17 @@ static void test_write_scattered_cdb(void **state)
         assert_int_equal(run(c, 16, 100 * 512), SCSI_PARSE_DONE);
         expect_field(true, 8, 7);
         /* a buffer longer than MAXIMUM TRANSFER LENGTH */
-        ws16(c, 1, 1, CORE_MAX_TRANSFER_BYTES / 512 + 1);
+        ws16(c, 1, 1, CORE_MAX_TRANSFER_BYTES / 512);
         assert_int_equal(run(c, 16, CORE_MAX_TRANSFER_BYTES + 512), SCSI_PARSE_DONE);
         expect_field(true, 10, 7);
+        /* over MAXIMUM SCATTERED TRANSFER LENGTH with a larger LBDOF */
+        ws16(c, 2, 1, sl.max_total_blocks);
+        assert_int_equal(run(c, 16, CORE_MAX_TRANSFER_BYTES + 512), SCSI_PARSE_DONE);
+        expect_field(true, 10, 7);
+        /* the largest: LBDOF 1 and MAXIMUM SCATTERED TRANSFER LENGTH blocks */
+        ws16(c, 1, 1, sl.max_total_blocks);
+        assert_int_equal(run(c, 16, CORE_MAX_TRANSFER_BYTES), SCSI_PARSE_EXEC);
+        assert_int_equal(cmd.data_out_len, CORE_MAX_TRANSFER_BYTES);
 }
 
 static void test_write_scattered_list(void **state)
@@ -520,19 +525,19 @@ static void test_write_scattered_list(void **state)
         assert_true(e.in_cdb);
 
         /* Through the command: the exec step turns each error into its sense */
-        ws16(c, 1, 3, 7);
+        ws16(c, 1, 3, 6);
         assert_int_equal(run(c, 16, 7 * 512), SCSI_PARSE_EXEC);
         desc(0, 100, 2);
         desc(1, 10, 3);
         desc(2, 101, 1);
         exec_wait();
         expect_field(false, 96, 7);
-        ws16(c, 1, 1, 3);
+        ws16(c, 1, 1, 2);
         assert_int_equal(run(c, 16, 3 * 512), SCSI_PARSE_EXEC);
         desc(0, NBLOCKS, 1);
         exec_wait();
         expect_sense(0x21, 0x00);
-        ws16(c, 1, 2, 4);
+        ws16(c, 1, 2, 3);
         assert_int_equal(run(c, 16, 4 * 512), SCSI_PARSE_EXEC);
         desc(0, 0, 2);
         desc(1, 10, 2);
@@ -561,7 +566,7 @@ static void test_data_lands(void **state)
                 assert_int_equal(rd[i], i < 8 * 512 ? 0xa1 : (i >= 20 * 512 ? 0xa2 : 0));
 
         /* WRITE SCATTERED(16): ranges 3 @ 200, 0 @ 7, 2 @ 100; data in descriptor order */
-        ws16(c, 1, 3, 1 + 5);
+        ws16(c, 1, 3, 5);
         assert_int_equal(run(c, 16, 6 * 512), SCSI_PARSE_EXEC);
         memset(buf, 0, 512);
         desc(0, 200, 3);
@@ -583,7 +588,7 @@ static void test_data_lands(void **state)
         assert_int_equal(rd[0], 0);
 
         /* WRITE SCATTERED(32) with LBDOF 2 (two blocks of descriptors) */
-        ws32(c, 2, 1, 2 + 1);
+        ws32(c, 2, 1, 1);
         assert_int_equal(run(c, 32, 3 * 512), SCSI_PARSE_EXEC);
         memset(buf, 0, 1024);
         desc(0, 300, 1);

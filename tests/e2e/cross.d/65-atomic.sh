@@ -63,7 +63,7 @@ aw_too_long() {
 	local max f=$state/aw-long
 	max=$(awk -F': ' '/Maximum atomic transfer length:/ {print $2+0; exit}' "$state/aw-bl.txt")
 	aw_pattern "$f" $(((max + 1) * 512))
-	sg_write_x --atomic=0 --lba=$((aw_base + 1024)) --num=$((max + 1)) --in="$f" "$SD" \
+	sg_write_x -v --atomic=0 --lba=$((aw_base + 1024)) --num=$((max + 1)) --in="$f" "$SD" \
 		>"$state/aw-long.txt" 2>&1
 	cat "$state/aw-long.txt"
 	grep -qi 'invalid field in cdb' "$state/aw-long.txt"
@@ -92,7 +92,7 @@ check scattered-sg_write_x-32 aw_sgwx_scattered --32 $((aw_base + 4096))
 aw_scattered_overlap() {
 	local f=$state/aw-ovl
 	aw_pattern "$f" $((4 * 512))
-	sg_write_x --scattered=2 --lba=$((aw_base + 6000)),$((aw_base + 6001)) --num=2,2 \
+	sg_write_x -v --scattered=2 --lba=$((aw_base + 6000)),$((aw_base + 6001)) --num=2,2 \
 		--in="$f" "$SD" >"$state/aw-ovl.txt" 2>&1
 	cat "$state/aw-ovl.txt"
 	grep -qi 'invalid field in parameter list' "$state/aw-ovl.txt"
