@@ -6,7 +6,8 @@
  * core (CORE_REQ_ATOMIC, atomic_boundary, ranges), the Block Limits atomic
  * fields and B7h/C0h, and the WRITE SCATTERED parameter list parser
  * (overlap, beyond capacity, counts, truncated buffers, in-place decode).
- * Limits are read from core_ns_atomic_limits(), not assumed.
+ * Limits are read from core_ns_atomic_limits(), not assumed.  The namespace
+ * is "mem"; AW_BE=file runs the same on the file backend.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -71,7 +72,7 @@ static int group_setup(void **state)
         if (rt_init(1) || rt_start())
                 return -1;
         struct core_ns_params p = {.name = "a0",
-                                   .backend = "mem",
+                                   .backend = getenv("AW_BE") ? getenv("AW_BE") : "mem",
                                    .size_bytes = (uint64_t)NBLOCKS * 512,
                                    .block_size = 512};
         char err[256];

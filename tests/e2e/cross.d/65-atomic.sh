@@ -70,13 +70,29 @@ aw_too_long() {
 }
 check atomic-over-max-refused aw_too_long
 
-# sg_write_x --scattered: 3 ranges (LBAs and lengths), data in range order.
+# sg_write_x --scattered: 3 ranges, data in range order.  sg3-utils 1.46's
+# sg_write_x (1.24) sends zeroes as the data with --lba=/--num= (it never
+# reads IF on that path), so the test builds the whole Data-Out Buffer
+# (header, descriptors, data) itself and sends it with --combined=1
+# (LOGICAL BLOCK DATA OFFSET 1): the same command, data that can be checked.
+aw_scat_buf() { # aw_scat_buf OUT DATA LBA,NUM... -> header + descriptors in 512 bytes, then DATA
+	local out=$1 data=$2 r
+	shift 2
+	{
+		head -c 32 /dev/zero
+		for r in "$@"; do
+			printf '%016x%08x' "${r%,*}" "${r#*,}" | xxd -r -p
+			head -c 20 /dev/zero
+		done
+	} >"$out"
+	truncate -s 512 "$out" && cat "$data" >>"$out"
+}
 aw_sgwx_scattered() {
-	local cdb=$1 b=$2 f=$state/aw-scat-$1
+	local cdb=$1 b=$2 f=$state/aw-scat-$1 buf=$state/aw-scatbuf-$1
 	aw_zero "$b" 64 || return 1
 	aw_pattern "$f" $((7 * 512))
-	sg_write_x --scattered=3 ${cdb:+"$cdb"} --lba=$((b + 40)),$((b + 2)),$((b + 20)) --num=2,4,1 \
-		--in="$f" "$SD" || return 1
+	aw_scat_buf "$buf" "$f" $((b + 40)),2 $((b + 2)),4 $((b + 20)),1
+	sg_write_x --scattered=3 --combined=1 ${cdb:+"$cdb"} --in="$buf" "$SD" || return 1
 	cmp <(aw_read $((b + 40)) 2) <(head -c 1024 "$f") &&
 		cmp <(aw_read $((b + 2)) 4) <(tail -c +1025 "$f" | head -c 2048) &&
 		cmp <(aw_read $((b + 20)) 1) <(tail -c +3073 "$f") || return 1
@@ -92,8 +108,8 @@ check scattered-sg_write_x-32 aw_sgwx_scattered --32 $((aw_base + 4096))
 aw_scattered_overlap() {
 	local f=$state/aw-ovl
 	aw_pattern "$f" $((4 * 512))
-	sg_write_x -v --scattered=2 --lba=$((aw_base + 6000)),$((aw_base + 6001)) --num=2,2 \
-		--in="$f" "$SD" >"$state/aw-ovl.txt" 2>&1
+	aw_scat_buf "$f.buf" "$f" $((aw_base + 6000)),2 $((aw_base + 6001)),2
+	sg_write_x -v --scattered=2 --combined=1 --in="$f.buf" "$SD" >"$state/aw-ovl.txt" 2>&1
 	cat "$state/aw-ovl.txt"
 	grep -qi 'invalid field in parameter list' "$state/aw-ovl.txt"
 }
