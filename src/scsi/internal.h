@@ -76,6 +76,8 @@ enum scsi_dir { SCSI_DIR_NONE = 0, SCSI_DIR_IN, SCSI_DIR_OUT };
 /* Offered only on an LU with logical block provisioning (a thin namespace):
  * elsewhere neither listed nor executed (SANITIZE BLOCK ERASE). */
 #define SCSI_OPF_LBP (1u << 9)
+/* Offered only on an LU with atomic writes (core_ns_atomic_limits): WRITE ATOMIC. */
+#define SCSI_OPF_ATOMIC (1u << 10)
 
 struct scsi_op {
         const char *name;
@@ -90,7 +92,7 @@ struct scsi_op {
         enum scsi_parse_result (*parse)(struct scsi_cmd *cmd);
         /* Asynchronous part after the data-out arrived; NULL = submit cmd->req. */
         void (*exec)(struct scsi_cmd *cmd);
-        uint8_t usage[16]; /* CDB usage data for REPORT SUPPORTED OPERATION CODES */
+        uint8_t usage[32]; /* CDB usage data for REPORT SUPPORTED OPERATION CODES */
         /* Task management aborted the command during exec; NULL = it runs to its end. */
         void (*abort)(struct scsi_cmd *cmd);
 };
@@ -104,6 +106,10 @@ const struct scsi_op *scsi_op_next(const struct scsi_op *prev);
 bool scsi_op_has_sa(uint8_t opcode);
 /* Find by opcode + service action for REPORT SUPPORTED OPERATION CODES. */
 const struct scsi_op *scsi_op_lookup(uint8_t opcode, uint16_t sa);
+/* Where op's CONTROL byte sits (byte 1 of a variable-length CDB, else the last). */
+uint8_t scsi_op_control_off(const struct scsi_op *op);
+/* Where an opcode's service action field starts (for the field pointer). */
+uint8_t scsi_op_sa_off(uint8_t opcode);
 /* op if this LU offers it (SCSI_OPF_LBP needs a thin namespace), else NULL. */
 const struct scsi_op *scsi_op_for_lu(const struct scsi_op *op, const struct core_ns *ns);
 
@@ -196,6 +202,45 @@ static inline uint8_t scsi_lbp_threshold_exponent(const struct core_ns *ns)
 {
         return (uint8_t)(__builtin_ctz(CORE_PROV_SET_BYTES) - ns->block_shift);
 }
+
+/*
+ * atomic.c: WRITE ATOMIC(16)/(32) and WRITE SCATTERED(16)/(32) (SBC-4 5.48,
+ * 5.51/5.52) on the core's atomic-write engine (core/atomic.h).
+ */
+#define SCSI_VPD_SLATE_ATOMIC   0xc0 /* vendor VPD page: the atomic scattered write limits */
+#define SCSI_SCATTER_DESC_LEN   32u  /* the header and each LBA range descriptor */
+#define SCSI_SCATTER_MAX_RANGES 128u /* VPD B7h MAXIMUM SCATTERED LBA RANGE DESCRIPTOR COUNT */
+/* The WRITE SCATTERED limits VPD B7h shows and the parser enforces (blocks). */
+struct scsi_scatter_limits {
+        uint32_t max_ranges;       /* MAXIMUM SCATTERED LBA RANGE DESCRIPTOR COUNT */
+        uint32_t max_range_blocks; /* MAXIMUM SCATTERED LBA RANGE TRANSFER LENGTH */
+        uint32_t max_total_blocks; /* MAXIMUM SCATTERED TRANSFER LENGTH */
+};
+void scsi_scatter_limits(const struct core_ns *ns, struct scsi_scatter_limits *out);
+/* What is wrong with a WRITE SCATTERED parameter list. */
+struct scsi_scatter_err {
+        bool lba_range; /* a range beyond capacity: LBA OUT OF RANGE */
+        bool in_cdb;    /* the CDB's lengths and the list disagree: INVALID FIELD IN CDB */
+        int field;      /* else INVALID FIELD IN PARAMETER LIST at this byte */
+};
+/*
+ * Check and decode the LBA range descriptors of a WRITE SCATTERED data-out
+ * buffer (len bytes; nr descriptors; data at lbdof blocks): each range
+ * within capacity and the per-range limit, no two overlapping, their sum
+ * within the data the buffer brings.  Decodes in place (buf must be 8-byte
+ * aligned): 0 with *ranges pointing into buf and *total the blocks to
+ * write, or -1 with *e saying what is wrong.  Pure: no state.
+ */
+int scsi_scatter_parse(const struct core_ns *ns, uint8_t *buf, uint32_t len, uint32_t nr,
+                       uint32_t lbdof, struct core_lba_range **ranges, uint64_t *total,
+                       struct scsi_scatter_err *e);
+enum scsi_parse_result scsi_sbc_write_atomic(struct scsi_cmd *cmd);
+enum scsi_parse_result scsi_sbc_write_scattered(struct scsi_cmd *cmd);
+void scsi_sbc_write_scattered_exec(struct scsi_cmd *cmd);
+/* Does the LU offer atomic writes (non-zero atomic limits)? */
+bool scsi_lu_has_atomic(const struct core_ns *ns);
+/* The fuzzer: run the WRITE SCATTERED parameter-list check of cmd (parsed) on len bytes of buf. */
+void scsi_scatter_fuzz_params(struct scsi_cmd *cmd, uint32_t len);
 
 /* log.c: LOG SENSE (SPC-5 6.8) from the table of log pages. */
 enum scsi_parse_result scsi_log_sense(struct scsi_cmd *cmd);

@@ -8,9 +8,12 @@
  * IN, 5Eh/5Fh PERSISTENT RESERVE IN/OUT, 48h SANITIZE) have sub-tables.  UNMAP
  * and GET LBA STATUS are listed for every LU; UNMAP refuses a fully
  * provisioned one (lbp.c).  EXTENDED COPY (83h) and RECEIVE COPY RESULTS
- * (84h) have sub-tables too (xcopy.c).  Commands of later issues (WRITE
- * ATOMIC, 7Fh variable-length CDBs) are simply absent, so they are
- * reported as unsupported and never executed.
+ * (84h) have sub-tables too (xcopy.c), and so do 9Fh SERVICE ACTION
+ * OUT(16) and the 7Fh variable-length CDBs, whose service action is the
+ * 16-bit field in bytes 8-9 (and whose CONTROL byte is byte 1).  WRITE
+ * ATOMIC rows are offered only on LUs with atomic writes (SCSI_OPF_ATOMIC).
+ * Commands of later issues are simply absent, so they are reported as
+ * unsupported and never executed.
  */
 #include "slate/spec/scsi.h"
 #include "scsi/internal.h"
@@ -400,6 +403,15 @@ static const struct scsi_op ops[256] = {
                                NULL,
                                {0x93, 0x09, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
                                 0xff, 0xff, 0xff, 0x1f, CTL}},
+    [SCSI_OP_WRITE_ATOMIC_16] = {.name = "WRITE ATOMIC(16)",
+                                 .opcode = 0x9c,
+                                 .cdb_len = 16,
+                                 .dir = SCSI_DIR_OUT,
+                                 .flags = F_WRITE | SCSI_OPF_ATOMIC,
+                                 .timeout = T_IO,
+                                 .parse = scsi_sbc_write_atomic,
+                                 .usage = {0x9c, 0x18, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+                                           0xff, 0xff, 0xff, 0xff, 0xff, 0x3f, CTL}},
     [SCSI_OP_REPORT_LUNS] =
         {"REPORT LUNS",
          0xa0,
@@ -494,6 +506,55 @@ static const struct scsi_op sai16_ops[] = {
      scsi_lbp_get_lba_status,
      NULL,
      {0x9e, 0x12, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0, CTL}},
+};
+
+/* SERVICE ACTION OUT(16): WRITE SCATTERED(16) (atomic.c). */
+static const struct scsi_op sao16_ops[] = {
+    {.name = "WRITE SCATTERED(16)",
+     .opcode = 0x9f,
+     .sa = SCSI_SAO_WRITE_SCATTERED_16,
+     .has_sa = true,
+     .cdb_len = 16,
+     .dir = SCSI_DIR_OUT,
+     .flags = F_WRITE,
+     .timeout = T_IO,
+     .parse = scsi_sbc_write_scattered,
+     .exec = scsi_sbc_write_scattered_exec,
+     .usage = {0x9f, 0x12, 0x18, 0, 0xff, 0xff, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x3f,
+               CTL}},
+};
+
+/*
+ * Variable-length CDBs (7Fh, SPC-5 4.2.3): CONTROL in byte 1, ADDITIONAL
+ * CDB LENGTH 18h in byte 7, the service action in bytes 8-9.  Without PI
+ * the reference/application tag fields (bytes 20-27) are ignored, so their
+ * usage bits are clear.
+ */
+static const struct scsi_op varlen_ops[] = {
+    {.name = "WRITE ATOMIC(32)",
+     .opcode = 0x7f,
+     .sa = SCSI_VL_WRITE_ATOMIC_32,
+     .has_sa = true,
+     .cdb_len = 32,
+     .dir = SCSI_DIR_OUT,
+     .flags = F_WRITE | SCSI_OPF_ATOMIC,
+     .timeout = T_IO,
+     .parse = scsi_sbc_write_atomic,
+     .usage = {0x7f, CTL,  0,    0,    0xff, 0xff, 0x3f, 0x18, 0x00, 0x0f, 0x18,
+               0,    0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0,    0,
+               0,    0,    0,    0,    0,    0,    0xff, 0xff, 0xff, 0xff}},
+    {.name = "WRITE SCATTERED(32)",
+     .opcode = 0x7f,
+     .sa = SCSI_VL_WRITE_SCATTERED_32,
+     .has_sa = true,
+     .cdb_len = 32,
+     .dir = SCSI_DIR_OUT,
+     .flags = F_WRITE,
+     .timeout = T_IO,
+     .parse = scsi_sbc_write_scattered,
+     .exec = scsi_sbc_write_scattered_exec,
+     .usage = {0x7f, CTL,  0, 0, 0, 0, 0x3f, 0x18, 0x00, 0x11, 0x18, 0, 0xff, 0xff, 0,    0,
+               0xff, 0xff, 0, 0, 0, 0, 0,    0,    0,    0,    0,    0, 0xff, 0xff, 0xff, 0xff}},
 };
 
 static const struct scsi_op maint_in_ops[] = {
@@ -640,6 +701,7 @@ struct sa_table {
         const struct scsi_op *ops;
         unsigned n;
         uint8_t sa_mask; /* where the service action sits in CDB byte 1 */
+        bool sa16;       /* variable-length CDB: the service action is bytes 8-9 */
 };
 
 #define SA_TABLE(t)                                                                                \
@@ -654,6 +716,8 @@ static const struct sa_table sa_tables[256] = {
     [SCSI_OP_RECEIVE_COPY_RESULTS] = SA_TABLE(rcr_ops),
     [SCSI_OP_SERVICE_ACTION_IN_16] = SA_TABLE(sai16_ops),
     [SCSI_OP_MAINTENANCE_IN] = SA_TABLE(maint_in_ops),
+    [SCSI_OP_SERVICE_ACTION_OUT_16] = SA_TABLE(sao16_ops),
+    [SCSI_OP_VARIABLE_LENGTH] = {varlen_ops, sizeof(varlen_ops) / sizeof(varlen_ops[0]), 0, true},
 };
 
 bool scsi_op_has_sa(uint8_t opcode)
@@ -676,6 +740,8 @@ const struct scsi_op *scsi_op_for_lu(const struct scsi_op *op, const struct core
 {
         if (op && (op->flags & SCSI_OPF_LBP) && !(ns && ns->thin))
                 return NULL;
+        if (op && (op->flags & SCSI_OPF_ATOMIC) && ns && !scsi_lu_has_atomic(ns))
+                return NULL;
         return op;
 }
 
@@ -686,10 +752,21 @@ const struct scsi_op *scsi_op_find(const uint8_t *cdb, bool *sa_unknown)
         *sa_unknown = false;
         if (!t->ops)
                 return ops[cdb[0]].name ? &ops[cdb[0]] : NULL;
-        op = scsi_op_lookup(cdb[0], cdb[1] & t->sa_mask);
+        op =
+            scsi_op_lookup(cdb[0], t->sa16 ? slate_be16(cdb + 8) : (uint16_t)(cdb[1] & t->sa_mask));
         if (!op)
                 *sa_unknown = true;
         return op;
+}
+
+uint8_t scsi_op_control_off(const struct scsi_op *op)
+{
+        return op->opcode == SCSI_OP_VARIABLE_LENGTH ? 1 : (uint8_t)(op->cdb_len - 1);
+}
+
+uint8_t scsi_op_sa_off(uint8_t opcode)
+{
+        return sa_tables[opcode].sa16 ? 8 : 1;
 }
 
 const struct scsi_op *scsi_op_next(const struct scsi_op *prev)

@@ -524,7 +524,8 @@ enum scsi_parse_result scsi_cmd_parse(struct scsi_cmd *cmd)
         }
         if (!op) {
                 if (sa_unknown)
-                        scsi_sense_invalid_field(cmd, true, 1, 4);
+                        scsi_sense_invalid_field(cmd, true, scsi_op_sa_off(cmd->cdb[0]),
+                                                 scsi_op_sa_off(cmd->cdb[0]) == 1 ? 4 : 7);
                 else
                         scsi_sense_set(cmd, SK_ILLEGAL_REQUEST, 0x20, 0x00);
                 return SCSI_PARSE_DONE;
@@ -535,13 +536,13 @@ enum scsi_parse_result scsi_cmd_parse(struct scsi_cmd *cmd)
         }
         cmd->op = op;
         /* Control byte: no ACA (NACA) and no linked commands. */
-        control = cmd->cdb[op->cdb_len - 1];
+        control = cmd->cdb[scsi_op_control_off(op)];
         if (control & 0x04) {
-                scsi_sense_invalid_field(cmd, true, (uint16_t)(op->cdb_len - 1), 2);
+                scsi_sense_invalid_field(cmd, true, scsi_op_control_off(op), 2);
                 return SCSI_PARSE_DONE;
         }
         if (control & 0x01) {
-                scsi_sense_invalid_field(cmd, true, (uint16_t)(op->cdb_len - 1), 0);
+                scsi_sense_invalid_field(cmd, true, scsi_op_control_off(op), 0);
                 return SCSI_PARSE_DONE;
         }
         if (cmd->ns) {
@@ -628,7 +629,7 @@ int scsi_fuzz_one(const uint8_t *cdb, size_t len)
         static struct scsi_target tgt;
         static struct scsi_nexus nx;
         static struct scsi_cmd cmd;
-        static uint8_t buf[2 * CORE_MAX_TRANSFER_BYTES];
+        static _Alignas(16) uint8_t buf[2 * CORE_MAX_TRANSFER_BYTES];
         static bool init;
 
         if (!init) {
@@ -682,6 +683,7 @@ int scsi_fuzz_one(const uint8_t *cdb, size_t len)
                         n = cmd.data_out_len;
                 memmove(buf, cdb + cl, n);
                 scsi_xcopy_fuzz_params(&cmd, n);
+                scsi_scatter_fuzz_params(&cmd, n);
         }
         if (cmd.data_in_len > cmd.buf_len || cmd.data_out_len > cmd.buf_len ||
             cmd.sense_len > SCSI_SENSE_MAX)

@@ -6,13 +6,17 @@
  * and port group), 86h extended INQUIRY, B0h block limits and B1h block
  * device characteristics, 8Fh third-party copy (the limits xcopy.c
  * enforces), and on thin LUs B2h logical block provisioning
- * (with the Block Limits unmap fields).  Atomic writes are later work:
- * their fields stay zero.  Every designator derives from the
- * namespace UUID (see STANDARDS.md section 5).
+ * (with the Block Limits unmap fields).  B0h's atomic fields come from
+ * the core's atomic limits (core/atomic.h); B7h block limits extension
+ * carries the WRITE SCATTERED limits (its stream fields are zero: no
+ * streams yet); C0h is Slate's vendor page for the atomic scattered write
+ * (atomic.c).  Every designator derives from the namespace UUID (see
+ * STANDARDS.md section 5).
  */
 #include <stdio.h>
 #include <string.h>
 
+#include "core/atomic.h"
 #include "slate/spec/scsi.h"
 #include "scsi/internal.h"
 
@@ -20,7 +24,9 @@
 #define SLATE_PRODUCT  "slate-disk      "
 #define SLATE_REVISION "0001"
 
-static const uint8_t vpd_pages[] = {0x00, 0x80, 0x83, 0x86, 0x8f, 0xb0, 0xb1, 0xb2};
+/* Supported pages, ascending (VPD 00h); B2h on thin LUs only. */
+static const uint8_t vpd_pages[] = {0x00, 0x80, 0x83, 0x86, 0x8f,
+                                    0xb0, 0xb1, 0xb2, 0xb7, SCSI_VPD_SLATE_ATOMIC};
 
 static uint8_t peripheral(const struct scsi_cmd *cmd)
 {
@@ -256,8 +262,9 @@ int scsi_vpd_build(struct scsi_cmd *cmd, uint8_t page, uint8_t *out, uint32_t ca
         h->page_code = page;
         switch (page) {
         case 0x00:
-                memcpy(p, vpd_pages, sizeof(vpd_pages));
-                n = sizeof(vpd_pages) - (ns->thin ? 0 : 1); /* B2h is last */
+                for (unsigned i = 0; i < sizeof(vpd_pages); i++)
+                        if (vpd_pages[i] != 0xb2 || ns->thin)
+                                p[n++] = vpd_pages[i];
                 break;
         case 0x80: {
                 char hex[33];
@@ -298,6 +305,41 @@ int scsi_vpd_build(struct scsi_cmd *cmd, uint8_t page, uint8_t *out, uint32_t ca
                         put_be32(&b->opt_unmap_gran, gran);
                         put_be32(&b->unmap_gran_align, 0x80000000u); /* UGAVALID, aligned at 0 */
                 }
+                /* Atomic writes (SBC-4 6.6.4): what WRITE ATOMIC honours (core/atomic.h). */
+                struct core_atomic_limits al;
+                core_ns_atomic_limits(ns, &al);
+                put_be32(&b->max_atomic_xfer_len, al.max_blocks);
+                put_be32(&b->atomic_align, al.align_blocks);
+                put_be32(&b->atomic_xfer_len_gran, al.gran_blocks);
+                put_be32(&b->max_atomic_xfer_len_boundary, al.max_with_boundary);
+                put_be32(&b->max_atomic_boundary_size, al.max_boundary);
+                break;
+        }
+        case 0xb7: {
+                /* Block Limits Extension (SBC-4 6.6.5): WRITE SCATTERED; streams are not offered.
+                 */
+                struct scsi_scatter_limits sl;
+                scsi_scatter_limits(ns, &sl);
+                n = 0x3c;
+                slate_put_be(out + 16, 4, sl.max_range_blocks);
+                slate_put_be(out + 22, 2, sl.max_ranges);
+                slate_put_be(out + 24, 4, sl.max_total_blocks);
+                break;
+        }
+        case SCSI_VPD_SLATE_ATOMIC: {
+                /*
+                 * Slate's vendor page (atomic.c): a WRITE SCATTERED of at most
+                 * SCATTER MAX BLOCKS in at most SCATTER MAX RANGES descriptors is
+                 * atomic as a whole.  Bytes 4-7 page version (1), 8-11 blocks,
+                 * 12-15 ranges, 16-19 MAXIMUM ATOMIC TRANSFER LENGTH for reference.
+                 */
+                struct core_atomic_limits al;
+                core_ns_atomic_limits(ns, &al);
+                n = 0x1c;
+                slate_put_be(out + 4, 4, 1);
+                slate_put_be(out + 8, 4, al.scatter_max_blocks);
+                slate_put_be(out + 12, 4, al.scatter_max_blocks ? al.scatter_max_ranges : 0);
+                slate_put_be(out + 16, 4, al.max_blocks);
                 break;
         }
         case 0xb2:

@@ -112,9 +112,31 @@ else
 	fi
 fi
 
+# libiscsi_bug TEST LOG — the reason, if every failure in LOG is a known
+# libiscsi 1.19 bug (and nothing else failed); non-zero status otherwise.
+#  - ReportSupportedOpcodes.OneCommand: the unmarshaller keeps CDB usage data
+#    only for CDBs of up to 16 bytes (cdb_usage_data[16]) and leaves it zero
+#    for the 32-byte WRITE ATOMIC(32) / WRITE SCATTERED(32) (7Fh), so the
+#    CDB[0] check fails for opcode 7Fh against any target listing a 32-byte
+#    CDB.  tests/unit/test_scsi_cdb.c (test_rsoc_round_trip) checks the 7Fh
+#    usage data instead; any other failure in the test still fails.
+libiscsi_bug() {
+	local t=$1 log=$2
+	case $t in
+	*ReportSupportedOpcodes.OneCommand)
+		grep -q 'Usage Data was 0x00, expected 0x7f for opcode 0x7f' "$log" || return 1
+		# every [FAILED] message and every CUnit failure is that one check, for 7Fh
+		! grep -o '\[FAILED\].*' "$log" | grep -v 'expected 0x7f for opcode 0x7f' | grep -q . || return 1
+		! grep -E '^ *[0-9]+\. ' "$log" | grep -vq 'cdb_usage_data\[0\],rsoc->descriptors\[i\].opcode' || return 1
+		echo "libiscsi 1.19 keeps no CDB usage data for 32-byte CDBs (7Fh); checked in unit test_rsoc_round_trip"
+		;;
+	*) return 1 ;;
+	esac
+}
+
 # run_one TEST NAME LOG URL [URL2] — one iscsi-test-cu process, one result line.
 run_one() {
-	local t=$1 name=$2 log=$3 u=$4 u2=${5:-} mark rc total ran passed failed inactive skipmsg died owner args
+	local t=$1 name=$2 log=$3 u=$4 u2=${5:-} mark rc total ran passed failed inactive skipmsg died owner args known
 	if [ "$external" = 0 ] && ! slate_alive; then
 		echo "--- restarting slated (it died) ---" >>"$daemon_log"
 		start_target || {
@@ -157,6 +179,8 @@ run_one() {
 	elif [ -z "${ran:-}" ] || [ "$ran" = 0 ]; then
 		slate_result FAIL "$name" "$log" "no CUnit summary (rc=$rc)"
 		fail=1
+	elif { [ "$failed" != 0 ] || [ "$passed" != "$ran" ]; } && known=$(libiscsi_bug "$t" "$log"); then
+		slate_result SKIP "$name" "" "$known"
 	elif [ "$failed" != 0 ] || [ "$passed" != "$ran" ]; then
 		slate_result FAIL "$name" "$log" "$failed of $ran failed"
 		fail=1
@@ -192,9 +216,13 @@ for t in $tests; do
 	run_one "$sel" "conformance.${t#ALL.}" "$logdir/${t#ALL.}.log" "$url" "$u2"
 done
 # The write-protect tests again, against the write-protected LUN 1 (only
-# there do ReadOnly.* and *.WriteProtect exercise anything).
+# there do ReadOnly.* and *.WriteProtect exercise anything).  Not
+# WriteAtomic16.WriteProtect: despite its name it tests the WRPROTECT field
+# (PI), and it first writes with WRPROTECT=000b expecting GOOD, which a
+# write-protected LU must refuse with DATA PROTECT (SBC-4); it runs on
+# LUN 0.
 if [ -n "$url_wp" ]; then
-	for t in $(echo "$tests" | tr ' ' '\n' | grep -E 'ReadOnly|WriteProtect'); do
+	for t in $(echo "$tests" | tr ' ' '\n' | grep -E 'ReadOnly|WriteProtect' | grep -v 'WriteAtomic16'); do
 		run_one "$t" "conformance.wp.${t#ALL.}" "$logdir/wp.${t#ALL.}.log" "$url_wp"
 	done
 fi
