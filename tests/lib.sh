@@ -71,7 +71,9 @@ slate_wait_port() {
 # listed after the first (SLATE_PORTS keeps that order).  WP=1 adds a
 # write-protected namespace ns1 (8 MiB, mem) as LUN 1.  Portals come last,
 # so once they listen the target is complete. SLATE_SANITIZE_RATE
-# (MiB/s) paces ns0's sanitize operations (namespace_create sanitize_rate_mibps).
+# (MiB/s) paces ns0's sanitize operations (namespace_create sanitize_rate_mibps);
+# SLATE_PHYS_BLOCK and SLATE_ATOMIC_MAX set ns0's physical_block_size and
+# atomic_write_max.
 slate_write_config() {
 	local file=$1 port=$2 backend=$3 size=$4 data=${5:-} port2=${6:-} wp=${7:-0} nsparams
 	case $backend in
@@ -81,7 +83,7 @@ slate_write_config() {
 	esac
 	{
 		echo '{"config": ['
-		echo "  {\"method\": \"namespace_create\", \"params\": {$nsparams, \"block_size\": 512${SLATE_SANITIZE_RATE:+, \"sanitize_rate_mibps\": $SLATE_SANITIZE_RATE}${SLATE_PHYS_BLOCK:+, \"physical_block_size\": $SLATE_PHYS_BLOCK}}},"
+		echo "  {\"method\": \"namespace_create\", \"params\": {$nsparams, \"block_size\": 512${SLATE_SANITIZE_RATE:+, \"sanitize_rate_mibps\": $SLATE_SANITIZE_RATE}${SLATE_PHYS_BLOCK:+, \"physical_block_size\": $SLATE_PHYS_BLOCK}${SLATE_ATOMIC_MAX:+, \"atomic_write_max\": \"$SLATE_ATOMIC_MAX\"}}},"
 		echo "  {\"method\": \"iscsi_target_create\", \"params\": {\"name\": \"$SLATE_IQN\"}},"
 		echo "  {\"method\": \"iscsi_lun_map\", \"params\": {\"target\": \"$SLATE_IQN\", \"lun\": 0, \"namespace\": \"$SLATE_NS\"}},"
 		if [ "$wp" = 1 ]; then

@@ -74,8 +74,13 @@ bool core_atomic_fits(const struct core_ns *ns, uint64_t lba, uint32_t nlb);
 
 /* ---- Inside the core (configuration, the engine behind core/req.c) ---- */
 
-/* Default atomic_write_max on file and mem namespaces (null: 0). */
-#define CORE_ATOMIC_DEFAULT_MAX (64u << 10)
+/*
+ * Default atomic_write_max: 0, one logical block, what most drives offer
+ * (AWUPF 0).  Our choice: over NVMe every Write that fits the limit pays
+ * for atomicity (the journal on `file`, the range lock on `mem`), so a
+ * namespace opts in with atomic_write_max; SCSI WRITE ATOMIC needs it too.
+ */
+#define CORE_ATOMIC_DEFAULT_MAX 0u
 /* The largest atomic_write_max accepted (a record must fit the journal many times). */
 #define CORE_ATOMIC_MAX_BYTES (1u << 20)
 /* The journal file's size (records are appended, then it restarts after a checkpoint). */

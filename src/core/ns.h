@@ -80,7 +80,7 @@ struct core_ns_params {
         /*
          * Atomic writes (core/atomic.h), bytes, a multiple of block_size:
          * the largest write made atomic.  Not set: the saved value, else
-         * CORE_ATOMIC_DEFAULT_MAX on file and mem, 0 on null.
+         * CORE_ATOMIC_DEFAULT_MAX (0: one block).
          */
         bool atomic_write_max_set;
         uint32_t atomic_write_max;

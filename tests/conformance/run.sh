@@ -81,6 +81,9 @@ start_target() {
 	# LBA i+1 can do when LBPPB > 1 (SBC-4 5.21: the first descriptor contains
 	# the starting LBA).  The LBPPB > 1 tests run on LUN 3 (4 KiB physical).
 	local SLATE_PHYS_BLOCK=512
+	# Atomic writes are off by default; WriteAtomic16.Simple writes up to
+	# 256 blocks atomically on LUN 0.
+	local SLATE_ATOMIC_MAX=128K
 	slate_write_config "$state/slate.json" 0 "$backend" "$size" "$state/ns0.img" 0 1
 	add_removable_lun "$state/slate.json" || return 1
 	slate_start "$state/run" "$state/slate.json" 0 "$daemon_log" || return 1

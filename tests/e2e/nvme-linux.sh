@@ -54,7 +54,7 @@ check() { slate_check e2e-nvme "$@"; } # check NAME CMD... -> one PASS/FAIL line
 
 cat >"$state/slate.json" <<JSON
 {"config": [
-  {"method": "namespace_create", "params": {"name": "nv0", "backend": "file", "path": "$data", "size": "512M", "block_size": 512}},
+  {"method": "namespace_create", "params": {"name": "nv0", "backend": "file", "path": "$data", "size": "512M", "block_size": 512, "atomic_write_max": "64K"}},
   {"method": "namespace_create", "params": {"name": "nv1", "backend": "file", "path": "$raw", "size": "256M", "block_size": 512}},
   {"method": "namespace_create", "params": {"name": "nv4k", "backend": "mem", "size": "64M", "block_size": 4096}},
   {"method": "$NVMF_RPC_SUBSYS", "params": {"nqn": "$NQN"}},
@@ -110,8 +110,8 @@ check id-ctrl sh -c "nvme id-ctrl $CTRL | grep -q 'subnqn *: $NQN'"
 check id-ns nvme id-ns "$DEV" -n 1
 check ns-descs nvme ns-descs "$DEV" -n 1
 
-# Atomic writes (core/atomic.h): nv0 has the default atomic_write_max
-# (64 KiB), which Identify Namespace states as NSABP with NAWUPF 127; Linux
+# Atomic writes (core/atomic.h): nv0 is configured with atomic_write_max
+# 64 KiB (the default is 0), which Identify Namespace states as NSABP with NAWUPF 127; Linux
 # (6.11+) makes that the path device's queue/atomic_write_unit_max_bytes.
 # The multipath head (nvmeXnY) shows them only from 6.14 (stacked limits),
 # so the RWF_ATOMIC write runs at the end, with multipath off.

@@ -169,10 +169,10 @@ static void test_limits(void **st)
 {
         (void)st;
         struct core_atomic_limits l;
-        struct core_ns *m = mk("lim-mem", "mem", NULL, false, 0);
+        struct core_ns *m = mk("lim-mem", "mem", NULL, true, 64 << 10);
         core_ns_atomic_limits(m, &l);
         assert_int_equal(l.path, CORE_ATOMIC_ORDER);
-        assert_int_equal(l.max_blocks, CORE_ATOMIC_DEFAULT_MAX / 512);
+        assert_int_equal(l.max_blocks, (64 << 10) / 512);
         assert_int_equal(l.align_blocks, 0);
         assert_int_equal(l.scatter_max_ranges, CORE_ATOMIC_SCATTER_RANGES);
         assert_int_equal(core_atomic_check(m, 0, 128, 0), CORE_ATOMIC_OK);
@@ -224,7 +224,7 @@ static void test_set_persist_event(void **st)
         struct core_ns *ns = mk("persist", "file", NULL, false, 0);
         struct core_atomic_limits l;
         core_ns_atomic_limits(ns, &l);
-        assert_int_equal(l.max_blocks, CORE_ATOMIC_DEFAULT_MAX / 512);
+        assert_int_equal(l.max_blocks, 0); /* the default: one block, no atomic writes */
         char err[256];
         events_seen = 0;
         assert_int_equal(core_ns_set_atomic_max(ns, 32768, err, sizeof(err)), 0);
@@ -247,7 +247,7 @@ static void test_set_persist_event(void **st)
 static void test_record_on_disk(void **st)
 {
         (void)st;
-        struct core_ns *ns = mk("rec", "file", NULL, false, 0);
+        struct core_ns *ns = mk("rec", "file", NULL, true, 64 << 10);
         static uint8_t w[16 * 512], r[16 * 512];
         pattern(w, sizeof(w), 1);
         assert_int_equal(run1(ns, CORE_OP_WRITE, 40, 16, CORE_REQ_ATOMIC, w, sizeof(w)), CORE_OK);
@@ -288,7 +288,7 @@ static void test_record_on_disk(void **st)
 static void test_recovery(void **st)
 {
         (void)st;
-        struct core_ns *ns = mk("rcv", "file", NULL, false, 0);
+        struct core_ns *ns = mk("rcv", "file", NULL, true, 64 << 10);
         static uint8_t a[8 * 512], c[8 * 512], junk[8 * 512], r[8 * 512], z[8 * 512];
         pattern(a, sizeof(a), 3);
         pattern(c, sizeof(c), 9);
@@ -308,7 +308,7 @@ static void test_recovery(void **st)
         uint64_t rec2 = CORE_ATOMIC_REC_START + sizeof(struct core_atomic_rec) + 16 + sizeof(a);
         uint8_t flip = 0x5A;
         pwrite_at(j2, &flip, 1, (off_t)(rec2 + sizeof(struct core_atomic_rec) + 16 + 100));
-        struct core_ns *n2 = mk("rcv2", "file", d2, false, 0);
+        struct core_ns *n2 = mk("rcv2", "file", d2, true, 64 << 10);
         assert_int_equal(atomic_load(&n2->atomic_stats.replayed), 1);
         assert_int_equal(atomic_load(&n2->atomic_stats.discarded), 1);
         assert_int_equal(run1(n2, CORE_OP_READ, 10, 8, 0, r, sizeof(r)), CORE_OK);
@@ -317,7 +317,7 @@ static void test_recovery(void **st)
         assert_memory_equal(r, z, sizeof(z)); /* discarded: all old */
         /* Recovery retired what it replayed: a second open replays nothing. */
         assert_int_equal(core_ns_delete("rcv2"), 0);
-        n2 = mk("rcv2", "file", d2, false, 0);
+        n2 = mk("rcv2", "file", d2, true, 64 << 10);
         assert_int_equal(atomic_load(&n2->atomic_stats.replayed), 0);
         assert_int_equal(core_ns_delete("rcv2"), 0);
         assert_int_equal(core_ns_delete("rcv"), 0);
@@ -332,7 +332,7 @@ static void test_recovery(void **st)
  */
 static void checkpoint_case(const char *name, int how)
 {
-        struct core_ns *ns = mk(name, "file", NULL, false, 0);
+        struct core_ns *ns = mk(name, "file", NULL, true, 64 << 10);
         static uint8_t a[8 * 512], b[8 * 512], r[8 * 512];
         pattern(a, sizeof(a), 21);
         pattern(b, sizeof(b), 77);
@@ -347,7 +347,7 @@ static void checkpoint_case(const char *name, int how)
         snprintf(as, sizeof(as), "%s-img", name);
         crash_image(ns, as);
         snprintf(d2, sizeof(d2), "%s/%s.img", state_dir, as);
-        struct core_ns *n2 = mk(as, "file", d2, false, 0);
+        struct core_ns *n2 = mk(as, "file", d2, true, 64 << 10);
         assert_int_equal(run1(n2, CORE_OP_READ, 100, 8, 0, r, sizeof(r)), CORE_OK);
         if (how)
                 assert_memory_equal(r, b, sizeof(b));
@@ -382,7 +382,7 @@ static void test_scattered(void **st)
         for (int k = 0; k < 2; k++) {
                 char name[32];
                 snprintf(name, sizeof(name), "sc-%s", backends[k]);
-                struct core_ns *ns = mk(name, backends[k], NULL, false, 0);
+                struct core_ns *ns = mk(name, backends[k], NULL, true, 64 << 10);
                 static uint8_t w[12 * 512], r[12 * 512];
                 pattern(w, sizeof(w), (uint8_t)(5 + k));
                 struct core_lba_range rs[3] = {{200, 4}, {50, 2}, {900, 6}};
@@ -437,7 +437,7 @@ static void ordering_case(const char *backend)
 {
         char name[32];
         snprintf(name, sizeof(name), "ord-%s", backend);
-        struct core_ns *ns = mk(name, backend, NULL, false, 0);
+        struct core_ns *ns = mk(name, backend, NULL, true, 64 << 10);
         enum { NB = 128, ROUNDS = 40, NW = 8, NR = 8 };
         static uint8_t pat[2][NB * 512];
         memset(pat[0], 0xA5, sizeof(pat[0]));

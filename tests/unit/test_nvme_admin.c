@@ -111,8 +111,12 @@ static int setup(void **s)
         if (rt_init(1) || rt_start())
                 return -1;
         buf = aligned_alloc(4096, BUFLEN);
-        struct core_ns_params p = {
-            .name = "nvt", .backend = "mem", .size_bytes = 64 << 20, .block_size = 4096};
+        struct core_ns_params p = {.name = "nvt",
+                                   .backend = "mem",
+                                   .size_bytes = 64 << 20,
+                                   .block_size = 4096,
+                                   .atomic_write_max_set = true,
+                                   .atomic_write_max = 64 << 10};
         if (core_ns_create(&p, &ns, err, sizeof(err)))
                 return -1;
         if (nvme_subsys_add(SUBNQN, "SN123", "Slate Test", err, sizeof(err)))
@@ -270,8 +274,7 @@ static void test_identify(void **s)
         nvme_cmd_parse(&c);
         assert_int_equal(idn->nsfeat & NVME_NSFEAT_NSABP, 0);
         assert_int_equal(get_le16(&idn->nawupf), 0);
-        assert_int_equal(core_ns_set_atomic_max(ns, CORE_ATOMIC_DEFAULT_MAX, aerr, sizeof(aerr)),
-                         0);
+        assert_int_equal(core_ns_set_atomic_max(ns, 64 << 10, aerr, sizeof(aerr)), 0);
 
         /* Descriptor list. */
         sqe_init(&c, &admin_q, NVME_ADM_IDENTIFY, 1);

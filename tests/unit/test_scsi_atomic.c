@@ -74,7 +74,9 @@ static int group_setup(void **state)
         struct core_ns_params p = {.name = "a0",
                                    .backend = getenv("AW_BE") ? getenv("AW_BE") : "mem",
                                    .size_bytes = (uint64_t)NBLOCKS * 512,
-                                   .block_size = 512};
+                                   .block_size = 512,
+                                   .atomic_write_max_set = true,
+                                   .atomic_write_max = 128 << 10};
         char err[256];
         if (core_ns_create(&p, &n0, err, sizeof(err)))
                 return -1;

@@ -21,6 +21,17 @@ aw_pattern() { head -c "$2" /dev/urandom >"$1"; }
 aw_read() { dd if="$SD" iflag=direct,skip_bytes,count_bytes skip=$(($1 * 512)) count=$(($2 * 512)) 2>/dev/null; }
 aw_zero() { dd if=/dev/zero of="$SD" oflag=direct,seek_bytes bs=512 seek=$(($1 * 512)) count="$2" 2>/dev/null; }
 
+# Atomic writes are off by default (atomic_write_max 0): turn them on for
+# "shared" at run time (INQUIRY DATA HAS CHANGED) and have sd re-read its
+# VPD pages, as an administrator would; they are turned off again at the end.
+aw_enable() {
+	ctl namespace_set name=shared atomic_write_max=128K >/dev/null || return 1
+	echo 1 >"/sys/block/${SD#/dev/}/device/rescan"
+	sleep 1
+	[ "$(aw_sysfs atomic_write_unit_max_bytes)" = 131072 ]
+}
+check atomic-enable-at-runtime aw_enable
+
 aw_vpd() {
 	local max
 	sg_vpd -p bl "$SD" >"$state/aw-bl.txt" 2>&1
@@ -129,3 +140,11 @@ aw_rwf_atomic() {
 	[ "$rc" = 2 ]
 }
 check atomic-rwf-atomic-o-direct aw_rwf_atomic
+
+aw_disable() {
+	ctl namespace_set name=shared atomic_write_max=0 >/dev/null || return 1
+	echo 1 >"/sys/block/${SD#/dev/}/device/rescan"
+	sleep 1
+	[ "$(aw_sysfs atomic_write_unit_max_bytes)" = 0 ]
+}
+check atomic-disable-at-runtime aw_disable
