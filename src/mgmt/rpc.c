@@ -828,6 +828,13 @@ static int h_config_save(struct rpc_ctx *c)
         return 0;
 }
 
+/* Every namespace's and host's counters (what the status page plots): slatectl top. */
+static int h_stats_get(struct rpc_ctx *c)
+{
+        c->result = mgmt_status_json();
+        return c->result ? 0 : opfail(c, -ENOMEM, "stats_get", NULL);
+}
+
 /* Live reconfiguration (reload.c); SIGHUP comes here too (server_main). */
 static int h_config_reload(struct rpc_ctx *c)
 {
@@ -1058,6 +1065,11 @@ static const struct rpc_method rpc_methods[] = {
      h_config_save,
      "Return the running config as a replayable list of calls, or write it to a file",
      {STR("path", false, 4095, "write here (atomically) instead of returning the config")}},
+    {"stats_get",
+     h_stats_get,
+     "Counters of every namespace and host (ops, bytes, latency sums and histograms, errors, "
+     "outstanding) and the topology, as the status page shows them",
+     {}},
     {"config_reload",
      h_config_reload,
      "Re-read the config file (default: the one slated was started with) and apply the "
