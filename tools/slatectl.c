@@ -301,9 +301,9 @@ int main(int argc, char **argv)
                 if (*p == '-')
                         *p = '_';
         if (strcmp(method, "top") == 0)
-                return slatectl_top(sock, argc - optind, argv + optind);
+                return slatectl_top(sock, argc - optind + 1, argv + optind - 1);
         if (strcmp(method, "progress") == 0)
-                return slatectl_progress(sock, argc - optind, argv + optind);
+                return slatectl_progress(sock, argc - optind + 1, argv + optind - 1);
 
         json_t *params = json_object();
         for (int i = optind; i < argc; i++) {

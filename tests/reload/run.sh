@@ -126,8 +126,9 @@ rpc_reload() {
 	local tsih_before tsih_after
 	tsih_before=$(sessions_of "$IQA")
 	echo "session on $IQA before: $tsih_before"
-	# NVMe/TCP I/O on a0 (NSID 1 of subsystem A) for the whole reload
-	"$perf" -t nvme-tcp -a 127.0.0.1 -p "$nport" -n "$NQA" --nsid 1 -q 8 -M 50 -d 6 --json \
+	# NVMe/TCP reads of a0 (NSID 1 of subsystem A) for the whole reload (reads:
+	# the iSCSI host owns a0's data)
+	"$perf" -t nvme-tcp -a 127.0.0.1 -p "$nport" -n "$NQA" --nsid 1 -q 8 -M 100 -d 6 --json \
 		>"$state/perf.json" 2>"$state/perf.err" &
 	local perf_pid=$!
 	sleep 2
@@ -183,7 +184,7 @@ sighup_reload() {
 	local first
 	first=$(($(wc -l <"$daemon_log") + 1))
 	# back to target B's b0 at LUN 0, c0 and target C removed, f0 writable
-	config_a | sed "s/\"size\": \"16M\"}},\$/\"size\": \"32M\"}},/" >"$cfg"
+	config_a | sed "/\"name\": \"f0\"/s/\"size\": \"16M\"/\"size\": \"32M\"/" >"$cfg"
 	grep f0 "$cfg"
 	kill -HUP "$SLATE_PID"
 	wait_log "reload $cfg: .* applied" "$first" || {
@@ -240,11 +241,62 @@ broken_file() {
 }
 slate_check reload refused-changes-nothing broken_file
 
-# --- a daemon without a config file ---------------------------------------------
-no_file() {
-	local out
-	out=$(c config_reload 2>&1)
-	echo "with a file: $out"
-	SLATE_PID_SAVE=$SLATE_PID
-	return 0
+# --- slatectl for people: tables by default, --json for scripts --------------
+tables() {
+	c ns | tee "$state/ns.txt"
+	c --json ns >"$state/ns.json" || return 1
+	# one row per namespace, under a header, with sizes for people
+	head -n 1 "$state/ns.txt" | grep -q '^NAME  *BACKEND  *SIZE' || return 1
+	[ "$(awk 'NR > 1 {print $1}' "$state/ns.txt" | sort | tr '\n' ' ')" = \
+		"$(python3 -c 'import json,sys; print(" ".join(sorted(n["name"] for n in json.load(open(sys.argv[1])))), end=" ")' "$state/ns.json")" ] || return 1
+	grep -q '^a0  *mem  *16 MiB  *512 ' "$state/ns.txt" || return 1
+	# the same with --json after the method; params as '{...}' still work
+	c ns --json | python3 -c 'import json,sys; json.load(sys.stdin)' || return 1
+	c namespace_set --json '{"name": "a0", "write_cache": true}' | python3 -c 'import json,sys; d=json.load(sys.stdin); sys.exit(d["name"] != "a0")' || return 1
+	c targets | tee "$state/t.txt"
+	grep -q "^$IQA  *0=a0 " "$state/t.txt" && grep -q "^$IQB  *0=b0,1=f0 " "$state/t.txt" || return 1
+	c nvmf_subsystem_list | tee /dev/stderr | grep -q "^$NQA  *nvme .* 1=a0 " || return 1
+	c status | tee /dev/stderr | grep -q '^reactors  *2$' || return 1
+	c config_reload dry_run=true | tee /dev/stderr | grep -q ': 0 changes (dry run: not applied)' || return 1
+	c --json status | python3 -c 'import json,sys; sys.exit(json.load(sys.stdin)["reactors"] != 2)'
 }
+slate_check reload slatectl-tables tables
+
+# --- slatectl top: counts of a known workload ----------------------------------
+top_once() {
+	# 7 writes of 4 KiB by a host of our naming on b0 (fresh since the SIGHUP test)
+	"$io" -u "iscsi://127.0.0.1:$iport/$IQB/0" -i iqn.2026-12.io.slate:top-io -n 7 -b 4096 || return 1
+	c top --once --interval 0.2 | tee "$state/top.txt"
+	grep -q '^NAMESPACE .*W-IOPS .*WRITES' "$state/top.txt" || return 1
+	# every namespace has its row; b0 and the host show exactly the 7 writes
+	local n
+	for n in a0 b0 f0; do grep -q "^$n " "$state/top.txt" || return 1; done
+	[ "$(awk '$1 == "b0" {print $(NF-1)}' "$state/top.txt")" = 7 ] || return 1
+	[ "$(awk '$1 == "iscsi" && $2 == "iqn.2026-12.io.slate:top-io" {print $(NF-1)}' "$state/top.txt")" = 7 ] || return 1
+	# --iterations N: N samples, plainly
+	[ "$(c top --iterations 2 --interval 0.1 | grep -c '^NAMESPACE ')" = 2 ]
+}
+slate_check reload top-once top_once
+
+# On a terminal top redraws in place and leaves on q, restoring the terminal.
+top_quits() {
+	command -v script >/dev/null || {
+		echo "script(1) missing"
+		return 1
+	}
+	local rc=0
+	(sleep 1.5; printf q) | timeout 20 script -qfec "$ctl -s $sock top --interval 0.2" /dev/null >"$state/top-tty.txt" || rc=$?
+	echo "exit $rc"
+	tr -d '\r' <"$state/top-tty.txt" | grep -a -m1 'q quits'
+	[ "$rc" = 0 ] && grep -aq $'\033\[H\033\[2J' "$state/top-tty.txt"
+}
+slate_check reload top-quits-on-q top_quits
+
+slate_stop
+rc=$?
+stop_ok() {
+	echo "slated exit status $rc"
+	[ "$rc" = 0 ] && slate_sanitizer_clean "$daemon_log"
+}
+slate_check reload clean-exit stop_ok
+[ "$slate_nfail" = 0 ]
