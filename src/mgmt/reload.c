@@ -280,7 +280,7 @@ static int model_build(struct model *m, json_t *root, char *err, size_t errlen)
                 json_decref(empty);
                 if (rc < 0) {
                         snprintf(err, errlen, "config[%zu] (%.64s): %s", i, method, msg);
-                        return rc;
+                        return -EINVAL; /* a broken file, whatever the reason */
                 }
         }
         return 0;
