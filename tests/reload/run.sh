@@ -15,10 +15,11 @@ logdir=$SLATE_LOGDIR/reload
 mkdir -p "$logdir"
 SLATE_LOGDIR=$logdir
 hold=$SLATE_BUILD/tests/reload-hold-io
+san=$SLATE_BUILD/tests/reload-sanitize-start
 io=$SLATE_BUILD/tests/metrics-io
 perf=$SLATE_BUILD/tools/slate-perf/slate-perf
 ctl=$SLATE_BUILD/slatectl
-for b in "$hold" "$io" "$perf" "$ctl"; do
+for b in "$hold" "$san" "$io" "$perf" "$ctl"; do
 	[ -x "$b" ] || {
 		slate_result FAIL reload.build "" "$b not built"
 		exit 1
@@ -291,6 +292,30 @@ top_quits() {
 	[ "$rc" = 0 ] && grep -aq $'\033\[H\033\[2J' "$state/top-tty.txt"
 }
 slate_check reload top-quits-on-q top_quits
+
+# --- slatectl progress: a sanitize's bar and ETA until it ends -------------------
+progress() {
+	# 8 MiB paced at 2 MiB/s: a sanitize that runs for seconds
+	c namespace_create name=s0 backend=mem size=8M sanitize_rate_mibps=2 &&
+		c iscsi_lun_map target="$IQB" lun=2 namespace=s0 || return 1
+	"$san" -u "iscsi://127.0.0.1:$iport/$IQB/2" || return 1
+	c progress s0 --interval 0.3 | tee "$state/progress.txt"
+	local prc=${PIPESTATUS[0]}
+	[ "$prc" = 0 ] || return 1
+	# at least one bar while running, never going back, then done
+	python3 - "$state/progress.txt" <<'EOF' || return 1
+import re, sys
+lines = open(sys.argv[1]).read().splitlines()
+bars = [float(m.group(1)) for l in lines if (m := re.match(r"s0: sanitize \[[#.]{40}\] +([0-9.]+)%  ETA ", l))]
+assert bars, "no progress bar"
+assert bars == sorted(bars), "progress went back: %s" % bars
+assert lines[-1] == "s0: sanitize done", lines[-1]
+assert len(bars) < 2 or any(re.search(r"ETA [0-9]+:[0-9]{2}:[0-9]{2}$", l) for l in lines), "no ETA"
+print("bars:", bars)
+EOF
+	c iscsi_lun_unmap target="$IQB" lun=2 && c namespace_delete name=s0
+}
+slate_check reload progress progress
 
 slate_stop
 rc=$?
