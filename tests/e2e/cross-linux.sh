@@ -22,10 +22,13 @@ set -u
 cd "$(dirname "$0")/../.."
 . tests/lib.sh
 
+# CROSS_PARTS=PATTERN (a shell pattern of part names, e.g. '90-*') runs only
+# those parts.
 if [ "${1:-}" != --inside ]; then
-	slate_vm_run e2e-cross 1200 tests/e2e/cross-linux.sh --inside
+	slate_vm_run e2e-cross 1200 tests/e2e/cross-linux.sh --inside "${CROSS_PARTS:-*}"
 	exit
 fi
+parts=${2:-*}
 
 # ---------------------------------------------------------------- inside the VM
 . ../shared/tools/linuxvm/peers.sh # iscsi_login / iscsi_logout
@@ -104,6 +107,8 @@ cat "$logdir/connect.log"
 
 for part in tests/e2e/cross.d/*.sh; do
 	[ -f "$part" ] || continue
+	# shellcheck disable=SC2053
+	[[ $(basename "$part" .sh) == $parts ]] || continue
 	echo "--- $part"
 	# shellcheck disable=SC1090
 	. "$part"
