@@ -308,7 +308,11 @@ int main(int argc, char **argv)
                 if (sigwait(&mask, &sig) != 0)
                         continue;
                 if (sig == SIGHUP) {
-                        /* The reload runs on the RPC (control-path) thread, not here. */
+                        /*
+                         * The reload runs on the RPC (control-path) thread, not here;
+                         * mgmt_reload_set_hooks() gives it before/after callbacks
+                         * (the place for sd_notify RELOADING=1 / READY=1).
+                         */
                         mgmt_rpc_request_reload();
                         continue;
                 }

@@ -18,7 +18,8 @@
  * method a reload cannot diff, a reference to an object the file does not
  * create) or asks for a change that cannot be made live (a namespace's
  * backend, path, block size, thin/removable flag, sanitize rate, shrinking
- * an exported namespace; a subsystem's serial or model number).  A step that
+ * an exported namespace; a subsystem's serial or model number; removing an
+ * iSCSI target that has sessions).  A step that
  * fails while applying (e.g. deleting a target that still has sessions)
  * stops the reload there; the steps before it stay applied and the error
  * names the step.  A port 0 portal or listener in the file matches a
@@ -436,8 +437,26 @@ static void diff(struct plan *pl, struct model *run, struct model *want, json_t 
         /* 3. subsystems and targets that go away, then namespaces */
         json_object_foreach(run->subsys, k, o) if (!json_object_get(want->subsys, k))
             step(pl, "nvmf_subsystem_delete", json_pack("{s:s}", "nqn", k));
-        json_object_foreach(run->targets, k, o) if (!json_object_get(want->targets, k))
-            step(pl, "iscsi_target_delete", json_pack("{s:s}", "name", k));
+        json_t *tl = iscsi_targets_json(); /* sessions per target */
+        json_object_foreach(run->targets, k, o)
+        {
+                if (json_object_get(want->targets, k))
+                        continue;
+                size_t i;
+                json_t *t;
+                json_int_t sessions = 0;
+                json_array_foreach(tl, i, t) if (json_is_string(json_object_get(t, "name")) &&
+                                                 strcmp(pstr(t, "name"), k) == 0) sessions =
+                    pint(t, "sessions", 0);
+                if (sessions)
+                        refuse(pl,
+                               "iSCSI target %s has %" JSON_INTEGER_FORMAT
+                               " session(s): log them out before removing it",
+                               k, sessions);
+                else
+                        step(pl, "iscsi_target_delete", json_pack("{s:s}", "name", k));
+        }
+        json_decref(tl);
         json_object_foreach(run->ns, k, o) if (!json_object_get(want->ns, k))
             step(pl, "namespace_delete", json_pack("{s:s}", "name", k));
 

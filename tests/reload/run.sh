@@ -238,6 +238,13 @@ broken_file() {
 	grep -q "block_size cannot change live (running 512, file 4096)" "$state/imm.err" &&
 		tail -n +"$first" "$daemon_log" | grep -q "namespace a0: block_size cannot change live" &&
 		same_state "$state/before.json" || return 1
+	# removing a target a host is logged in to is refused (its session stays)
+	hold_start || return 1
+	grep -v "\"$IQA\"" "$state/good.json" >"$cfg"
+	! c config_reload 2>"$state/sess.err" || { hold_end; return 1; }
+	cat "$state/sess.err"
+	hold_end || return 1
+	grep -q "iSCSI target $IQA has 1 session(s)" "$state/sess.err" && same_state "$state/before.json" || return 1
 	cp "$state/good.json" "$cfg"
 }
 slate_check reload refused-changes-nothing broken_file
