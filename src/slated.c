@@ -3,7 +3,8 @@
  * starts the reactors and the iSCSI transport, applies a config file (or
  * the embedded default: one thin 1 GiB namespace as LUN 0 of
  * iqn.2026-12.io.slate:disk0 on 127.0.0.1:3260), opens the JSON-RPC socket
- * and then waits for SIGINT/SIGTERM to shut down in reverse order.
+ * and then waits for SIGINT/SIGTERM to shut down in reverse order; SIGHUP
+ * asks the RPC thread to reload the config file (mgmt/reload.c).
  * Signals are blocked before any thread starts so that only the main
  * thread (sigwait) ever sees them; SIGPIPE is ignored because a host that
  * hangs up mid-send must only cost its own connection.
@@ -307,7 +308,12 @@ int main(int argc, char **argv)
                 if (sigwait(&mask, &sig) != 0)
                         continue;
                 if (sig == SIGHUP) {
-                        LOG_INFO("slated", "SIGHUP ignored (use the RPC socket to reconfigure)");
+                        /*
+                         * The reload runs on the RPC (control-path) thread, not here;
+                         * mgmt_reload_set_hooks() gives it before/after callbacks
+                         * (the place for sd_notify RELOADING=1 / READY=1).
+                         */
+                        mgmt_rpc_request_reload();
                         continue;
                 }
                 LOG_INFO("slated", "signal %d: shutting down", sig);

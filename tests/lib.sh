@@ -116,9 +116,9 @@ slate_read_ports() {
 		sock=$(echo "$lines" | sed -n 's/.* ready: .*, rpc socket \(.*\)$/\1/p' | tail -n 1)
 		ctl=${SLATECTL:-$SLATE_BUILD/slatectl}
 		if [ -n "$sock" ] && [ -x "$ctl" ]; then
-			SLATE_PORTS=$("$ctl" -s "$sock" iscsi_portal_list 2>/dev/null |
+			SLATE_PORTS=$("$ctl" -s "$sock" --json iscsi_portal_list 2>/dev/null |
 				python3 -c 'import json,sys; print(" ".join(str(p["port"]) for p in reversed(json.load(sys.stdin))))' 2>/dev/null)
-			SLATE_NVME_PORTS=$("$ctl" -s "$sock" nvmf_listener_list 2>/dev/null |
+			SLATE_NVME_PORTS=$("$ctl" -s "$sock" --json nvmf_listener_list 2>/dev/null |
 				python3 -c 'import json,sys; print(" ".join(str(p["port"]) for p in reversed(json.load(sys.stdin))))' 2>/dev/null)
 		fi
 	fi

@@ -12,7 +12,7 @@
 # status is non-zero if anything failed.  Logs: build-asan/test-logs/.
 #
 # Usage: tests/run-all.sh [group...]   groups: build unit conformance robust
-#                                      robust_nvme metrics durability e2e e2e_nvme
+#                                      robust_nvme metrics reload durability e2e e2e_nvme
 #                                      e2e_cross fuzz
 #                                      (default: all)
 # Environment: FUZZ_SECS (per fuzzer, default 30), GROUP_TIMEOUT_<group>.
@@ -25,7 +25,7 @@ export SLATE_LOGDIR=$root/build-asan/test-logs
 mkdir -p "$SLATE_LOGDIR"
 . tests/lib.sh
 
-groups=${*:-build unit conformance robust robust_nvme metrics durability e2e e2e_nvme e2e_cross fuzz}
+groups=${*:-build unit conformance robust robust_nvme metrics reload durability e2e e2e_nvme e2e_cross fuzz}
 npass=0
 nfail=0
 nskip=0
@@ -174,6 +174,7 @@ for g in $groups; do
 	robust) run_group robust "$(gtimeout robust 600)" tests/robust/run.sh ;;
 	robust_nvme) run_group robust_nvme "$(gtimeout robust_nvme 600)" tests/robust/nvme-tcp.sh ;;
 	metrics) run_group metrics "$(gtimeout metrics 600)" tests/metrics/run.sh ;;
+	reload) run_group reload "$(gtimeout reload 600)" tests/reload/run.sh ;;
 	durability) run_group durability "$(gtimeout durability 600)" tests/durability/run.sh ;;
 	e2e) run_group e2e "$(gtimeout e2e 1200)" tests/e2e/iscsi-linux.sh ;;
 	e2e_nvme) run_group e2e_nvme "$(gtimeout e2e_nvme 1500)" tests/e2e/nvme-linux.sh ;;

@@ -2,12 +2,19 @@
  * slatectl: the command-line client of slated's JSON-RPC 2.0 socket
  * (methods and parameters: docs/config.md).
  *
- *   slatectl [-s SOCK] METHOD [key=value ...]
+ *   slatectl [-s SOCK] [--json] METHOD [key=value ...]
  *   slatectl [-s SOCK] METHOD --json '{"name": "disk1", ...}'
+ *   slatectl [-s SOCK] top [--once | --iterations N] [--interval SECS]
+ *   slatectl [-s SOCK] progress NAME [--once] [--interval SECS]
  *
  * key=value values that look like integers or booleans are sent as JSON
- * numbers/booleans (key:=JSON sends raw JSON, key=str forces nothing else);
- * the result is printed pretty; an RPC error prints its message and exits 1.
+ * numbers/booleans (key:=JSON sends raw JSON, key=str forces nothing else).
+ * List-style results (namespaces, pools, targets, portals, sessions,
+ * subsystems, listeners, controllers, status, reload steps) print as
+ * tables for people; --json (before the method, or after it without a
+ * '{...}' argument) prints the JSON result for scripts, as every other
+ * method does.  An RPC error prints its message and exits 1.  top and
+ * progress: see tools/slatectl-view.c.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -20,6 +27,8 @@
 #include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
+
+#include "slatectl.h"
 
 #define DEFAULT_SOCK "./state/slated.sock"
 #define MAX_RESPONSE (64u << 20)
@@ -77,7 +86,7 @@ static int rpc_connect(const char *path)
 }
 
 /* Send one request and return the parsed response (new reference), or NULL with a message. */
-static json_t *rpc_call(const char *sock, json_t *req, bool quiet)
+json_t *slatectl_rpc(const char *sock, json_t *req, bool quiet)
 {
         int fd = rpc_connect(sock);
         if (fd < 0) {
@@ -150,6 +159,21 @@ out:
         return resp;
 }
 
+json_t *slatectl_call(const char *sock, const char *method, json_t *params)
+{
+        json_t *req = json_pack("{s:s, s:i, s:s, s:o}", "jsonrpc", "2.0", "id", 1, "method", method,
+                                "params", params ? params : json_object());
+        json_t *resp = req ? slatectl_rpc(sock, req, false) : NULL;
+        json_decref(req);
+        json_t *r = json_incref(json_object_get(resp, "result"));
+        json_t *e = json_object_get(resp, "error");
+        if (e)
+                fprintf(stderr, "slatectl: %s: %s\n", method,
+                        json_string_value(json_object_get(e, "message")));
+        json_decref(resp);
+        return r;
+}
+
 /* "42" -> 42, "true" -> true, "null" -> null, else a string.  Leading zeros stay strings. */
 static json_t *guess_value(const char *s)
 {
@@ -172,13 +196,19 @@ static json_t *guess_value(const char *s)
 
 static void usage(FILE *f)
 {
-        fprintf(f, "usage: slatectl [-s SOCK] [-t SECONDS] METHOD [key=value ...]\n"
-                   "       slatectl [-s SOCK] METHOD --json '{...}'\n"
-                   "  -s SOCK     slated RPC socket (default $SLATE_RPC_SOCK or " DEFAULT_SOCK ")\n"
-                   "  -t SECONDS  answer timeout (default 30)\n"
-                   "  key=value   integers/true/false/null become JSON values, the rest strings\n"
-                   "  key:=JSON   a raw JSON value, e.g. luns:='[0,1]'\n"
-                   "  aliases: ");
+        fprintf(f,
+                "usage: slatectl [-s SOCK] [-t SECONDS] [--json] METHOD [key=value ...]\n"
+                "       slatectl [-s SOCK] METHOD --json '{...}'\n"
+                "       slatectl [-s SOCK] top [--once | --iterations N] [--interval SECS]\n"
+                "       slatectl [-s SOCK] progress NAME [--once] [--interval SECS]\n"
+                "  -s SOCK     slated RPC socket (default $SLATE_RPC_SOCK or " DEFAULT_SOCK ")\n"
+                "  -t SECONDS  answer timeout (default 30)\n"
+                "  -j, --json  print the JSON result (default: tables for list methods)\n"
+                "  top         live per-namespace and per-host IOPS, bandwidth, latency (q quits)\n"
+                "  progress    a namespace's sanitize progress bar with an ETA, until it ends\n"
+                "  key=value   integers/true/false/null become JSON values, the rest strings\n"
+                "  key:=JSON   a raw JSON value, e.g. luns:='[0,1]'\n"
+                "  aliases: ");
         for (size_t i = 0; i < sizeof(aliases) / sizeof(aliases[0]); i++)
                 fprintf(f, "%s%s=%s", i ? ", " : "", aliases[i].alias, aliases[i].method);
         fprintf(f, "\n");
@@ -188,7 +218,7 @@ static void print_methods(const char *sock)
 {
         json_t *req = json_pack("{s:s, s:i, s:s, s:{s:b}}", "jsonrpc", "2.0", "id", 1, "method",
                                 "rpc_list", "params", "verbose", 1);
-        json_t *resp = req ? rpc_call(sock, req, true) : NULL;
+        json_t *resp = req ? slatectl_rpc(sock, req, true) : NULL;
         json_decref(req);
         json_t *list = json_object_get(resp, "result");
         if (json_is_array(list)) {
@@ -224,6 +254,7 @@ int main(int argc, char **argv)
         static const struct option longopts[] = {
             {"socket", required_argument, NULL, 's'},
             {"timeout", required_argument, NULL, 't'},
+            {"json", no_argument, NULL, 'j'},
             {"help", no_argument, NULL, 'h'},
             {NULL, 0, NULL, 0},
         };
@@ -231,9 +262,13 @@ int main(int argc, char **argv)
         if (!sock || !sock[0])
                 sock = DEFAULT_SOCK;
         int c;
+        bool json_out = false;
         /* '+': stop at the method so its key=value arguments are not taken as options. */
-        while ((c = getopt_long(argc, argv, "+s:t:h", longopts, NULL)) != -1) {
+        while ((c = getopt_long(argc, argv, "+s:t:jh", longopts, NULL)) != -1) {
                 switch (c) {
+                case 'j':
+                        json_out = true;
+                        break;
                 case 's':
                         sock = optarg;
                         break;
@@ -265,6 +300,10 @@ int main(int argc, char **argv)
         for (char *p = method; *p; p++)
                 if (*p == '-')
                         *p = '_';
+        if (strcmp(method, "top") == 0)
+                return slatectl_top(sock, argc - optind + 1, argv + optind - 1);
+        if (strcmp(method, "progress") == 0)
+                return slatectl_progress(sock, argc - optind + 1, argv + optind - 1);
 
         json_t *params = json_object();
         for (int i = optind; i < argc; i++) {
@@ -274,10 +313,11 @@ int main(int argc, char **argv)
                         print_methods(sock);
                         return 0;
                 }
-                if (strcmp(a, "--json") == 0) {
-                        if (i + 1 >= argc) {
-                                fprintf(stderr, "slatectl: --json needs an argument\n");
-                                return 2;
+                if (strcmp(a, "--json") == 0 || strcmp(a, "-j") == 0) {
+                        /* "--json '{...}'" gives the params; a bare --json asks for JSON out. */
+                        if (i + 1 >= argc || argv[i + 1][0] != '{' || a[1] == 'j') {
+                                json_out = true;
+                                continue;
                         }
                         json_error_t je;
                         json_t *o = json_loads(argv[++i], 0, &je);
@@ -322,7 +362,7 @@ int main(int argc, char **argv)
                                 "params", params);
         if (!req)
                 return 1;
-        json_t *resp = rpc_call(sock, req, false);
+        json_t *resp = slatectl_rpc(sock, req, false);
         json_decref(req);
         if (!resp)
                 return 1;
@@ -335,10 +375,13 @@ int main(int argc, char **argv)
                         (long long)json_integer_value(json_object_get(e, "code")));
                 rc = 1;
         } else if (r) {
-                char *s = json_dumps(r, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY);
-                if (s)
-                        printf("%s\n", s);
-                free(s);
+                if (json_out || slatectl_table(method, r) < 0) {
+                        char *s =
+                            json_dumps(r, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY);
+                        if (s)
+                                printf("%s\n", s);
+                        free(s);
+                }
         } else {
                 fprintf(stderr, "slatectl: malformed response\n");
                 rc = 1;

@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <jansson.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -185,8 +186,8 @@ static int check_top(json_t *root, char *err, size_t errlen)
         return parse_options(json_object_get(root, "options"), NULL, err, errlen);
 }
 
-/* Replay every entry of root["config"]; stop at the first failure. */
-static int apply(json_t *root, const char *src, char *err, size_t errlen)
+/* The top level and every entry's shape ({method, params}); 0 or -EINVAL with a reason. */
+static int check_shape(json_t *root, const char *src, char *err, size_t errlen)
 {
         char msg[512];
         int rc = check_top(root, msg, sizeof(msg));
@@ -194,10 +195,9 @@ static int apply(json_t *root, const char *src, char *err, size_t errlen)
                 snprintf(err, errlen, "%s: %s", src, msg);
                 return rc;
         }
-        json_t *cfg = json_object_get(root, "config");
         size_t i;
         json_t *e;
-        json_array_foreach(cfg, i, e)
+        json_array_foreach(json_object_get(root, "config"), i, e)
         {
                 json_t *m = json_is_object(e) ? json_object_get(e, "method") : NULL;
                 if (!json_is_string(m)) {
@@ -218,6 +218,23 @@ static int apply(json_t *root, const char *src, char *err, size_t errlen)
                                 return -EINVAL;
                         }
                 }
+        }
+        return 0;
+}
+
+/* Replay every entry of root["config"]; stop at the first failure. */
+static int apply(json_t *root, const char *src, char *err, size_t errlen)
+{
+        char msg[512];
+        int rc = check_shape(root, src, err, errlen);
+        if (rc < 0)
+                return rc;
+        json_t *cfg = json_object_get(root, "config");
+        size_t i;
+        json_t *e;
+        json_array_foreach(cfg, i, e)
+        {
+                json_t *m = json_object_get(e, "method");
                 json_t *result = NULL;
                 int code = 0;
                 rc = mgmt_rpc_call(json_string_value(m), json_object_get(e, "params"), &result,
@@ -233,6 +250,57 @@ static int apply(json_t *root, const char *src, char *err, size_t errlen)
         return 0;
 }
 
+/* The file slated was started with (absolute) and the options it had: what a reload compares. */
+static char cfg_path[PATH_MAX];
+static struct mgmt_options cfg_opts;
+
+const char *mgmt_config_path(void)
+{
+        return cfg_path[0] ? cfg_path : NULL;
+}
+
+json_t *mgmt_config_read_checked(const char *path, char *err, size_t errlen)
+{
+        json_t *root = load_text(path, err, errlen);
+        if (root && check_shape(root, path, err, errlen) < 0) {
+                json_decref(root);
+                root = NULL;
+        }
+        return root;
+}
+
+/*
+ * Options of a reloaded file against the ones slated started with: only the
+ * log level changes live (returned when it changed, pointing into root);
+ * the others are logged as needing a restart.
+ */
+const char *mgmt_config_options_diff(json_t *root, const char *path)
+{
+        struct mgmt_options o;
+        char msg[256];
+        if (parse_options(json_object_get(root, "options"), &o, msg, sizeof(msg)) < 0)
+                return NULL; /* cannot happen: check_shape parsed them */
+        if (strcmp(o.state_dir, cfg_opts.state_dir) || strcmp(o.rpc_socket, cfg_opts.rpc_socket) ||
+            strcmp(o.http_listen, cfg_opts.http_listen) || o.reactors != cfg_opts.reactors ||
+            o.xfer_pool_mib != cfg_opts.xfer_pool_mib)
+                LOG_WARN("mgmt",
+                         "reload %s: options state_dir, rpc_socket, http_listen, reactors and "
+                         "xfer_pool_mib take effect only when slated restarts",
+                         path);
+        if (o.log_level[0] && strcmp(o.log_level, cfg_opts.log_level) != 0)
+                return json_string_value(
+                    json_object_get(json_object_get(root, "options"), "log_level"));
+        return NULL;
+}
+
+void mgmt_config_options_commit(json_t *root)
+{
+        struct mgmt_options o;
+        char msg[256];
+        if (parse_options(json_object_get(root, "options"), &o, msg, sizeof(msg)) == 0)
+                cfg_opts = o;
+}
+
 int mgmt_config_read_options(const char *path, struct mgmt_options *o, char *err, size_t errlen)
 {
         json_t *root = load_text(path, err, errlen);
@@ -244,6 +312,8 @@ int mgmt_config_read_options(const char *path, struct mgmt_options *o, char *err
                 rc = parse_options(json_object_get(root, "options"), o, msg, sizeof(msg));
         if (rc < 0)
                 snprintf(err, errlen, "%s: %s", path, msg);
+        else
+                cfg_opts = *o;
         json_decref(root);
         return rc;
 }
@@ -255,6 +325,8 @@ int mgmt_config_load_file(const char *path, char *err, size_t errlen)
                 return -EINVAL;
         int rc = apply(root, path, err, errlen);
         json_decref(root);
+        if (rc == 0 && !realpath(path, cfg_path))
+                snprintf(cfg_path, sizeof(cfg_path), "%s", path);
         return rc;
 }
 

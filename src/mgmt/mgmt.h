@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct json_t;
 
@@ -55,5 +56,31 @@ struct json_t *mgmt_ns_params_json(struct core_ns *ns);
 
 /* The running state as a replayable config {"config":[...]} (new reference, NULL on ENOMEM). */
 struct json_t *mgmt_config_dump(void);
+
+/*
+ * Live reconfiguration (reload.c): re-read path (NULL = the file slated was
+ * started with) and apply the difference to the running state; dry_run only
+ * computes it.  *result gets {"path", "dry_run", "changes", "steps": [...]}.
+ * Runs on the control path (under the RPC lock).  0 or -errno with err set.
+ */
+int mgmt_config_reload(const char *path, bool dry_run, struct json_t **result, char *err,
+                       size_t errlen);
+/*
+ * Called around every (non-dry-run) reload on the control-path thread:
+ * before() when it starts, after(rc) when it ends (rc 0 = applied) — the
+ * place for sd_notify("RELOADING=1") / sd_notify("READY=1").
+ */
+void mgmt_reload_set_hooks(void (*before)(void), void (*after)(int rc));
+/* Ask the RPC thread to reload (async-signal-safe: writes an eventfd). */
+void mgmt_rpc_request_reload(void);
+
+/* config.c, for reload.c */
+const char *mgmt_config_path(void);
+struct json_t *mgmt_config_read_checked(const char *path, char *err, size_t errlen);
+const char *mgmt_config_options_diff(struct json_t *root, const char *path);
+void mgmt_config_options_commit(struct json_t *root);
+/* rpc.c, for reload.c: parameter checks without running the method; a size param. */
+int mgmt_rpc_check(const char *method, struct json_t *params, char *err, size_t errlen);
+int mgmt_parse_size_json(struct json_t *v, uint64_t *out);
 
 #endif

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -104,7 +105,8 @@ struct rpc_method {
 static const struct rpc_method rpc_methods[];
 static const size_t rpc_nmethods;
 
-static pthread_mutex_t rpc_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Recursive: config_reload replays its steps through mgmt_rpc_call while holding it. */
+static pthread_mutex_t rpc_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
 static struct timespec rpc_t0;
 
 __attribute__((constructor)) static void rpc_record_start(void)
@@ -298,6 +300,17 @@ static int check_params(const struct rpc_method *m, struct rpc_ctx *c)
                 }
         }
         return 0;
+}
+
+int mgmt_parse_size_json(json_t *v, uint64_t *out)
+{
+        if (json_is_integer(v) && json_integer_value(v) >= 0) {
+                *out = (uint64_t)json_integer_value(v);
+                return 0;
+        }
+        if (json_is_string(v) && strlen(json_string_value(v)) == json_string_length(v))
+                return parse_size(json_string_value(v), out);
+        return -EINVAL;
 }
 
 /* Getters for already-checked params. */
@@ -844,6 +857,25 @@ static int h_config_save(struct rpc_ctx *c)
         return 0;
 }
 
+/* Every namespace's and host's counters (what the status page plots): slatectl top. */
+static int h_stats_get(struct rpc_ctx *c)
+{
+        c->result = mgmt_status_json();
+        return c->result ? 0 : opfail(c, -ENOMEM, "stats_get", NULL);
+}
+
+/* Live reconfiguration (reload.c); SIGHUP comes here too (server_main). */
+static int h_config_reload(struct rpc_ctx *c)
+{
+        int rc = mgmt_config_reload(pstr(c, "path", NULL), pbool(c, "dry_run", false), &c->result,
+                                    c->err, c->errlen);
+        if (rc < 0) {
+                c->code = rc == -EINVAL ? RPC_INVALID_PARAMS : RPC_SERVER_ERROR;
+                return rc;
+        }
+        return 0;
+}
+
 static json_t *method_json(const struct rpc_method *m)
 {
         json_t *ps = json_array();
@@ -1070,6 +1102,17 @@ static const struct rpc_method rpc_methods[] = {
      h_config_save,
      "Return the running config as a replayable list of calls, or write it to a file",
      {STR("path", false, 4095, "write here (atomically) instead of returning the config")}},
+    {"stats_get",
+     h_stats_get,
+     "Counters of every namespace and host (ops, bytes, latency sums and histograms, errors, "
+     "outstanding) and the topology, as the status page shows them",
+     {}},
+    {"config_reload",
+     h_config_reload,
+     "Re-read the config file (default: the one slated was started with) and apply the "
+     "difference; also done on SIGHUP",
+     {STR("path", false, 4095, "config file to read instead"),
+      BOOL("dry_run", "only compute and return the steps")}},
     {"rpc_list",
      h_rpc_list,
      "List RPC methods",
@@ -1088,6 +1131,22 @@ static const size_t rpc_nmethods = sizeof(rpc_methods) / sizeof(rpc_methods[0]);
 /* ------------------------------------------------------------------ */
 /* Dispatch                                                            */
 /* ------------------------------------------------------------------ */
+
+int mgmt_rpc_check(const char *method, json_t *params, char *err, size_t errlen)
+{
+        const struct rpc_method *m = NULL;
+        for (size_t i = 0; i < rpc_nmethods; i++)
+                if (strcmp(rpc_methods[i].name, method) == 0)
+                        m = &rpc_methods[i];
+        if (!m) {
+                snprintf(err, errlen, "method not found: '%.64s'", method);
+                return -ENOENT;
+        }
+        struct rpc_ctx c = {.params = params, .err = err, .errlen = errlen};
+        if (!json_is_object(params))
+                return inval(&c, "params must be an object (named parameters)");
+        return check_params(m, &c);
+}
 
 int mgmt_rpc_call(const char *method, json_t *params, json_t **result, int *rpc_code, char *err,
                   size_t errlen)
@@ -1272,11 +1331,34 @@ struct rpc_client {
 static struct {
         int listen_fd;
         int wake[2];
+        int reload_fd; /* eventfd: SIGHUP asks for a reload (mgmt_rpc_request_reload) */
         pthread_t thread;
         bool running;
         char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
         struct rpc_client clients[MGMT_RPC_MAX_CLIENTS];
-} srv = {.listen_fd = -1, .wake = {-1, -1}};
+} srv = {.listen_fd = -1, .wake = {-1, -1}, .reload_fd = -1};
+
+void mgmt_rpc_request_reload(void)
+{
+        uint64_t one = 1;
+        if (srv.reload_fd >= 0)
+                (void)!write(srv.reload_fd, &one, sizeof(one));
+}
+
+/* The SIGHUP reload, on this (the control-path) thread like any RPC. */
+static void server_reload(void)
+{
+        uint64_t n;
+        if (read(srv.reload_fd, &n, sizeof(n)) != sizeof(n))
+                return;
+        json_t *res = NULL;
+        int code;
+        char err[1024];
+        LOG_INFO("mgmt", "SIGHUP: reloading the config");
+        if (mgmt_rpc_call("config_reload", NULL, &res, &code, err, sizeof(err)) < 0)
+                LOG_ERR("mgmt", "SIGHUP reload failed: %s", err);
+        json_decref(res);
+}
 
 static int64_t ms_since(const struct timespec *t)
 {
@@ -1467,13 +1549,14 @@ static void server_accept(void)
 static void *server_main(void *arg)
 {
         (void)arg;
-        struct pollfd pfd[MGMT_RPC_MAX_CLIENTS + 2];
-        int map[MGMT_RPC_MAX_CLIENTS + 2];
+        struct pollfd pfd[MGMT_RPC_MAX_CLIENTS + 3];
+        int map[MGMT_RPC_MAX_CLIENTS + 3];
 
         for (;;) {
                 int n = 0;
                 pfd[n++] = (struct pollfd){.fd = srv.wake[0], .events = POLLIN};
                 pfd[n++] = (struct pollfd){.fd = srv.listen_fd, .events = POLLIN};
+                pfd[n++] = (struct pollfd){.fd = srv.reload_fd, .events = POLLIN};
                 for (int i = 0; i < MGMT_RPC_MAX_CLIENTS; i++) {
                         struct rpc_client *cl = &srv.clients[i];
                         if (cl->fd < 0)
@@ -1510,7 +1593,9 @@ static void *server_main(void *arg)
                         break; /* mgmt_rpc_stop() */
                 if (pfd[1].revents & POLLIN)
                         server_accept();
-                for (int k = 2; k < n; k++) {
+                if (pfd[2].revents & POLLIN)
+                        server_reload();
+                for (int k = 3; k < n; k++) {
                         struct rpc_client *cl = &srv.clients[map[k]];
                         if (cl->fd < 0 || !pfd[k].revents)
                                 continue;
@@ -1589,6 +1674,14 @@ int mgmt_rpc_start(const char *sock_path)
                 rc = -errno;
                 goto err_bound;
         }
+        srv.reload_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (srv.reload_fd < 0) {
+                rc = -errno;
+                close(srv.wake[0]);
+                close(srv.wake[1]);
+                srv.wake[0] = srv.wake[1] = -1;
+                goto err_bound;
+        }
         rc = -pthread_create(&srv.thread, NULL, server_main, NULL);
         if (rc < 0)
                 goto err_pipe;
@@ -1598,6 +1691,8 @@ int mgmt_rpc_start(const char *sock_path)
         return 0;
 
 err_pipe:
+        close(srv.reload_fd);
+        srv.reload_fd = -1;
         close(srv.wake[0]);
         close(srv.wake[1]);
         srv.wake[0] = srv.wake[1] = -1;
@@ -1618,6 +1713,8 @@ void mgmt_rpc_stop(void)
         close(srv.wake[0]);
         close(srv.wake[1]);
         srv.wake[0] = srv.wake[1] = -1;
+        close(srv.reload_fd);
+        srv.reload_fd = -1;
         close(srv.listen_fd);
         srv.listen_fd = -1;
         unlink(srv.path);

@@ -170,7 +170,7 @@ mdts() {
 	nvme id-ctrl "$CTRL" | grep -qE '^mdts *: 13$' && [ "$(qattr max_hw_sectors_kb)" = 32768 ]
 }
 check mdts-32m mdts
-xfer_pool() { "$SLATE_BUILD/slatectl" -s "$state/run/slated.sock" daemon_status |
+xfer_pool() { "$SLATE_BUILD/slatectl" -s "$state/run/slated.sock" --json daemon_status |
 	python3 -c 'import json,sys; print(json.load(sys.stdin)["xfer_pool"][sys.argv[1]])' "$1"; }
 big_dd() {
 	local g0 g1

@@ -132,7 +132,7 @@ check_big_limits() {
 		"optimal_io_size $(blk optimal_io_size)"
 	[ "$(blk max_hw_sectors_kb)" = 32767 ] && [ "$(blk optimal_io_size)" = 1048576 ]
 }
-xfer_pool() { "$SLATE_BUILD/slatectl" -s /tmp/slated-e2e.sock daemon_status |
+xfer_pool() { "$SLATE_BUILD/slatectl" -s /tmp/slated-e2e.sock --json daemon_status |
 	python3 -c 'import json,sys; print(json.load(sys.stdin)["xfer_pool"][sys.argv[1]])' "$1"; }
 big_dd() {
 	local g0 g1

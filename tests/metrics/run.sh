@@ -60,7 +60,7 @@ off_by_default() {
 	write_config "$state/off.json"
 	slate_start "$state/off" "$state/off.json" 0 "$daemon_log" || return 1
 	local st
-	st=$("$ctl" -s "$state/off/slated.sock" daemon_status)
+	st=$("$ctl" -s "$state/off/slated.sock" --json daemon_status)
 	echo "$st"
 	slate_stop
 	[ -z "$SLATE_HTTP_PORT" ] && ! echo "$st" | grep -q '"http"'
@@ -98,7 +98,7 @@ nport=$SLATE_NVME_PORT
 
 port0() {
 	echo "log: $SLATE_HTTP_PORT"
-	"$ctl" -s "$state/run/slated.sock" daemon_status | tee "$state/ds.json"
+	"$ctl" -s "$state/run/slated.sock" --json daemon_status | tee "$state/ds.json"
 	[ "$SLATE_HTTP_PORT" != 0 ] &&
 		python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(d["http"]["port"] != int(sys.argv[2]) or d["http"]["addr"] != "127.0.0.1")' \
 			"$state/ds.json" "$SLATE_HTTP_PORT" &&

@@ -75,7 +75,7 @@ done
 portal_port0() {
 	local ctl=$SLATE_BUILD/slatectl sock=$state/run/slated.sock p
 	"$ctl" -s "$sock" iscsi_portal_add addr=127.0.0.1 port=0 || return 1
-	p=$("$ctl" -s "$sock" iscsi_portal_list |
+	p=$("$ctl" -s "$sock" --json iscsi_portal_list |
 		python3 -c 'import json,sys; print(" ".join(str(x["port"]) for x in json.load(sys.stdin) if x["port"] != int(sys.argv[1])))' "$port")
 	echo "new portal: port $p"
 	case $p in '' | 0 | *' '*) return 1 ;; esac
@@ -83,7 +83,7 @@ portal_port0() {
 	iscsi-ls "iscsi://127.0.0.1:$p" | grep -q "Portal:127.0.0.1:$p," || return 1
 	iscsi-inq "$(slate_url "$p")" >/dev/null || return 1
 	"$ctl" -s "$sock" iscsi_portal_delete addr=127.0.0.1 port="$p" || return 1
-	! "$ctl" -s "$sock" iscsi_portal_list | grep -q "\"port\": $p\$" || return 1
+	! "$ctl" -s "$sock" --json iscsi_portal_list | grep -q "\"port\": $p\$" || return 1
 	! slate_port_busy "$p"
 }
 log=$logdir/portal-port0.log
@@ -129,7 +129,7 @@ JSON
 	timeout -k 5 300 python3 "$here/bigxfer.py" load "$SLATE_PID" "$SLATE_PORT" "$SLATE_IQN" \
 		"$SLATE_NVME_PORT" nqn.2026-12.io.slate:big0 3 2 $((32 << 20)) 64 8 || return 1
 	sock=$big/run/slated.sock
-	"$SLATE_BUILD/slatectl" -s "$sock" daemon_status |
+	"$SLATE_BUILD/slatectl" -s "$sock" --json daemon_status |
 		python3 -c 'import json,sys; p=json.load(sys.stdin)["xfer_pool"]; print(p); sys.exit(p["in_use_bytes"] != 0 or p["waiting"] != 0 or p["peak_bytes"] > 32 << 20 or p["waits"] == 0)' ||
 		return 1
 	slate_stop && slate_sanitizer_clean "$daemon_log"

@@ -360,6 +360,102 @@ static void test_config_save_roundtrip(void **state)
         assert_int_equal(core_ns_delete("rt1"), 0);
 }
 
+static void write_text(const char *path, const char *text)
+{
+        FILE *f = fopen(path, "w");
+        assert_non_null(f);
+        fputs(text, f);
+        fclose(f);
+}
+
+/* The number of steps config_reload reports (dry run or applied), or -code on error. */
+static long reload_steps(const char *params)
+{
+        json_t *r = call("config_reload", params);
+        long n =
+            err_code(r)
+                ? err_code(r)
+                : (long)json_array_size(json_object_get(json_object_get(r, "result"), "steps"));
+        json_decref(r);
+        return n;
+}
+
+/*
+ * config_reload: only the difference is applied (created, deleted, changed
+ * live), the same file again is no change, and a broken file or a change
+ * that cannot be made live changes nothing.
+ */
+static void test_config_reload(void **state)
+{
+        (void)state;
+        char a[256], b[256], bad[256], params[600], err[512];
+        snprintf(a, sizeof(a), "%s/reload-a.json", tmpdir);
+        snprintf(b, sizeof(b), "%s/reload-b.json", tmpdir);
+        snprintf(bad, sizeof(bad), "%s/reload-bad.json", tmpdir);
+        write_text(a, "{\"config\": ["
+                      "{\"method\": \"namespace_create\", \"params\": {\"name\": \"rl1\", "
+                      "\"backend\": \"mem\", \"size\": \"64K\"}},"
+                      "{\"method\": \"namespace_create\", \"params\": {\"name\": \"rl2\", "
+                      "\"backend\": \"mem\", \"size\": \"64K\"}}]}");
+        if (mgmt_config_load_file(a, err, sizeof(err)) != 0)
+                fail_msg("%s", err);
+        struct core_ns *rl1 = core_ns_find("rl1");
+        assert_non_null(rl1);
+        snprintf(params, sizeof(params), "{\"path\": \"%s\", \"dry_run\": true}", a);
+        assert_int_equal(reload_steps(params), 0);
+
+        /* rl1 write-protected and grown, rl2 gone, rl3 new with its cache off */
+        write_text(b, "{\"config\": ["
+                      "{\"method\": \"namespace_create\", \"params\": {\"name\": \"rl1\", "
+                      "\"backend\": \"mem\", \"size\": \"128K\", \"write_protect\": true}},"
+                      "{\"method\": \"namespace_create\", \"params\": {\"name\": \"rl3\", "
+                      "\"backend\": \"mem\", \"size\": \"32K\"}},"
+                      "{\"method\": \"namespace_set\", \"params\": {\"name\": \"rl3\", "
+                      "\"write_cache\": false}}]}");
+        snprintf(params, sizeof(params), "{\"path\": \"%s\", \"dry_run\": true}", b);
+        assert_int_equal(reload_steps(params), 5); /* delete, set, resize, create, set */
+        assert_non_null(core_ns_find("rl2"));      /* a dry run changes nothing */
+        snprintf(params, sizeof(params), "{\"path\": \"%s\"}", b);
+        assert_int_equal(reload_steps(params), 5);
+        assert_ptr_equal(core_ns_find("rl1"), rl1); /* changed in place, not re-created */
+        assert_true(core_ns_wp(rl1) & CORE_WP_CONFIG);
+        assert_int_equal(core_ns_blocks(rl1) * rl1->block_size, 131072);
+        assert_null(core_ns_find("rl2"));
+        assert_non_null(core_ns_find("rl3"));
+        assert_false(atomic_load(&core_ns_find("rl3")->wce));
+        assert_int_equal(reload_steps(params), 0);
+
+        /* refused as a whole: a block size change next to a valid addition */
+        write_text(bad, "{\"config\": ["
+                        "{\"method\": \"namespace_create\", \"params\": {\"name\": \"rl1\", "
+                        "\"backend\": \"mem\", \"size\": \"128K\", \"block_size\": 4096}},"
+                        "{\"method\": \"namespace_create\", \"params\": {\"name\": \"rl4\", "
+                        "\"backend\": \"mem\", \"size\": \"32K\"}}]}");
+        snprintf(params, sizeof(params), "{\"path\": \"%s\"}", bad);
+        expect_error("config_reload", params, -32000, "block_size cannot change live");
+        assert_null(core_ns_find("rl4"));
+        /* broken files: JSON, a parameter, an unknown method, a dangling reference */
+        static const char *const broken[][2] = {
+            {"{\"config\": [", "JSON parse error"},
+            {"{\"config\": [{\"method\": \"namespace_create\", \"params\": {\"name\": "
+             "\"rl4\", \"size\": -1}}]}",
+             "'size'"},
+            {"{\"config\": [{\"method\": \"nope\"}]}", "method not found"},
+            {"{\"config\": [{\"method\": \"namespace_set\", \"params\": {\"name\": "
+             "\"rl9\", \"write_cache\": true}}]}",
+             "not created before"},
+            {"{\"config\": [{\"method\": \"config_save\"}]}", "cannot be applied by a reload"},
+        };
+        for (size_t i = 0; i < sizeof(broken) / sizeof(broken[0]); i++) {
+                write_text(bad, broken[i][0]);
+                expect_error("config_reload", params, -32602, broken[i][1]);
+        }
+        assert_null(core_ns_find("rl4"));
+        assert_non_null(core_ns_find("rl3"));
+        assert_int_equal(core_ns_delete("rl1"), 0);
+        assert_int_equal(core_ns_delete("rl3"), 0);
+}
+
 /* namespace_resize and namespace_set: checks, the shrink rule, and config_save replay. */
 static void test_namespace_runtime(void **state)
 {
@@ -649,19 +745,13 @@ static int teardown(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-            cmocka_unit_test(test_parse_errors),
-            cmocka_unit_test(test_invalid_request),
-            cmocka_unit_test(test_unknown_method),
-            cmocka_unit_test(test_invalid_params),
-            cmocka_unit_test(test_oversize),
-            cmocka_unit_test(test_notification_and_batch),
-            cmocka_unit_test(test_rpc_list),
-            cmocka_unit_test(test_namespace_lifecycle),
-            cmocka_unit_test(test_config_file),
-            cmocka_unit_test(test_config_save_roundtrip),
-            cmocka_unit_test(test_namespace_runtime),
-            cmocka_unit_test(test_provisioning),
-            cmocka_unit_test(test_socket),
+            cmocka_unit_test(test_parse_errors),      cmocka_unit_test(test_invalid_request),
+            cmocka_unit_test(test_unknown_method),    cmocka_unit_test(test_invalid_params),
+            cmocka_unit_test(test_oversize),          cmocka_unit_test(test_notification_and_batch),
+            cmocka_unit_test(test_rpc_list),          cmocka_unit_test(test_namespace_lifecycle),
+            cmocka_unit_test(test_config_file),       cmocka_unit_test(test_config_save_roundtrip),
+            cmocka_unit_test(test_namespace_runtime), cmocka_unit_test(test_config_reload),
+            cmocka_unit_test(test_provisioning),      cmocka_unit_test(test_socket),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -96,7 +96,7 @@ check sanitize-nvme-to-scsi sanitize_nvme_to_scsi
 #     read the pattern, and the Sanitize Status log still names the
 #     interrupted command (SCDW10).
 ns_sanitize_state() {
-	ctl namespace_list | python3 -c 'import json,sys
+	ctl --json namespace_list | python3 -c 'import json,sys
 for n in json.load(sys.stdin):
     if n["name"] == "shared": print(n["state"]["sanitize"])'
 }

@@ -36,7 +36,7 @@ nv_feat84() { # nvme get-feature 84h: the current WPS as a decimal number
 	[ -n "$v" ] && echo $((v & 7))
 }
 ns_blocks() { # namespace_list's num_blocks of namespace $1
-	ctl namespace_list | python3 -c '
+	ctl --json namespace_list | python3 -c '
 import json, sys
 print([n["num_blocks"] for n in json.load(sys.stdin) if n["name"] == sys.argv[1]][0])' "$1"
 }
@@ -191,7 +191,7 @@ scratch_attach_detach() {
 	fi
 	cat "$state/perm.txt"
 	grep -qi 'not.changeable\|NOT_CHANGEABLE\|0x10e\|0x410e' "$state/perm.txt" || return 1
-	ctl namespace_list | python3 -c '
+	ctl --json namespace_list | python3 -c '
 import json, sys
 for n in json.load(sys.stdin):
     if n["name"] == "scratch":

@@ -58,7 +58,7 @@ space_disconnect() {
 	iscsi_logout "$SIQN" 127.0.0.1 "$ISCSI_PORT" >/dev/null 2>&1
 }
 space_prov() { # namespace_list's provisioning counters of "space": KEY...
-	ctl namespace_list | python3 -c '
+	ctl --json namespace_list | python3 -c '
 import json, sys
 p = [n for n in json.load(sys.stdin) if n["name"] == "space"][0]["provisioning"]
 print(" ".join(str(p[k]) for k in sys.argv[1:]))' "$@"
@@ -223,7 +223,7 @@ check space-discard-frees space_discard_frees
 space_pool() {
 	ctl pool_set dir="$state" limit=1G || return 1
 	local used
-	used=$(ctl pool_list | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["mapped_bytes"])')
+	used=$(ctl --json pool_list | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["mapped_bytes"])')
 	ctl pool_set dir="$state" limit=$(((used >> 20) + 1))M || return 1
 	ctl pool_list
 	echo "space: $(space_prov available_bytes pool_bound)"

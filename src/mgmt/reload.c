@@ -1,0 +1,709 @@
+/*
+ * Live reconfiguration: re-read a config file and apply only the
+ * difference to the running daemon (SIGHUP and the config_reload RPC).
+ *
+ * Both sides are reduced to one model by the same small interpreter: the
+ * new file's entries, and the running state as config_save writes it
+ * (mgmt_config_dump).  The model holds what a config can say — pools,
+ * namespaces (with their settable options), iSCSI targets with LUN maps,
+ * portals, NVMe subsystems with allowed hosts and namespace attachments,
+ * listeners — keyed by identity (name, target+LUN, nqn+NSID, addr+port).
+ * The difference becomes a plan: a list of ordinary RPC calls (removals
+ * first, then changes, then additions in the file's order), replayed
+ * through mgmt_rpc_call like the config loader does.  Objects that do not
+ * change are not touched, so hosts connected to them keep their sessions.
+ *
+ * Our choices: a reload is refused as a whole (nothing applied, every
+ * reason logged) when the file is broken (JSON, shape, parameters, a
+ * method a reload cannot diff, a reference to an object the file does not
+ * create) or asks for a change that cannot be made live (a namespace's
+ * backend, path, block size, thin/removable flag, sanitize rate, shrinking
+ * an exported namespace; a subsystem's serial or model number; removing an
+ * iSCSI target that has sessions).  A step that
+ * fails while applying (e.g. deleting a target that still has sessions)
+ * stops the reload there; the steps before it stay applied and the error
+ * names the step.  A port 0 portal or listener in the file matches a
+ * running one on the same address (slated picked its port).
+ */
+#include "mgmt/mgmt.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/ns.h"
+#include "iscsi/iscsi.h"
+#include "nvme/nvme.h"
+#include "rt/log.h"
+
+#define NVME_NSID_LIMIT 1024u /* NSIDs the model searches for a free one (>= NVME_MAX_NSID) */
+
+struct model {
+        json_t *pools;     /* realdir -> limit */
+        json_t *ns;        /* name -> {"p": create params, "wp", "wc", "pl", "pt", "size"} */
+        json_t *targets;   /* iqn -> {lun(str) -> ns name} */
+        json_t *portals;   /* [ {addr, port} ] */
+        json_t *subsys;    /* nqn -> {"serial", "model", "any", "hosts": {h: true}, "ns": {..}} */
+        json_t *listeners; /* [ {addr, port} ] */
+        const char *log_level;
+};
+
+static void model_init(struct model *m)
+{
+        m->pools = json_object();
+        m->ns = json_object();
+        m->targets = json_object();
+        m->portals = json_array();
+        m->subsys = json_object();
+        m->listeners = json_array();
+        m->log_level = NULL;
+}
+
+static void model_fini(struct model *m)
+{
+        json_decref(m->pools);
+        json_decref(m->ns);
+        json_decref(m->targets);
+        json_decref(m->portals);
+        json_decref(m->subsys);
+        json_decref(m->listeners);
+}
+
+static const char *pstr(json_t *p, const char *k)
+{
+        return json_string_value(json_object_get(p, k));
+}
+
+static json_int_t pint(json_t *p, const char *k, json_int_t dflt)
+{
+        json_t *v = json_object_get(p, k);
+        return json_is_integer(v) ? json_integer_value(v) : dflt;
+}
+
+static bool pbool(json_t *p, const char *k, bool dflt)
+{
+        json_t *v = json_object_get(p, k);
+        return json_is_boolean(v) ? json_is_true(v) : dflt;
+}
+
+/* A size param (bytes or "64M"), already checked by mgmt_rpc_check. */
+static json_int_t psize(json_t *p, const char *k, json_int_t dflt)
+{
+        uint64_t v;
+        json_t *x = json_object_get(p, k);
+        if (!x || json_is_null(x))
+                return dflt;
+        return mgmt_parse_size_json(x, &v) == 0 ? (json_int_t)v : dflt;
+}
+
+static int addr_find(json_t *list, const char *addr, json_int_t port)
+{
+        size_t i;
+        json_t *x;
+        json_array_foreach(list, i, x) if (strcmp(pstr(x, "addr"), addr) == 0 &&
+                                           pint(x, "port", -1) == port) return (int)i;
+        return -1;
+}
+
+#define FAIL(...)                                                                                  \
+        do {                                                                                       \
+                snprintf(err, errlen, __VA_ARGS__);                                                \
+                return -EINVAL;                                                                    \
+        } while (0)
+
+/* Interpret one config entry into the model; -EINVAL with a reason if the file is broken. */
+static int model_apply(struct model *m, const char *method, json_t *p, char *err, size_t errlen)
+{
+        size_t ml = strlen(method);
+        if ((ml > 5 && strcmp(method + ml - 5, "_list") == 0) ||
+            strcmp(method, "daemon_status") == 0) {
+                /* read-only: nothing to apply */
+        } else if (strcmp(method, "namespace_create") == 0) {
+                const char *name = pstr(p, "name");
+                if (json_object_get(m->ns, name))
+                        FAIL("namespace %s is created twice", name);
+                json_t *o = json_pack("{s:O, s:b, s:b, s:I, s:I, s:I}", "p", p, "wp",
+                                      pbool(p, "write_protect", false), "wc", true, "pl",
+                                      psize(p, "provision_limit", 0), "pt",
+                                      psize(p, "provision_threshold", 0), "aw",
+                                      psize(p, "atomic_write_max", 0));
+                if (json_object_get(p, "size"))
+                        json_object_set_new(o, "size", json_integer(psize(p, "size", 0)));
+                json_object_set_new(m->ns, name, o);
+        } else if (strcmp(method, "namespace_set") == 0 ||
+                   strcmp(method, "namespace_resize") == 0) {
+                json_t *o = json_object_get(m->ns, pstr(p, "name"));
+                if (!o)
+                        FAIL("%s: namespace %s is not created before", method, pstr(p, "name"));
+                static const char *const keys[][2] = {
+                    {"write_protect", "wp"},    {"write_cache", "wc"},
+                    {"provision_limit", "pl"},  {"provision_threshold", "pt"},
+                    {"atomic_write_max", "aw"}, {"size", "size"}};
+                for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+                        json_t *v = json_object_get(p, keys[i][0]);
+                        if (!v)
+                                continue;
+                        json_object_set_new(o, keys[i][1],
+                                            json_is_boolean(v)
+                                                ? json_boolean(json_is_true(v))
+                                                : json_integer(psize(p, keys[i][0], 0)));
+                }
+        } else if (strcmp(method, "namespace_delete") == 0) {
+                json_object_del(m->ns, pstr(p, "name"));
+        } else if (strcmp(method, "pool_set") == 0) {
+                char real[PATH_MAX];
+                const char *dir = realpath(pstr(p, "dir"), real) ? real : pstr(p, "dir");
+                json_object_set_new(m->pools, dir, json_integer(psize(p, "limit", 0)));
+        } else if (strcmp(method, "iscsi_target_create") == 0) {
+                if (json_object_get(m->targets, pstr(p, "name")))
+                        FAIL("iSCSI target %s is created twice", pstr(p, "name"));
+                json_object_set_new(m->targets, pstr(p, "name"), json_object());
+        } else if (strcmp(method, "iscsi_target_delete") == 0) {
+                json_object_del(m->targets, pstr(p, "name"));
+        } else if (strcmp(method, "iscsi_lun_map") == 0 || strcmp(method, "iscsi_lun_unmap") == 0) {
+                json_t *t = json_object_get(m->targets, pstr(p, "target"));
+                if (!t)
+                        FAIL("%s: no iSCSI target %s before it", method, pstr(p, "target"));
+                char lun[24];
+                snprintf(lun, sizeof(lun), "%" JSON_INTEGER_FORMAT, pint(p, "lun", 0));
+                if (method[10] == 'u') {
+                        json_object_del(t, lun);
+                } else {
+                        if (!json_object_get(m->ns, pstr(p, "namespace")))
+                                FAIL("iscsi_lun_map: namespace %s is not created before",
+                                     pstr(p, "namespace"));
+                        json_object_set_new(t, lun, json_string(pstr(p, "namespace")));
+                }
+        } else if (strcmp(method, "iscsi_portal_add") == 0 ||
+                   strcmp(method, "nvmf_listener_add") == 0) {
+                json_t *l = method[0] == 'i' ? m->portals : m->listeners;
+                json_int_t port = pint(p, "port", method[0] == 'i' ? 3260 : 4420);
+                if (port != 0 && addr_find(l, pstr(p, "addr"), port) >= 0)
+                        FAIL("%s %s:%" JSON_INTEGER_FORMAT " is added twice", method,
+                             pstr(p, "addr"), port);
+                json_array_append_new(
+                    l, json_pack("{s:s, s:I}", "addr", pstr(p, "addr"), "port", port));
+        } else if (strcmp(method, "iscsi_portal_delete") == 0 ||
+                   strcmp(method, "nvmf_listener_delete") == 0) {
+                json_t *l = method[0] == 'i' ? m->portals : m->listeners;
+                int i =
+                    addr_find(l, pstr(p, "addr"), pint(p, "port", method[0] == 'i' ? 3260 : 4420));
+                if (i >= 0)
+                        json_array_remove(l, (size_t)i);
+        } else if (strcmp(method, "nvmf_subsystem_create") == 0) {
+                const char *nqn = pstr(p, "nqn");
+                if (json_object_get(m->subsys, nqn))
+                        FAIL("NVMe subsystem %s is created twice", nqn);
+                json_t *o = json_pack("{s:b, s:{}, s:{}}", "any", pbool(p, "allow_any_host", true),
+                                      "hosts", "ns");
+                if (pstr(p, "serial"))
+                        json_object_set_new(o, "serial", json_string(pstr(p, "serial")));
+                if (pstr(p, "model"))
+                        json_object_set_new(o, "model", json_string(pstr(p, "model")));
+                json_object_set_new(m->subsys, nqn, o);
+        } else if (strcmp(method, "nvmf_subsystem_delete") == 0) {
+                json_object_del(m->subsys, pstr(p, "nqn"));
+        } else if (strncmp(method, "nvmf_subsystem_", 15) == 0 ||
+                   strncmp(method, "nvmf_ns_", 8) == 0) {
+                json_t *s = json_object_get(m->subsys, pstr(p, "nqn"));
+                if (!s)
+                        FAIL("%s: no NVMe subsystem %s before it", method, pstr(p, "nqn"));
+                json_t *hosts = json_object_get(s, "hosts"), *nss = json_object_get(s, "ns");
+                const char *host = pstr(p, "host");
+                char nsid[24];
+                if (strcmp(method, "nvmf_subsystem_add_host") == 0) {
+                        if (strcmp(host, "*") == 0)
+                                json_object_set_new(s, "any", json_true());
+                        else {
+                                json_object_set_new(hosts, host, json_true());
+                                if (!pbool(p, "keep_any_host", false))
+                                        json_object_set_new(s, "any", json_false());
+                        }
+                } else if (strcmp(method, "nvmf_subsystem_remove_host") == 0) {
+                        if (strcmp(host, "*") == 0)
+                                json_object_set_new(s, "any", json_false());
+                        else
+                                json_object_del(hosts, host);
+                } else if (strcmp(method, "nvmf_ns_attach") == 0) {
+                        json_int_t id = pint(p, "nsid", 0);
+                        if (!json_object_get(m->ns, pstr(p, "namespace")))
+                                FAIL("nvmf_ns_attach: namespace %s is not created before",
+                                     pstr(p, "namespace"));
+                        for (json_int_t i = 1; id == 0 && i <= NVME_NSID_LIMIT; i++) {
+                                snprintf(nsid, sizeof(nsid), "%" JSON_INTEGER_FORMAT, i);
+                                if (!json_object_get(nss, nsid))
+                                        id = i; /* the daemon picks the lowest free one too */
+                        }
+                        snprintf(nsid, sizeof(nsid), "%" JSON_INTEGER_FORMAT, id);
+                        if (json_object_get(nss, nsid))
+                                FAIL("nvmf_ns_attach: NSID %s of %s is attached twice", nsid,
+                                     pstr(p, "nqn"));
+                        json_object_set_new(nss, nsid, json_string(pstr(p, "namespace")));
+                } else if (strcmp(method, "nvmf_ns_detach") == 0) {
+                        snprintf(nsid, sizeof(nsid), "%" JSON_INTEGER_FORMAT, pint(p, "nsid", 0));
+                        json_object_del(nss, nsid);
+                } else {
+                        FAIL("method %s cannot be applied by a reload (restart slated)", method);
+                }
+        } else if (strcmp(method, "log_set_level") == 0) {
+                m->log_level = pstr(p, "level");
+        } else {
+                FAIL("method %s cannot be applied by a reload (restart slated)", method);
+        }
+        return 0;
+}
+
+/* Build a model from a {"config": [...]} document, checking every entry's parameters. */
+static int model_build(struct model *m, json_t *root, char *err, size_t errlen)
+{
+        size_t i;
+        json_t *e;
+        char msg[512];
+        json_array_foreach(json_object_get(root, "config"), i, e)
+        {
+                const char *method = pstr(e, "method");
+                json_t *p = json_object_get(e, "params");
+                json_t *empty = NULL;
+                if (!method) {
+                        snprintf(err, errlen, "config[%zu]: entry must be {method, params}", i);
+                        return -EINVAL;
+                }
+                if (!p || json_is_null(p))
+                        p = empty = json_object();
+                int rc = mgmt_rpc_check(method, p, msg, sizeof(msg));
+                if (rc == 0)
+                        rc = model_apply(m, method, p, msg, sizeof(msg));
+                json_decref(empty);
+                if (rc < 0) {
+                        snprintf(err, errlen, "config[%zu] (%.64s): %s", i, method, msg);
+                        return -EINVAL; /* a broken file, whatever the reason */
+                }
+        }
+        return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* The difference                                                      */
+/* ------------------------------------------------------------------ */
+
+struct plan {
+        json_t *steps;    /* [ {method, params} ] in order */
+        json_t *refusals; /* [ "reason" ] */
+};
+
+static void step(struct plan *pl, const char *method, json_t *params)
+{
+        json_array_append_new(pl->steps,
+                              json_pack("{s:s, s:o}", "method", method, "params", params));
+}
+
+__attribute__((format(printf, 2, 3))) static void refuse(struct plan *pl, const char *fmt, ...)
+{
+        char buf[512];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(buf, sizeof(buf), fmt, ap);
+        va_end(ap);
+        json_array_append_new(pl->refusals, json_string(buf));
+}
+
+/* Compare an immutable namespace_create field the new file states explicitly. */
+static void ns_fixed(struct plan *pl, const char *name, json_t *np, json_t *op, const char *key)
+{
+        json_t *nv = json_object_get(np, key), *ov = json_object_get(op, key);
+        if (!nv || json_is_null(nv) || json_equal(nv, ov))
+                return;
+        if (strcmp(key, "physical_block_size") == 0 && json_integer_value(nv) == 0)
+                return;
+        if (strcmp(key, "path") == 0 && json_is_string(ov)) {
+                char a[PATH_MAX], b[PATH_MAX];
+                if (realpath(json_string_value(nv), a) && realpath(json_string_value(ov), b) &&
+                    strcmp(a, b) == 0)
+                        return;
+        }
+        char *n = json_dumps(nv, JSON_ENCODE_ANY), *o = json_dumps(ov, JSON_ENCODE_ANY);
+        refuse(pl, "namespace %s: %s cannot change live (running %s, file %s)", name, key,
+               o ? o : "none", n ? n : "?");
+        free(n);
+        free(o);
+}
+
+/* Pair a new list of {addr, port} with the running one: exact first, then port 0 = any. */
+static json_t *pair_addrs(json_t *run, json_t *want)
+{
+        size_t n = json_array_size(run), i, j;
+        json_t *used = json_array(); /* per running entry: true when matched */
+        json_t *x;
+        for (i = 0; i < n; i++)
+                json_array_append_new(used, json_false());
+        json_array_foreach(want, i, x)
+        {
+                int k = addr_find(run, pstr(x, "addr"), pint(x, "port", 0));
+                if (k >= 0 && !json_is_true(json_array_get(used, (size_t)k))) {
+                        json_array_set_new(used, (size_t)k, json_true());
+                        json_object_set_new(x, "matched", json_true());
+                }
+        }
+        json_array_foreach(want, i, x)
+        {
+                if (json_object_get(x, "matched") || pint(x, "port", 0) != 0)
+                        continue;
+                for (j = 0; j < n; j++) {
+                        json_t *r = json_array_get(run, j);
+                        if (!json_is_true(json_array_get(used, j)) &&
+                            strcmp(pstr(r, "addr"), pstr(x, "addr")) == 0) {
+                                json_array_set_new(used, j, json_true());
+                                json_object_set_new(x, "matched", json_true());
+                                break;
+                        }
+                }
+        }
+        return used;
+}
+
+static void diff_addrs(struct plan *pl, json_t *run, json_t *want, const char *add, const char *del,
+                       json_t *adds)
+{
+        json_t *used = pair_addrs(run, want);
+        size_t i;
+        json_t *x;
+        json_array_foreach(run, i, x) if (!json_is_true(json_array_get(used, i))) step(
+            pl, del,
+            json_pack("{s:s, s:O}", "addr", pstr(x, "addr"), "port", json_object_get(x, "port")));
+        json_array_foreach(want, i, x) if (!json_object_get(x, "matched")) json_array_append_new(
+            adds, json_pack("{s:s, s:{s:s, s:O}}", "method", add, "params", "addr", pstr(x, "addr"),
+                            "port", json_object_get(x, "port")));
+        json_decref(used);
+}
+
+static void diff(struct plan *pl, struct model *run, struct model *want, json_t *new_entries)
+{
+        const char *k, *k2;
+        json_t *o, *n, *v;
+        json_t *late = json_array(); /* additions, in the new file's order */
+
+        /* 1. detach / unmap what goes away or changes, and hosts no longer allowed */
+        json_object_foreach(run->subsys, k, o)
+        {
+                json_t *ws = json_object_get(want->subsys, k);
+                if (!ws)
+                        continue; /* the whole subsystem goes (step 3) */
+                json_object_foreach(json_object_get(o, "ns"), k2, v)
+                {
+                        if (!json_equal(v, json_object_get(json_object_get(ws, "ns"), k2)))
+                                step(pl, "nvmf_ns_detach",
+                                     json_pack("{s:s, s:I}", "nqn", k, "nsid",
+                                               (json_int_t)strtoll(k2, NULL, 10)));
+                }
+                json_object_foreach(json_object_get(o, "hosts"), k2, v)
+                {
+                        if (!json_object_get(json_object_get(ws, "hosts"), k2))
+                                step(pl, "nvmf_subsystem_remove_host",
+                                     json_pack("{s:s, s:s}", "nqn", k, "host", k2));
+                }
+                if (json_is_true(json_object_get(o, "any")) &&
+                    !json_is_true(json_object_get(ws, "any")))
+                        step(pl, "nvmf_subsystem_remove_host",
+                             json_pack("{s:s, s:s}", "nqn", k, "host", "*"));
+                const char *fixed[] = {"serial", "model"};
+                for (int i = 0; i < 2; i++) {
+                        json_t *nv = json_object_get(ws, fixed[i]);
+                        if (nv && !json_equal(nv, json_object_get(o, fixed[i])))
+                                refuse(pl, "NVMe subsystem %s: %s number cannot change live", k,
+                                       fixed[i]);
+                }
+        }
+        json_object_foreach(run->targets, k, o)
+        {
+                json_t *wt = json_object_get(want->targets, k);
+                json_object_foreach(o, k2, v)
+                {
+                        if (!wt || !json_equal(v, json_object_get(wt, k2)))
+                                step(pl, "iscsi_lun_unmap",
+                                     json_pack("{s:s, s:I}", "target", k, "lun",
+                                               (json_int_t)strtoll(k2, NULL, 10)));
+                }
+        }
+        /* 2. listeners and portals that go away */
+        diff_addrs(pl, run->listeners, want->listeners, "nvmf_listener_add", "nvmf_listener_delete",
+                   late);
+        diff_addrs(pl, run->portals, want->portals, "iscsi_portal_add", "iscsi_portal_delete",
+                   late);
+        /* 3. subsystems and targets that go away, then namespaces */
+        json_object_foreach(run->subsys, k, o) if (!json_object_get(want->subsys, k))
+            step(pl, "nvmf_subsystem_delete", json_pack("{s:s}", "nqn", k));
+        json_t *tl = iscsi_targets_json(); /* sessions per target */
+        json_object_foreach(run->targets, k, o)
+        {
+                if (json_object_get(want->targets, k))
+                        continue;
+                size_t i;
+                json_t *t;
+                json_int_t sessions = 0;
+                json_array_foreach(tl, i, t) if (json_is_string(json_object_get(t, "name")) &&
+                                                 strcmp(pstr(t, "name"), k) == 0) sessions =
+                    pint(t, "sessions", 0);
+                if (sessions)
+                        refuse(pl,
+                               "iSCSI target %s has %" JSON_INTEGER_FORMAT
+                               " session(s): log them out before removing it",
+                               k, sessions);
+                else
+                        step(pl, "iscsi_target_delete", json_pack("{s:s}", "name", k));
+        }
+        json_decref(tl);
+        json_object_foreach(run->ns, k, o) if (!json_object_get(want->ns, k))
+            step(pl, "namespace_delete", json_pack("{s:s}", "name", k));
+
+        /* 4. pools, then namespaces that stay but change */
+        json_object_foreach(want->pools, k, n) if (!json_equal(n, json_object_get(run->pools, k)))
+            step(pl, "pool_set", json_pack("{s:s, s:O}", "dir", k, "limit", n));
+        json_object_foreach(run->pools, k, o) if (!json_object_get(want->pools, k))
+            step(pl, "pool_set", json_pack("{s:s, s:i}", "dir", k, "limit", 0));
+        json_object_foreach(want->ns, k, n)
+        {
+                o = json_object_get(run->ns, k);
+                if (!o)
+                        continue;
+                json_t *np = json_object_get(n, "p"), *op = json_object_get(o, "p");
+                static const char *const fixed[] = {
+                    "backend", "path",      "block_size",         "physical_block_size",
+                    "thin",    "removable", "sanitize_rate_mibps"};
+                for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
+                        ns_fixed(pl, k, np, op, fixed[i]);
+                json_t *set = json_pack("{s:s}", "name", k);
+                static const char *const mut[][2] = {{"wp", "write_protect"},
+                                                     {"wc", "write_cache"},
+                                                     {"pl", "provision_limit"},
+                                                     {"pt", "provision_threshold"},
+                                                     {"aw", "atomic_write_max"}};
+                for (size_t i = 0; i < sizeof(mut) / sizeof(mut[0]); i++)
+                        if (!json_equal(json_object_get(n, mut[i][0]),
+                                        json_object_get(o, mut[i][0])))
+                                json_object_set(set, mut[i][1], json_object_get(n, mut[i][0]));
+                if (json_object_size(set) > 1)
+                        step(pl, "namespace_set", set);
+                else
+                        json_decref(set);
+                json_t *ns_ = json_object_get(n, "size"), *os = json_object_get(o, "size");
+                if (ns_ && os && !json_equal(ns_, os)) {
+                        struct core_ns *cns = core_ns_find(k);
+                        if (json_integer_value(ns_) < json_integer_value(os) && cns &&
+                            (iscsi_ns_in_use(cns) || nvme_ns_in_use(cns)))
+                                refuse(pl,
+                                       "namespace %s: shrinking an exported namespace is not "
+                                       "done by a reload (namespace_resize force=true)",
+                                       k);
+                        else
+                                step(pl, "namespace_resize",
+                                     json_pack("{s:s, s:O}", "name", k, "size", ns_));
+                }
+        }
+
+        /* 5. additions, in the order the new file makes them */
+        size_t i;
+        json_t *e;
+        json_array_foreach(new_entries, i, e)
+        {
+                const char *m = pstr(e, "method");
+                json_t *p = json_object_get(e, "params");
+                if (!m || !p)
+                        continue;
+                if (strcmp(m, "namespace_create") == 0 &&
+                    !json_object_get(run->ns, pstr(p, "name"))) {
+                        json_t *w = json_object_get(want->ns, pstr(p, "name"));
+                        json_t *cp = json_deep_copy(p);
+                        /* the settable options as they end up after the whole file */
+                        json_object_del(cp, "write_protect");
+                        json_object_del(cp, "provision_limit");
+                        json_object_del(cp, "provision_threshold");
+                        json_object_del(cp, "atomic_write_max");
+                        if (json_is_true(json_object_get(w, "wp")))
+                                json_object_set_new(cp, "write_protect", json_true());
+                        if (json_integer_value(json_object_get(w, "pl")))
+                                json_object_set(cp, "provision_limit", json_object_get(w, "pl"));
+                        if (json_integer_value(json_object_get(w, "pt")))
+                                json_object_set(cp, "provision_threshold",
+                                                json_object_get(w, "pt"));
+                        if (json_integer_value(json_object_get(w, "aw")))
+                                json_object_set(cp, "atomic_write_max", json_object_get(w, "aw"));
+                        step(pl, m, cp);
+                        if (!json_is_true(json_object_get(w, "wc")))
+                                step(pl, "namespace_set",
+                                     json_pack("{s:s, s:b}", "name", pstr(p, "name"), "write_cache",
+                                               false));
+                } else if (strcmp(m, "iscsi_target_create") == 0 &&
+                           !json_object_get(run->targets, pstr(p, "name"))) {
+                        step(pl, m, json_deep_copy(p));
+                } else if (strcmp(m, "nvmf_subsystem_create") == 0 &&
+                           !json_object_get(run->subsys, pstr(p, "nqn"))) {
+                        json_t *cp = json_deep_copy(p);
+                        json_object_set(
+                            cp, "allow_any_host",
+                            json_object_get(json_object_get(want->subsys, pstr(p, "nqn")), "any"));
+                        step(pl, m, cp);
+                }
+        }
+        /* maps, hosts and attachments of objects that stay or are new */
+        json_object_foreach(want->targets, k, n)
+        {
+                json_t *ot = json_object_get(run->targets, k);
+                json_object_foreach(n, k2, v) if (!ot || !json_equal(v, json_object_get(ot, k2)))
+                    step(pl, "iscsi_lun_map",
+                         json_pack("{s:s, s:I, s:O}", "target", k, "lun",
+                                   (json_int_t)strtoll(k2, NULL, 10), "namespace", v));
+        }
+        json_object_foreach(want->subsys, k, n)
+        {
+                json_t *os = json_object_get(run->subsys, k);
+                json_object_foreach(json_object_get(n, "hosts"), k2, v)
+                {
+                        if (!os || !json_object_get(json_object_get(os, "hosts"), k2))
+                                step(pl, "nvmf_subsystem_add_host",
+                                     json_pack("{s:s, s:s, s:b}", "nqn", k, "host", k2,
+                                               "keep_any_host", true));
+                }
+                if (os && json_is_true(json_object_get(n, "any")) &&
+                    !json_is_true(json_object_get(os, "any")))
+                        step(pl, "nvmf_subsystem_add_host",
+                             json_pack("{s:s, s:s}", "nqn", k, "host", "*"));
+                json_object_foreach(json_object_get(n, "ns"), k2, v)
+                {
+                        if (!os || !json_equal(v, json_object_get(json_object_get(os, "ns"), k2)))
+                                step(pl, "nvmf_ns_attach",
+                                     json_pack("{s:s, s:I, s:O}", "nqn", k, "nsid",
+                                               (json_int_t)strtoll(k2, NULL, 10), "namespace", v));
+                }
+        }
+        /* 6. portals and listeners last: hosts can connect once everything exists */
+        json_array_foreach(late, i, e)
+            step(pl, pstr(e, "method"), json_incref(json_object_get(e, "params")));
+        json_decref(late);
+        if (want->log_level && (!run->log_level || strcmp(want->log_level, run->log_level) != 0))
+                step(pl, "log_set_level", json_pack("{s:s}", "level", want->log_level));
+}
+
+/* ------------------------------------------------------------------ */
+/* Entry point                                                         */
+/* ------------------------------------------------------------------ */
+
+static void (*hook_before)(void);
+static void (*hook_after)(int rc);
+
+void mgmt_reload_set_hooks(void (*before)(void), void (*after)(int rc))
+{
+        hook_before = before;
+        hook_after = after;
+}
+
+static int reload(const char *path, bool dry_run, json_t **result, char *err, size_t errlen)
+{
+        struct model run, want;
+        struct plan pl = {json_array(), json_array()};
+        char msg[768];
+        int rc;
+        json_t *root = mgmt_config_read_checked(path, msg, sizeof(msg));
+        json_t *cur = NULL;
+        model_init(&run);
+        model_init(&want);
+        if (!root) {
+                snprintf(err, errlen, "%s", msg);
+                rc = -EINVAL;
+                goto out;
+        }
+        rc = model_build(&want, root, msg, sizeof(msg));
+        if (rc < 0) {
+                snprintf(err, errlen, "%s: %s", path, msg);
+                goto out;
+        }
+        cur = mgmt_config_dump();
+        if (!cur) {
+                snprintf(err, errlen, "out of memory");
+                rc = -ENOMEM;
+                goto out;
+        }
+        rc = model_build(&run, cur, msg, sizeof(msg));
+        if (rc < 0) {
+                snprintf(err, errlen, "running state: %s", msg);
+                goto out;
+        }
+        static const char *const levels[] = {"error", "warn", "info", "debug"};
+        run.log_level = (unsigned)rt_log_threshold < 4 ? levels[rt_log_threshold] : NULL;
+        if (!want.log_level)
+                want.log_level = mgmt_config_options_diff(root, path);
+        diff(&pl, &run, &want, json_object_get(root, "config"));
+
+        size_t i;
+        json_t *x;
+        json_array_foreach(pl.refusals, i, x)
+            LOG_ERR("mgmt", "reload %s: %s", path, json_string_value(x));
+        if (json_array_size(pl.refusals)) {
+                snprintf(err, errlen, "%s: nothing changed: %s%s", path,
+                         json_string_value(json_array_get(pl.refusals, 0)),
+                         json_array_size(pl.refusals) > 1 ? " (and more, see the log)" : "");
+                rc = -EPERM;
+                goto out;
+        }
+        size_t done = 0;
+        if (!dry_run) {
+                json_array_foreach(pl.steps, i, x)
+                {
+                        json_t *res = NULL;
+                        int code;
+                        char *txt = json_dumps(json_object_get(x, "params"), JSON_COMPACT);
+                        LOG_INFO("mgmt", "reload: %s %s", pstr(x, "method"), txt ? txt : "");
+                        free(txt);
+                        rc = mgmt_rpc_call(pstr(x, "method"), json_object_get(x, "params"), &res,
+                                           &code, msg, sizeof(msg));
+                        json_decref(res);
+                        if (rc < 0) {
+                                snprintf(err, errlen,
+                                         "%s: step %zu of %zu (%s) failed: %s; the %zu steps "
+                                         "before it are applied",
+                                         path, i + 1, json_array_size(pl.steps), pstr(x, "method"),
+                                         msg, i);
+                                goto out;
+                        }
+                        done++;
+                }
+                LOG_INFO("mgmt", "reload %s: %zu change%s applied", path, done,
+                         done == 1 ? "" : "s");
+                mgmt_config_options_commit(root);
+        }
+        *result = json_pack("{s:s, s:b, s:I, s:O}", "path", path, "dry_run", dry_run, "changes",
+                            (json_int_t)json_array_size(pl.steps), "steps", pl.steps);
+out:
+        if (rc < 0)
+                LOG_ERR("mgmt", "reload refused or stopped: %s", err);
+        json_decref(root);
+        json_decref(cur);
+        json_decref(pl.steps);
+        json_decref(pl.refusals);
+        model_fini(&run);
+        model_fini(&want);
+        return rc;
+}
+
+int mgmt_config_reload(const char *path, bool dry_run, json_t **result, char *err, size_t errlen)
+{
+        *result = NULL;
+        if (!path)
+                path = mgmt_config_path();
+        if (!path) {
+                snprintf(err, errlen,
+                         "slated was started without --config: no file to reload (give 'path')");
+                LOG_ERR("mgmt", "reload: %s", err);
+                return -ENOENT;
+        }
+        if (!dry_run && hook_before)
+                hook_before();
+        int rc = reload(path, dry_run, result, err, errlen);
+        if (!dry_run && hook_after)
+                hook_after(rc);
+        return rc;
+}
