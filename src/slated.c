@@ -29,6 +29,7 @@
 #include "rt/bigbuf.h"
 #include "rt/log.h"
 #include "rt/reactor.h"
+#include "rt/service.h"
 
 #ifndef SLATE_VERSION
 #define SLATE_VERSION "0.1.0"
@@ -176,6 +177,9 @@ int main(int argc, char **argv)
                 return 1;
         }
 
+        /* Journal or plain lines, decided before anything logs. */
+        rt_log_init();
+
         /* Options in the config file; the command line wins. */
         if (config && mgmt_config_read_options(config, &opts, err, sizeof(err)) < 0) {
                 fprintf(stderr, "slated: %s\n", err);
@@ -301,18 +305,26 @@ int main(int argc, char **argv)
                     "  nvme discover -t tcp -a 127.0.0.1 -s 4420\n"
                     "  nvme connect -t tcp -a 127.0.0.1 -s 4420 -n nqn.2026-12.io.slate:disk0\n");
         fflush(stdout);
+        /* Type=notify: the unit is started only now that every listener is up. */
+        rt_service_ready("serving: %u reactor%s, rpc socket %s", reactors, reactors == 1 ? "" : "s",
+                         sock);
 
         for (;;) {
                 int sig = 0;
                 if (sigwait(&mask, &sig) != 0)
                         continue;
                 if (sig == SIGHUP) {
+                        /* `systemctl reload` waits between RELOADING=1 and READY=1. */
+                        rt_service_reloading();
                         LOG_INFO("slated", "SIGHUP ignored (use the RPC socket to reconfigure)");
+                        rt_service_ready("serving: %u reactor%s, rpc socket %s", reactors,
+                                         reactors == 1 ? "" : "s", sock);
                         continue;
                 }
                 LOG_INFO("slated", "signal %d: shutting down", sig);
                 break;
         }
+        rt_service_stopping();
         exit_code = 0;
         mgmt_http_stop();
         mgmt_rpc_stop();

@@ -22,6 +22,8 @@
 #include <unistd.h>
 
 #define DEFAULT_SOCK "./state/slated.sock"
+/* The packaged service's socket (slate.service RuntimeDirectory=slate). */
+#define SERVICE_SOCK "/run/slate/slated.sock"
 #define MAX_RESPONSE (64u << 20)
 
 /* Used when the daemon is not reachable; the daemon's own rpc_list is authoritative. */
@@ -174,7 +176,9 @@ static void usage(FILE *f)
 {
         fprintf(f, "usage: slatectl [-s SOCK] [-t SECONDS] METHOD [key=value ...]\n"
                    "       slatectl [-s SOCK] METHOD --json '{...}'\n"
-                   "  -s SOCK     slated RPC socket (default $SLATE_RPC_SOCK or " DEFAULT_SOCK ")\n"
+                   "  -s SOCK     slated RPC socket (default $SLATE_RPC_SOCK, else " DEFAULT_SOCK
+                   " if it\n"
+                   "              exists, else the service's " SERVICE_SOCK ")\n"
                    "  -t SECONDS  answer timeout (default 30)\n"
                    "  key=value   integers/true/false/null become JSON values, the rest strings\n"
                    "  key:=JSON   a raw JSON value, e.g. luns:='[0,1]'\n"
@@ -229,7 +233,9 @@ int main(int argc, char **argv)
         };
         const char *sock = getenv("SLATE_RPC_SOCK");
         if (!sock || !sock[0])
-                sock = DEFAULT_SOCK;
+                sock = access(DEFAULT_SOCK, F_OK) != 0 && access(SERVICE_SOCK, F_OK) == 0
+                           ? SERVICE_SOCK
+                           : DEFAULT_SOCK;
         int c;
         /* '+': stop at the method so its key=value arguments are not taken as options. */
         while ((c = getopt_long(argc, argv, "+s:t:h", longopts, NULL)) != -1) {
