@@ -87,6 +87,9 @@ fail() {
 }
 
 # --- install ---------------------------------------------------------------
+# man-db's trigger re-indexes every manual page; under emulation that takes
+# minutes, and `man slated` finds the page without the index.
+rm -f /var/lib/man-db/auto-update
 if dpkg -i "$deb" >"$L/dpkg.log" 2>&1 && dpkg-query -W -f='${Status}' slate | grep -q 'ok installed'; then
 	pass install
 else
@@ -116,8 +119,14 @@ for _ in $(seq 1 300); do
 	sleep 0.1
 done
 sd() { nsenter -t "$sdpid" -m -p "$@"; }
+# Until its bus socket exists systemctl cannot ask; then --wait for the boot.
 state=
 if [ -n "$sdpid" ]; then
+	for _ in $(seq 1 600); do
+		[ -S /proc/"$sdpid"/root/run/systemd/private ] && break
+		kill -0 "$sdpid" 2>/dev/null || break
+		sleep 0.5
+	done
 	state=$(sd timeout 300 systemctl is-system-running --wait 2>&1)
 fi
 case $state in
