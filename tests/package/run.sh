@@ -107,9 +107,13 @@ EOF
 # The VM's root is this machine's, not a fresh Debian: its iSCSI initiator
 # services (pulled in by sysinit.target here) would log in to whatever they
 # find, and systemd-binfmt's automount of binfmt_misc hangs in a PID
-# namespace.  Neither has anything to do with slate.
+# namespace; systemd-tmpfiles-setup empties the overlay's /tmp, which is the
+# host's /tmp read over 9p, for many minutes under emulation.  None of
+# them has anything to do with slate (StateDirectory= and RuntimeDirectory=
+# are systemd's own, not tmpfiles').
 for u in open-iscsi.service iscsid.service iscsid.socket systemd-binfmt.service \
-	proc-sys-fs-binfmt_misc.automount; do
+	proc-sys-fs-binfmt_misc.automount systemd-tmpfiles-setup.service \
+	systemd-tmpfiles-clean.timer; do
 	ln -sf /dev/null "/etc/systemd/system/$u"
 done
 # journald keeps the journal in memory (/run): the VM is thrown away anyway.
