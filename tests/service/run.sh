@@ -110,6 +110,19 @@ if [ -f "$cfg" ] && sed -e 's/"port": 3260/"port": 0/' -e 's/"port": 4420/"port"
 		"$B/slatectl" -s "$st/slated.sock" iscsi_portal_list >"$L/default-portals.json" 2>&1
 		"$B/slatectl" -s "$st/slated.sock" nvmf_listener_list >"$L/default-listeners.json" 2>&1
 		"$B/slatectl" -s "$st/slated.sock" iscsi_target_list >"$L/default-targets.json" 2>&1
+		"$B/slatectl" -s "$st/slated.sock" rpc_list >"$L/rpc-list.json" 2>&1
+		# slatectl(8) lists the methods by hand: every method slated has must be there.
+		undocumented=$(python3 -c 'import json,sys; print("\n".join(m["name"] if isinstance(m, dict) else m for m in json.load(open(sys.argv[1]))))' \
+			"$L/rpc-list.json" 2>"$L/man-methods.log" | while read -r m; do
+			grep -q "^\.B $m\( \|\$\)" man/slatectl.8 || echo "$m"
+		done)
+		if [ ! -s "$L/rpc-list.json" ] || [ -s "$L/man-methods.log" ]; then
+			fail man.methods "rpc_list unreadable" "$L/man-methods.log"
+		elif [ -n "$undocumented" ]; then
+			fail man.methods "methods missing from man/slatectl.8 METHODS: $(echo $undocumented)"
+		else
+			pass man.methods
+		fi
 		if python3 - "$L" >"$L/default-check.log" 2>&1 <<'PY'; then
 import json, sys
 d = sys.argv[1]
