@@ -4,13 +4,23 @@
 # (tests/run-all.sh, see the comment at `test`); `make deps-test` only
 # installs what the tests need (.ci/run uses it before the runner);
 # `make bench` compares slated with Debian's tgt on this machine.
+# `make install [PREFIX=/usr/local] [DESTDIR=...]` builds and installs the
+# binaries, man pages, systemd unit, default config and docs under PREFIX;
+# `make deb` builds the Debian package (build-deb/slate_*.deb) from a copy of
+# the tree and checks it with lintian.
 # Missing Debian packages are installed with apt-get (as root or via sudo).
 
 BUILD_PKGS := meson ninja-build pkg-config gcc clang liburing-dev libisal-dev libssl-dev \
-	uuid-dev libjansson-dev libcmocka-dev libxxhash-dev libmicrohttpd-dev
+	uuid-dev libjansson-dev libcmocka-dev libxxhash-dev libmicrohttpd-dev libsystemd-dev
 TEST_PKGS := libiscsi-bin libiscsi-dev sg3-utils open-iscsi tgt iperf3 libclang-rt-14-dev \
-	python3 procps iproute2 fio xfsprogs sdparm nvme-cli prometheus chromium
+	python3 procps iproute2 fio xfsprogs sdparm nvme-cli prometheus chromium man-db groff-base systemd
 BENCH_PKGS := libiscsi-bin tgt iperf3 util-linux procps
+# debian/control's Build-Depends plus the packaging tools; dpkg-buildpackage
+# checks Build-Depends itself, so a package missing here fails loudly there.
+DEB_PKGS := $(BUILD_PKGS) libiscsi-dev python3 build-essential debhelper dpkg-dev fakeroot lintian
+
+PREFIX ?= /usr/local
+DESTDIR ?=
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 JOBS := $(shell nproc 2>/dev/null || echo 2)
@@ -30,7 +40,7 @@ define ensure_pkgs
 	fi
 endef
 
-.PHONY: all run build test deps-build deps-test bench clean
+.PHONY: all run build install deb test deps-build deps-test deps-deb bench clean
 
 all: build
 
@@ -45,6 +55,27 @@ build/build.ninja: | deps-build
 
 build: deps-build build/build.ninja
 	ninja -C build -j $(JOBS)
+
+# Install into PREFIX (staged under DESTDIR when set) from the same build/
+# as `make run`: the prefix is a meson option of that build.
+install: deps-build build/build.ninja
+	meson configure build -Dprefix=$(PREFIX)
+	ninja -C build -j $(JOBS)
+	meson install -C build --no-rebuild $(if $(DESTDIR),--destdir "$(abspath $(DESTDIR))")
+
+deps-deb:
+	$(call ensure_pkgs,$(DEB_PKGS))
+
+# The package is built from a copy of the tracked and untracked-but-not-
+# ignored files in build-deb/slate (dpkg-buildpackage writes its results to
+# the parent directory, which must not be the folder holding the checkout).
+deb: deps-deb
+	rm -rf build-deb && mkdir -p build-deb/slate
+	git ls-files -z -co --exclude-standard | \
+		tar --null --ignore-failed-read -T - -cf - | tar -xf - -C build-deb/slate
+	cd build-deb/slate && dpkg-buildpackage -us -uc -b
+	lintian --fail-on error,warning build-deb/slate_*.changes
+	@ls -l build-deb/*.deb
 
 run: build
 	mkdir -p state
@@ -69,4 +100,4 @@ bench: deps-build
 	bench/iscsi
 
 clean:
-	rm -rf build build-asan build-fuzz
+	rm -rf build build-asan build-fuzz build-deb

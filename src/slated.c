@@ -30,6 +30,7 @@
 #include "rt/bigbuf.h"
 #include "rt/log.h"
 #include "rt/reactor.h"
+#include "rt/service.h"
 
 #ifndef SLATE_VERSION
 #define SLATE_VERSION "0.1.0"
@@ -94,6 +95,26 @@ static bool rpc_socket_live(const char *path)
         bool live = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
         close(fd);
         return live;
+}
+
+/*
+ * Reload hooks (mgmt_reload_set_hooks): systemd hears RELOADING=1 before a
+ * reload (SIGHUP or config_reload) and READY=1 after it, with a STATUS
+ * line saying whether it applied.
+ */
+static char ready_status[PATH_MAX + 64];
+
+static void reload_before(void)
+{
+        rt_service_reloading();
+}
+
+static void reload_after(int rc)
+{
+        if (rc == 0)
+                rt_service_ready("%s", ready_status);
+        else
+                rt_service_ready("%s; last reload refused (%d), see the log", ready_status, rc);
 }
 
 static int parse_uint(const char *s, unsigned lo, unsigned hi, unsigned *out)
@@ -176,6 +197,9 @@ int main(int argc, char **argv)
                 usage(stderr);
                 return 1;
         }
+
+        /* Journal or plain lines, decided before anything logs. */
+        rt_log_init();
 
         /* Options in the config file; the command line wins. */
         if (config && mgmt_config_read_options(config, &opts, err, sizeof(err)) < 0) {
@@ -302,6 +326,11 @@ int main(int argc, char **argv)
                     "  nvme discover -t tcp -a 127.0.0.1 -s 4420\n"
                     "  nvme connect -t tcp -a 127.0.0.1 -s 4420 -n nqn.2026-12.io.slate:disk0\n");
         fflush(stdout);
+        /* Type=notify: the unit is started only now that every listener is up. */
+        snprintf(ready_status, sizeof(ready_status), "serving: %u reactor%s, rpc socket %s",
+                 reactors, reactors == 1 ? "" : "s", sock);
+        mgmt_reload_set_hooks(reload_before, reload_after);
+        rt_service_ready("%s", ready_status);
 
         for (;;) {
                 int sig = 0;
@@ -310,8 +339,7 @@ int main(int argc, char **argv)
                 if (sig == SIGHUP) {
                         /*
                          * The reload runs on the RPC (control-path) thread, not here;
-                         * mgmt_reload_set_hooks() gives it before/after callbacks
-                         * (the place for sd_notify RELOADING=1 / READY=1).
+                         * its hooks (reload_before/reload_after) tell systemd.
                          */
                         mgmt_rpc_request_reload();
                         continue;
@@ -319,6 +347,7 @@ int main(int argc, char **argv)
                 LOG_INFO("slated", "signal %d: shutting down", sig);
                 break;
         }
+        rt_service_stopping();
         exit_code = 0;
         mgmt_http_stop();
         mgmt_rpc_stop();

@@ -12,8 +12,8 @@
 # status is non-zero if anything failed.  Logs: build-asan/test-logs/.
 #
 # Usage: tests/run-all.sh [group...]   groups: build unit conformance robust
-#                                      robust_nvme metrics reload durability e2e e2e_nvme
-#                                      e2e_cross fuzz
+#                                      robust_nvme metrics reload durability service e2e
+#                                      e2e_nvme e2e_cross package fuzz
 #                                      (default: all)
 # Environment: FUZZ_SECS (per fuzzer, default 30), GROUP_TIMEOUT_<group>.
 set -u
@@ -25,7 +25,7 @@ export SLATE_LOGDIR=$root/build-asan/test-logs
 mkdir -p "$SLATE_LOGDIR"
 . tests/lib.sh
 
-groups=${*:-build unit conformance robust robust_nvme metrics reload durability e2e e2e_nvme e2e_cross fuzz}
+groups=${*:-build unit conformance robust robust_nvme metrics reload durability service e2e e2e_nvme e2e_cross package fuzz}
 npass=0
 nfail=0
 nskip=0
@@ -176,9 +176,11 @@ for g in $groups; do
 	metrics) run_group metrics "$(gtimeout metrics 600)" tests/metrics/run.sh ;;
 	reload) run_group reload "$(gtimeout reload 600)" tests/reload/run.sh ;;
 	durability) run_group durability "$(gtimeout durability 600)" tests/durability/run.sh ;;
+	service) run_group service "$(gtimeout service 600)" tests/service/run.sh ;;
 	e2e) run_group e2e "$(gtimeout e2e 1200)" tests/e2e/iscsi-linux.sh ;;
 	e2e_nvme) run_group e2e_nvme "$(gtimeout e2e_nvme 1500)" tests/e2e/nvme-linux.sh ;;
 	e2e_cross) run_group e2e_cross "$(gtimeout e2e_cross 1500)" tests/e2e/cross-linux.sh ;;
+	package) run_group package "$(gtimeout package 1800)" tests/package/run.sh ;;
 	fuzz) run_group fuzz "$(gtimeout fuzz 1200)" bash -c group_fuzz ;;
 	*)
 		slate_result FAIL "group.$g" "" "unknown group"

@@ -31,6 +31,8 @@
 #include "slatectl.h"
 
 #define DEFAULT_SOCK "./state/slated.sock"
+/* The packaged service's socket (slate.service RuntimeDirectory=slate). */
+#define SERVICE_SOCK "/run/slate/slated.sock"
 #define MAX_RESPONSE (64u << 20)
 
 /* Used when the daemon is not reachable; the daemon's own rpc_list is authoritative. */
@@ -201,7 +203,9 @@ static void usage(FILE *f)
                 "       slatectl [-s SOCK] METHOD --json '{...}'\n"
                 "       slatectl [-s SOCK] top [--once | --iterations N] [--interval SECS]\n"
                 "       slatectl [-s SOCK] progress NAME [--once] [--interval SECS]\n"
-                "  -s SOCK     slated RPC socket (default $SLATE_RPC_SOCK or " DEFAULT_SOCK ")\n"
+                "  -s SOCK     slated RPC socket (default $SLATE_RPC_SOCK, else " DEFAULT_SOCK
+                " if it\n"
+                "              exists, else the service's " SERVICE_SOCK ")\n"
                 "  -t SECONDS  answer timeout (default 30)\n"
                 "  -j, --json  print the JSON result (default: tables for list methods)\n"
                 "  top         live per-namespace and per-host IOPS, bandwidth, latency (q quits)\n"
@@ -260,7 +264,9 @@ int main(int argc, char **argv)
         };
         const char *sock = getenv("SLATE_RPC_SOCK");
         if (!sock || !sock[0])
-                sock = DEFAULT_SOCK;
+                sock = access(DEFAULT_SOCK, F_OK) != 0 && access(SERVICE_SOCK, F_OK) == 0
+                           ? SERVICE_SOCK
+                           : DEFAULT_SOCK;
         int c;
         bool json_out = false;
         /* '+': stop at the method so its key=value arguments are not taken as options. */

@@ -1,27 +1,54 @@
-/* The daemon's logger: timestamped, levelled lines on stderr with a module tag. */
+/*
+ * The daemon's logger: levelled lines on stderr with a module tag,
+ * timestamped on a terminal or file, syslog-priority-prefixed when stderr is
+ * the systemd journal (rt_log_init).
+ */
 #include "rt/log.h"
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <time.h>
 
 enum rt_log_level rt_log_threshold = RT_LOG_INFO;
 
 static const char *const level_names[] = {"ERR", "WARN", "INFO", "DEBUG"};
+/* syslog(3) priorities of our levels: LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG. */
+static const int level_prio[] = {3, 4, 6, 7};
+static int journal_mode;
+
+int rt_log_init(void)
+{
+        /* systemd.exec(5): JOURNAL_STREAM is "DEV:INODE" of the stream it connected. */
+        const char *js = getenv("JOURNAL_STREAM");
+        unsigned long long dev, ino;
+        struct stat st;
+        char tail;
+        journal_mode = js && sscanf(js, "%llu:%llu%c", &dev, &ino, &tail) == 2 &&
+                       fstat(2, &st) == 0 && (unsigned long long)st.st_dev == dev &&
+                       (unsigned long long)st.st_ino == ino;
+        return journal_mode;
+}
 
 void rt_log(enum rt_log_level lvl, const char *mod, const char *fmt, ...)
 {
         if (lvl > rt_log_threshold)
                 return;
         char line[1024];
-        struct timespec ts;
-        struct tm tm;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        gmtime_r(&ts.tv_sec, &tm);
-        int n = snprintf(line, sizeof(line), "%02d:%02d:%02d.%03ld %-5s %-6s ", tm.tm_hour,
-                         tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000, level_names[lvl], mod);
+        int n;
+        if (journal_mode) {
+                n = snprintf(line, sizeof(line), "<%d>%-6s ", level_prio[lvl], mod);
+        } else {
+                struct timespec ts;
+                struct tm tm;
+                clock_gettime(CLOCK_REALTIME, &ts);
+                gmtime_r(&ts.tv_sec, &tm);
+                n = snprintf(line, sizeof(line), "%02d:%02d:%02d.%03ld %-5s %-6s ", tm.tm_hour,
+                             tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000, level_names[lvl], mod);
+        }
         va_list ap;
         va_start(ap, fmt);
         if (n > 0 && (size_t)n < sizeof(line))

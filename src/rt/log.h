@@ -9,6 +9,16 @@ enum rt_log_level { RT_LOG_ERR = 0, RT_LOG_WARN = 1, RT_LOG_INFO = 2, RT_LOG_DEB
 
 extern enum rt_log_level rt_log_threshold;
 
+/*
+ * Pick the line format once, before any thread logs: when stderr is the
+ * journal's stream ($JOURNAL_STREAM names stderr's device and inode, as
+ * systemd sets it for a service), each line starts with its syslog priority
+ * as "<N>" (journald's SyslogLevelPrefix) and carries no timestamp (the
+ * journal keeps its own); otherwise lines are "HH:MM:SS.mmm LEVEL module
+ * text".  Returns 1 in journal mode.
+ */
+int rt_log_init(void);
+
 void rt_log(enum rt_log_level lvl, const char *mod, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 int rt_log_parse_level(const char *s, enum rt_log_level *out);
