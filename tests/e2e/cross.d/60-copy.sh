@@ -262,13 +262,22 @@ check xcopy-lid4-immed-poll-abort xcopy_lid4_immed
 # device range descriptor at byte 15 instead of 16 (ddpt_xcopy.c do_pop_tok:
 # n = 15, then BLOCK DEVICE RANGE DESCRIPTOR LIST LENGTH written over byte
 # 15), so the LBA is read shifted by a byte and NUMBER OF LOGICAL BLOCKS as
-# 256 times too large.  A copy manager must refuse it, not guess: ILLEGAL
+# 256 times too large; WRITE USING TOKEN the same at byte 535 (do_wut).  A copy manager must refuse it, not guess: ILLEGAL
 # REQUEST, LOGICAL BLOCK ADDRESS OUT OF RANGE, and the daemon carries on.
 ddptctl_pt_refused() {
 	local out
 	out=$(ddptctl --pt=0,8192 -vv "$SGSRC" 2>&1)
 	echo "$out" | grep -iE 'parameter list|populate|sense|range' | head -8
-	echo "$out" | grep -qi 'logical block address out of range' && sg_turs "$SGSRC"
+	echo "$out" | grep -qi 'logical block address out of range' && sg_turs "$SGSRC" || return 1
+	# WRITE USING TOKEN likewise (descriptor at 535): a good token made with sg_raw,
+	# handed to ddptctl --wut, is refused and the destination keeps its data.
+	odx_pt "$SGSRC" 270 0 8192 >/dev/null || return 1
+	odx_token "$SGSRC" 270 "$state/dd.rt" >/dev/null || return 1
+	dd if=/dev/zero of="$SDDST" bs=1M count=4 oflag=direct status=none || return 1
+	out=$(ddptctl --wut=0,8192 --rtf="$state/dd.rt" -vv "$SGDST" 2>&1)
+	echo "$out" | grep -iE 'write using token|sense|range' | head -6
+	echo "$out" | grep -qi 'logical block address out of range' || return 1
+	cmp <(dd if="$SDDST" bs=1M count=4 iflag=direct status=none) <(head -c $((4 << 20)) /dev/zero)
 }
 check ddptctl-odx-misplaced-ranges-refused ddptctl_pt_refused
 
