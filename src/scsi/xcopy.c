@@ -89,6 +89,9 @@ struct xc_op {
         unsigned nseg;
         struct core_ns *cscd_ns[SCSI_XCOPY_MAX_CSCD]; /* referenced */
         struct core_copy copy;
+        /* The issuing nexus's identity for the copy's reservation checks: a copy, since an
+         * IMMED copy outlives its command and may outlive the nexus. */
+        struct core_pr_nexus nexus_id;
         struct core_copy_range ranges[SCSI_XCOPY_MAX_SEGS];
         uint16_t seg_of_range[SCSI_XCOPY_MAX_SEGS];
         uint32_t block_size;
@@ -537,6 +540,15 @@ static struct xc_op *start_op(struct scsi_cmd *cmd, enum xc_kind kind, bool has_
 
 static void wut_done(struct xc_op *op, enum core_status st, uint64_t blocks);
 
+/* The copy's nexus for reservation checks: op's own copy of cmd's (NULL: none). */
+static const struct core_pr_nexus *op_nexus(struct xc_op *op, const struct scsi_cmd *cmd)
+{
+        if (!cmd->nexus)
+                return NULL;
+        op->nexus_id = cmd->nexus->id;
+        return &op->nexus_id;
+}
+
 static void copy_done(struct core_copy *c)
 {
         struct xc_op *op = c->cb_arg;
@@ -589,7 +601,7 @@ void scsi_xcopy_exec(struct scsi_cmd *cmd)
         op->nseg = l.nseg;
 
         core_copy_init(&op->copy, op->ranges, 0, 0, cmd->reactor, copy_done, op);
-        op->copy.nexus = cmd->nexus ? &cmd->nexus->id : NULL;
+        op->copy.nexus = op_nexus(op, cmd);
         if (build_ranges(cmd, op, &l, &e) < 0) {
                 put_refs(op);
                 err_to_sense(cmd, &e);
@@ -1233,7 +1245,7 @@ static void wut_exec(struct scsi_cmd *cmd)
         op->immed = (p[2] & 0x01) && rod_type != ODX_ROD_ZERO;
         op->zeroing = rod_type == ODX_ROD_ZERO;
         core_copy_init(&op->copy, op->ranges, 0, 0, cmd->reactor, copy_done, op);
-        op->copy.nexus = cmd->nexus ? &cmd->nexus->id : NULL;
+        op->copy.nexus = op_nexus(op, cmd);
         core_ns_get(cmd->ns);
         op->cscd_ns[0] = cmd->ns;
         op->cscd_ns[1] = src;
