@@ -252,9 +252,9 @@ xcopy_lid4_immed() {
 	echo "$out" | tail -3
 	same_mib "$SDSRC" "$SDDST" "$CPY_MIB" || { echo "data differs after LID4 IMMED"; return 1; }
 	# COPY OPERATION ABORT of an operation that is not running: ILLEGAL REQUEST.
-	out=$(ddptctl --abort --list_id=1219 "$SGSRC" 2>&1)
+	out=$(ddptctl --abort --list_id=1219 -v "$SGSRC" 2>&1)
 	echo "$out"
-	echo "$out" | grep -qi 'invalid field in cdb'
+	echo "$out" | grep -qi 'illegal request'
 }
 check xcopy-lid4-immed-poll-abort xcopy_lid4_immed
 
