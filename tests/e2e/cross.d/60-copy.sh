@@ -226,14 +226,14 @@ xcopy_lid4_0a() {
 	local out
 	ts "LID4 02h + 0Ah"
 	# The source holds cpy.bin again, the destination zeroes (above).  Sent to the
-	# source's target: 2048 blocks with a 02h segment, then 4 MiB with a 0Ah segment
+	# source's target: 2048 blocks with a 02h segment, then 1 MiB with a 0Ah segment
 	# whose source byte offset is one whole block (so LBA 4096 + 1).
-	lid4_xcopy "$SGSRC" 1217 0 b2b:2048:0:0 off:4194304:4096:10000:512:0 || return 1
+	lid4_xcopy "$SGSRC" 1217 0 b2b:2048:0:0 off:1048576:4096:10000:512:0 || return 1
 	ts "copied"
 	cmp <(dd if="$SDDST" bs=512 count=2048 iflag=direct status=none) <(head -c $((2048 * 512)) "$state/cpy.bin") ||
 		{ echo "02h segment differs"; return 1; }
-	cmp <(dd if="$SDDST" bs=512 skip=10000 count=8192 iflag=direct status=none) \
-		<(tail -c +$((4097 * 512 + 1)) "$state/cpy.bin" | head -c $((8192 * 512))) ||
+	cmp <(dd if="$SDDST" bs=512 skip=10000 count=2048 iflag=direct status=none) \
+		<(tail -c +$((4097 * 512 + 1)) "$state/cpy.bin" | head -c $((2048 * 512))) ||
 		{ echo "0Ah segment differs"; return 1; }
 	ts "compared"
 	# RECEIVE COPY STATUS(LID4), as ddptctl sends it.
