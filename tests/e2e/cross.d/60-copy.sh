@@ -230,9 +230,10 @@ xcopy_lid4_0a() {
 	# whose source byte offset is one whole block (so LBA 4096 + 1).
 	lid4_xcopy "$SGSRC" 1217 0 b2b:2048:0:0 off:1048576:4096:10000:512:0 || return 1
 	ts "copied"
-	cmp <(dd if="$SDDST" bs=512 count=2048 iflag=direct status=none) <(head -c $((2048 * 512)) "$state/cpy.bin") ||
+	cmp <(dd if="$SDDST" bs=1M count=1 iflag=direct status=none) <(head -c $((2048 * 512)) "$state/cpy.bin") ||
 		{ echo "02h segment differs"; return 1; }
-	cmp <(dd if="$SDDST" bs=512 skip=10000 count=2048 iflag=direct status=none) \
+	cmp <(dd if="$SDDST" bs=1M skip=$((10000 * 512)) count=$((2048 * 512)) \
+		iflag=direct,skip_bytes,count_bytes status=none) \
 		<(tail -c +$((4097 * 512 + 1)) "$state/cpy.bin" | head -c $((2048 * 512))) ||
 		{ echo "0Ah segment differs"; return 1; }
 	ts "compared"
