@@ -438,11 +438,13 @@ static void dump_nvmf(json_t *out)
                 if (!nqn || (type && strcmp(type, "discovery") == 0))
                         continue;
                 json_array_append_new(
-                    out, entry("nvmf_subsystem_create",
-                               json_pack("{s:s, s:O, s:O, s:O}", "nqn", nqn, "serial",
-                                         json_object_get(s, "serial_number"), "model",
-                                         json_object_get(s, "model_number"), "allow_any_host",
-                                         json_object_get(s, "allow_any_host"))));
+                    out,
+                    entry("nvmf_subsystem_create",
+                          json_pack("{s:s, s:O, s:O, s:O, s:O}", "nqn", nqn, "serial",
+                                    json_object_get(s, "serial_number"), "model",
+                                    json_object_get(s, "model_number"), "allow_any_host",
+                                    json_object_get(s, "allow_any_host"), "copy_cross_namespace",
+                                    json_object_get(s, "copy_cross_namespace"))));
                 json_array_foreach(json_object_get(s, "hosts"), j, x) json_array_append_new(
                     out, entry("nvmf_subsystem_add_host",
                                json_pack("{s:s, s:O, s:O}", "nqn", nqn, "host", x, "keep_any_host",

@@ -18,7 +18,7 @@
  * method a reload cannot diff, a reference to an object the file does not
  * create) or asks for a change that cannot be made live (a namespace's
  * backend, path, block size, thin/removable flag, sanitize rate, shrinking
- * an exported namespace; a subsystem's serial or model number; removing an
+ * an exported namespace; a subsystem's serial, model or copy_cross_namespace; removing an
  * iSCSI target that has sessions).  A step that
  * fails while applying (e.g. deleting a target that still has sessions)
  * stops the reload there; the steps before it stay applied and the error
@@ -205,6 +205,8 @@ static int model_apply(struct model *m, const char *method, json_t *p, char *err
                         json_object_set_new(o, "serial", json_string(pstr(p, "serial")));
                 if (pstr(p, "model"))
                         json_object_set_new(o, "model", json_string(pstr(p, "model")));
+                json_object_set_new(o, "copy_cross_namespace",
+                                    json_boolean(pbool(p, "copy_cross_namespace", false)));
                 json_object_set_new(m->subsys, nqn, o);
         } else if (strcmp(method, "nvmf_subsystem_delete") == 0) {
                 json_object_del(m->subsys, pstr(p, "nqn"));
@@ -410,12 +412,11 @@ static void diff(struct plan *pl, struct model *run, struct model *want, json_t 
                     !json_is_true(json_object_get(ws, "any")))
                         step(pl, "nvmf_subsystem_remove_host",
                              json_pack("{s:s, s:s}", "nqn", k, "host", "*"));
-                const char *fixed[] = {"serial", "model"};
-                for (int i = 0; i < 2; i++) {
+                const char *fixed[] = {"serial", "model", "copy_cross_namespace"};
+                for (int i = 0; i < 3; i++) {
                         json_t *nv = json_object_get(ws, fixed[i]);
                         if (nv && !json_equal(nv, json_object_get(o, fixed[i])))
-                                refuse(pl, "NVMe subsystem %s: %s number cannot change live", k,
-                                       fixed[i]);
+                                refuse(pl, "NVMe subsystem %s: %s cannot change live", k, fixed[i]);
                 }
         }
         json_object_foreach(run->targets, k, o)

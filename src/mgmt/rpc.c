@@ -713,6 +713,8 @@ static int h_nvmf_subsystem_create(struct rpc_ctx *c)
                 rc = pbool(c, "allow_any_host", true)
                          ? nvme_subsys_allow_host(nqn, "*", msg, sizeof(msg))
                          : nvme_subsys_disallow_host(nqn, "*", msg, sizeof(msg));
+        if (rc == 0 && pbool(c, "copy_cross_namespace", false))
+                rc = nvme_subsys_set_copy_xns(nqn, true, msg, sizeof(msg));
         return rc < 0 ? opfail(c, rc, "nvmf_subsystem_create", msg) : 0;
 }
 
@@ -1058,7 +1060,9 @@ static const struct rpc_method rpc_methods[] = {
      {NQN("nqn", "subsystem NQN (nqn.YYYY-MM.reverse.domain:id)"),
       STR("serial", false, 20, "serial number (default SLATE0000000001)"),
       STR("model", false, 40, "model number"),
-      BOOL("allow_any_host", "any host NQN may connect (default true)")}},
+      BOOL("allow_any_host", "any host NQN may connect (default true)"),
+      BOOL("copy_cross_namespace",
+           "Copy formats 2h/3h enabled in new controllers (default false)")}},
     {"nvmf_subsystem_delete",
      h_nvmf_subsystem_delete,
      "Delete an NVMe subsystem (its controllers are torn down)",

@@ -201,10 +201,14 @@ enum nvme_parse_result nvme_get_features_parse(struct nvme_cmd *cmd)
                 dw0 = cur ? ctrl->kato_ms : 0;
                 break;
         case NVME_FEAT_HOST_BEHAVIOR:
-                if (cur)
+                if (cur) {
                         memcpy(cmd->buf, &ctrl->hb, sizeof(ctrl->hb));
-                else
+                } else {
+                        /* Default: CDFE as copy_cross_namespace sets it (subsystem.c). */
                         memset(cmd->buf, 0, sizeof(ctrl->hb));
+                        put_le16(&((struct nvme_host_behavior *)cmd->buf)->cdfe,
+                                 ctrl->copy_xns ? 0x0c : 0);
+                }
                 break;
         case NVME_FEAT_HOST_ID:
                 memcpy(cmd->buf, ctrl->hostid, 16);

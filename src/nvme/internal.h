@@ -53,6 +53,14 @@ struct nvme_subsys {
         char model[41];
         char fr[9];
         bool discovery;
+        /*
+         * copy_cross_namespace: Copy formats 2h/3h (across this subsystem's
+         * namespaces) start enabled in every new or reset controller, as if
+         * the host had set Host Behavior Support CDFE to 0Ch (a host may
+         * still change it).  Our choice, for hosts that cannot send that
+         * Set Features (Linux refuses FID 16h from user space).
+         */
+        atomic_bool copy_xns;
         /* Under nvme_lock. */
         bool allow_any;
         char (*hosts)[NVMF_NQN_SIZE];
@@ -83,6 +91,7 @@ struct nvme_ctrl {
         uint16_t max_qid;           /* NVME_MAX_IO_QUEUES */
         uint16_t nr_io_queues;      /* granted by Set Features Number of Queues */
         uint32_t kato_ms;
+        bool copy_xns; /* the subsystem's copy_cross_namespace when the controller was made */
         struct rt_timer ka_timer;
         bool ka_armed;
         /* Features (current values). */

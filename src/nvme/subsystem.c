@@ -136,6 +136,22 @@ int nvme_subsys_add(const char *nqn, const char *serial, const char *model, char
         return 0;
 }
 
+int nvme_subsys_set_copy_xns(const char *nqn, bool on, char *err, size_t errlen)
+{
+        pthread_mutex_lock(&nvme_lock);
+        struct nvme_subsys *s = nqn ? nvme_subsys_find_locked(nqn) : NULL;
+        if (!s || s->discovery) {
+                pthread_mutex_unlock(&nvme_lock);
+                errf("no subsystem %s", nqn ? nqn : "(none)");
+                return -ENOENT;
+        }
+        atomic_store(&s->copy_xns, on);
+        pthread_mutex_unlock(&nvme_lock);
+        LOG_INFO("nvme", "subsystem %s: copy_cross_namespace %s (new and reset controllers)", nqn,
+                 on ? "on" : "off");
+        return 0;
+}
+
 static void ns_slot_clear(struct nvme_subsys *s, uint32_t nsid)
 {
         struct core_ns *ns = atomic_exchange(&s->ns[nsid], NULL);
@@ -462,6 +478,9 @@ void nvme_ctrl_reset_features(struct nvme_ctrl *ctrl)
         ctrl->temp_over = NVME_WCTEMP;
         ctrl->temp_under = 0;
         memset(&ctrl->hb, 0, sizeof(ctrl->hb));
+        /* CDFE: formats 2h and 3h (bits 2, 3) when the subsystem says so (copy_cross_namespace). */
+        put_le16(&ctrl->hb.cdfe, ctrl->copy_xns ? 0x0c : 0);
+        atomic_store_explicit(&ctrl->copy_fmts, ctrl->copy_xns ? 0x0c : 0, memory_order_relaxed);
         ctrl->nr_io_queues = NVME_MAX_IO_QUEUES;
 }
 
@@ -514,6 +533,7 @@ static int ctrl_create(struct nvme_subsys *s, struct nvme_queue *q, const char *
         ctrl->kato_ms = kato_ms ? kato_ms : (s->discovery ? NVME_DEFAULT_KATO_MS : 0);
         ctrl->admin_reactor = q->reactor;
         atomic_store(&ctrl->last_cmd_ns, rt_now_ns());
+        ctrl->copy_xns = atomic_load(&s->copy_xns);
         nvme_ctrl_reset_features(ctrl);
         ctrl->queues[0] = q;
 
@@ -771,6 +791,8 @@ struct json_t *nvme_subsystems_json(void)
                 json_object_set_new(o, "serial_number", json_string(s->serial));
                 json_object_set_new(o, "model_number", json_string(s->model));
                 json_object_set_new(o, "allow_any_host", json_boolean(s->allow_any));
+                json_object_set_new(o, "copy_cross_namespace",
+                                    json_boolean(atomic_load(&s->copy_xns)));
                 json_object_set_new(o, "hosts", hosts);
                 json_object_set_new(o, "namespaces", nss);
                 json_object_set_new(o, "controllers", json_integer(nctrl));

@@ -259,18 +259,23 @@ int scsi_sanitize_check_overwrite(const uint8_t *p, uint32_t len, uint32_t block
 void scsi_sbc_req_done(struct core_req *req);
 
 /*
- * xcopy.c: third-party copy (SPC-5 6.4 EXTENDED COPY(LID1), 6.18 RECEIVE
- * COPY RESULTS), executed by the core copy engine (core/copy.h).  The
- * limits below are what the parameter-list parser enforces and what
- * RECEIVE COPY OPERATING PARAMETERS and VPD 8Fh advertise.
+ * xcopy.c: third-party copy (SPC-5 6.3 COPY OPERATION ABORT, 6.4 EXTENDED
+ * COPY(LID4), 6.5 EXTENDED COPY(LID1), 6.20-6.26 the RECEIVE commands),
+ * executed by the core copy engine (core/copy.h).  The limits below are
+ * what the parameter-list parser enforces and what RECEIVE COPY OPERATING
+ * PARAMETERS and VPD 8Fh advertise.
  */
-#define SCSI_XCOPY_MAX_CSCD    16u /* CSCD descriptors per list */
-#define SCSI_XCOPY_MAX_SEGS    16u /* segment descriptors per list */
-#define SCSI_XCOPY_CSCD_LEN    32u
-#define SCSI_XCOPY_SEG_B2B_LEN 28u /* block -> block (02h) */
+#define SCSI_XCOPY_MAX_CSCD        16u /* CSCD descriptors per list */
+#define SCSI_XCOPY_MAX_SEGS        16u /* segment descriptors per list */
+#define SCSI_XCOPY_CSCD_LEN        32u
+#define SCSI_XCOPY_SEG_B2B_LEN     28u /* block -> block (02h) */
+#define SCSI_XCOPY_SEG_B2B_OFF_LEN 32u /* block with offset -> block with offset (0Ah) */
+#define SCSI_XCOPY_LID1_HDR        16u
+#define SCSI_XCOPY_LID4_HDR        48u
 #define SCSI_XCOPY_MAX_DESC_LIST                                                                   \
-        (SCSI_XCOPY_MAX_CSCD * SCSI_XCOPY_CSCD_LEN + SCSI_XCOPY_MAX_SEGS * SCSI_XCOPY_SEG_B2B_LEN)
-#define SCSI_XCOPY_MAX_SEG_BLOCKS 0xffffu /* NUMBER OF BLOCKS is 16 bits */
+        (SCSI_XCOPY_MAX_CSCD * SCSI_XCOPY_CSCD_LEN +                                               \
+         SCSI_XCOPY_MAX_SEGS * SCSI_XCOPY_SEG_B2B_OFF_LEN)
+#define SCSI_XCOPY_MAX_SEG_BLOCKS 0xffffu /* NUMBER OF BLOCKS of 02h is 16 bits; 0Ah the same */
 #define SCSI_XCOPY_MAX_CONCURRENT 32u     /* copy operations at once, all nexuses */
 #define SCSI_XCOPY_MAX_PARAM_LEN  65536u  /* parameter list bytes we accept at all */
 
@@ -284,26 +289,33 @@ struct scsi_xcopy_err {
         int bit;   /* < 0: no bit pointer (ILLEGAL REQUEST only) */
 };
 
-/* One EXTENDED COPY(LID1) parameter list, as parsed (pointers into the list). */
+/* One EXTENDED COPY(LID1) or (LID4) parameter list, as parsed (pointers into the list). */
 struct scsi_xcopy_list {
-        uint8_t list_id, usage, priority;
+        bool lid4;
+        uint32_t list_id; /* one byte for LID1 */
+        uint8_t usage, priority;
+        bool immed; /* LID4: status before the first segment is processed */
         unsigned ncscd, nseg;
         const uint8_t *cscd[SCSI_XCOPY_MAX_CSCD];
         struct scsi_xcopy_seg {
+                uint8_t type;      /* 02h or 0Ah */
                 uint16_t src, dst; /* CSCD indexes */
-                uint16_t nlb;
+                uint16_t nlb;      /* 02h: NUMBER OF BLOCKS */
                 bool dc;
+                uint32_t nbytes;           /* 0Ah: NUMBER OF BYTES */
+                uint16_t src_off, dst_off; /* 0Ah: BLOCK DEVICE BYTE OFFSETs */
                 uint64_t src_lba, dst_lba;
         } seg[SCSI_XCOPY_MAX_SEGS];
 };
 
 /*
- * Check an EXTENDED COPY(LID1) parameter list of len bytes (the header,
- * the CSCD and segment descriptor lists, their counts, types and
- * lengths); 0 with *l filled, or -EINVAL with *e saying which error.  Pure:
- * CSCDs are resolved and segments range-checked at execution.
+ * Check an EXTENDED COPY parameter list of len bytes (LID1 or, with lid4,
+ * LID4: the header, the CSCD and segment descriptor lists, their counts,
+ * types and lengths); 0 with *l filled, or -EINVAL with *e saying which
+ * error.  Pure: CSCDs are resolved and segments range-checked (and 0Ah
+ * byte counts and offsets checked against the block size) at execution.
  */
-int scsi_xcopy_parse_list(const uint8_t *p, uint32_t len, struct scsi_xcopy_list *l,
+int scsi_xcopy_parse_list(const uint8_t *p, uint32_t len, bool lid4, struct scsi_xcopy_list *l,
                           struct scsi_xcopy_err *e);
 enum scsi_parse_result scsi_xcopy_parse(struct scsi_cmd *cmd);
 void scsi_xcopy_exec(struct scsi_cmd *cmd);
@@ -317,6 +329,8 @@ void scsi_xcopy_exec(struct scsi_cmd *cmd);
 enum scsi_parse_result scsi_odx_parse(struct scsi_cmd *cmd);
 void scsi_odx_exec(struct scsi_cmd *cmd);
 void scsi_xcopy_abort(struct scsi_cmd *cmd);
+/* COPY OPERATION ABORT (83h/1Ch): cancels a running copy operation of the nexus by LIST ID. */
+enum scsi_parse_result scsi_copy_op_abort_parse(struct scsi_cmd *cmd);
 enum scsi_parse_result scsi_rcr_parse(struct scsi_cmd *cmd);
 /* target.c: I_T nexus loss discards the nexus's copy results (SPC-5 5.17.4.3). */
 void scsi_xcopy_nexus_lost(const struct scsi_nexus *nx);

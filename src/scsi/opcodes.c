@@ -628,11 +628,11 @@ static const struct scsi_op sanitize_ops[] = {
 };
 
 /*
- * Third-party copy (xcopy.c): EXTENDED COPY(LID1) and RECEIVE COPY
- * RESULTS.  Exempt from the dispatcher's reservation check: the copy
- * manager checks each copy target itself (the core copy engine: read on
- * the source, write on the destination, for the issuing nexus), and
- * RECEIVE COPY RESULTS only reports.  VPD 8Fh lists these rows.
+ * Third-party copy (xcopy.c): EXTENDED COPY(LID1) and (LID4), COPY
+ * OPERATION ABORT, token copy and the RECEIVE commands.  Exempt from the dispatcher's reservation
+ * check: the copy manager checks each copy target itself (the core copy engine: read on the source,
+ * write on the destination, for the issuing nexus), and RECEIVE COPY RESULTS only reports.  VPD 8Fh
+ * lists these rows.
  */
 #define T_XCOPY 600 /* up to 16 segments of 65535 blocks each */
 static const struct scsi_op xcopy_ops[] = {
@@ -648,6 +648,18 @@ static const struct scsi_op xcopy_ops[] = {
      .exec = scsi_xcopy_exec,
      .abort = scsi_xcopy_abort,
      .usage = {0x83, 0x00, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0, CTL}},
+    {.name = "EXTENDED COPY(LID4)",
+     .opcode = 0x83,
+     .sa = 0x01,
+     .has_sa = true,
+     .cdb_len = 16,
+     .dir = SCSI_DIR_OUT,
+     .flags = SCSI_OPF_PR_EXEMPT,
+     .timeout = T_XCOPY,
+     .parse = scsi_xcopy_parse,
+     .exec = scsi_xcopy_exec,
+     .abort = scsi_xcopy_abort,
+     .usage = {0x83, 0x01, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0, CTL}},
     {.name = "POPULATE TOKEN",
      .opcode = 0x83,
      .sa = 0x10,
@@ -671,6 +683,16 @@ static const struct scsi_op xcopy_ops[] = {
      .exec = scsi_odx_exec,
      .abort = scsi_xcopy_abort,
      .usage = {0x83, 0x11, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x1f, CTL}},
+    {.name = "COPY OPERATION ABORT",
+     .opcode = 0x83,
+     .sa = 0x1c,
+     .has_sa = true,
+     .cdb_len = 16,
+     .dir = SCSI_DIR_NONE,
+     .flags = SCSI_OPF_PR_EXEMPT,
+     .timeout = T_SHORT,
+     .parse = scsi_copy_op_abort_parse,
+     .usage = {0x83, 0x1c, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0, 0, 0, CTL}},
 };
 
 #define RCR_OP(sa_, n)                                                                             \
@@ -680,21 +702,22 @@ static const struct scsi_op xcopy_ops[] = {
                 .parse = scsi_rcr_parse,                                                           \
                 .usage = {0x84, sa_, 0xff, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0, CTL},   \
         }
+/* The RECEIVE commands with a 4-byte LIST IDENTIFIER (SPC-5 6.20, 6.24, 6.26). */
+#define RCR4_OP(sa_, n)                                                                            \
+        {                                                                                          \
+                .name = n, .opcode = 0x84, .sa = sa_, .has_sa = true, .cdb_len = 16,               \
+                .dir = SCSI_DIR_IN, .flags = SCSI_OPF_PR_EXEMPT, .timeout = T_SHORT,               \
+                .parse = scsi_rcr_parse, .usage = {0x84, sa_, 0xff, 0xff, 0xff, 0xff, 0, 0,        \
+                                                   0,    0,   0xff, 0xff, 0xff, 0xff, 0, CTL},     \
+        }
 static const struct scsi_op rcr_ops[] = {
     RCR_OP(0x00, "RECEIVE COPY RESULTS/COPY STATUS"),
     RCR_OP(0x01, "RECEIVE COPY RESULTS/RECEIVE DATA"),
     RCR_OP(0x03, "RECEIVE COPY RESULTS/OPERATING PARAMETERS"),
     RCR_OP(0x04, "RECEIVE COPY RESULTS/FAILED SEGMENT DETAILS"),
-    {.name = "RECEIVE ROD TOKEN INFORMATION",
-     .opcode = 0x84,
-     .sa = 0x07,
-     .has_sa = true,
-     .cdb_len = 16,
-     .dir = SCSI_DIR_IN,
-     .flags = SCSI_OPF_PR_EXEMPT,
-     .timeout = T_SHORT,
-     .parse = scsi_rcr_parse,
-     .usage = {0x84, 0x07, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0, CTL}},
+    RCR4_OP(0x05, "RECEIVE COPY STATUS(LID4)"),
+    RCR4_OP(0x06, "RECEIVE COPY DATA(LID4)"),
+    RCR4_OP(0x07, "RECEIVE ROD TOKEN INFORMATION"),
 };
 
 struct sa_table {

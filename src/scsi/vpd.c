@@ -199,12 +199,13 @@ static uint32_t vpd8f(struct scsi_cmd *cmd, uint8_t *p)
         slate_put_be(d + 16, 4, 0); /* MAXIMUM INLINE DATA LENGTH */
         n += tpc_desc_hdr(d, 0x0004, 28);
 
-        /* 0008h Supported Descriptors: block -> block segments, identification CSCDs. */
+        /* 0008h Supported Descriptors: block -> block segments (02h, 0Ah), identification CSCDs. */
         d = p + n;
-        d[4] = 2;
+        d[4] = 3;
         d[5] = 0x02;
-        d[6] = 0xe4;
-        n += tpc_desc_hdr(d, 0x0008, 3);
+        d[6] = 0x0a;
+        d[7] = 0xe4;
+        n += tpc_desc_hdr(d, 0x0008, 4);
 
         /* 000Ch Supported CSCD Descriptor IDs: none above 07FFh. */
         d = p + n;

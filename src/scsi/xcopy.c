@@ -1,30 +1,36 @@
 /*
- * Third-party copy, the SCSI side (SPC-5 5.17, 6.4 EXTENDED COPY(LID1),
- * 6.18 RECEIVE COPY RESULTS): the CDBs and the parameter list are checked
- * here; the data moves in the block core's copy engine (core/copy.h, the
- * one NVMe Copy drives too), never over the network.
+ * Third-party copy, the SCSI side (SPC-5 5.17, 6.3 COPY OPERATION ABORT,
+ * 6.4 EXTENDED COPY(LID4), 6.5 EXTENDED COPY(LID1), 6.18-6.26 the RECEIVE
+ * commands): the CDBs and the parameter lists are checked here; the data
+ * moves in the block core's copy engine (core/copy.h, the one NVMe Copy
+ * drives too), never over the network.
  *
- * EXTENDED COPY(LID1): identification CSCD descriptors (E4h) name the
- * source and destination logical units by a VPD 83h designator (any LU
- * designator Slate reports: NAA, UUID); a CSCD resolves to any LU the
- * issuing initiator reaches through any target port of this slated
- * (target.c), so copies between LUs and targets work.  Block -> block
- * segment descriptors (02h) become the ranges of one core copy; the
- * command completes when the copy does (LID1 is synchronous for the
- * host).  Every descriptor is checked, and every segment resolved and
- * range-checked, before any data moves: a bad segment leaves nothing
- * half done.  ABORT TASK, resets and I_T nexus loss cancel the copy at its
- * next chunk.
+ * EXTENDED COPY (LID1, and LID4 with its 48-byte header and 4-byte LIST
+ * IDENTIFIER): identification CSCD descriptors (E4h) name the source and
+ * destination logical units by a VPD 83h designator (any LU designator
+ * Slate reports: NAA, UUID); a CSCD resolves to any LU the issuing
+ * initiator reaches through any target port of this slated (target.c), so
+ * copies between LUs and targets work.  Block -> block segment descriptors
+ * (02h) and block with offset -> block with offset (0Ah) in whole blocks
+ * (byte offsets and byte counts multiples of the block size) become the
+ * ranges of one core copy; the command completes when the copy does,
+ * except LID4 with IMMED, which completes once every segment is checked
+ * and leaves the copy running in the background.  Every descriptor is
+ * checked, and every segment resolved and range-checked, before any data
+ * moves: a bad segment leaves nothing half done.  ABORT TASK, COPY
+ * OPERATION ABORT, resets and I_T nexus loss cancel the copy at its next
+ * chunk.
  *
  * Copy operations and their results live in one bounded store
  * (SCSI_XCOPY_MAX_CONCURRENT slots, no allocation): per I_T nexus and
- * LIST IDENTIFIER, as RECEIVE COPY RESULTS reads them (COPY STATUS,
- * RECEIVE DATA, FAILED SEGMENT DETAILS; OPERATING PARAMETERS reports the
- * limits).  A result is kept until the same nexus reuses its LIST ID, the
- * nexus ends, or the store needs the slot for a new copy (the oldest
- * finished result goes first); failed segment details are discarded once
- * returned.  A LIST ID in use by a running copy of the same nexus gets
- * OPERATION IN PROGRESS.
+ * LIST IDENTIFIER, as the RECEIVE commands read them (LID1: COPY STATUS,
+ * RECEIVE DATA, FAILED SEGMENT DETAILS; LID4: RECEIVE COPY STATUS,
+ * RECEIVE COPY DATA, RECEIVE ROD TOKEN INFORMATION; OPERATING PARAMETERS
+ * reports the limits).  A result is kept until the same nexus reuses its
+ * LIST ID, the nexus ends, or the store needs the slot for a new copy (the
+ * oldest finished result goes first); LID1 failed segment details are
+ * discarded once returned.  A LIST ID in use by a running copy of the same
+ * nexus gets OPERATION IN PROGRESS.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -35,8 +41,6 @@
 #include "slate/spec/scsi.h"
 #include "core/copy.h"
 #include "scsi/internal.h"
-
-#define XC_HDR 16
 
 /* Token copy (ODX, below): sizes and ROD types (SPC-5 5.17.6, SBC-4 5.9). */
 #define ODX_TOKEN_LEN       512u
@@ -55,7 +59,7 @@
 enum xc_state { XC_FREE = 0, XC_RUNNING, XC_DONE };
 
 /* The command that started a copy operation (its service action of 83h). */
-enum xc_kind { XC_LID1 = 0x00, XC_PT = 0x10, XC_WUT = 0x11 };
+enum xc_kind { XC_LID1 = 0x00, XC_LID4 = 0x01, XC_PT = 0x10, XC_WUT = 0x11 };
 
 struct xc_op {
         enum xc_state state;
@@ -65,8 +69,8 @@ struct xc_op {
         uint32_t list_id;  /* one name space for every copy command of a nexus (SPC-5 5.17.4.2) */
         uint64_t seq;      /* age, for eviction */
         bool status_valid; /* COPY STATUS not returned yet (it is discarded once returned) */
-        bool immed;        /* WRITE USING TOKEN with IMMED: no command waits */
-        int token;         /* POPULATE TOKEN: the token it created (index), or -1 */
+        bool immed; /* EXTENDED COPY(LID4) or WRITE USING TOKEN with IMMED: no command waits */
+        int token;  /* POPULATE TOKEN: the token it created (index), or -1 */
         uint64_t token_id;
         bool partial; /* WRITE USING TOKEN: the token had fewer blocks than asked for */
         bool zeroing; /* WRITE USING TOKEN of the block device zero token */
@@ -85,6 +89,9 @@ struct xc_op {
         unsigned nseg;
         struct core_ns *cscd_ns[SCSI_XCOPY_MAX_CSCD]; /* referenced */
         struct core_copy copy;
+        /* The issuing nexus's identity for the copy's reservation checks: a copy, since an
+         * IMMED copy outlives its command and may outlive the nexus. */
+        struct core_pr_nexus nexus_id;
         struct core_copy_range ranges[SCSI_XCOPY_MAX_SEGS];
         uint16_t seg_of_range[SCSI_XCOPY_MAX_SEGS];
         uint32_t block_size;
@@ -117,46 +124,89 @@ static int err_ca(struct scsi_xcopy_err *e, uint8_t asc, uint8_t ascq, unsigned 
         return -EINVAL;
 }
 
-int scsi_xcopy_parse_list(const uint8_t *p, uint32_t len, struct scsi_xcopy_list *l,
+/* The LID4 header (SPC-5 6.4.2): 48 bytes, the LID1 fields moved and a 4-byte LIST IDENTIFIER. */
+static int lid4_header(const uint8_t *p, struct scsi_xcopy_list *l, struct scsi_xcopy_err *e)
+{
+        bool g_sense = (p[15] & 0x02) != 0;
+
+        if (p[0] != 0x01) /* PARAMETER LIST FORMAT */
+                return err_il(e, 0x26, 0x00, 0, 7);
+        l->list_id = slate_be32(p + 20);
+        l->immed = (p[15] & 0x01) != 0;
+        /* SPC-5 6.4.2: IMMED with G_SENSE, or with no list identifier, is INVALID FIELD IN CDB. */
+        if (l->immed && (g_sense || l->usage == 0x03))
+                return err_il(e, 0x24, 0x00, -1, -1);
+        if (slate_be16(p + 2) != 0x0020) /* HEADER CSCD DESCRIPTOR LIST LENGTH */
+                return err_il(e, 0x26, 0x00, 2, 7);
+        for (int i = 4; i <= 14; i++)
+                if (p[i])
+                        return err_il(e, 0x26, 0x00, i, 7);
+        if (p[15] & 0xfc)
+                return err_il(e, 0x26, 0x00, 15, 7);
+        /* Our choice: GOOD status never carries sense data here, so G_SENSE is refused. */
+        if (g_sense)
+                return err_il(e, 0x26, 0x00, 15, 1);
+        if (p[16] != 0xff) /* HEADER CSCD DESCRIPTOR TYPE CODE */
+                return err_il(e, 0x26, 0x00, 16, 7);
+        for (int i = 17; i <= 41; i++)
+                if ((i < 20 || i > 23) && p[i])
+                        return err_il(e, 0x26, 0x00, i, 7);
+        return 0;
+}
+
+int scsi_xcopy_parse_list(const uint8_t *p, uint32_t len, bool lid4, struct scsi_xcopy_list *l,
                           struct scsi_xcopy_err *e)
 {
+        /* Where the header's fields are: LID1 (SPC-5 6.5.2) or LID4 (6.4.2). */
+        const uint32_t hl = lid4 ? SCSI_XCOPY_LID4_HDR : SCSI_XCOPY_LID1_HDR;
+        const int f_cscd = lid4 ? 42 : 2, f_seg = lid4 ? 44 : 8, f_inl = lid4 ? 46 : 12;
+        const int f_id = lid4 ? 20 : 0;
         uint32_t tdll, sdll, inl, off, end;
 
         memset(l, 0, sizeof(*l));
         memset(e, 0, sizeof(*e));
-        if (len < XC_HDR)
+        l->lid4 = lid4;
+        if (len < hl)
                 return err_il(e, 0x1a, 0x00, -1, -1); /* PARAMETER LIST LENGTH ERROR */
-        l->list_id = p[0];
         l->usage = (p[1] >> 3) & 0x03;
         l->priority = p[1] & 0x07;
         if (p[1] & 0xc0)
                 return err_il(e, 0x26, 0x00, 1, (p[1] & 0x80) ? 7 : 6);
         if (l->usage == 0x01) /* reserved */
                 return err_il(e, 0x26, 0x00, 1, 4);
+        if (lid4) {
+                if (lid4_header(p, l, e) < 0)
+                        return -EINVAL;
+                tdll = slate_be16(p + 42);
+                sdll = slate_be16(p + 44);
+                inl = slate_be16(p + 46);
+        } else {
+                l->list_id = p[0];
+                for (int i = 4; i < 8; i++)
+                        if (p[i])
+                                return err_il(e, 0x26, 0x00, i, 7);
+                tdll = slate_be16(p + 2);
+                sdll = slate_be32(p + 8);
+                inl = slate_be32(p + 12);
+        }
         if (l->usage == 0x03 && l->list_id) /* no list ID: LIST IDENTIFIER zero */
-                return err_il(e, 0x26, 0x00, 0, 7);
-        for (int i = 4; i < 8; i++)
-                if (p[i])
-                        return err_il(e, 0x26, 0x00, i, 7);
-        tdll = slate_be16(p + 2);
-        sdll = slate_be32(p + 8);
-        inl = slate_be32(p + 12);
+                return err_il(e, 0x26, 0x00, f_id, 7);
         if ((uint64_t)tdll + sdll > SCSI_XCOPY_MAX_DESC_LIST)
                 return err_il(e, 0x1a, 0x00, -1, -1);
-        if ((uint64_t)XC_HDR + tdll + sdll + inl > len)
+        if ((uint64_t)hl + tdll + sdll + inl > len)
                 return err_il(e, 0x1a, 0x00, -1, -1);
         if (inl) /* MAXIMUM INLINE DATA LENGTH is 0: no segment type here uses it */
-                return err_il(e, 0x26, 0x00, 12, 7);
+                return err_il(e, 0x26, 0x00, f_inl, 7);
 
         /* CSCD descriptors: identification descriptors (E4h), 32 bytes each. */
-        for (off = XC_HDR, end = XC_HDR + tdll; off < end; off += SCSI_XCOPY_CSCD_LEN) {
+        for (off = hl, end = hl + tdll; off < end; off += SCSI_XCOPY_CSCD_LEN) {
                 const uint8_t *d = p + off;
                 if (l->ncscd == SCSI_XCOPY_MAX_CSCD) /* TOO MANY TARGET DESCRIPTORS */
-                        return err_il(e, 0x26, 0x06, 2, 7);
+                        return err_il(e, 0x26, 0x06, f_cscd, 7);
                 if (d[0] != 0xe4) /* UNSUPPORTED TARGET DESCRIPTOR TYPE CODE */
                         return err_il(e, 0x26, 0x07, (int)off, 7);
                 if (end - off < SCSI_XCOPY_CSCD_LEN)
-                        return err_il(e, 0x26, 0x00, 2, 7);
+                        return err_il(e, 0x26, 0x00, f_cscd, 7);
                 /*
                  * Byte 1: LU ID TYPE and NUL are ignored for identification
                  * descriptors (SPC-4 and later); the peripheral device type
@@ -169,30 +219,51 @@ int scsi_xcopy_parse_list(const uint8_t *p, uint32_t len, struct scsi_xcopy_list
                 l->cscd[l->ncscd++] = d;
         }
 
-        /* Segment descriptors: block -> block (02h), 28 bytes each. */
-        for (off = XC_HDR + tdll, end = off + sdll; off < end; off += SCSI_XCOPY_SEG_B2B_LEN) {
+        /*
+         * Segment descriptors: block -> block (02h, 28 bytes) and block with
+         * offset -> block with offset (0Ah, 32 bytes: NUMBER OF BYTES @8,
+         * the two LBAs @12 and @20, the two BLOCK DEVICE BYTE OFFSETs @28
+         * and @30; SPC-5 6.4.6.12).
+         */
+        for (off = hl + tdll, end = off + sdll; off < end;) {
                 const uint8_t *d = p + off;
                 struct scsi_xcopy_seg *s;
+                uint32_t dl;
                 if (l->nseg == SCSI_XCOPY_MAX_SEGS) /* TOO MANY SEGMENT DESCRIPTORS */
-                        return err_il(e, 0x26, 0x08, 8, 7);
-                if (d[0] != 0x02) /* UNSUPPORTED SEGMENT DESCRIPTOR TYPE CODE */
+                        return err_il(e, 0x26, 0x08, f_seg, 7);
+                if (d[0] == 0x02)
+                        dl = SCSI_XCOPY_SEG_B2B_LEN;
+                else if (d[0] == 0x0a)
+                        dl = SCSI_XCOPY_SEG_B2B_OFF_LEN;
+                else /* UNSUPPORTED SEGMENT DESCRIPTOR TYPE CODE */
                         return err_il(e, 0x26, 0x09, (int)off, 7);
-                if (end - off < 4 || slate_be16(d + 2) != SCSI_XCOPY_SEG_B2B_LEN - 4)
+                if (end - off < 4 || slate_be16(d + 2) != dl - 4)
                         return err_il(e, 0x26, 0x00, (int)off + 2, 7);
-                if (end - off < SCSI_XCOPY_SEG_B2B_LEN)
+                if (end - off < dl)
                         return err_il(e, 0x1a, 0x00, -1, -1);
-                /* Byte 1: FCO (2), DC (1), CAT (0); the rest is reserved. */
-                if (d[1] & 0xf8)
-                        return err_il(e, 0x26, 0x00, (int)off + 1, 7);
-                if (d[8] || d[9])
-                        return err_il(e, 0x26, 0x00, (int)off + (d[8] ? 8 : 9), 7);
                 s = &l->seg[l->nseg++];
+                s->type = d[0];
                 s->src = slate_be16(d + 4);
                 s->dst = slate_be16(d + 6);
-                s->dc = (d[1] & 0x02) != 0;
-                s->nlb = slate_be16(d + 10);
                 s->src_lba = slate_be64(d + 12);
                 s->dst_lba = slate_be64(d + 20);
+                if (d[0] == 0x02) {
+                        /* Byte 1: FCO (2), DC (1), CAT (0); the rest is reserved. */
+                        if (d[1] & 0xf8)
+                                return err_il(e, 0x26, 0x00, (int)off + 1, 7);
+                        if (d[8] || d[9])
+                                return err_il(e, 0x26, 0x00, (int)off + (d[8] ? 8 : 9), 7);
+                        s->dc = (d[1] & 0x02) != 0;
+                        s->nlb = slate_be16(d + 10);
+                } else {
+                        /* Byte 1: CAT (0) only; 0Ah has no DC bit. */
+                        if (d[1] & 0xfe)
+                                return err_il(e, 0x26, 0x00, (int)off + 1, 7);
+                        s->nbytes = slate_be32(d + 8);
+                        s->src_off = slate_be16(d + 28);
+                        s->dst_off = slate_be16(d + 30);
+                }
+                off += dl;
         }
         return 0;
 }
@@ -297,7 +368,8 @@ void scsi_xcopy_fuzz_params(struct scsi_cmd *cmd, uint32_t len)
         cmd->data_out_len = len;
         switch (cmd->cdb[1] & 0x1f) {
         case 0x00:
-                if (scsi_xcopy_parse_list(cmd->buf, len, &l, &e) < 0)
+        case 0x01:
+                if (scsi_xcopy_parse_list(cmd->buf, len, (cmd->cdb[1] & 0x1f) == 0x01, &l, &e) < 0)
                         err_to_sense(cmd, &e);
                 break;
         case 0x10:
@@ -344,6 +416,8 @@ static int build_ranges(struct scsi_cmd *cmd, struct xc_op *op, const struct scs
         for (unsigned i = 0; i < l->nseg; i++) {
                 const struct scsi_xcopy_seg *s = &l->seg[i];
                 struct core_ns *src, *dst;
+                uint64_t src_lba, dst_lba;
+                uint32_t nlb;
                 if (s->src >= l->ncscd) /* UNREACHABLE COPY TARGET */
                         return err_ca(e, 0x08, 0x04, i, 4);
                 if (s->dst >= l->ncscd)
@@ -359,18 +433,39 @@ static int build_ranges(struct scsi_cmd *cmd, struct xc_op *op, const struct scs
                     slate_be24(l->cscd[s->dst] + 29) != dst->block_size ||
                     src->block_size != dst->block_size)
                         return err_ca(e, 0x26, 0x0c, i, -1);
+                nlb = s->nlb;
+                src_lba = s->src_lba;
+                dst_lba = s->dst_lba;
+                if (s->type == 0x0a) {
+                        /*
+                         * 0Ah in whole blocks only (the engine copies blocks):
+                         * byte offsets and the byte count multiples of the
+                         * block size (DATA SEGMENT GRANULARITY, RECEIVE COPY
+                         * OPERATING PARAMETERS), else COPY ABORTED, INVALID
+                         * FIELD IN PARAMETER LIST pointing at the field.
+                         */
+                        uint32_t bs = src->block_size;
+                        if (s->nbytes % bs)
+                                return err_ca(e, 0x26, 0x00, i, 8);
+                        if (s->src_off % bs)
+                                return err_ca(e, 0x26, 0x00, i, 28);
+                        if (s->dst_off % bs)
+                                return err_ca(e, 0x26, 0x00, i, 30);
+                        if (s->nbytes / bs > SCSI_XCOPY_MAX_SEG_BLOCKS) /* MAXIMUM SEGMENT LENGTH */
+                                return err_ca(e, 0x26, 0x00, i, 8);
+                        nlb = s->nbytes / bs;
+                        src_lba += s->src_off / bs;
+                        dst_lba += s->dst_off / bs;
+                }
                 /* Beyond the end of a copy target: the segment pointer names the LBA. */
-                if (!core_ns_range_ok(src, s->src_lba, s->nlb))
+                if (src_lba < s->src_lba || !core_ns_range_ok(src, src_lba, nlb))
                         return err_ca(e, 0x00, 0x00, i, 12);
-                if (!core_ns_range_ok(dst, s->dst_lba, s->nlb))
+                if (dst_lba < s->dst_lba || !core_ns_range_ok(dst, dst_lba, nlb))
                         return err_ca(e, 0x00, 0x00, i, 20);
-                if (!s->nlb)
+                if (!nlb)
                         continue;
-                op->ranges[n] = (struct core_copy_range){.src = src,
-                                                         .src_lba = s->src_lba,
-                                                         .dst = dst,
-                                                         .dst_lba = s->dst_lba,
-                                                         .nlb = s->nlb};
+                op->ranges[n] = (struct core_copy_range){
+                    .src = src, .src_lba = src_lba, .dst = dst, .dst_lba = dst_lba, .nlb = nlb};
                 op->seg_of_range[n] = (uint16_t)i;
                 n++;
         }
@@ -445,10 +540,19 @@ static struct xc_op *start_op(struct scsi_cmd *cmd, enum xc_kind kind, bool has_
 
 static void wut_done(struct xc_op *op, enum core_status st, uint64_t blocks);
 
+/* The copy's nexus for reservation checks: op's own copy of cmd's (NULL: none). */
+static const struct core_pr_nexus *op_nexus(struct xc_op *op, const struct scsi_cmd *cmd)
+{
+        if (!cmd->nexus)
+                return NULL;
+        op->nexus_id = cmd->nexus->id;
+        return &op->nexus_id;
+}
+
 static void copy_done(struct core_copy *c)
 {
         struct xc_op *op = c->cb_arg;
-        struct scsi_cmd *cmd = op->cmd;
+        struct scsi_cmd *cmd = op->cmd, tmp;
         uint64_t blocks = atomic_load(&c->blocks_done);
         uint16_t segs = (uint16_t)op->nseg;
 
@@ -456,6 +560,10 @@ static void copy_done(struct core_copy *c)
         if (op->kind == XC_WUT) {
                 wut_done(op, c->status, blocks);
                 return;
+        }
+        if (!cmd) { /* LID4 with IMMED: the result is for RECEIVE COPY STATUS(LID4) */
+                memset(&tmp, 0, sizeof(tmp));
+                cmd = &tmp;
         }
         cmd->aux = 0;
         if (c->status == CORE_OK) {
@@ -471,27 +579,29 @@ static void copy_done(struct core_copy *c)
                         scsi_status_from_core(cmd, c->status, 0, false);
         }
         op_finish(op, cmd, segs, blocks * op->block_size);
-        cmd->done(cmd);
+        if (cmd != &tmp)
+                cmd->done(cmd);
 }
 
 void scsi_xcopy_exec(struct scsi_cmd *cmd)
 {
+        bool lid4 = (cmd->cdb[1] & 0x1f) == 0x01;
         struct scsi_xcopy_list l;
         struct scsi_xcopy_err e;
         struct xc_op *op;
 
         cmd->aux = 0;
-        if (scsi_xcopy_parse_list(cmd->buf, cmd->data_out_len, &l, &e) < 0) {
+        if (scsi_xcopy_parse_list(cmd->buf, cmd->data_out_len, lid4, &l, &e) < 0) {
                 err_to_sense(cmd, &e);
                 goto out;
         }
-        op = start_op(cmd, XC_LID1, l.usage != 0x03, l.list_id);
+        op = start_op(cmd, lid4 ? XC_LID4 : XC_LID1, l.usage != 0x03, l.list_id);
         if (!op)
                 goto out;
         op->nseg = l.nseg;
 
         core_copy_init(&op->copy, op->ranges, 0, 0, cmd->reactor, copy_done, op);
-        op->copy.nexus = cmd->nexus ? &cmd->nexus->id : NULL;
+        op->copy.nexus = op_nexus(op, cmd);
         if (build_ranges(cmd, op, &l, &e) < 0) {
                 put_refs(op);
                 err_to_sense(cmd, &e);
@@ -506,6 +616,16 @@ void scsi_xcopy_exec(struct scsi_cmd *cmd)
         }
         op->block_size = op->ranges[0].src->block_size;
         cmd->aux = (uint32_t)(op - xc_ops) + 1;
+        if (l.immed) {
+                /* LID4 IMMED: GOOD once every segment checked, the copy goes on behind. */
+                pthread_mutex_lock(&xc_lock);
+                op->immed = true;
+                op->cmd = NULL;
+                pthread_mutex_unlock(&xc_lock);
+                cmd->aux = 0;
+                scsi_cmd_good(cmd);
+                scsi_cmd_finish_deferred(cmd);
+        }
         core_copy_submit(&op->copy);
         return;
 out:
@@ -519,11 +639,53 @@ void scsi_xcopy_abort(struct scsi_cmd *cmd)
                 return;
         op = &xc_ops[cmd->aux - 1];
         /* On the command's reactor: the copy cannot end under our feet here. */
-        if (op->state == XC_RUNNING && op->cmd == cmd && !op->zeroing)
+        if (op->state == XC_RUNNING && op->cmd == cmd)
                 core_copy_cancel(&op->copy);
 }
 
+/* COPY OPERATION ABORT (SPC-5 6.3): like ABORT TASK for the copy operation with that LIST ID. */
+enum scsi_parse_result scsi_copy_op_abort_parse(struct scsi_cmd *cmd)
+{
+        const uint8_t *c = cmd->cdb;
+        struct xc_op *op;
+
+        if (c[1] & 0xe0) {
+                scsi_sense_invalid_field(cmd, true, 1, 7);
+                return SCSI_PARSE_DONE;
+        }
+        for (uint16_t i = 6; i <= 14; i++) {
+                if (c[i]) {
+                        scsi_sense_invalid_field(cmd, true, i, 7);
+                        return SCSI_PARSE_DONE;
+                }
+        }
+        pthread_mutex_lock(&xc_lock);
+        op = cmd->nexus ? find_op(cmd->nexus, slate_be32(c + 2)) : NULL;
+        if (!op || op->state != XC_RUNNING) {
+                pthread_mutex_unlock(&xc_lock);
+                /* Not processing a copy operation with that list identifier. */
+                scsi_sense_invalid_field(cmd, true, 2, 7);
+                return SCSI_PARSE_DONE;
+        }
+        /* Under xc_lock the operation cannot end and its slot be reused meanwhile. */
+        core_copy_cancel(&op->copy);
+        pthread_mutex_unlock(&xc_lock);
+        scsi_cmd_good(cmd);
+        return SCSI_PARSE_DONE;
+}
+
 /* ---- RECEIVE COPY RESULTS (SPC-5 6.18) ---- */
+
+/* Progress of a running EXTENDED COPY: whole segments and bytes so far (caller holds xc_lock). */
+static void progress(const struct xc_op *op, uint16_t *segs, uint64_t *bytes)
+{
+        uint64_t blocks = atomic_load(&op->copy.blocks_done), sum = 0;
+        unsigned r = 0;
+        while (r < op->copy.nranges && sum + op->ranges[r].nlb <= blocks)
+                sum += op->ranges[r++].nlb;
+        *segs = r < op->copy.nranges ? op->seg_of_range[r] : (uint16_t)op->nseg;
+        *bytes = blocks * op->block_size;
+}
 
 /* COPY STATUS (00h): 12 bytes. */
 static uint32_t copy_status(const struct xc_op *op, uint8_t *b)
@@ -532,15 +694,8 @@ static uint32_t copy_status(const struct xc_op *op, uint8_t *b)
         uint16_t segs = op->segs_done;
         uint8_t units = 0;
 
-        if (op->state == XC_RUNNING) {
-                /* Progress of the running copy: whole segments and bytes so far. */
-                uint64_t blocks = atomic_load(&op->copy.blocks_done), sum = 0;
-                unsigned r = 0;
-                while (r < op->copy.nranges && sum + op->ranges[r].nlb <= blocks)
-                        sum += op->ranges[r++].nlb;
-                segs = r < op->copy.nranges ? op->seg_of_range[r] : (uint16_t)op->nseg;
-                count = blocks * op->block_size;
-        }
+        if (op->state == XC_RUNNING)
+                progress(op, &segs, &count);
         /* TRANSFER COUNT UNITS: bytes, then powers of 1024 until it fits in 32 bits. */
         while (count > UINT32_MAX && units < 6) {
                 count >>= 10;
@@ -558,8 +713,8 @@ static uint32_t copy_status(const struct xc_op *op, uint8_t *b)
 /* OPERATING PARAMETERS (03h): the limits scsi_xcopy_parse_list enforces. */
 static uint32_t op_params(const struct core_ns *ns, uint8_t *b)
 {
-        memset(b, 0, 46);
-        slate_put_be(b, 4, 42);
+        memset(b, 0, 47);
+        slate_put_be(b, 4, 43);
         b[4] = 0x01; /* SNLID: LIST ID USAGE 11b (no list identifier) is supported */
         slate_put_be(b + 8, 2, SCSI_XCOPY_MAX_CSCD);
         slate_put_be(b + 10, 2, SCSI_XCOPY_MAX_SEGS);
@@ -569,13 +724,14 @@ static uint32_t op_params(const struct core_ns *ns, uint8_t *b)
         slate_put_be(b + 34, 2, SCSI_XCOPY_MAX_CONCURRENT); /* TOTAL CONCURRENT COPIES */
         b[36] = SCSI_XCOPY_MAX_CONCURRENT;                  /* MAXIMUM CONCURRENT COPIES */
         b[37] = (uint8_t)ns->block_shift;                   /* DATA SEGMENT GRANULARITY */
-        b[43] = 2;                                          /* IMPLEMENTED DESCRIPTOR LIST LENGTH */
+        b[43] = 3;                                          /* IMPLEMENTED DESCRIPTOR LIST LENGTH */
         b[44] = 0x02;
-        b[45] = 0xe4;
-        return 46;
+        b[45] = 0x0a;
+        b[46] = 0xe4;
+        return 47;
 }
 
-static enum scsi_parse_result rrti(struct scsi_cmd *cmd);
+static enum scsi_parse_result lid4_results(struct scsi_cmd *cmd, uint8_t sa);
 
 enum scsi_parse_result scsi_rcr_parse(struct scsi_cmd *cmd)
 {
@@ -590,8 +746,8 @@ enum scsi_parse_result scsi_rcr_parse(struct scsi_cmd *cmd)
                 scsi_sense_invalid_field(cmd, true, 1, 7);
                 return SCSI_PARSE_DONE;
         }
-        if (sa == 0x07) /* a 4-byte LIST IDENTIFIER */
-                return rrti(cmd);
+        if (sa >= 0x05 && sa <= 0x07) /* a 4-byte LIST IDENTIFIER */
+                return lid4_results(cmd, sa);
         for (uint16_t i = 3; i <= 14; i++) {
                 if (i >= 10 && i <= 13)
                         continue;
@@ -933,6 +1089,11 @@ static void zero_next(struct core_req *req)
                 wut_done(op, req->status, atomic_load(&op->copy.blocks_done));
                 return;
         }
+        if (atomic_load(&op->copy.cancel)) { /* ABORT TASK or COPY OPERATION ABORT */
+                atomic_fetch_add(&op->copy.blocks_done, op->ranges[op->nseg].nlb);
+                wut_done(op, CORE_E_ABORTED, atomic_load(&op->copy.blocks_done));
+                return;
+        }
         atomic_fetch_add(&op->copy.blocks_done, op->ranges[op->nseg].nlb);
         op->nseg++;
         zero_submit(op);
@@ -1084,7 +1245,7 @@ static void wut_exec(struct scsi_cmd *cmd)
         op->immed = (p[2] & 0x01) && rod_type != ODX_ROD_ZERO;
         op->zeroing = rod_type == ODX_ROD_ZERO;
         core_copy_init(&op->copy, op->ranges, 0, 0, cmd->reactor, copy_done, op);
-        op->copy.nexus = cmd->nexus ? &cmd->nexus->id : NULL;
+        op->copy.nexus = op_nexus(op, cmd);
         core_ns_get(cmd->ns);
         op->cscd_ns[0] = cmd->ns;
         op->cscd_ns[1] = src;
@@ -1164,16 +1325,27 @@ void scsi_odx_exec(struct scsi_cmd *cmd)
 static uint8_t odx_status(const struct xc_op *op)
 {
         if (op->state == XC_RUNNING)
-                return op->cmd ? 0x11 : 0x12; /* in progress, foreground / background */
+                return op->cmd ? 0x11 : 0x12;        /* in progress, foreground / background */
+        if (op->cmd_status == SAM_STAT_TASK_ABORTED) /* ABORT TASK, COPY OPERATION ABORT */
+                return 0x60;
         if (op->cmd_status != SAM_STAT_GOOD)
                 return 0x02;
         return op->partial ? 0x03 : 0x01;
 }
 
-static enum scsi_parse_result rrti(struct scsi_cmd *cmd)
+/*
+ * RECEIVE COPY STATUS(LID4) (05h), RECEIVE COPY DATA(LID4) (06h), RECEIVE
+ * ROD TOKEN INFORMATION (07h) (SPC-5 6.24, 6.20, 6.26): one 32-byte
+ * header and the sense data, then no held data (06h) or the ROD token
+ * POPULATE TOKEN made (07h).  For the copy operations with a 4-byte LIST
+ * IDENTIFIER: EXTENDED COPY(LID4), POPULATE TOKEN, WRITE USING TOKEN.
+ */
+static enum scsi_parse_result lid4_results(struct scsi_cmd *cmd, uint8_t sa)
 {
         const uint8_t *c = cmd->cdb;
-        uint32_t alloc = slate_be32(c + 10), n;
+        uint32_t alloc = slate_be32(c + 10), n, slen = 0;
+        uint64_t count;
+        uint16_t segs = 0;
         uint8_t *b = cmd->buf;
         struct xc_op *op;
 
@@ -1194,30 +1366,46 @@ static enum scsi_parse_result rrti(struct scsi_cmd *cmd)
         memset(b, 0, 32u + SCSI_SENSE_MAX + 4u + 2u + ODX_TOKEN_LEN);
         b[4] = (uint8_t)op->kind; /* RESPONSE TO SERVICE ACTION */
         b[5] = odx_status(op);
+        count = op->bytes_done;
         if (op->state == XC_RUNNING) {
                 slate_put_be(b + 8, 4, 100); /* ESTIMATED STATUS UPDATE DELAY, ms */
-                slate_put_be(b + 16, 8, atomic_load(&op->copy.blocks_done));
+                if (op->kind == XC_LID4)
+                        progress(op, &segs, &count);
+                else
+                        count = atomic_load(&op->copy.blocks_done);
         } else {
+                slate_put_be(b + 8, 4, 0xfffffffeu); /* completed: no update to wait for */
                 b[12] = op->cmd_status;
-                b[13] = op->sense_len;
-                b[14] = op->sense_len;
-                memcpy(b + 32, op->sense, op->sense_len);
-                slate_put_be(b + 16, 8, op->bytes_done); /* in blocks for these commands */
+                slen = op->sense_len;
+                segs = op->segs_done;
+                memcpy(b + 32, op->sense, slen);
         }
-        b[15] = 0xf1; /* TRANSFER COUNT UNITS: logical blocks */
-        n = 32u + b[13];
-        /* The token POPULATE TOKEN made, while it exists (SPC-5 6.26: descriptor of 514 bytes). */
-        if (op->state == XC_DONE && op->kind == XC_PT && op->token >= 0 && tokens[op->token].used &&
-            tokens[op->token].id == op->token_id) {
-                slate_put_be(b + n, 4, 2u + ODX_TOKEN_LEN);
-                memcpy(b + n + 6, tokens[op->token].bytes, ODX_TOKEN_LEN);
-                n += 4u + 2u + ODX_TOKEN_LEN;
+        b[13] = (uint8_t)((slen + 3u) & ~3u); /* LENGTH OF THE SENSE DATA FIELD: a multiple of 4 */
+        b[14] = (uint8_t)slen;
+        if (op->kind == XC_LID4) {
+                b[15] = 0x00; /* TRANSFER COUNT UNITS: bytes */
+                slate_put_be(b + 24, 2, segs);
         } else {
-                n += 4;
+                b[15] = 0xf1; /* logical blocks; no segment descriptors */
+        }
+        slate_put_be(b + 16, 8, count);
+        n = 32u + b[13];
+        if (sa == 0x06) {
+                n += 4; /* HELD DATA LENGTH 0: no segment type here holds data */
+        } else if (sa == 0x07) {
+                /* The token POPULATE TOKEN made, while it exists (a descriptor of 514 bytes). */
+                if (op->state == XC_DONE && op->kind == XC_PT && op->token >= 0 &&
+                    tokens[op->token].used && tokens[op->token].id == op->token_id) {
+                        slate_put_be(b + n, 4, 2u + ODX_TOKEN_LEN);
+                        memcpy(b + n + 6, tokens[op->token].bytes, ODX_TOKEN_LEN);
+                        n += 4u + 2u + ODX_TOKEN_LEN;
+                } else {
+                        n += 4;
+                }
         }
         slate_put_be(b, 4, n - 4);
-        /* Discarded once transferred whole, or when asked with ALLOCATION LENGTH 0. */
-        if (op->state == XC_DONE && (alloc == 0 || alloc >= n))
+        /* RRTI: discarded once transferred whole, or when asked with ALLOCATION LENGTH 0. */
+        if (sa == 0x07 && op->state == XC_DONE && (alloc == 0 || alloc >= n))
                 op->state = XC_FREE;
         pthread_mutex_unlock(&xc_lock);
         scsi_cmd_data_in(cmd, n, alloc);

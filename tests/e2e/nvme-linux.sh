@@ -404,6 +404,49 @@ copy_limits() {
 	cmp <(head -c $((200 * 512)) /dev/zero) <(got "$CP0" 50000 200)
 }
 check copy-limits copy_limits
+
+# Format 2h across two namespaces from Linux.  The 6.12 host never sends Set
+# Features Host Behavior Support (FID 16h) for user space: nvme-cli's
+# set-feature and admin-passthru get EACCES (root, CAP_SYS_ADMIN, read-write
+# descriptor), with or without data, and the kernel's nvme_setup_cmd trace
+# shows nothing reaching the wire; Set Features FID 0Eh with data does go
+# out.  So the subsystem enables 2h/3h itself (nvmf_subsystem_create
+# copy_cross_namespace=true, README): the host then reads CDFE 0Ch in Get
+# Features and copies NSID 1 -> NSID 2 with nvme io-passthru (this nvme-cli's
+# `nvme copy` has --format but no source namespace IDs); data checked with cmp.
+XNQN=${NQN}-xns
+copy_xns() {
+	local i c x0 x1 out
+	ctl namespace_create name=cx0 backend=file path="$state/cx0.img" size=16M block_size=512 &&
+		ctl namespace_create name=cx1 backend=file path="$state/cx1.img" size=16M block_size=512 &&
+		ctl nvmf_subsystem_create nqn="$XNQN" copy_cross_namespace=true &&
+		ctl nvmf_ns_attach nqn="$XNQN" nsid=1 namespace=cx0 &&
+		ctl nvmf_ns_attach nqn="$XNQN" nsid=2 namespace=cx1 || return 1
+	nvme connect -t tcp -a 127.0.0.1 -s "$PORT" -n "$XNQN" || return 1
+	for i in $(seq 1 100); do
+		NQN=$XNQN dev_of 1 >/dev/null && NQN=$XNQN dev_of 2 >/dev/null && break
+		sleep 0.1
+	done
+	x0=$(NQN=$XNQN dev_of 1) && x1=$(NQN=$XNQN dev_of 2) && c=/dev/$(NQN=$XNQN ctrl_of) || return 1
+	echo "cross-namespace subsystem: $x0 (nsid 1) $x1 (nsid 2), controller $c"
+	{ printf '\0\0\0\0\014'; head -c 507 /dev/zero; } >"$state/hbs.bin"
+	out=$(nvme admin-passthru "$c" -o 0x09 --cdw10=0x16 -l 512 -w -i "$state/hbs.bin" 2>&1)
+	echo "Set Features Host Behavior Support from this host: $out"
+	nvme admin-passthru "$c" -o 0x0a --cdw10=0x16 -l 512 -r -b >"$state/hbs.out" || return 1
+	echo "CDFE: $(od -An -tx1 -j4 -N2 "$state/hbs.out")"
+	[ "$(od -An -tx1 -j4 -N2 "$state/hbs.out" | tr -d ' ')" = 0c00 ] || return 1
+	head -c $((1 << 20)) /dev/urandom >"$state/cx-src"
+	dd if="$state/cx-src" of="$x0" bs=1M oflag=direct status=none || return 1
+	# Two entries from NSID 1 (16 blocks at 0, 8 at 1000) to NSID 2 at 500.
+	entries 1:0:16 1:1000:8 >"$state/cx-desc.bin"
+	nvme io-passthru "$x1" -n 2 -o 0x19 --cdw10=500 --cdw12=$(((2 << 8) | 1)) -l 64 -w \
+		-i "$state/cx-desc.bin" || return 1
+	cmp <(dd if="$state/cx-src" bs=512 count=16 status=none
+		dd if="$state/cx-src" bs=512 skip=1000 count=8 status=none) <(got "$x1" 500 24)
+}
+check copy-format2-across-namespaces copy_xns
+nvme disconnect -n "$XNQN" >/dev/null 2>&1
+ctl nvmf_subsystem_delete nqn="$XNQN" >/dev/null 2>&1
 disconnect >/dev/null 2>&1
 
 # RWF_ATOMIC through the kernel needs the limits on the disk itself: with

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <jansson.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1459,6 +1460,65 @@ static void test_copy(void **s)
         assert_int_equal(nvme_ns_detach(SUBNQN, 3, e2, sizeof(e2)), 0);
 }
 
+/* copy_cross_namespace: a new controller starts with CDFE 0Ch (formats 2h and 3h enabled). */
+static uint16_t get_hbs_cdfe(struct nvme_queue *q, uint32_t sel)
+{
+        struct nvme_cmd c;
+        sqe_init(&c, q, NVME_ADM_GET_FEATURES, 0);
+        cdw(&c, 10, NVME_FEAT_HOST_BEHAVIOR | (sel << 8));
+        sgl_len(&c, 512);
+        memset(buf, 0xee, 512);
+        assert_int_equal(nvme_cmd_parse(&c), NVME_PARSE_DONE);
+        assert_int_equal(st(&c), 0);
+        return get_le16(&((struct nvme_host_behavior *)buf)->cdfe);
+}
+
+static void test_copy_cross_namespace_option(void **s)
+{
+        (void)s;
+        struct nvme_queue q1, q2;
+        char err[256];
+        json_t *subs;
+        memset(&q1, 0, sizeof(q1));
+        memset(&q2, 0, sizeof(q2));
+        assert_int_equal(
+            nvme_subsys_set_copy_xns("nqn.2024-01.io.slate:nosuch", true, err, sizeof(err)),
+            -ENOENT);
+        /* Off (the default): a new controller has nothing enabled. */
+        assert_int_equal(do_connect(&q1, 0, 31, 0xffff, SUBNQN, HOSTNQN, NULL), 0);
+        assert_int_equal(prop_set_cc(&q1, 1 | (6 << 16) | (4 << 20)), 0);
+        assert_int_equal(get_hbs_cdfe(&q1, 0), 0);
+        /* On: controllers made from now on start with 2h and 3h enabled; older ones keep theirs. */
+        assert_int_equal(nvme_subsys_set_copy_xns(SUBNQN, true, err, sizeof(err)), 0);
+        assert_int_equal(do_connect(&q2, 0, 31, 0xffff, SUBNQN, HOSTNQN, NULL), 0);
+        assert_int_equal(prop_set_cc(&q2, 1 | (6 << 16) | (4 << 20)), 0);
+        assert_int_equal(get_hbs_cdfe(&q2, 0), 0x0c); /* current */
+        assert_int_equal(get_hbs_cdfe(&q2, 1), 0x0c); /* default */
+        assert_int_equal(atomic_load(&q2.ctrl->copy_fmts), 0x0c);
+        assert_int_equal(get_hbs_cdfe(&q1, 0), 0);
+        /* A controller reset (CC.EN 1 -> 0) returns to the subsystem's default. */
+        atomic_store(&q2.ctrl->copy_fmts, 0);
+        assert_int_equal(prop_set_cc(&q2, 0), 0);
+        assert_int_equal(atomic_load(&q2.ctrl->copy_fmts), 0x0c);
+        /* Listed (and so saved with the configuration). */
+        subs = nvme_subsystems_json();
+        bool found = false;
+        size_t i;
+        json_t *o;
+        json_array_foreach(subs, i, o)
+        {
+                if (strcmp(json_string_value(json_object_get(o, "nqn")), SUBNQN) == 0) {
+                        assert_true(json_is_true(json_object_get(o, "copy_cross_namespace")));
+                        found = true;
+                }
+        }
+        assert_true(found);
+        json_decref(subs);
+        assert_int_equal(nvme_subsys_set_copy_xns(SUBNQN, false, err, sizeof(err)), 0);
+        nvme_queue_fini(&q1);
+        nvme_queue_fini(&q2);
+}
+
 /* ---- Sanitize (Base 2.0 5.24, 8.21) and the Sanitize Status log (81h) ---- */
 
 static void parse_exec_fn(void *arg)
@@ -1786,6 +1846,7 @@ int main(void)
             cmocka_unit_test(test_lba_status),
             cmocka_unit_test(test_provisioning),
             cmocka_unit_test(test_copy),
+            cmocka_unit_test(test_copy_cross_namespace_option),
             cmocka_unit_test(test_sanitize),
             cmocka_unit_test(test_discovery),
             cmocka_unit_test(test_write_protect_feature),

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "slate/byteorder.h"
 #include "core/req.h"
@@ -147,6 +148,44 @@ static uint8_t xcopy(struct scsi_nexus *nx, uint64_t lun, const uint8_t *pl, uin
         return cmd.status;
 }
 
+/* EXTENDED COPY(LID4) of a len-byte parameter list through nx to lun; returns cmd's status. */
+static uint8_t xcopy4(struct scsi_nexus *nx, uint64_t lun, const uint8_t *pl, uint32_t len)
+{
+        uint8_t cdb[16] = {0x83, 0x01};
+        slate_put_be(cdb + 10, 4, len);
+        prep(&cmd, buf, nx, lun, cdb, len);
+        if (scsi_cmd_parse(&cmd) == SCSI_PARSE_DONE)
+                return cmd.status;
+        assert_int_equal(cmd.data_out_len, len);
+        memcpy(cmd.buf, pl, len);
+        pending = 1;
+        rt_msg_send(rt_get(0), exec_msg, &cmd);
+        wait_all();
+        return cmd.status;
+}
+
+/* A RECEIVE command with a 4-byte LIST IDENTIFIER (05h, 06h, 07h), into buf2. */
+static uint8_t rcr4(struct scsi_nexus *nx, uint8_t sa, uint32_t list_id, uint32_t alloc)
+{
+        uint8_t cdb[16] = {0x84, sa};
+        slate_put_be(cdb + 2, 4, list_id);
+        slate_put_be(cdb + 10, 4, alloc);
+        prep(&cmd2, buf2, nx, 0, cdb, alloc);
+        assert_int_equal(scsi_cmd_parse(&cmd2), SCSI_PARSE_DONE);
+        return cmd2.status;
+}
+
+/* COPY OPERATION ABORT of list_id through nx. */
+static uint8_t copy_op_abort(struct scsi_cmd *c, uint8_t *b, struct scsi_nexus *nx,
+                             uint32_t list_id)
+{
+        uint8_t cdb[16] = {0x83, 0x1c};
+        slate_put_be(cdb + 2, 4, list_id);
+        prep(c, b, nx, 0, cdb, 0);
+        assert_int_equal(scsi_cmd_parse(c), SCSI_PARSE_DONE);
+        return c->status;
+}
+
 /* RECEIVE COPY RESULTS service action sa for list_id, into buf2. */
 static uint8_t rcr(struct scsi_nexus *nx, uint8_t sa, uint8_t list_id, uint32_t alloc)
 {
@@ -195,6 +234,38 @@ static uint32_t seg_b2b(uint8_t *d, uint16_t src, uint16_t dst, uint16_t nlb, ui
         slate_put_be(d + 12, 8, src_lba);
         slate_put_be(d + 20, 8, dst_lba);
         return 28;
+}
+
+/* A block with offset -> block with offset segment (0Ah, SPC-5 6.4.6.12). */
+static uint32_t seg_off(uint8_t *d, uint16_t src, uint16_t dst, uint32_t nbytes, uint64_t src_lba,
+                        uint64_t dst_lba, uint16_t src_off, uint16_t dst_off)
+{
+        memset(d, 0, 32);
+        d[0] = 0x0a;
+        slate_put_be(d + 2, 2, 0x1c);
+        slate_put_be(d + 4, 2, src);
+        slate_put_be(d + 6, 2, dst);
+        slate_put_be(d + 8, 4, nbytes);
+        slate_put_be(d + 12, 8, src_lba);
+        slate_put_be(d + 20, 8, dst_lba);
+        slate_put_be(d + 28, 2, src_off);
+        slate_put_be(d + 30, 2, dst_off);
+        return 32;
+}
+
+/* The 48-byte EXTENDED COPY(LID4) header (SPC-5 6.4.2). */
+static void hdr4(uint8_t *p, uint32_t list_id, uint8_t usage, bool immed, uint32_t tdll,
+                 uint32_t sdll)
+{
+        memset(p, 0, 48);
+        p[0] = 0x01;
+        p[1] = (uint8_t)(usage << 3);
+        slate_put_be(p + 2, 2, 0x20);
+        p[15] = immed ? 0x01 : 0x00;
+        p[16] = 0xff;
+        slate_put_be(p + 20, 4, list_id);
+        slate_put_be(p + 42, 2, tdll);
+        slate_put_be(p + 44, 2, sdll);
 }
 
 static void hdr(uint8_t *p, uint8_t list_id, uint8_t usage, uint32_t tdll, uint32_t sdll)
@@ -298,7 +369,7 @@ static void expect_il(const uint8_t *p, uint32_t len, uint8_t asc, uint8_t ascq,
 {
         struct scsi_xcopy_list l;
         struct scsi_xcopy_err e;
-        assert_int_equal(scsi_xcopy_parse_list(p, len, &l, &e), -EINVAL);
+        assert_int_equal(scsi_xcopy_parse_list(p, len, false, &l, &e), -EINVAL);
         assert_false(e.copy_aborted);
         assert_int_equal(e.asc, asc);
         assert_int_equal(e.ascq, ascq);
@@ -312,7 +383,7 @@ static void test_param_list(void **st)
         uint32_t len;
         (void)st;
         len = list2(1, 0, &nxa, 0, 512, &nxa, 0, 512, 8, 0, 100);
-        assert_int_equal(scsi_xcopy_parse_list(list, len, &l, &e), 0);
+        assert_int_equal(scsi_xcopy_parse_list(list, len, false, &l, &e), 0);
         assert_int_equal(l.ncscd, 2);
         assert_int_equal(l.nseg, 1);
         assert_int_equal(l.seg[0].dst, 1);
@@ -335,7 +406,7 @@ static void test_param_list(void **st)
         list[17] = 0x01; /* peripheral device type 1 */
         expect_il(list, len, 0x26, 0x00, 17);
         list[17] = 0xc0 | 0x20; /* LU ID TYPE and NUL: ignored for E4h (SPC-4) */
-        assert_int_equal(scsi_xcopy_parse_list(list, len, &l, &e), 0);
+        assert_int_equal(scsi_xcopy_parse_list(list, len, false, &l, &e), 0);
         list[17] = 0;
         list[80] = 0x03; /* stream -> stream segment */
         expect_il(list, len, 0x26, 0x09, 80);
@@ -357,7 +428,7 @@ static void test_param_list(void **st)
                 seg_b2b(list + 48 + 28 * i, 0, 0, 1, 0, 1);
         hdr(list, 1, 0, 32, 28 * (SCSI_XCOPY_MAX_SEGS + 1));
         expect_il(list, 48 + 28 * (SCSI_XCOPY_MAX_SEGS + 1), 0x26, 0x08, 8);
-        hdr(list, 1, 0, 32 * (SCSI_XCOPY_MAX_CSCD + 1), 28 * (SCSI_XCOPY_MAX_SEGS + 1));
+        hdr(list, 1, 0, 32 * (SCSI_XCOPY_MAX_CSCD + 1), 32 * (SCSI_XCOPY_MAX_SEGS + 1));
         expect_il(list, 4096, 0x1a, 0x00, -1);
 }
 
@@ -515,16 +586,17 @@ static void test_results_and_vpd(void **st)
         (void)st;
         /* OPERATING PARAMETERS: the limits the parser enforces. */
         assert_int_equal(rcr(&nxa, 0x03, 0, 1024), SAM_STAT_GOOD);
-        assert_int_equal(cmd2.data_in_len, 46);
-        assert_int_equal(slate_be32(buf2), 42);
+        assert_int_equal(cmd2.data_in_len, 47);
+        assert_int_equal(slate_be32(buf2), 43);
         assert_int_equal(buf2[4] & 1, 1);
         assert_int_equal(slate_be16(buf2 + 8), SCSI_XCOPY_MAX_CSCD);
         assert_int_equal(slate_be16(buf2 + 10), SCSI_XCOPY_MAX_SEGS);
         assert_int_equal(slate_be32(buf2 + 12), SCSI_XCOPY_MAX_DESC_LIST);
         assert_int_equal(slate_be32(buf2 + 16), 0xffffu * 512);
-        assert_int_equal(buf2[43], 2);
+        assert_int_equal(buf2[43], 3); /* 02h, 0Ah, E4h */
         assert_int_equal(buf2[44], 0x02);
-        assert_int_equal(buf2[45], 0xe4);
+        assert_int_equal(buf2[45], 0x0a);
+        assert_int_equal(buf2[46], 0xe4);
         /* An unknown LIST ID; LIST ID USAGE 11b keeps nothing. */
         rcr(&nxa, 0x00, 0x77, 64);
         expect_sense(&cmd2, SK_ILLEGAL_REQUEST, 0x24, 0x00);
@@ -556,15 +628,15 @@ static void test_results_and_vpd(void **st)
         assert_int_equal(cmd2.status, SAM_STAT_GOOD);
         assert_int_equal(buf2[1], 0x8f);
         uint32_t plen = slate_be16(buf2 + 2);
-        bool cmds = false, params = false, gco = false, rod = false;
+        bool cmds = false, params = false, gco = false, rod = false, descs = false;
         for (uint32_t off = 4; off + 4 <= 4 + plen; off += 4u + slate_be16(buf2 + off + 2)) {
                 const uint8_t *d = buf2 + off;
                 uint16_t type = slate_be16(d);
                 assert_int_equal(slate_be16(d + 2) % 4, 0);
                 if (type == 0x0001) {
-                        /* 83h {00h 10h 11h}, 84h {00h 01h 03h 04h 07h} */
-                        static const uint8_t want[] = {0x83, 3, 0x00, 0x10, 0x11, 0x84,
-                                                       5,    0, 1,    3,    4,    7};
+                        /* 83h {00h 01h 10h 11h 1Ch}, 84h {00h 01h 03h 04h 05h 06h 07h} */
+                        static const uint8_t want[] = {0x83, 5, 0x00, 0x01, 0x10, 0x11, 0x1c, 0x84,
+                                                       7,    0, 1,    3,    4,    5,    6,    7};
                         assert_int_equal(d[4], sizeof(want));
                         assert_memory_equal(d + 5, want, sizeof(want));
                         cmds = true;
@@ -573,6 +645,10 @@ static void test_results_and_vpd(void **st)
                         assert_int_equal(slate_be16(d + 10), SCSI_XCOPY_MAX_SEGS);
                         assert_int_equal(slate_be32(d + 12), SCSI_XCOPY_MAX_DESC_LIST);
                         params = true;
+                } else if (type == 0x0008) {
+                        static const uint8_t want[] = {3, 0x02, 0x0a, 0xe4};
+                        assert_memory_equal(d + 4, want, sizeof(want));
+                        descs = true;
                 } else if (type == 0x0000) {
                         assert_int_equal(slate_be16(d + 10), SCSI_ODX_MAX_RANGES);
                         assert_int_equal(slate_be32(d + 16), SCSI_ODX_DEFAULT_INACTIVITY_S);
@@ -582,7 +658,288 @@ static void test_results_and_vpd(void **st)
                         gco = true;
                 }
         }
-        assert_true(cmds && params && gco && rod);
+        assert_true(cmds && params && gco && rod && descs);
+}
+
+/* ---- 0Ah segments and EXTENDED COPY(LID4) ---- */
+
+static void expect_il4(const uint8_t *p, uint32_t len, uint8_t asc, uint8_t ascq, int field,
+                       int bit)
+{
+        struct scsi_xcopy_list l;
+        struct scsi_xcopy_err e;
+        assert_int_equal(scsi_xcopy_parse_list(p, len, true, &l, &e), -EINVAL);
+        assert_false(e.copy_aborted);
+        assert_int_equal(e.asc, asc);
+        assert_int_equal(e.ascq, ascq);
+        assert_int_equal(e.field, field);
+        if (bit >= 0)
+                assert_int_equal(e.bit, bit);
+}
+
+/* A LID4 list: CSCD 0 = LUN 0 of A, CSCD 1 = LUN 0 of B, then the segments at 112. */
+static uint32_t list4(uint32_t list_id, uint8_t usage, bool immed, uint32_t sdll)
+{
+        cscd(list + 48, &nxa, 0, 512);
+        cscd(list + 80, &nxb, 0, 512);
+        hdr4(list, list_id, usage, immed, 64, sdll);
+        return 112 + sdll;
+}
+
+static void test_param_list_0a_lid4(void **st)
+{
+        struct scsi_xcopy_list l;
+        struct scsi_xcopy_err e;
+        uint32_t len;
+        (void)st;
+        /* 0Ah in a LID1 list, after a 02h: both parsed, each at its own length. */
+        memset(list, 0, 4096);
+        cscd(list + 16, &nxa, 0, 512);
+        seg_b2b(list + 48, 0, 0, 4, 1, 2);
+        seg_off(list + 76, 0, 0, 8192, 10, 20, 512, 0);
+        hdr(list, 1, 0, 32, 60);
+        assert_int_equal(scsi_xcopy_parse_list(list, 108, false, &l, &e), 0);
+        assert_int_equal(l.nseg, 2);
+        assert_int_equal(l.seg[1].type, 0x0a);
+        assert_int_equal(l.seg[1].nbytes, 8192);
+        assert_int_equal(l.seg[1].src_lba, 10);
+        assert_int_equal(l.seg[1].dst_lba, 20);
+        assert_int_equal(l.seg[1].src_off, 512);
+        assert_int_equal(l.seg[1].dst_off, 0);
+        expect_il(list, 107, 0x1a, 0x00, -1); /* the 0Ah segment cut short */
+        list[79] = 0x18;                      /* 02h's length on a 0Ah descriptor */
+        expect_il(list, 108, 0x26, 0x00, 78);
+        list[79] = 0x1c;
+        list[77] = 0x02; /* no DC bit in 0Ah */
+        expect_il(list, 108, 0x26, 0x00, 77);
+        list[77] = 0x01; /* CAT is */
+        assert_int_equal(scsi_xcopy_parse_list(list, 108, false, &l, &e), 0);
+
+        /* LID4: the 48-byte header, a 4-byte LIST IDENTIFIER, IMMED. */
+        memset(list, 0, 4096);
+        len = list4(0x12345678, 0, true, 32);
+        seg_off(list + 112, 0, 1, 4096, 0, 0, 0, 0);
+        assert_int_equal(scsi_xcopy_parse_list(list, len, true, &l, &e), 0);
+        assert_true(l.lid4);
+        assert_int_equal(l.list_id, 0x12345678);
+        assert_true(l.immed);
+        assert_int_equal(l.ncscd, 2);
+        assert_int_equal(l.nseg, 1);
+        /* The same bytes are no LID1 list (LIST ID 01h, CSCD list length 0020h, ...). */
+        assert_int_equal(scsi_xcopy_parse_list(list, len, false, &l, &e), -EINVAL);
+
+        expect_il4(list, 47, 0x1a, 0x00, -1, -1); /* shorter than the header */
+        expect_il4(list, len - 1, 0x1a, 0x00, -1, -1);
+        list[0] = 0x02; /* PARAMETER LIST FORMAT */
+        expect_il4(list, len, 0x26, 0x00, 0, 7);
+        list[0] = 0x01;
+        list[3] = 0x1c; /* HEADER CSCD DESCRIPTOR LIST LENGTH */
+        expect_il4(list, len, 0x26, 0x00, 2, 7);
+        list[3] = 0x20;
+        list[9] = 1; /* reserved */
+        expect_il4(list, len, 0x26, 0x00, 9, 7);
+        list[9] = 0;
+        list[15] = 0x03; /* IMMED with G_SENSE: INVALID FIELD IN CDB */
+        expect_il4(list, len, 0x24, 0x00, -1, -1);
+        list[15] = 0x02; /* G_SENSE alone: our choice, refused */
+        expect_il4(list, len, 0x26, 0x00, 15, 1);
+        list[15] = 0x01;
+        list[1] = 3 << 3; /* IMMED with no list identifier: INVALID FIELD IN CDB */
+        expect_il4(list, len, 0x24, 0x00, -1, -1);
+        list[15] = 0x00; /* without IMMED, 11b needs LIST IDENTIFIER 0 */
+        expect_il4(list, len, 0x26, 0x00, 20, 7);
+        list[1] = 0;
+        list[16] = 0xe4; /* HEADER CSCD DESCRIPTOR TYPE CODE must be FFh */
+        expect_il4(list, len, 0x26, 0x00, 16, 7);
+        list[16] = 0xff;
+        list[30] = 1; /* reserved */
+        expect_il4(list, len, 0x26, 0x00, 30, 7);
+        list[30] = 0;
+        slate_put_be(list + 46, 2, 4); /* inline data */
+        expect_il4(list, len + 4, 0x26, 0x00, 46, 7);
+        slate_put_be(list + 46, 2, 0);
+        list[80] = 0xe9; /* a CSCD type we do not take */
+        expect_il4(list, len, 0x26, 0x07, 80, 7);
+        list[80] = 0xe4;
+        list[112] = 0x01; /* stream -> block segment */
+        expect_il4(list, len, 0x26, 0x09, 112, 7);
+        list[112] = 0x0a;
+        assert_int_equal(scsi_xcopy_parse_list(list, len, true, &l, &e), 0);
+
+        /* Too many CSCDs, too many segments: the LID4 length fields are pointed at. */
+        memset(list, 0, 4096);
+        for (unsigned i = 0; i <= SCSI_XCOPY_MAX_CSCD; i++)
+                cscd(list + 48 + 32 * i, &nxa, 0, 512);
+        hdr4(list, 1, 0, false, 32 * (SCSI_XCOPY_MAX_CSCD + 1), 32);
+        seg_off(list + 48 + 32 * (SCSI_XCOPY_MAX_CSCD + 1), 0, 0, 512, 0, 1, 0, 0);
+        expect_il4(list, 48 + 32 * (SCSI_XCOPY_MAX_CSCD + 2), 0x26, 0x06, 42, 7);
+        memset(list, 0, 4096);
+        cscd(list + 48, &nxa, 0, 512);
+        for (unsigned i = 0; i <= SCSI_XCOPY_MAX_SEGS; i++)
+                seg_b2b(list + 80 + 28 * i, 0, 0, 1, 0, 1);
+        hdr4(list, 1, 0, false, 32, 28 * (SCSI_XCOPY_MAX_SEGS + 1));
+        expect_il4(list, 80 + 28 * (SCSI_XCOPY_MAX_SEGS + 1), 0x26, 0x08, 44, 7);
+}
+
+static void test_copy_0a(void **st)
+{
+        (void)st;
+        fill(n0, 0, 256, 0x0a);
+        memset(list, 0, 4096);
+        cscd(list + 16, &nxa, 0, 512);
+        cscd(list + 48, &nxb, 0, 512);
+        /* Offsets 0: 64 blocks 0 -> 1000; a source offset of one block: 10 blocks 21 -> 2000. */
+        seg_off(list + 80, 0, 1, 64 * 512, 0, 1000, 0, 0);
+        seg_off(list + 112, 0, 1, 10 * 512, 20, 2000, 512, 0);
+        hdr(list, 20, 0, 64, 64);
+        assert_int_equal(xcopy(&nxa, 0, list, 144), SAM_STAT_GOOD);
+        expect_blocks(n1, 1000, 64, 0x0a, 0);
+        expect_blocks(n1, 2000, 10, 0x0a, 21);
+        assert_int_equal(rcr(&nxa, 0x00, 20, 64), SAM_STAT_GOOD);
+        assert_int_equal(buf2[4], 0x01);
+        assert_int_equal(slate_be16(buf2 + 5), 2);
+        assert_int_equal(slate_be32(buf2 + 8), 74 * 512);
+
+        /* What the engine cannot do: part of a block.  COPY ABORTED, INVALID FIELD IN PARAMETER
+         * LIST, the segment number and a pointer at the field; nothing copied. */
+        static const struct {
+                uint32_t nbytes;
+                uint16_t src_off, dst_off;
+                int field;
+        } bad[] = {
+            {100, 0, 0, 8},                 /* NUMBER OF BYTES */
+            {512, 10, 0, 28},               /* SOURCE BLOCK DEVICE BYTE OFFSET */
+            {512, 0, 511, 30},              /* DESTINATION BLOCK DEVICE BYTE OFFSET */
+            {(0xffffu + 1) * 512, 0, 0, 8}, /* beyond MAXIMUM SEGMENT LENGTH */
+        };
+        fill(n1, 3000, 4, 0x3c);
+        for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                seg_b2b(list + 80, 0, 1, 4, 0, 3000); /* segment 0 is fine */
+                seg_off(list + 108, 0, 1, bad[i].nbytes, 0, 3000, bad[i].src_off, bad[i].dst_off);
+                hdr(list, 21, 0, 64, 60);
+                assert_int_equal(xcopy(&nxa, 0, list, 140), SAM_STAT_CHECK_CONDITION);
+                expect_sense(&cmd, SK_COPY_ABORTED, 0x26, 0x00);
+                assert_int_equal(slate_be32(cmd.sense + 8), 1); /* segment 1 */
+                assert_int_equal(cmd.sense[15], 0x80 | 0x20);   /* SKSV, SD */
+                assert_int_equal(slate_be16(cmd.sense + 16), bad[i].field);
+                expect_blocks(n1, 3000, 4, 0x3c, 3000);
+        }
+        /* Beyond the end, counting the offset: the segment pointer names the LBA. */
+        seg_off(list + 80, 0, 1, 512, 0, NBLK - 1, 0, 512);
+        hdr(list, 22, 0, 64, 32);
+        assert_int_equal(xcopy(&nxa, 0, list, 112), SAM_STAT_CHECK_CONDITION);
+        expect_sense(&cmd, SK_COPY_ABORTED, 0x00, 0x00);
+        assert_int_equal(slate_be16(cmd.sense + 16), 20);
+}
+
+/* Poll RECEIVE COPY STATUS(LID4) until the operation is no longer in progress; its status. */
+static uint8_t wait_lid4(struct scsi_nexus *nx, uint32_t list_id)
+{
+        for (unsigned i = 0; i < 1000000; i++) {
+                assert_int_equal(rcr4(nx, 0x05, list_id, 1024), SAM_STAT_GOOD);
+                if (buf2[5] < 0x10 || buf2[5] > 0x12)
+                        return buf2[5];
+                usleep(1000);
+        }
+        fail();
+        return 0;
+}
+
+static void exec_msg_and_abort_op(void *arg)
+{
+        static uint8_t ab[64];
+        (void)arg;
+        scsi_cmd_exec(&cmd);
+        /* The copy runs in the background; COPY OPERATION ABORT by its LIST ID. */
+        assert_int_equal(copy_op_abort(&cmd2, ab, &nxa, 0x4404), SAM_STAT_GOOD);
+}
+
+static void test_lid4(void **st)
+{
+        uint32_t len;
+        (void)st;
+        fill(n0, 0, 4096, 0x44);
+        /* Two segments (02h and 0Ah), A's LU to B's, sent to A. */
+        memset(list, 0, 4096);
+        len = list4(0xc4, 0, false, 60);
+        seg_b2b(list + 112, 0, 1, 16, 0, 5000);
+        seg_off(list + 140, 0, 1, 32 * 512, 100, 5100, 0, 0);
+        assert_int_equal(xcopy4(&nxa, 0, list, len), SAM_STAT_GOOD);
+        expect_blocks(n1, 5000, 16, 0x44, 0);
+        expect_blocks(n1, 5100, 32, 0x44, 100);
+        /* RECEIVE COPY STATUS(LID4): completed, in bytes, both segments. */
+        assert_int_equal(rcr4(&nxa, 0x05, 0xc4, 1024), SAM_STAT_GOOD);
+        assert_int_equal(cmd2.data_in_len, 32);
+        assert_int_equal(slate_be32(buf2), 28);
+        assert_int_equal(buf2[4], 0x01); /* EXTENDED COPY(LID4) */
+        assert_int_equal(buf2[5], 0x01); /* completed without errors */
+        assert_int_equal(slate_be32(buf2 + 8), 0xfffffffeu);
+        assert_int_equal(buf2[12], SAM_STAT_GOOD);
+        assert_int_equal(buf2[13], 0);
+        assert_int_equal(buf2[15], 0x00);
+        assert_int_equal(slate_be64(buf2 + 16), 48 * 512);
+        assert_int_equal(slate_be16(buf2 + 24), 2);
+        /* RECEIVE COPY DATA(LID4): the same, then HELD DATA LENGTH 0. */
+        assert_int_equal(rcr4(&nxa, 0x06, 0xc4, 1024), SAM_STAT_GOOD);
+        assert_int_equal(cmd2.data_in_len, 36);
+        assert_int_equal(buf2[5], 0x01);
+        assert_int_equal(slate_be32(buf2 + 32), 0);
+        /* The LID1 commands do not see it; another nexus does not either. */
+        rcr(&nxa, 0x00, 0xc4, 64);
+        expect_sense(&cmd2, SK_ILLEGAL_REQUEST, 0x24, 0x00);
+        rcr4(&nxb, 0x05, 0xc4, 1024);
+        expect_sense(&cmd2, SK_ILLEGAL_REQUEST, 0x24, 0x00);
+        /* RECEIVE ROD TOKEN INFORMATION: no token made by this operation. */
+        assert_int_equal(rcr4(&nxa, 0x07, 0xc4, 1024), SAM_STAT_GOOD);
+        assert_int_equal(cmd2.data_in_len, 36);
+        assert_int_equal(slate_be32(buf2 + 32), 0);
+
+        /* A failing segment: COPY ABORTED, and RECEIVE COPY STATUS(LID4) keeps the sense. */
+        memset(list, 0, 4096);
+        len = list4(0x4402, 0, false, 28);
+        seg_b2b(list + 112, 0, 1, 8, 0, NBLK - 4);
+        assert_int_equal(xcopy4(&nxa, 0, list, len), SAM_STAT_CHECK_CONDITION);
+        expect_sense(&cmd, SK_COPY_ABORTED, 0x00, 0x00);
+        assert_int_equal(rcr4(&nxa, 0x05, 0x4402, 1024), SAM_STAT_GOOD);
+        assert_int_equal(buf2[5], 0x02); /* completed with errors */
+        assert_int_equal(buf2[12], SAM_STAT_CHECK_CONDITION);
+        assert_int_equal(buf2[14], 18);
+        assert_int_equal(buf2[13], 20); /* a multiple of 4 */
+        assert_int_equal(slate_be32(buf2), 28 + 20);
+        assert_int_equal(buf2[32 + 2] & 0x0f, SK_COPY_ABORTED);
+
+        /* IMMED: GOOD at once, the copy in the background, its end seen by polling. */
+        fill(n1, 0, 4096, 0x00);
+        memset(list, 0, 4096);
+        len = list4(0x4403, 0, true, 28);
+        seg_b2b(list + 112, 0, 1, 4096, 0, 0);
+        assert_int_equal(xcopy4(&nxa, 0, list, len), SAM_STAT_GOOD);
+        assert_int_equal(wait_lid4(&nxa, 0x4403), 0x01);
+        assert_int_equal(slate_be64(buf2 + 16), 4096 * 512);
+        expect_blocks(n1, 0, 4096, 0x44, 0);
+
+        /* COPY OPERATION ABORT of a background copy: terminated (60h), TASK ABORTED. */
+        len = list4(0x4404, 0, true, 28);
+        seg_b2b(list + 112, 0, 1, 4096, 0, 0);
+        uint8_t cdb[16] = {0x83, 0x01};
+        slate_put_be(cdb + 10, 4, len);
+        prep(&cmd, buf, &nxa, 0, cdb, len);
+        assert_int_equal(scsi_cmd_parse(&cmd), SCSI_PARSE_EXEC);
+        memcpy(buf, list, len);
+        pending = 1;
+        rt_msg_send(rt_get(0), exec_msg_and_abort_op, NULL);
+        wait_all();
+        assert_int_equal(cmd.status, SAM_STAT_GOOD);
+        assert_int_equal(wait_lid4(&nxa, 0x4404), 0x60);
+        assert_int_equal(buf2[12], SAM_STAT_TASK_ABORTED);
+        assert_true(slate_be64(buf2 + 16) < 4096 * 512);
+        /* No copy operation with that LIST ID runs any more; none ever had this one. */
+        static uint8_t ab[64];
+        copy_op_abort(&cmd2, ab, &nxa, 0x4404);
+        expect_sense(&cmd2, SK_ILLEGAL_REQUEST, 0x24, 0x00);
+        copy_op_abort(&cmd2, ab, &nxa, 0x9999);
+        expect_sense(&cmd2, SK_ILLEGAL_REQUEST, 0x24, 0x00);
+        assert_int_equal(slate_be16(cmd2.sense + 16), 2);
 }
 
 /* ---- token copy ---- */
@@ -686,8 +1043,7 @@ static void test_token_copy(void **st)
         assert_int_equal(write_using(&nxb, 0, 0x2002, token, 0, 0, NBLK / 2), SAM_STAT_GOOD);
         expect_blocks(n1, 0, NBLK / 2, 0xf1, 0);
         assert_int_equal(populate(&nxb, 0, 0x1003, 1, l0, big), SAM_STAT_GOOD);
-        assert_int_equal(write_using(&nxa, 2, 0x2003, token, 0, NBLK / 2, NBLK / 2),
-                         SAM_STAT_GOOD);
+        assert_int_equal(write_using(&nxa, 2, 0x2003, token, 0, NBLK / 2, NBLK / 2), SAM_STAT_GOOD);
         expect_blocks(nf, NBLK / 2, NBLK / 2, 0xf1, 0);
         assert_int_equal(populate(&nxa, 0, 0x1000, 2, lba, nlb), SAM_STAT_GOOD);
         /* An initiator that does not reach the source LU cannot use the token. */
@@ -731,9 +1087,15 @@ static void test_token_copy(void **st)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-            cmocka_unit_test(test_param_list),      cmocka_unit_test(test_copy_within_and_across),
-            cmocka_unit_test(test_copy_aborted),    cmocka_unit_test(test_duplicate_and_abort),
-            cmocka_unit_test(test_results_and_vpd), cmocka_unit_test(test_token_copy),
+            cmocka_unit_test(test_param_list),
+            cmocka_unit_test(test_copy_within_and_across),
+            cmocka_unit_test(test_copy_aborted),
+            cmocka_unit_test(test_duplicate_and_abort),
+            cmocka_unit_test(test_results_and_vpd),
+            cmocka_unit_test(test_token_copy),
+            cmocka_unit_test(test_param_list_0a_lid4),
+            cmocka_unit_test(test_copy_0a),
+            cmocka_unit_test(test_lid4),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -9,6 +9,10 @@
 #     Debian's ddpt 0.97 misplaces its range descriptors by one byte), a
 #     token refused once DEL_TKN deleted it, one token over two source
 #     ranges written from an offset into it, the block device zero token;
+#   - EXTENDED COPY(LID4) with 02h and 0Ah segments (sg_raw), IMMED, its
+#     results with ddptctl (RECEIVE COPY STATUS(LID4), RRTI polling, COPY
+#     OPERATION ABORT);
+#   - ddptctl's own POPULATE TOKEN refused (its list is malformed);
 #   - sg_vpd -p tpc shows the Third-party Copy page, sg_inq the 3PC bit.
 
 CPY_MIB=32
@@ -165,6 +169,129 @@ odx_back_and_zero() {
 		<(head -c $((CPY_MIB << 20)) /dev/zero) || { echo "not zeroed"; return 1; }
 }
 check odx-sg_raw-and-zero-token odx_back_and_zero
+
+# EXTENDED COPY(LID4) by hand with sg_raw (no Debian tool sends LID4: sg_xcopy
+# and ddpt --xcopy use LID1); its results through ddptctl, which does send
+# RECEIVE COPY STATUS(LID4) (--prefer-rcs), RECEIVE ROD TOKEN INFORMATION
+# (--poll) and COPY OPERATION ABORT (--abort).  lid4_list LIST_ID IMMED
+# SRC_VPD83 DST_VPD83 SEG... writes the parameter list: two identification
+# CSCDs from the LUs' VPD 83h NAA designators, then segments
+# b2b:NLB:SRC_LBA:DST_LBA (02h) or off:BYTES:SRC_LBA:DST_LBA:SRC_OFF:DST_OFF (0Ah).
+lid4_list() {
+	python3 - "$@" <<'PY'
+import struct, sys
+lid, immed, src, dst, segs = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5:]
+def cscd(path):
+    v = open(path, "rb").read()
+    naa = v[4:8 + v[7]]  # the first designator: NAA
+    d = bytearray(32)
+    d[0] = 0xE4
+    d[4:4 + len(naa)] = naa
+    d[4] &= 0x0F
+    d[29:32] = (512).to_bytes(3, "big")
+    return bytes(d)
+cs = cscd(src) + cscd(dst)
+sd = b""
+for a in segs:
+    f = a.split(":")
+    if f[0] == "b2b":
+        sd += struct.pack(">BBHHHxxHQQ", 0x02, 0, 0x18, 0, 1, int(f[1]), int(f[2]), int(f[3]))
+    else:
+        sd += struct.pack(">BBHHHIQQHH", 0x0A, 0, 0x1C, 0, 1, *(int(x) for x in f[1:]))
+h = bytearray(48)
+h[0] = 0x01                            # PARAMETER LIST FORMAT
+h[2:4] = b"\x00\x20"                   # HEADER CSCD DESCRIPTOR LIST LENGTH
+h[15] = immed                          # IMMED
+h[16] = 0xFF                           # HEADER CSCD DESCRIPTOR TYPE CODE
+h[20:24] = lid.to_bytes(4, "big")      # LIST IDENTIFIER
+h[42:44] = len(cs).to_bytes(2, "big")
+h[44:46] = len(sd).to_bytes(2, "big")
+sys.stdout.buffer.write(bytes(h) + cs + sd)
+PY
+}
+lid4_xcopy() { # SG LIST_ID IMMED SEG...
+	local sg=$1 id=$2 immed=$3 n
+	shift 3
+	sg_vpd -p 0x83 -r "$SGSRC" >"$state/src.vpd" && sg_vpd -p 0x83 -r "$SGDST" >"$state/dst.vpd" || return 1
+	lid4_list "$id" "$immed" "$state/src.vpd" "$state/dst.vpd" "$@" >"$state/lid4.bin" || return 1
+	n=$(stat -c %s "$state/lid4.bin")
+	# shellcheck disable=SC2046
+	sg_raw -s "$n" -i "$state/lid4.bin" "$sg" 83 01 00 00 00 00 00 00 00 00 \
+		$(printf '%02x %02x %02x %02x' $((n >> 24 & 255)) $((n >> 16 & 255)) $((n >> 8 & 255)) $((n & 255))) 00 00 2>&1
+}
+
+ts() { echo "[$(date +%T.%N | cut -c1-12)] $*"; } # a timestamped log line
+
+xcopy_lid4_0a() {
+	local out
+	ts "LID4 02h + 0Ah"
+	# The source holds cpy.bin again, the destination zeroes (above).  Sent to the
+	# source's target: 2048 blocks with a 02h segment, then 1 MiB with a 0Ah segment
+	# whose source byte offset is one whole block (so LBA 4096 + 1).
+	lid4_xcopy "$SGSRC" 1217 0 b2b:2048:0:0 off:1048576:4096:10000:512:0 || return 1
+	ts "copied"
+	cmp <(dd if="$SDDST" bs=1M count=1 iflag=direct status=none) <(head -c $((2048 * 512)) "$state/cpy.bin") ||
+		{ echo "02h segment differs"; return 1; }
+	cmp <(dd if="$SDDST" bs=1M skip=$((10000 * 512)) count=$((2048 * 512)) \
+		iflag=direct,skip_bytes,count_bytes status=none) \
+		<(tail -c +$((4097 * 512 + 1)) "$state/cpy.bin" | head -c $((2048 * 512))) ||
+		{ echo "0Ah segment differs"; return 1; }
+	ts "compared"
+	# RECEIVE COPY STATUS(LID4), as ddptctl sends it.
+	out=$(ddptctl --receive --prefer-rcs --list_id=1217 -v "$SGSRC" 2>&1)
+	echo "$out"
+	echo "$out" | grep -qi 'XCOPY(LID4).*completed without errors' || return 1
+	ts "status read"
+	# A byte count that is not whole blocks: COPY ABORTED, INVALID FIELD IN PARAMETER LIST.
+	out=$(lid4_xcopy "$SGSRC" 1218 0 off:1000:0:20000:0:0)
+	echo "$out"
+	echo "$out" | grep -qi 'copy aborted' && echo "$out" | grep -qi 'invalid field in parameter list'
+}
+check xcopy-lid4-02h-and-0ah xcopy_lid4_0a
+
+xcopy_lid4_immed() {
+	local out
+	# IMMED: status at once, the copy behind it; ddptctl --poll sends RECEIVE ROD
+	# TOKEN INFORMATION until the operation is over.
+	ts "LID4 IMMED"
+	dd if=/dev/zero of="$SDDST" bs=1M count=8 oflag=direct status=none || return 1
+	lid4_xcopy "$SGSRC" 1219 1 b2b:8192:0:0 b2b:8192:8192:8192 || return 1
+	out=$(ddptctl --poll --list_id=1219 -v "$SGSRC" 2>&1)
+	echo "$out" | tail -3
+	ts "polled to the end"
+	same_mib "$SDSRC" "$SDDST" 8 || { echo "data differs after LID4 IMMED"; return 1; }
+	# COPY OPERATION ABORT of an operation that is not running: ILLEGAL REQUEST.
+	out=$(ddptctl --abort --list_id=1219 -v "$SGSRC" 2>&1)
+	echo "$out"
+	echo "$out" | grep -qi 'illegal request'
+}
+check xcopy-lid4-immed-poll-abort xcopy_lid4_immed
+
+# ODX with Debian's ddpt/ddptctl 0.97: its POPULATE TOKEN list puts the block
+# device range descriptor at byte 15 instead of 16 (ddpt_xcopy.c do_pop_tok:
+# n = 15, then BLOCK DEVICE RANGE DESCRIPTOR LIST LENGTH written over byte
+# 15), so the LBA is read shifted by a byte and NUMBER OF LOGICAL BLOCKS as
+# 256 times too large; WRITE USING TOKEN the same at byte 535 (do_wut).  A copy manager must refuse it, not guess: ILLEGAL
+# REQUEST, LOGICAL BLOCK ADDRESS OUT OF RANGE, and the daemon carries on.
+ddptctl_pt_refused() {
+	local out
+	out=$(ddptctl --pt=0,8192 -vv "$SGSRC" 2>&1)
+	echo "$out" | grep -iE 'parameter list|populate|sense|range' | head -8
+	echo "$out" | grep -qi 'logical block address out of range' && sg_turs "$SGSRC" || return 1
+	ts "POPULATE TOKEN refused"
+	# WRITE USING TOKEN likewise (descriptor at 535): a good token made with sg_raw,
+	# handed to ddptctl --wut, is refused and the destination keeps its data.
+	odx_pt "$SGSRC" 270 0 8192 >/dev/null || return 1
+	odx_token "$SGSRC" 270 "$state/dd.rt" >/dev/null || return 1
+	ts "token made"
+	dd if=/dev/zero of="$SDDST" bs=1M count=4 oflag=direct status=none || return 1
+	out=$(timeout 120 ddptctl --wut=0,8192 --rtf="$state/dd.rt" -vv "$SGDST" 2>&1)
+	ts "ddptctl --wut returned"
+	echo "$out" | grep -iE 'write using token|sense|range' | head -6
+	echo "$out" | grep -qi 'logical block address out of range' || return 1
+	cmp <(dd if="$SDDST" bs=1M count=4 iflag=direct status=none) <(head -c $((4 << 20)) /dev/zero)
+}
+check ddptctl-odx-misplaced-ranges-refused ddptctl_pt_refused
 
 copy_cleanup() {
 	iscsi_logout "$XIQN2" 127.0.0.1 "$ISCSI_PORT" >/dev/null 2>&1
