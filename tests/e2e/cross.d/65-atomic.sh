@@ -141,10 +141,21 @@ aw_rwf_atomic() {
 }
 check atomic-rwf-atomic-o-direct aw_rwf_atomic
 
+# Off again: the Block Limits page says 0 and WRITE ATOMIC(16) is no longer
+# offered (INVALID COMMAND OPERATION CODE).  Linux 6.12's sd keeps the
+# queue's old atomic limits when MAXIMUM ATOMIC TRANSFER LENGTH drops to 0
+# (sd_config_atomic returns early), so sysfs is printed, not checked.
 aw_disable() {
+	local f=$state/aw-off.bin
 	ctl namespace_set name=shared atomic_write_max=0 >/dev/null || return 1
 	echo 1 >"/sys/block/${SD#/dev/}/device/rescan"
 	sleep 1
-	[ "$(aw_sysfs atomic_write_unit_max_bytes)" = 0 ]
+	echo "sysfs atomic_write_unit_max_bytes after: $(aw_sysfs atomic_write_unit_max_bytes)"
+	sg_vpd -p bl "$SD" | grep -i 'maximum atomic transfer length:' | tee "$state/aw-bl-off.txt"
+	grep -Eq 'Maximum atomic transfer length: *0( |$)' "$state/aw-bl-off.txt" || return 1
+	aw_pattern "$f" 4096
+	! sg_write_x --atomic=0 --lba=$((aw_base + 8)) --num=8 --in="$f" "$SD" 2>"$state/aw-off.err" || return 1
+	cat "$state/aw-off.err"
+	grep -Eqi 'invalid (command )?op(eration)? ?code|illegal request' "$state/aw-off.err"
 }
 check atomic-disable-at-runtime aw_disable
