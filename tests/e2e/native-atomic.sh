@@ -58,14 +58,18 @@ fi
 
 cat >"$state/slate.json" <<JSON
 {"config": [
-  {"method": "namespace_create", "params": {"name": "nat0", "backend": "file", "path": "/dev/$sd", "block_size": 4096}},
+  {"method": "namespace_create", "params": {"name": "nat0", "backend": "file", "path": "/dev/$sd", "size": "64M", "block_size": 4096}},
   {"method": "nvmf_subsystem_create", "params": {"nqn": "$NQN"}},
   {"method": "nvmf_subsystem_add_host", "params": {"nqn": "$NQN", "host": "*"}},
   {"method": "nvmf_ns_attach", "params": {"nqn": "$NQN", "nsid": 1, "namespace": "nat0"}},
   {"method": "nvmf_listener_add", "params": {"addr": "127.0.0.1", "port": $PORT}}
 ]}
 JSON
-modprobe nvme-tcp 2>/dev/null || true
+# The multipath head shows atomic limits only from 6.14 (stacked limits): with
+# nvme_core multipath off nvme0n1 is the path device itself (as in nvme-linux.sh).
+modprobe -r nvme_tcp nvme_fabrics nvmet_tcp nvmet nvme_core 2>/dev/null
+modprobe nvme_core multipath=N && modprobe nvme_tcp
+echo "nvme_core multipath=$(cat /sys/module/nvme_core/parameters/multipath)" >>"$logdir/device.log"
 check start slate_start "$state/run" "$state/slate.json" "$PORT" "$log"
 trap 'nvme disconnect-all >/dev/null 2>&1; slate_stop >/dev/null 2>&1' EXIT
 ctl() { "$SLATE_BUILD/slatectl" -s "$state/run/slated.sock" "$@"; }
@@ -94,11 +98,15 @@ for n in /sys/class/nvme-subsystem/nvme-subsys*/nvme*n1 /sys/class/nvme/nvme*/nv
 done
 echo "nvme namespace $dev unit_max=$(cat /sys/block/${dev##*/}/queue/atomic_write_unit_max_bytes 2>/dev/null)" |
 	tee -a "$logdir/device.log"
+{ nvme id-ns "$dev" | grep -iE '^(nsfeat|nawun|nawupf|nacwu)'; ctl namespace_list | grep -A12 '"atomic"'; } >>"$logdir/device.log" 2>&1
 check host-limits sh -c "[ \"\$(cat /sys/block/${dev##*/}/queue/atomic_write_unit_max_bytes)\" -ge 16384 ]"
 before=$(ctl namespace_list | grep -o '"native_writes": *[0-9]*' | grep -o '[0-9]*$')
 check rwf-atomic-write "$SLATE_BUILD/tests/atomic_rw" "$dev" 65536 16384 7
 after=$(ctl namespace_list | grep -o '"native_writes": *[0-9]*' | grep -o '[0-9]*$')
 echo "native_writes before $before after $after" | tee -a "$logdir/device.log"
 check native-counted test "${after:-0}" -gt "${before:-0}"
+nvme disconnect-all >/dev/null 2>&1
+check stop slate_stop
+check sanitizer-clean slate_sanitizer_clean "$log"
 echo "$slate_npass passed, $slate_nfail failed"
 [ "$slate_nfail" = 0 ]
