@@ -753,7 +753,8 @@ bool core_atomic_journaled(const struct core_req *req)
         if (!a || (a->path != CORE_ATOMIC_JOURNAL && a->path != CORE_ATOMIC_NATIVE) ||
             !(req->flags & CORE_REQ_ATOMIC))
                 return false;
-        if (req->op == CORE_OP_WRITE)
+        /* COMPARE AND WRITE: its write half, after the compare (core/req.c). */
+        if (req->op == CORE_OP_WRITE || req->op == CORE_OP_COMPARE_AND_WRITE)
                 return req->nlb > 1; /* one block is atomic by itself */
         return req->op == CORE_OP_WRITE_SCATTERED;
 }

@@ -144,8 +144,11 @@ static void fused_submit(struct nvme_cmd *first, struct nvme_cmd *second)
         struct core_req *req = &second->req;
         size_t len = (size_t)req->nlb << second->ns->block_shift;
         req->op = CORE_OP_COMPARE_AND_WRITE;
-        /* The range lock makes it atomic against every other command; no journal. */
-        req->flags &= ~CORE_REQ_ATOMIC;
+        /*
+         * The range lock makes it atomic against every other command; a pair
+         * that fits NACWU keeps CORE_REQ_ATOMIC from the Write's parse, so its
+         * write half goes through the atomic-write engine (crash-atomic too).
+         */
         req->iov[0].iov_base = first->buf;
         req->iov[0].iov_len = len;
         req->iov[1].iov_base = second->buf;

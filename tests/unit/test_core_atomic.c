@@ -493,6 +493,51 @@ static void test_ordering_file(void **st)
 }
 
 /*
+ * COMPARE AND WRITE with CORE_REQ_ATOMIC (an NVMe fused pair within NACWU):
+ * the write half goes through the journal (a record, a journal sync); a
+ * miscompare writes nothing and journals nothing; without the flag the
+ * write goes straight in place as before.
+ */
+static void test_caw_journal(void **st)
+{
+        (void)st;
+        struct core_ns *ns = mk("caw", "file", NULL, false, 0);
+        static uint8_t old[8 * 512], cw[2 * 8 * 512], r[8 * 512];
+        static uint8_t scratch[8 * 512];
+        pattern(old, sizeof(old), 5);
+        assert_int_equal(run1(ns, CORE_OP_WRITE, 80, 8, 0, old, sizeof(old)), CORE_OK);
+        memcpy(cw, old, sizeof(old));
+        pattern(cw + sizeof(old), sizeof(old), 11);
+        struct batch b = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 1};
+        struct areq a;
+        prep(&a, &b, ns, CORE_OP_COMPARE_AND_WRITE, 80, 8, CORE_REQ_ATOMIC, cw, sizeof(cw), 0);
+        a.req.scratch = scratch;
+        a.req.scratch_len = sizeof(scratch);
+        rt_msg_send(rt_get(0), submit_fn, &a);
+        batch_wait(&b);
+        assert_int_equal(a.req.status, CORE_OK);
+        assert_int_equal(atomic_load(&ns->atomic_stats.writes), 1);
+        /* The read waits for the blocks' lock, held until the record is synced and applied. */
+        assert_int_equal(run1(ns, CORE_OP_READ, 80, 8, 0, r, sizeof(r)), CORE_OK);
+        assert_int_equal(atomic_load(&ns->atomic_stats.journal_syncs), 1);
+        assert_memory_equal(r, cw + sizeof(old), sizeof(r));
+        /* Miscompare: the old (now the first write's) data stays, nothing journaled. */
+        pattern(cw + sizeof(old), sizeof(old), 23);
+        b.left = 1;
+        prep(&a, &b, ns, CORE_OP_COMPARE_AND_WRITE, 80, 8, CORE_REQ_ATOMIC, cw, sizeof(cw), 0);
+        a.req.scratch = scratch;
+        a.req.scratch_len = sizeof(scratch);
+        rt_msg_send(rt_get(0), submit_fn, &a);
+        batch_wait(&b);
+        assert_int_equal(a.req.status, CORE_E_MISCOMPARE);
+        assert_int_equal(atomic_load(&ns->atomic_stats.writes), 1);
+        assert_int_equal(run1(ns, CORE_OP_READ, 80, 8, 0, r, sizeof(r)), CORE_OK);
+        pattern(cw, sizeof(old), 11);
+        assert_memory_equal(r, cw, sizeof(r));
+        assert_int_equal(core_ns_delete("caw"), 0);
+}
+
+/*
  * The native path's selection and per-write rules (core/atomic.h), from
  * stubbed statx results: what a scsi_debug atomic_wr=1 disk or an XFS file
  * would report, and what keeps a namespace on the journal.
@@ -584,6 +629,7 @@ int main(void)
             cmocka_unit_test(test_ordering_mem),
             cmocka_unit_test(test_ordering_file),
             cmocka_unit_test(test_native_choose),
+            cmocka_unit_test(test_caw_journal),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }
