@@ -4,7 +4,10 @@
  * a Write with FUSE 10b over the same NSID, SLBA and NLB, executed as one
  * core CORE_OP_COMPARE_AND_WRITE (the core holds the range lock over the
  * read, the compare and the write, so no other command sees or slips into
- * the middle; the same operation SCSI COMPARE AND WRITE uses).
+ * the middle; the same operation SCSI COMPARE AND WRITE uses).  A pair
+ * within NACWU (the namespace's atomic unit) keeps the Write's
+ * CORE_REQ_ATOMIC, so the core writes its half through the atomic-write
+ * engine: all or nothing across a crash as well.
  *
  * "The next command on the queue" is the next one nvme_cmd_parse sees on
  * it.  The queue keeps one pointer (nvme_queue.fuse_first) to a parsed
