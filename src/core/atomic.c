@@ -5,7 +5,14 @@
  * Paths, chosen at open from the backend: mem gets CORE_ATOMIC_ORDER (its
  * data does not survive a crash, so the range lock of core/req.c, which
  * keeps every other command off an atomic write's blocks, is the whole
- * guarantee); null gets NONE; file gets CORE_ATOMIC_JOURNAL.
+ * guarantee); null gets NONE; file gets CORE_ATOMIC_JOURNAL, or
+ * CORE_ATOMIC_NATIVE when statx says the backing file or block device
+ * takes RWF_ATOMIC writes of at least two blocks: then a write that meets
+ * RWF_ATOMIC's rules (a power-of-two length within the unit, naturally
+ * aligned, O_DIRECT-aligned buffers) goes to the backend as one
+ * pwritev2(RWF_ATOMIC) through an O_DIRECT descriptor, on the journal
+ * thread (never on a reactor), and every other atomic write through the
+ * journal as before; atomic_write_max is capped by the unit max.
  *
  * The intent journal is <state_dir>/<name>.atomic, beside the namespace's
  * metadata.  Layout: two 512-byte checkpoint headers at 0 and 512 (written
@@ -42,6 +49,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -56,10 +64,38 @@
 #define BATCH_MAX   64
 #define REC_HDR_MAX (sizeof(struct core_atomic_rec) + CORE_ATOMIC_SCATTER_RANGES * 16u)
 
+/*
+ * Linux 6.11 UAPI values (include/uapi/linux/stat.h, fs.h) that Debian 12's
+ * glibc and kernel headers lack; a kernel without them ignores the statx
+ * mask bit and refuses the pwritev2 flag (EOPNOTSUPP / EINVAL).
+ */
+#ifndef STATX_WRITE_ATOMIC
+#define STATX_WRITE_ATOMIC 0x00010000U
+#endif
+#ifndef STATX_ATTR_WRITE_ATOMIC
+#define STATX_ATTR_WRITE_ATOMIC 0x00400000ULL
+#endif
+#ifndef STATX_DIOALIGN
+#define STATX_DIOALIGN 0x00002000U
+#endif
+#ifndef RWF_ATOMIC
+#define RWF_ATOMIC 0x00000040
+#endif
+/* Byte offsets in the kernel's struct statx (256 bytes) of the fields glibc 2.36 does not name. */
+#define STX_OFF_MASK         0x00
+#define STX_OFF_ATTRIBUTES   0x08
+#define STX_OFF_DIO_MEM      0x98
+#define STX_OFF_DIO_OFF      0x9c
+#define STX_OFF_AWU_MIN      0xa8
+#define STX_OFF_AWU_MAX      0xac
+#define STX_OFF_AWU_SEGMENTS 0xb0
+
 struct core_atomic {
         enum core_atomic_path path;
         struct core_ns *ns;
         int jfd, dfd;
+        int nfd;                       /* NATIVE: the data, O_DIRECT */
+        struct core_atomic_native nat; /* NATIVE: what the backend offers */
         char jpath[4200];
         uint64_t head;            /* next record offset */
         uint64_t seq;             /* last sequence number written */
@@ -146,6 +182,71 @@ const char *core_atomic_path_name(enum core_atomic_path p)
         default:
                 return "none";
         }
+}
+
+static uint32_t stx_u32(const uint8_t *b, unsigned off)
+{
+        uint32_t v;
+        memcpy(&v, b + off, sizeof(v));
+        return v;
+}
+
+bool core_atomic_native_probe(const char *path, struct core_atomic_native *out)
+{
+        memset(out, 0, sizeof(*out));
+        _Alignas(8) uint8_t b[256] = {0};
+        if (syscall(SYS_statx, AT_FDCWD, path, 0, STATX_WRITE_ATOMIC | STATX_DIOALIGN, b) != 0)
+                return false;
+        uint64_t attrs;
+        memcpy(&attrs, b + STX_OFF_ATTRIBUTES, sizeof(attrs));
+        uint32_t mask = stx_u32(b, STX_OFF_MASK);
+        if (!(mask & STATX_WRITE_ATOMIC) || !(attrs & STATX_ATTR_WRITE_ATOMIC))
+                return false;
+        out->supported = true;
+        out->unit_min = stx_u32(b, STX_OFF_AWU_MIN);
+        out->unit_max = stx_u32(b, STX_OFF_AWU_MAX);
+        out->segments_max = stx_u32(b, STX_OFF_AWU_SEGMENTS);
+        if (mask & STATX_DIOALIGN) {
+                out->mem_align = stx_u32(b, STX_OFF_DIO_MEM);
+                out->offset_align = stx_u32(b, STX_OFF_DIO_OFF);
+        }
+        return true;
+}
+
+static bool pow2(uint64_t v)
+{
+        return v && !(v & (v - 1));
+}
+
+enum core_atomic_path core_atomic_choose_file(const struct core_atomic_native *nat,
+                                              uint32_t block_size, uint32_t *cap_bytes)
+{
+        *cap_bytes = CORE_ATOMIC_MAX_BYTES;
+        if (!nat->supported || !nat->unit_min || nat->unit_min > block_size ||
+            nat->unit_max < 2u * block_size || !pow2(nat->unit_max) ||
+            (nat->offset_align && block_size % nat->offset_align))
+                return CORE_ATOMIC_JOURNAL;
+        if (nat->unit_max < *cap_bytes)
+                *cap_bytes = nat->unit_max;
+        return CORE_ATOMIC_NATIVE;
+}
+
+bool core_atomic_native_fits(const struct core_atomic_native *nat, uint64_t off, uint64_t len,
+                             const struct iovec *iov, int iovcnt)
+{
+        if (!nat->supported || !pow2(len) || len < nat->unit_min || len > nat->unit_max ||
+            off % len || iovcnt < 1 ||
+            (uint32_t)iovcnt > (nat->segments_max ? nat->segments_max : 1))
+                return false;
+        uint64_t ma = nat->mem_align ? nat->mem_align : 512,
+                 la = nat->offset_align ? nat->offset_align : 512;
+        uint64_t sum = 0;
+        for (int i = 0; i < iovcnt; i++) {
+                if ((uintptr_t)iov[i].iov_base % ma || iov[i].iov_len % la)
+                        return false;
+                sum += iov[i].iov_len;
+        }
+        return sum >= len;
 }
 
 void core_ns_atomic_limits(const struct core_ns *ns, struct core_atomic_limits *out)
@@ -558,6 +659,8 @@ static void commit_staged(struct core_atomic *a)
  * journal sync for the batch (flush_items).  Flushes and FUA writes queued
  * here (checkpoint requests) get a checkpoint after it.
  */
+static bool native_write(struct core_atomic *a, struct core_req *req);
+
 static void run_batch(struct core_atomic *a, struct core_req **b, int n)
 {
         struct core_ns *ns = a->ns;
@@ -570,6 +673,8 @@ static void run_batch(struct core_atomic *a, struct core_req **b, int n)
                         ck[nck++] = req; /* flush or FUA write: a checkpoint */
                         continue;
                 }
+                if (native_write(a, req))
+                        continue;
                 /* A full journal checkpoints inside append_record: apply what is gathered first. */
                 if (a->head + REC_HDR_MAX + ((uint64_t)req->nlb << ns->block_shift) >
                     CORE_ATOMIC_JOURNAL_BYTES)
@@ -645,9 +750,11 @@ static void enqueue(struct core_atomic *a, struct core_req *req)
 bool core_atomic_journaled(const struct core_req *req)
 {
         const struct core_atomic *a = req->ns->atomic;
-        if (!a || a->path != CORE_ATOMIC_JOURNAL || !(req->flags & CORE_REQ_ATOMIC))
+        if (!a || (a->path != CORE_ATOMIC_JOURNAL && a->path != CORE_ATOMIC_NATIVE) ||
+            !(req->flags & CORE_REQ_ATOMIC))
                 return false;
-        if (req->op == CORE_OP_WRITE)
+        /* COMPARE AND WRITE: its write half, after the compare (core/req.c). */
+        if (req->op == CORE_OP_WRITE || req->op == CORE_OP_COMPARE_AND_WRITE)
                 return req->nlb > 1; /* one block is atomic by itself */
         return req->op == CORE_OP_WRITE_SCATTERED;
 }
@@ -660,7 +767,7 @@ void core_atomic_submit(struct core_req *req)
 bool core_atomic_need_checkpoint(const struct core_ns *ns)
 {
         const struct core_atomic *a = ns->atomic;
-        return a && a->path == CORE_ATOMIC_JOURNAL &&
+        return a && (a->path == CORE_ATOMIC_JOURNAL || a->path == CORE_ATOMIC_NATIVE) &&
                atomic_load_explicit(&a->written, memory_order_acquire) >
                    atomic_load_explicit(&a->ckpt, memory_order_acquire);
 }
@@ -671,6 +778,50 @@ void core_atomic_checkpoint(struct core_req *req)
 }
 
 /* ---- Recovery ---- */
+
+/*
+ * NATIVE: req as one pwritev2(RWF_ATOMIC) through the O_DIRECT descriptor
+ * when it meets the rules (true: done, completed); false: journal it.
+ * Records applied but not retired are retired first, so recovery never
+ * replays an older record over what this write put in place.
+ */
+static bool native_write(struct core_atomic *a, struct core_req *req)
+{
+        struct core_ns *ns = a->ns;
+        if (a->path != CORE_ATOMIC_NATIVE || a->nfd < 0 || req->op != CORE_OP_WRITE)
+                return false;
+        uint64_t off = req->lba << ns->block_shift, len = (uint64_t)req->nlb << ns->block_shift;
+        if (!core_atomic_native_fits(&a->nat, off, len, req->iov, req->iovcnt))
+                return false;
+        commit_staged(a);
+        if (atomic_load(&a->written) > atomic_load(&a->ckpt))
+                checkpoint_now(a, false);
+        struct iovec iov[CORE_REQ_MAX_IOV];
+        int n = data_iov(req, 0, len, iov);
+        int flags = RWF_ATOMIC | ((req->flags & CORE_REQ_FUA) ? RWF_DSYNC : 0);
+        ssize_t w = pwritev2(a->nfd, iov, n, (off_t)off, flags);
+        if (w == (ssize_t)len) {
+                atomic_fetch_add_explicit(&ns->atomic_stats.native_writes, 1, memory_order_relaxed);
+                atomic_fetch_add_explicit(&ns->atomic_stats.writes, 1, memory_order_relaxed);
+                complete(req, 0);
+                return true;
+        }
+        if (w >= 0) { /* RWF_ATOMIC writes all or nothing; a short one is an error */
+                LOG_ERR("atomic", "namespace %s: RWF_ATOMIC write of %llu bytes wrote %zd",
+                        ns->name, (unsigned long long)len, w);
+                complete(req, -EIO);
+                return true;
+        }
+        if (errno == EINVAL || errno == EOPNOTSUPP) {
+                /* Not taken after all (e.g. the device changed): the journal from now on. */
+                LOG_WARN("atomic", "namespace %s: RWF_ATOMIC refused (%s); journal from now on",
+                         ns->name, strerror(errno));
+                a->nat.supported = false;
+                return false;
+        }
+        complete(req, -errno);
+        return true;
+}
 
 /*
  * Replays the committed records newer than the checkpoint; returns 0 and
@@ -793,6 +944,28 @@ int core_atomic_replay_fds(int jfd, int dfd, uint32_t block_shift, uint64_t nblo
 
 /* ---- Open, close, configuration ---- */
 
+/* A file namespace: NATIVE when the backing store takes RWF_ATOMIC, else JOURNAL. */
+static enum core_atomic_path native_choose(struct core_atomic *a)
+{
+        struct core_ns *ns = a->ns;
+        uint32_t cap;
+        core_atomic_native_probe(ns->path, &a->nat);
+        if (core_atomic_choose_file(&a->nat, ns->block_size, &cap) != CORE_ATOMIC_NATIVE)
+                return CORE_ATOMIC_JOURNAL;
+        a->nfd = open(ns->path, O_RDWR | O_DIRECT | O_CLOEXEC);
+        if (a->nfd < 0) {
+                LOG_WARN("atomic", "namespace %s: %s with O_DIRECT: %s; journal", ns->name,
+                         ns->path, strerror(errno));
+                return CORE_ATOMIC_JOURNAL;
+        }
+        if (atomic_load(&ns->atomic_max_bytes) > cap) {
+                LOG_INFO("atomic", "namespace %s: atomic_write_max %u capped at the unit max %u",
+                         ns->name, atomic_load(&ns->atomic_max_bytes), cap);
+                atomic_store(&ns->atomic_max_bytes, cap);
+        }
+        return CORE_ATOMIC_NATIVE;
+}
+
 int core_atomic_open(struct core_ns *ns, char *err, size_t errlen)
 {
         static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -801,19 +974,19 @@ int core_atomic_open(struct core_ns *ns, char *err, size_t errlen)
         if (!a)
                 return -ENOMEM;
         a->ns = ns;
-        a->jfd = a->dfd = -1;
+        a->jfd = a->dfd = a->nfd = -1;
         pthread_mutex_init(&a->mu, NULL);
         pthread_cond_init(&a->cv, NULL);
         if (!strcmp(ns->backend_name, "mem"))
                 a->path = CORE_ATOMIC_ORDER;
         else if (!strcmp(ns->backend_name, "file"))
-                a->path = CORE_ATOMIC_JOURNAL;
+                a->path = native_choose(a);
         else
                 a->path = CORE_ATOMIC_NONE;
         ns->atomic = a;
         if (a->path == CORE_ATOMIC_NONE)
                 atomic_store(&ns->atomic_max_bytes, 0);
-        if (a->path != CORE_ATOMIC_JOURNAL) {
+        if (a->path != CORE_ATOMIC_JOURNAL && a->path != CORE_ATOMIC_NATIVE) {
                 LOG_INFO("atomic", "namespace %s: atomic writes: %s, up to %u bytes", ns->name,
                          core_atomic_path_name(a->path), atomic_load(&ns->atomic_max_bytes));
                 return 0;
@@ -853,6 +1026,11 @@ int core_atomic_open(struct core_ns *ns, char *err, size_t errlen)
                 goto fail;
         }
         a->thr_started = true;
+        if (a->path == CORE_ATOMIC_NATIVE)
+                LOG_INFO("atomic",
+                         "namespace %s: atomic writes: native RWF_ATOMIC on %s (unit %u-%u "
+                         "bytes, %u segment(s)), the journal for other atomic writes",
+                         ns->name, ns->path, a->nat.unit_min, a->nat.unit_max, a->nat.segments_max);
         LOG_INFO("atomic",
                  "namespace %s: atomic writes: journal %s, up to %u bytes; recovery replayed %u "
                  "record(s), discarded %u torn",
@@ -882,6 +1060,8 @@ void core_atomic_close(struct core_ns *ns)
                 close(a->jfd);
         if (a->dfd >= 0)
                 close(a->dfd);
+        if (a->nfd >= 0)
+                close(a->nfd);
         pthread_mutex_destroy(&a->mu);
         pthread_cond_destroy(&a->cv);
         free(a->bounce);
@@ -898,6 +1078,12 @@ int core_ns_set_atomic_max(struct core_ns *ns, uint32_t bytes, char *err, size_t
                          "atomic_write_max must be a multiple of the block size %u, "
                          "at most %u",
                          ns->block_size, CORE_ATOMIC_MAX_BYTES);
+                return -EINVAL;
+        }
+        if (l.path == CORE_ATOMIC_NATIVE && ns->atomic && bytes > ns->atomic->nat.unit_max &&
+            ns->atomic->nat.supported) {
+                snprintf(err, errlen, "atomic_write_max above the backend's atomic unit max %u",
+                         ns->atomic->nat.unit_max);
                 return -EINVAL;
         }
         if (bytes && l.path == CORE_ATOMIC_NONE) {

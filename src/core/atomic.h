@@ -29,7 +29,8 @@ enum core_atomic_path {
         CORE_ATOMIC_NONE = 0, /* no atomic writes beyond one logical block */
         CORE_ATOMIC_ORDER,    /* mem: nothing survives a crash, so ordering suffices */
         CORE_ATOMIC_JOURNAL,  /* intent journal beside the data, replayed at open */
-        CORE_ATOMIC_NATIVE,   /* the backing store's own atomic writes (RWF_ATOMIC, O_DIRECT) */
+        CORE_ATOMIC_NATIVE,   /* the backing store's RWF_ATOMIC (O_DIRECT), the journal for the rest
+                               */
 };
 
 /* All in logical blocks.  0 in a field means what the SBC-4 field says for 0. */
@@ -89,6 +90,38 @@ bool core_atomic_fits(const struct core_ns *ns, uint64_t lba, uint32_t nlb);
 #define CORE_ATOMIC_SCATTER_RANGES 16
 
 const char *core_atomic_path_name(enum core_atomic_path p);
+
+/*
+ * What the backing file or block device offers for RWF_ATOMIC with
+ * O_DIRECT (statx STATX_WRITE_ATOMIC; bytes), as probed at open.
+ */
+struct core_atomic_native {
+        bool supported;        /* STATX_ATTR_WRITE_ATOMIC */
+        uint32_t unit_min;     /* stx_atomic_write_unit_min */
+        uint32_t unit_max;     /* stx_atomic_write_unit_max */
+        uint32_t segments_max; /* stx_atomic_write_segments_max */
+        uint32_t mem_align;    /* stx_dio_mem_align (O_DIRECT buffer alignment) */
+        uint32_t offset_align; /* stx_dio_offset_align */
+};
+/* statx of path; false (and *out cleared) when the kernel or file says nothing. */
+bool core_atomic_native_probe(const char *path, struct core_atomic_native *out);
+/*
+ * The path of a `file` namespace of block_size-byte blocks given the probe:
+ * NATIVE when one block is within the unit and at least two blocks fit
+ * (*cap_bytes = the unit max, what atomic_write_max may be at most), else
+ * JOURNAL (*cap_bytes = CORE_ATOMIC_MAX_BYTES).
+ */
+enum core_atomic_path core_atomic_choose_file(const struct core_atomic_native *nat,
+                                              uint32_t block_size, uint32_t *cap_bytes);
+/*
+ * Whether one write of len bytes at byte offset off from iov can go to the
+ * backend as one RWF_ATOMIC write: len a power of two within the unit,
+ * off a multiple of len, at most segments_max buffers, each aligned for
+ * O_DIRECT.  Writes that do not go through the journal on a NATIVE path.
+ */
+struct iovec;
+bool core_atomic_native_fits(const struct core_atomic_native *nat, uint64_t off, uint64_t len,
+                             const struct iovec *iov, int iovcnt);
 /*
  * At namespace open (after the backend): choose the path for the backend,
  * recover the journal (replay committed records, discard torn ones) and

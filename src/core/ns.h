@@ -159,6 +159,7 @@ struct core_atomic_stats {
         _Atomic uint64_t checkpoints;   /* data syncs that retired journal records */
         _Atomic uint64_t replayed;      /* records replayed at open */
         _Atomic uint64_t discarded;     /* torn records discarded at open */
+        _Atomic uint64_t native_writes; /* atomic writes done by the backend (RWF_ATOMIC) */
 };
 
 /* Copies into this namespace made inside the target (core/copy.h); rare, so plain atomics. */

@@ -735,6 +735,20 @@ void core_backend_done(struct core_req *req, int res)
                         }
                         /* Write half of the data-out buffer: copy it flat into scratch. */
                         iov_to_flat(req, media, len, len);
+                        if (core_atomic_journaled(req)) {
+                                /*
+                                 * CORE_REQ_ATOMIC (NVMe fused Compare and Write that
+                                 * fits NACWU): the write half through the journal, so
+                                 * it is all-or-nothing across a crash too.  The compare
+                                 * is done; iov becomes the data to write.
+                                 */
+                                req->iov[0].iov_base = media;
+                                req->iov[0].iov_len = len;
+                                req->iovcnt = 1;
+                                req->stage = ST_JOURNAL;
+                                core_atomic_submit(req);
+                                return;
+                        }
                 } else {
                         /* ORWRITE: media |= data. */
                         uint64_t off = 0;

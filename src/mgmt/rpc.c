@@ -568,7 +568,7 @@ static void ns_list_one(struct core_ns *ns, void *arg)
         core_ns_atomic_limits(ns, &al);
         const struct core_atomic_stats *as = &ns->atomic_stats;
         json_object_set_new(o, "atomic",
-                            json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "path",
+                            json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "path",
                                       core_atomic_path_name(al.path), "max_bytes",
                                       (json_int_t)al.max_blocks << ns->block_shift,
                                       "scatter_max_ranges", (json_int_t)al.scatter_max_ranges,
@@ -577,7 +577,9 @@ static void ns_list_one(struct core_ns *ns, void *arg)
                                       "journal_syncs", (json_int_t)atomic_load(&as->journal_syncs),
                                       "checkpoints", (json_int_t)atomic_load(&as->checkpoints),
                                       "replayed", (json_int_t)atomic_load(&as->replayed),
-                                      "discarded", (json_int_t)atomic_load(&as->discarded)));
+                                      "discarded", (json_int_t)atomic_load(&as->discarded),
+                                      "native_writes",
+                                      (json_int_t)atomic_load(&as->native_writes)));
         struct core_stats_sum st;
         core_stats_sum(&ns->stats, &st);
         json_object_set_new(o, "stats",

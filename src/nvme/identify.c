@@ -71,11 +71,13 @@ static void id_ctrl(struct nvme_ctrl *ctrl, struct nvme_id_ctrl *id)
                  * Atomic writes (core/atomic.h): each namespace states its own
                  * (NSFEAT NSABP, NAWUN/NAWUPF); the controller-wide values
                  * are our choice of one block (0's based 0), what holds for
-                 * every namespace.  No fused Compare and Write: ACWU 0.
+                 * every namespace.  Fused Compare and Write (fused.c, FUSES
+                 * bit 0): ACWU one block controller-wide, NACWU per namespace.
                  */
                 put_le16(&id->awun, 0);
                 put_le16(&id->awupf, 0);
                 put_le16(&id->acwu, 0);
+                put_le16(&id->fuses, 0x1);
                 /* Feature 84h: every namespace write protection state (8.12). */
                 id->nwpc = NVME_NWPC_WP | NVME_NWPC_UNTIL_PWR_CY | NVME_NWPC_PERMANENT;
                 /* Block erase and overwrite (core/sanitize.c); no crypto erase: nothing
@@ -145,14 +147,17 @@ static void id_ns(struct core_ns *ns, struct nvme_id_ns *id)
                 /*
                  * NSABP: every Write of up to NAWUPF + 1 blocks is atomic,
                  * across power loss too (the journal), so NAWUN = NAWUPF;
-                 * no atomic boundaries (NABSN = NABSPF = 0, NABO = 0); no
-                 * fused Compare and Write (NACWU 0).  Linux takes NAWUPF for
+                 * no atomic boundaries (NABSN = NABSPF = 0, NABO = 0).  A
+                 * fused Compare and Write runs under the core's range lock,
+                 * so it is atomic against other commands at any size; NACWU
+                 * promises the same unit as NAWUN.  Linux takes NAWUPF for
                  * queue/atomic_write_unit_max_bytes.
                  */
                 uint32_t m = al.max_blocks - 1 > 0xffff ? 0xffff : al.max_blocks - 1;
                 id->nsfeat |= NVME_NSFEAT_NSABP;
                 put_le16(&id->nawun, (uint16_t)m);
                 put_le16(&id->nawupf, (uint16_t)m);
+                put_le16(&id->nacwu, (uint16_t)m);
         }
         id->nlbaf = 0; /* one format: the namespace's block size */
         id->flbas = 0;

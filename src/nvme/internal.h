@@ -202,7 +202,7 @@ uint16_t nvme_cqe_status(const struct nvme_cmd *cmd); /* 15-bit status, without 
  */
 void nvme_ctrl_log_error(struct nvme_ctrl *ctrl, struct nvme_cmd *cmd, uint16_t loc, uint64_t lba);
 
-/* ---- Command plumbing (opcodes.c) ---- */
+/* ---- Command plumbing (opcodes.c; completion in status.c) ---- */
 /* The command moves len bytes: checked by the transport (queue->check_xfer); false = rejected. */
 bool nvme_xfer(struct nvme_cmd *cmd, uint32_t len, bool h2c);
 /* Finish an executed command on a later loop iteration (drops cmd->ns). */
@@ -239,6 +239,15 @@ enum nvme_parse_result nvme_io_compare_parse(struct nvme_cmd *cmd);
 enum nvme_parse_result nvme_io_dsm_parse(struct nvme_cmd *cmd);
 void nvme_io_dsm_exec(struct nvme_cmd *cmd);
 void nvme_io_submit(struct nvme_cmd *cmd);
+/* Fused Compare and Write (fused.c). */
+/* FUSE bits of cmd (parse, before the opcode's own): DONE = refused. */
+enum nvme_parse_result nvme_fused_check(struct nvme_cmd *cmd, const struct nvme_cmd *first);
+/* After cmd's parse (r): pair it with first, fail first, or wait as a first half. */
+void nvme_fused_parsed(struct nvme_cmd *cmd, struct nvme_cmd *first, enum nvme_parse_result r);
+/* From nvme_cmd_exec: true when cmd is (or was) a fused half and has been handled. */
+bool nvme_fused_exec(struct nvme_cmd *cmd);
+/* cmd will never execute: unlink it from its queue and release its peer. */
+void nvme_fused_forget(struct nvme_cmd *cmd);
 /* Copy (copy.c) and its limits in ns's blocks: Identify Namespace MSSRL, MCL, MSRC. */
 enum nvme_parse_result nvme_io_copy_parse(struct nvme_cmd *cmd);
 void nvme_io_copy_exec(struct nvme_cmd *cmd);

@@ -91,6 +91,8 @@ struct nvme_queue {
          * NULL accepts any data pointer (unit tests of the personality alone).
          */
         enum nvme_xfer_error (*check_xfer)(const struct nvme_cmd *cmd, uint32_t len, bool h2c);
+        /* The personality's: a parsed fused first half (Compare) awaiting the next command. */
+        struct nvme_cmd *fuse_first;
 };
 
 struct nvme_cmd {
@@ -117,6 +119,11 @@ struct nvme_cmd {
         uint32_t aux;   /* Dataset Management: the next range to deallocate */
         struct core_req req;
         struct rt_defer defer;
+        /* Fused Compare and Write (fused.c): the pair's other half, once both are parsed. */
+        struct nvme_cmd *fuse_peer;
+        uint8_t fuse;      /* 1: first half (Compare), 2: second half (Write), while paired */
+        uint8_t fuse_fail; /* generic status to complete with instead of executing; 0 none */
+        bool fuse_ready;   /* executed (its data is in), waiting for its peer */
 };
 
 enum nvme_parse_result { NVME_PARSE_DONE = 0, NVME_PARSE_EXEC = 1 };
@@ -131,6 +138,21 @@ void nvme_cmd_exec(struct nvme_cmd *cmd);
  * the transport then sends the CQE as for NVME_PARSE_DONE.
  */
 void nvme_cmd_reject_xfer(struct nvme_cmd *cmd, enum nvme_xfer_error e);
+/*
+ * The transport drops a command nvme_cmd_parse accepted (NVME_PARSE_EXEC)
+ * that will never reach nvme_cmd_exec (its queue is closing): releases what
+ * parse took; the other half of a fused pair then completes on its own
+ * (Command Aborted due to Failed Fused Command) instead of waiting.
+ */
+void nvme_cmd_abandon(struct nvme_cmd *cmd);
+/*
+ * The queue is closing: a fused first half that already executed and waits
+ * for a second half that will never be parsed completes (Command Aborted
+ * due to Missing Fused Command, through done on a later loop iteration), so
+ * the transport's count of executing commands drains.  Call after
+ * abandoning the commands the transport drops.
+ */
+void nvme_queue_fused_abort(struct nvme_queue *q);
 
 /*
  * A queue is going away (connection closed): drop its controller reference.

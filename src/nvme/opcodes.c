@@ -145,40 +145,13 @@ void nvme_copy_window(uint8_t *dst, uint32_t dst_len, uint64_t win_off, const vo
         memcpy(dst + (lo - win_off), (const uint8_t *)src + (lo - src_off), hi - lo);
 }
 
-static void complete_fn(struct rt_defer *d)
-{
-        struct nvme_cmd *cmd = (struct nvme_cmd *)((char *)d - offsetof(struct nvme_cmd, defer));
-        nvme_cmd_complete(cmd);
-}
-
-void nvme_cmd_complete(struct nvme_cmd *cmd)
-{
-        if (cmd->ns) {
-                core_ns_put(cmd->ns);
-                cmd->ns = NULL;
-        }
-        cmd->done(cmd);
-}
-
-void nvme_cmd_complete_deferred(struct nvme_cmd *cmd)
-{
-        cmd->defer.fn = complete_fn;
-        cmd->defer.next = NULL;
-        rt_defer(cmd->reactor, &cmd->defer);
-}
-
-enum nvme_parse_result nvme_cmd_parse(struct nvme_cmd *cmd)
+static enum nvme_parse_result parse_one(struct nvme_cmd *cmd, const struct nvme_cmd *first)
 {
         struct nvme_queue *q = cmd->queue;
         struct nvme_ctrl *ctrl = q ? q->ctrl : NULL;
         const struct nvme_op *op;
         uint8_t opc = cmd->sqe[0], flags = cmd->sqe[1];
 
-        nvme_cqe_init(cmd);
-        cmd->data_len = 0;
-        cmd->h2c = false;
-        cmd->ns = NULL;
-        cmd->op = NULL;
         if (!q)
                 return nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_INTERNAL, NVME_LOC_NONE, -1);
 
@@ -203,8 +176,8 @@ enum nvme_parse_result nvme_cmd_parse(struct nvme_cmd *cmd)
                     !(atomic_load_explicit(&ctrl->csts, memory_order_relaxed) & NVME_CSTS_RDY))
                         return nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_CMD_SEQ_ERROR, 0, -1);
         }
-        if (flags & 0x03) /* fused operations are not supported (FUSES = 0) */
-                return nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD, 1, 0);
+        if ((flags & 0x03) && nvme_fused_check(cmd, first) == NVME_PARSE_DONE)
+                return NVME_PARSE_DONE; /* fused.c: Compare + Write only, a matching pair */
         if ((flags >> 6) != NVME_PSDT_SGL_MPTR && (flags >> 6) != NVME_PSDT_SGL_SGL)
                 return nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD, 1, 6);
         cmd->op = op;
@@ -216,11 +189,33 @@ enum nvme_parse_result nvme_cmd_parse(struct nvme_cmd *cmd)
         if (op->dir == NVME_DIR_NONE && !nvme_xfer(cmd, 0, false))
                 return NVME_PARSE_DONE;
 
-        enum nvme_parse_result r = op->parse(cmd);
+        return op->parse(cmd);
+}
+
+enum nvme_parse_result nvme_cmd_parse(struct nvme_cmd *cmd)
+{
+        struct nvme_queue *q = cmd->queue;
+        /* A fused first half waiting on this queue: cmd is the command after it. */
+        struct nvme_cmd *first = q ? q->fuse_first : NULL;
+        if (first)
+                q->fuse_first = NULL;
+
+        nvme_cqe_init(cmd);
+        cmd->data_len = 0;
+        cmd->h2c = false;
+        cmd->ns = NULL;
+        cmd->op = NULL;
+        cmd->fuse_peer = NULL;
+        cmd->fuse = 0;
+        cmd->fuse_fail = 0;
+        cmd->fuse_ready = false;
+        enum nvme_parse_result r = parse_one(cmd, first);
         if (r == NVME_PARSE_DONE && cmd->ns) {
                 core_ns_put(cmd->ns);
                 cmd->ns = NULL;
         }
+        if (q)
+                nvme_fused_parsed(cmd, first, r);
         return r;
 }
 
@@ -233,6 +228,8 @@ void nvme_cmd_exec(struct nvme_cmd *cmd)
                 nvme_cmd_complete_deferred(cmd);
                 return;
         }
+        if (nvme_fused_exec(cmd))
+                return; /* a fused half: waits for its peer, or runs the pair */
         if (op->exec)
                 op->exec(cmd);
         else

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "nvme/internal.h"
+#include "rt/reactor.h"
 
 static const struct nvme_status_map status_map[CORE_STATUS_MAX] = {
     [CORE_OK] = {NVME_SCT_GENERIC, NVME_SC_SUCCESS, false},
@@ -153,7 +154,8 @@ void nvme_cqe_init(struct nvme_cmd *cmd)
 
 void nvme_cmd_reject_xfer(struct nvme_cmd *cmd, enum nvme_xfer_error e)
 {
-        if (cmd->ns) { /* parsed (NVME_PARSE_EXEC) but never executed */
+        nvme_fused_forget(cmd); /* a fused peer completes on its own */
+        if (cmd->ns) {          /* parsed (NVME_PARSE_EXEC) but never executed */
                 core_ns_put(cmd->ns);
                 cmd->ns = NULL;
         }
@@ -170,4 +172,27 @@ void nvme_status_from_core(struct nvme_cmd *cmd, enum core_status st)
         nvme_set_status(cmd, m->sct, m->sc, m->dnr);
         if (st != CORE_OK && cmd->queue)
                 nvme_ctrl_log_error(cmd->queue->ctrl, cmd, NVME_LOC_NONE, cmd->req.lba);
+}
+
+/* Completion (here, beside the status, so a transport's tests link without the dispatcher). */
+static void complete_fn(struct rt_defer *d)
+{
+        struct nvme_cmd *cmd = (struct nvme_cmd *)((char *)d - offsetof(struct nvme_cmd, defer));
+        nvme_cmd_complete(cmd);
+}
+
+void nvme_cmd_complete(struct nvme_cmd *cmd)
+{
+        if (cmd->ns) {
+                core_ns_put(cmd->ns);
+                cmd->ns = NULL;
+        }
+        cmd->done(cmd);
+}
+
+void nvme_cmd_complete_deferred(struct nvme_cmd *cmd)
+{
+        cmd->defer.fn = complete_fn;
+        cmd->defer.next = NULL;
+        rt_defer(cmd->reactor, &cmd->defer);
 }

@@ -569,9 +569,13 @@ static void queue_close(struct tcp_queue *q, const char *reason)
                         q->nbufwait--;
                         cmd_release(c);
                 } else if (c->state != CMD_FREE && c->state != CMD_EXEC) {
+                        if (c->state == CMD_H2C) /* parsed, never to execute */
+                                nvme_cmd_abandon(&c->nc);
                         cmd_release(c);
                 }
         }
+        /* A fused first half left waiting for its second completes (cmd_done). */
+        nvme_queue_fused_abort(&q->nq);
         /* nvme_queue_fini and the free happen in queue_try_free. */
         queue_kick(q);
 }

@@ -7,6 +7,7 @@
  * in-capsule data.  Connect is carried through (nvmf_connect_do) on the
  * fresh queue, which is finalised afterwards, and so are the reservation
  * commands (nvme_resv_do) and Copy's Source Range entries (nvme_copy_decode);
+ * a fused Compare left waiting pairs with (or is failed by) the next input;
  * other commands are parsed only (execution needs
  * the transport's reactor).  The controller is
  * re-enabled after each input so later inputs keep reaching the handlers.
@@ -99,7 +100,14 @@ static int setup_once(void)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-        static struct nvme_cmd c;
+        /*
+         * Two commands in turn: a fused first half (Compare, FUSE 01b) an
+         * input leaves on the I/O queue is still in flight when the next
+         * input's command is parsed, so pairs and broken pairs are reached.
+         */
+        static struct nvme_cmd cmds[2];
+        static unsigned cur;
+        struct nvme_cmd *cp = &cmds[cur];
         if (setup_once() < 0)
                 abort();
         if (size < 65)
@@ -110,32 +118,36 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (!q->ctrl && q != &fresh)
                 return 0; /* torn down by an earlier input (e.g. disallowed host) */
 
-        memset(&c, 0, sizeof(c));
-        c.queue = q;
-        c.buf = buf;
-        c.buf_len = buf_len;
-        memcpy(c.sqe, data + 1, 64);
+        memset(cp, 0, sizeof(*cp));
+        cp->queue = q;
+        cp->buf = buf;
+        cp->buf_len = buf_len;
+        memcpy(cp->sqe, data + 1, 64);
         size_t icd = size - 65;
         if (icd > NVME_TRANSPORT_ICD_BYTES)
                 icd = NVME_TRANSPORT_ICD_BYTES;
         memcpy(buf, data + 65, icd);
-        c.icd_len = (uint32_t)icd;
+        cp->icd_len = (uint32_t)icd;
 
-        enum nvme_parse_result r = nvme_cmd_parse(&c);
+        enum nvme_parse_result r = nvme_cmd_parse(cp);
         if (r == NVME_PARSE_EXEC) {
-                const struct nvme_op *op = c.op;
-                if (op && op == nvmf_fabrics_op(NVMF_FCTYPE_CONNECT) && c.data_len <= icd)
-                        nvmf_connect_do(&c);
-                else if (op && op->exec == nvme_resv_exec && c.data_len <= icd)
-                        nvme_resv_do(&c); /* Reservation Register/Acquire/Release */
-                else if (op && op->exec == nvme_io_copy_exec && c.data_len <= icd &&
-                         nvme_copy_decode(&c) == NVME_PARSE_EXEC)
-                        nvme_copy_release(&c); /* Copy: the Source Range entries */
-                if (c.ns) {
-                        core_ns_put(c.ns);
-                        c.ns = NULL;
-                }
+                const struct nvme_op *op = cp->op;
+                if (op && op == nvmf_fabrics_op(NVMF_FCTYPE_CONNECT) && cp->data_len <= icd)
+                        nvmf_connect_do(cp);
+                else if (op && op->exec == nvme_resv_exec && cp->data_len <= icd)
+                        nvme_resv_do(cp); /* Reservation Register/Acquire/Release */
+                else if (op && op->exec == nvme_io_copy_exec && cp->data_len <= icd &&
+                         nvme_copy_decode(cp) == NVME_PARSE_EXEC)
+                        nvme_copy_release(cp); /* Copy: the Source Range entries */
         }
+        /* Nothing executes: drop every command but a first half still waiting. */
+        if (io_q.fuse_first == cp)
+                cur ^= 1;
+        for (unsigned k = 0; k < 2; k++)
+                if (io_q.fuse_first != &cmds[k] && cmds[k].queue) {
+                        nvme_cmd_abandon(&cmds[k]);
+                        cmds[k].queue = NULL; /* maybe `fresh`, gone with this call */
+                }
         if (fresh.ctrl)
                 nvme_queue_fini(&fresh);
         /* An AER parked by nothing, a Connect on the live queues: nothing else to undo. */

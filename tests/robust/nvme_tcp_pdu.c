@@ -136,6 +136,7 @@ static void sqe_init(uint8_t *sqe, uint8_t opc, uint8_t sgl_id, uint32_t len)
 static uint16_t term_fes;
 static uint32_t term_fei;
 static uint32_t last_dw0;
+static uint16_t last_cid;
 
 static int recv_resp(struct conn *c, uint8_t *buf, uint32_t buflen)
 {
@@ -160,6 +161,7 @@ static int recv_resp(struct conn *c, uint8_t *buf, uint32_t buflen)
                         FAIL("bad header digest from target");
                 if (h[0] == NVME_TCP_PDU_CAPSULE_RESP) {
                         last_dw0 = (uint32_t)slate_get_le(h + 8, 4);
+                        last_cid = (uint16_t)slate_get_le(h + 8 + 12, 2);
                         return (int)((slate_get_le(h + 8 + 14, 2) >> 1) & 0x7ff);
                 }
                 if (h[0] != NVME_TCP_PDU_C2H_DATA)
@@ -465,6 +467,219 @@ static int case_aer_teardown(struct conn *c, int cntlid)
         return expect_status(recv_resp(c, NULL, 0), 0x05, "fifth Asynchronous Event Request");
 }
 
+/*
+ * Fused Compare and Write (src/nvme/fused.c) from a real NVMe/TCP exchange:
+ * the pair on the I/O queue of the 512-byte-block namespace, data
+ * in-capsule or moved by R2T.  Status values are SC | SCT << 8.
+ */
+#define FUSED_LBA 64
+#define FUSED_NLB 8
+#define FUSED_LEN (FUSED_NLB * 512)
+
+/* Send an I/O command on blocks [FUSED_LBA, +FUSED_NLB) with in-capsule data (or none). */
+static int io_send(struct conn *c, uint8_t opc, uint8_t fuse, const uint8_t *data, uint16_t *cid,
+                   uint32_t slba)
+{
+        uint8_t sqe[64];
+        sqe_init(sqe, opc, data ? NVME_TCP_SGL_ICD : NVME_TCP_SGL_TRANSPORT, FUSED_LEN);
+        sqe[1] |= fuse;
+        slate_put_le(sqe + 4, 4, 1);
+        slate_put_le(sqe + 40, 4, slba);
+        slate_put_le(sqe + 48, 4, FUSED_NLB - 1);
+        *cid = c->cid;
+        if (send_capsule(c, sqe, data, data ? FUSED_LEN : 0, false, false) < 0)
+                FAIL("send opcode %02x", opc);
+        c->cid++;
+        return 0;
+}
+
+/* Both CQEs of a pair, whatever their order: statuses by CID. */
+static int recv_two(struct conn *c, uint16_t cid_a, int *st_a, uint16_t cid_b, int *st_b)
+{
+        *st_a = *st_b = -1;
+        for (int i = 0; i < 2; i++) {
+                int st = recv_resp(c, NULL, 0);
+                if (st < 0)
+                        FAIL("pair response %d: %s", i, st == -2 ? "C2HTermReq" : why);
+                if (last_cid == cid_a)
+                        *st_a = st;
+                else if (last_cid == cid_b)
+                        *st_b = st;
+                else
+                        FAIL("response for unknown CID %u", last_cid);
+        }
+        if (*st_a < 0 || *st_b < 0)
+                FAIL("two responses for one command");
+        return 0;
+}
+
+/* Read the blocks back: every byte must be want. */
+static int read_expect(struct conn *c, uint8_t want)
+{
+        static uint8_t data[FUSED_LEN];
+        uint16_t cid;
+        memset(data, 0, sizeof(data));
+        if (io_send(c, 0x02, 0, NULL, &cid, FUSED_LBA) < 0)
+                return -1;
+        int st = recv_resp(c, data, sizeof(data));
+        if (st != 0)
+                FAIL("Read status 0x%x %s", st, st < 0 ? why : "");
+        for (uint32_t i = 0; i < FUSED_LEN; i++)
+                if (data[i] != want)
+                        FAIL("byte %u reads 0x%02x, expected 0x%02x", i, data[i], want);
+        return 0;
+}
+
+static int write_fill(struct conn *c, uint8_t v)
+{
+        static uint8_t data[FUSED_LEN];
+        uint16_t cid;
+        memset(data, v, sizeof(data));
+        if (io_send(c, 0x01, 0, data, &cid, FUSED_LBA) < 0)
+                return -1;
+        int st = recv_resp(c, NULL, 0);
+        if (st != 0)
+                FAIL("Write status 0x%x", st);
+        return 0;
+}
+
+/* Matching pair: both succeed, the new data is read back. Then a miscompare. */
+static int case_fused_cw(struct conn *c, int cntlid)
+{
+        static uint8_t cmp[FUSED_LEN], wr[FUSED_LEN];
+        uint16_t c1, c2;
+        int s1, s2;
+        close(c->fd);
+        if (io_up(c, cntlid) < 0 || write_fill(c, 0xa1) < 0)
+                return -1;
+        memset(cmp, 0xa1, sizeof(cmp));
+        memset(wr, 0xb2, sizeof(wr));
+        if (io_send(c, 0x05, 1, cmp, &c1, FUSED_LBA) < 0 ||
+            io_send(c, 0x01, 2, wr, &c2, FUSED_LBA) < 0 || recv_two(c, c1, &s1, c2, &s2) < 0)
+                return -1;
+        if (s1 != 0 || s2 != 0)
+                FAIL("matching pair: Compare 0x%x Write 0x%x, expected 0 0", s1, s2);
+        if (read_expect(c, 0xb2) < 0)
+                return -1;
+        /* Compare data differing in the last byte: Compare Failure, Failed Fused, unchanged. */
+        memset(cmp, 0xb2, sizeof(cmp));
+        cmp[FUSED_LEN - 1] = 0xb3;
+        memset(wr, 0xc3, sizeof(wr));
+        if (io_send(c, 0x05, 1, cmp, &c1, FUSED_LBA) < 0 ||
+            io_send(c, 0x01, 2, wr, &c2, FUSED_LBA) < 0 || recv_two(c, c1, &s1, c2, &s2) < 0)
+                return -1;
+        if (s1 != 0x285 || s2 != 0x009)
+                FAIL("miscompare: Compare 0x%x Write 0x%x, expected 0x285 0x009", s1, s2);
+        return read_expect(c, 0xb2);
+}
+
+/* Lone halves and a mismatched pair: Missing Fused, Invalid Field + Failed Fused. */
+static int case_fused_bad(struct conn *c, int cntlid)
+{
+        static uint8_t cmp[FUSED_LEN], wr[FUSED_LEN];
+        uint16_t c1, c2;
+        int s1, s2;
+        close(c->fd);
+        if (io_up(c, cntlid) < 0 || write_fill(c, 0xa1) < 0)
+                return -1;
+        memset(cmp, 0xa1, sizeof(cmp));
+        memset(wr, 0xd4, sizeof(wr));
+        if (io_send(c, 0x01, 2, wr, &c2, FUSED_LBA) < 0)
+                return -1;
+        if ((s2 = recv_resp(c, NULL, 0)) != 0x00a)
+                FAIL("lone Write FUSE 10b: status 0x%x, expected 0x00a", s2);
+        /* A Compare FUSE 01b followed by a Read: the Compare is missing its Write. */
+        if (io_send(c, 0x05, 1, cmp, &c1, FUSED_LBA) < 0 ||
+            io_send(c, 0x02, 0, NULL, &c2, FUSED_LBA) < 0)
+                return -1;
+        static uint8_t data[FUSED_LEN];
+        for (int i = 0; i < 2; i++) {
+                int st = recv_resp(c, data, sizeof(data));
+                if (last_cid == c1 && st != 0x00a)
+                        FAIL("Compare then Read: Compare status 0x%x, expected 0x00a", st);
+                if (last_cid == c2 && st != 0)
+                        FAIL("Compare then Read: Read status 0x%x", st);
+        }
+        /* The Write on another SLBA: Invalid Field on it, Failed Fused on the Compare. */
+        if (io_send(c, 0x05, 1, cmp, &c1, FUSED_LBA) < 0 ||
+            io_send(c, 0x01, 2, wr, &c2, FUSED_LBA + 1) < 0 || recv_two(c, c1, &s1, c2, &s2) < 0)
+                return -1;
+        if (s1 != 0x009 || s2 != 0x002)
+                FAIL("mismatched pair: Compare 0x%x Write 0x%x, expected 0x009 0x002", s1, s2);
+        return read_expect(c, 0xa1);
+}
+
+/* Send H2CData for an R2T just received (the whole of it, with pattern v). */
+static int answer_r2t(struct conn *c, uint8_t v)
+{
+        uint8_t r[24];
+        if (xrecv(c, r, 24) < 0 || r[0] != NVME_TCP_PDU_R2T)
+                FAIL("no R2T (type %u)", r[0]);
+        uint32_t r2to = (uint32_t)slate_get_le(r + 12, 4), r2tl = (uint32_t)slate_get_le(r + 16, 4);
+        static uint8_t b[24 + FUSED_LEN];
+        if (r2tl > FUSED_LEN || r2to)
+                FAIL("R2T offset %u length %u", r2to, r2tl);
+        memset(b, 0, 24);
+        b[0] = NVME_TCP_PDU_H2C_DATA;
+        b[1] = NVME_TCP_F_DATA_LAST;
+        b[2] = 24;
+        b[3] = 24;
+        slate_put_le(b + 4, 4, 24 + r2tl);
+        memcpy(b + 8, r + 8, 4); /* CCCID, TTAG */
+        slate_put_le(b + 12, 4, 0);
+        slate_put_le(b + 16, 4, r2tl);
+        memset(b + 24, v, r2tl);
+        return xsend(c, b, 24 + r2tl);
+}
+
+/* The Compare's data by R2T after the Write's arrived in-capsule: the pair still runs. */
+static int case_fused_r2t(struct conn *c, int cntlid)
+{
+        static uint8_t wr[FUSED_LEN];
+        uint16_t c1, c2;
+        int s1, s2;
+        close(c->fd);
+        if (io_up(c, cntlid) < 0 || write_fill(c, 0x5e) < 0)
+                return -1;
+        memset(wr, 0x6f, sizeof(wr));
+        if (io_send(c, 0x05, 1, NULL, &c1, FUSED_LBA) < 0 ||
+            io_send(c, 0x01, 2, wr, &c2, FUSED_LBA) < 0 || answer_r2t(c, 0x5e) < 0 ||
+            recv_two(c, c1, &s1, c2, &s2) < 0)
+                return -1;
+        if (s1 != 0 || s2 != 0)
+                FAIL("pair with R2T: Compare 0x%x Write 0x%x, expected 0 0", s1, s2);
+        return read_expect(c, 0x6f);
+}
+
+/*
+ * A Compare FUSE 01b alone (its data in), then the connection closes: the
+ * waiting half must not hold the queue, so I/O queue 1 of the controller
+ * can be connected again (the old one is gone only once freed).
+ */
+static int case_fused_teardown(struct conn *c, int cntlid)
+{
+        static uint8_t cmp[FUSED_LEN];
+        uint16_t c1;
+        close(c->fd);
+        if (io_up(c, cntlid) < 0)
+                return -1;
+        memset(cmp, 0, sizeof(cmp));
+        if (io_send(c, 0x05, 1, cmp, &c1, FUSED_LBA) < 0)
+                return -1;
+        /* TCP delivers the capsule before the FIN: the Compare is in, waiting. */
+        close(c->fd);
+        for (int i = 0; i < 100; i++) {
+                if (conn_open(c, false, false) < 0)
+                        return -1;
+                int st = do_connect(c, 1, (uint16_t)cntlid, subnqn, hostnqn, 1024, false);
+                if (st == 0)
+                        return 0;
+                close(c->fd);
+                usleep(50000);
+        }
+        FAIL("I/O queue 1 never freed after closing with a fused half waiting");
+}
+
 struct tcase {
         const char *name;
         int (*fn)(struct conn *c, int cntlid);
@@ -486,6 +701,10 @@ static const struct tcase cases[] = {
     {"connect_bad_subnqn", case_connect_bad_subnqn},
     {"connect_bad_host", case_connect_bad_host},
     {"aer_teardown", case_aer_teardown},
+    {"fused_cw", case_fused_cw},
+    {"fused_bad", case_fused_bad},
+    {"fused_r2t", case_fused_r2t},
+    {"fused_teardown", case_fused_teardown},
 };
 
 int main(int argc, char **argv)

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "core/atomic.h"
@@ -491,6 +492,129 @@ static void test_ordering_file(void **st)
         ordering_case("file");
 }
 
+/*
+ * COMPARE AND WRITE with CORE_REQ_ATOMIC (an NVMe fused pair within NACWU):
+ * the write half goes through the journal (a record, a journal sync); a
+ * miscompare writes nothing and journals nothing; without the flag the
+ * write goes straight in place as before.
+ */
+static void test_caw_journal(void **st)
+{
+        (void)st;
+        struct core_ns *ns = mk("caw", "file", NULL, false, 0);
+        static uint8_t old[8 * 512], cw[2 * 8 * 512], r[8 * 512];
+        static uint8_t scratch[8 * 512];
+        pattern(old, sizeof(old), 5);
+        assert_int_equal(run1(ns, CORE_OP_WRITE, 80, 8, 0, old, sizeof(old)), CORE_OK);
+        memcpy(cw, old, sizeof(old));
+        pattern(cw + sizeof(old), sizeof(old), 11);
+        struct batch b = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 1};
+        struct areq a;
+        prep(&a, &b, ns, CORE_OP_COMPARE_AND_WRITE, 80, 8, CORE_REQ_ATOMIC, cw, sizeof(cw), 0);
+        a.req.scratch = scratch;
+        a.req.scratch_len = sizeof(scratch);
+        rt_msg_send(rt_get(0), submit_fn, &a);
+        batch_wait(&b);
+        assert_int_equal(a.req.status, CORE_OK);
+        assert_int_equal(atomic_load(&ns->atomic_stats.writes), 1);
+        /* The read waits for the blocks' lock, held until the record is synced and applied. */
+        assert_int_equal(run1(ns, CORE_OP_READ, 80, 8, 0, r, sizeof(r)), CORE_OK);
+        assert_int_equal(atomic_load(&ns->atomic_stats.journal_syncs), 1);
+        assert_memory_equal(r, cw + sizeof(old), sizeof(r));
+        /* Miscompare: the old (now the first write's) data stays, nothing journaled. */
+        pattern(cw + sizeof(old), sizeof(old), 23);
+        b.left = 1;
+        prep(&a, &b, ns, CORE_OP_COMPARE_AND_WRITE, 80, 8, CORE_REQ_ATOMIC, cw, sizeof(cw), 0);
+        a.req.scratch = scratch;
+        a.req.scratch_len = sizeof(scratch);
+        rt_msg_send(rt_get(0), submit_fn, &a);
+        batch_wait(&b);
+        assert_int_equal(a.req.status, CORE_E_MISCOMPARE);
+        assert_int_equal(atomic_load(&ns->atomic_stats.writes), 1);
+        assert_int_equal(run1(ns, CORE_OP_READ, 80, 8, 0, r, sizeof(r)), CORE_OK);
+        pattern(cw, sizeof(old), 11);
+        assert_memory_equal(r, cw, sizeof(r));
+        assert_int_equal(core_ns_delete("caw"), 0);
+}
+
+/*
+ * The native path's selection and per-write rules (core/atomic.h), from
+ * stubbed statx results: what a scsi_debug atomic_wr=1 disk or an XFS file
+ * would report, and what keeps a namespace on the journal.
+ */
+static void test_native_choose(void **st)
+{
+        (void)st;
+        uint32_t cap;
+        struct core_atomic_native none = {0};
+        assert_int_equal(core_atomic_choose_file(&none, 4096, &cap), CORE_ATOMIC_JOURNAL);
+        assert_int_equal(cap, CORE_ATOMIC_MAX_BYTES);
+        struct core_atomic_native n = {.supported = true,
+                                       .unit_min = 512,
+                                       .unit_max = 64 << 10,
+                                       .segments_max = 1,
+                                       .mem_align = 512,
+                                       .offset_align = 512};
+        assert_int_equal(core_atomic_choose_file(&n, 4096, &cap), CORE_ATOMIC_NATIVE);
+        assert_int_equal(cap, 64 << 10);
+        n.unit_max = 4 << 20; /* larger than we ever allow: our own maximum stays */
+        assert_int_equal(core_atomic_choose_file(&n, 4096, &cap), CORE_ATOMIC_NATIVE);
+        assert_int_equal(cap, CORE_ATOMIC_MAX_BYTES);
+        n.unit_max = 4096; /* one block only (ext4 without bigalloc): nothing gained */
+        assert_int_equal(core_atomic_choose_file(&n, 4096, &cap), CORE_ATOMIC_JOURNAL);
+        n.unit_max = 64 << 10;
+        n.unit_min = 8192; /* a block write would be refused */
+        assert_int_equal(core_atomic_choose_file(&n, 4096, &cap), CORE_ATOMIC_JOURNAL);
+        n.unit_min = 512;
+        n.offset_align = 4096; /* 512-byte blocks cannot be written O_DIRECT */
+        assert_int_equal(core_atomic_choose_file(&n, 512, &cap), CORE_ATOMIC_JOURNAL);
+        n.offset_align = 512;
+        n.unit_max = 48 << 10; /* not a power of two */
+        assert_int_equal(core_atomic_choose_file(&n, 4096, &cap), CORE_ATOMIC_JOURNAL);
+        n.unit_max = 64 << 10;
+
+        /* Which writes go native: power of two, naturally aligned, aligned buffers. */
+        uint8_t *b = aligned_alloc(4096, 128 << 10);
+        struct iovec iov[2] = {{b, 16384}, {b + 65536, 16384}};
+        assert_true(core_atomic_native_fits(&n, 16384, 16384, iov, 1));
+        assert_true(core_atomic_native_fits(&n, 0, 65536, &(struct iovec){b, 65536}, 1));
+        assert_false(core_atomic_native_fits(&n, 0, 12288, iov, 1));    /* 3 blocks */
+        assert_false(core_atomic_native_fits(&n, 8192, 16384, iov, 1)); /* not aligned */
+        assert_false(core_atomic_native_fits(&n, 0, 128 << 10, &(struct iovec){b, 128 << 10},
+                                             1)); /* beyond the unit */
+        iov[0].iov_len = 8192;
+        iov[1].iov_len = 8192;
+        assert_false(core_atomic_native_fits(&n, 0, 16384, iov, 2)); /* segments_max 1 */
+        n.segments_max = 2;
+        assert_true(core_atomic_native_fits(&n, 0, 16384, iov, 2));
+        iov[0].iov_base = b + 1; /* O_DIRECT would refuse the buffer */
+        assert_false(core_atomic_native_fits(&n, 0, 16384, iov, 2));
+        n.supported = false;
+        assert_false(core_atomic_native_fits(&n, 16384, 16384, &(struct iovec){b, 16384}, 1));
+        free(b);
+
+        /* The real probe on a file here; a file namespace takes the path it implies. */
+        char path[300];
+        snprintf(path, sizeof(path), "%s/native.img", state_dir);
+        int fd = open(path, O_RDWR | O_CREAT, 0644);
+        assert_true(fd >= 0);
+        assert_int_equal(ftruncate(fd, 4 << 20), 0);
+        close(fd);
+        struct core_atomic_native probe;
+        bool got = core_atomic_native_probe(path, &probe);
+        uint32_t want_cap;
+        enum core_atomic_path want = core_atomic_choose_file(&probe, 4096, &want_cap);
+        print_message("statx here: %s, unit %u-%u, segments %u -> %s\n",
+                      got ? "atomic" : "no atomic", probe.unit_min, probe.unit_max,
+                      probe.segments_max, core_atomic_path_name(want));
+        struct core_ns *ns = mk("nat0", "file", path, false, 0);
+        struct core_atomic_limits l;
+        core_ns_atomic_limits(ns, &l);
+        assert_int_equal(l.path, want);
+        (void)ns;
+        assert_int_equal(core_ns_delete("nat0"), 0);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -504,6 +628,8 @@ int main(void)
             cmocka_unit_test(test_scattered),
             cmocka_unit_test(test_ordering_mem),
             cmocka_unit_test(test_ordering_file),
+            cmocka_unit_test(test_native_choose),
+            cmocka_unit_test(test_caw_journal),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -236,7 +236,7 @@ static void test_identify(void **s)
         assert_true(get_le16(&id->oncs) & NVME_ONCS_WRITE_ZEROES);
         assert_true(get_le32(&id->sgls) & 1);
         assert_int_equal(get_le32(&id->ioccsz), (64 + NVME_TRANSPORT_ICD_BYTES) / 16);
-        /* Atomic writes: controller-wide one block, no fused Compare and Write. */
+        /* Atomic writes: controller-wide one block; ACWU one block too (fused.c). */
         assert_int_equal(get_le16(&id->awun), 0);
         assert_int_equal(get_le16(&id->awupf), 0);
         assert_int_equal(get_le16(&id->acwu), 0);
@@ -261,7 +261,7 @@ static void test_identify(void **s)
         assert_int_equal(idn->nsfeat & NVME_NSFEAT_NSABP, NVME_NSFEAT_NSABP);
         assert_int_equal(get_le16(&idn->nawun), 15);
         assert_int_equal(get_le16(&idn->nawupf), 15);
-        assert_int_equal(get_le16(&idn->nacwu), 0);
+        assert_int_equal(get_le16(&idn->nacwu), 15); /* fused Compare and Write, same unit */
         assert_int_equal(get_le16(&idn->nabsn), 0);
         assert_int_equal(get_le16(&idn->nabo), 0);
         assert_int_equal(get_le16(&idn->nabspf), 0);
@@ -908,6 +908,228 @@ static void test_io_roundtrip(void **s)
         assert_int_equal(buf[0], 0);
         assert_int_equal(run_io(NVME_IO_FLUSH, 0, 1, 0), 0);
         assert_int_equal(run_io(NVME_IO_VERIFY, 0, 8, 0), 0);
+}
+
+/* ---- Fused Compare and Write (fused.c) ---- */
+static atomic_int fused_dones;
+static void fused_on_done(struct nvme_cmd *c)
+{
+        (void)c;
+        pthread_mutex_lock(&w.m);
+        atomic_fetch_add(&fused_dones, 1);
+        pthread_cond_signal(&w.cv);
+        pthread_mutex_unlock(&w.m);
+}
+static void wait_dones(int n)
+{
+        pthread_mutex_lock(&w.m);
+        while (atomic_load(&fused_dones) < n)
+                pthread_cond_wait(&w.cv, &w.m);
+        pthread_mutex_unlock(&w.m);
+}
+
+/* An I/O command of nlb 4 KiB blocks at lba with its own data buffer and FUSE bits. */
+static void fused_cmd(struct nvme_cmd *c, uint8_t *data, uint8_t opc, uint8_t fuse, uint64_t lba,
+                      uint32_t nlb)
+{
+        sqe_init(c, &io_q, opc, 1);
+        c->sqe[1] |= fuse;
+        c->buf = data;
+        c->buf_len = 2 * CORE_SMALL_TRANSFER_BYTES; /* data, then the compare's scratch */
+        c->reactor = rt_get(0);
+        c->done = fused_on_done;
+        cdw(c, 10, (uint32_t)lba);
+        cdw(c, 11, (uint32_t)(lba >> 32));
+        cdw(c, 12, nlb - 1);
+        sgl_len(c, nlb * 4096);
+}
+
+/* Execute cmds (already parsed) on the reactor in the given order; wait for n completions. */
+static void exec_all(struct nvme_cmd **cmds, int ncmds, int n)
+{
+        atomic_store(&fused_dones, 0);
+        for (int i = 0; i < ncmds; i++)
+                rt_msg_send(rt_get(0), exec_fn, cmds[i]);
+        wait_dones(n);
+}
+
+/* On the reactor, after what was sent before (messages are FIFO), as a transport would. */
+static void fused_parse_exec_fn(void *arg)
+{
+        struct nvme_cmd *c = arg;
+        if (nvme_cmd_parse(c) == NVME_PARSE_EXEC)
+                nvme_cmd_exec(c);
+        else
+                fused_on_done(c);
+}
+static void abandon_fn(void *arg)
+{
+        nvme_cmd_abandon(arg);
+}
+static void queue_abort_fn(void *arg)
+{
+        nvme_queue_fused_abort(arg);
+}
+
+static uint8_t fused_byte(uint64_t lba)
+{
+        memset(buf, 0, 4096);
+        assert_int_equal(run_io(NVME_IO_READ, lba, 1, 0), 0);
+        return buf[0];
+}
+
+static void test_fused(void **s)
+{
+        (void)s;
+        static struct nvme_cmd cmp, wr, other;
+        uint8_t *a = aligned_alloc(4096, 2 * CORE_SMALL_TRANSFER_BYTES);
+        uint8_t *b = aligned_alloc(4096, 2 * CORE_SMALL_TRANSFER_BYTES);
+        const uint64_t lba = 200;
+
+        /* Identify Controller: FUSES bit 0 (Compare and Write). */
+        sqe_init(&cmp, &admin_q, NVME_ADM_IDENTIFY, 0);
+        sgl_len(&cmp, 4096);
+        cdw(&cmp, 10, NVME_CNS_CTRL);
+        nvme_cmd_parse(&cmp);
+        assert_int_equal(st(&cmp), 0);
+        assert_int_equal(get_le16(&((const struct nvme_id_ctrl *)buf)->fuses), 1);
+
+        memset(buf, 0x11, 4 * 4096);
+        assert_int_equal(run_io(NVME_IO_WRITE, lba, 4, 0), 0);
+
+        /* A matching pair: both succeed, the new data is in place. */
+        uint64_t writes = atomic_load(&io_q.ctrl->host_writes);
+        fused_cmd(&cmp, a, NVME_IO_COMPARE, 1, lba, 4);
+        memset(a, 0x11, 4 * 4096);
+        assert_int_equal(nvme_cmd_parse(&cmp), NVME_PARSE_EXEC);
+        assert_ptr_equal(io_q.fuse_first, &cmp);
+        fused_cmd(&wr, b, NVME_IO_WRITE, 2, lba, 4);
+        memset(b, 0x22, 4 * 4096);
+        assert_int_equal(nvme_cmd_parse(&wr), NVME_PARSE_EXEC);
+        assert_null(io_q.fuse_first);
+        struct nvme_cmd *order1[] = {&cmp, &wr};
+        exec_all(order1, 2, 2);
+        assert_int_equal(st(&cmp), 0);
+        assert_int_equal(st(&wr), 0);
+        assert_int_equal(fused_byte(lba), 0x22);
+        assert_int_equal(fused_byte(lba + 3), 0x22);
+        assert_int_equal(atomic_load(&io_q.ctrl->host_writes), writes + 1);
+
+        /* A miscompare (one byte of the last block), the Write's data arriving first:
+         * Compare Failure on the Compare, Failed Fused on the Write, data unchanged. */
+        fused_cmd(&cmp, a, NVME_IO_COMPARE, 1, lba, 4);
+        memset(a, 0x22, 4 * 4096);
+        a[3 * 4096 + 17] = 0x23;
+        assert_int_equal(nvme_cmd_parse(&cmp), NVME_PARSE_EXEC);
+        fused_cmd(&wr, b, NVME_IO_WRITE, 2, lba, 4);
+        memset(b, 0x33, 4 * 4096);
+        assert_int_equal(nvme_cmd_parse(&wr), NVME_PARSE_EXEC);
+        struct nvme_cmd *order2[] = {&wr, &cmp};
+        exec_all(order2, 2, 2);
+        assert_int_equal(st(&cmp), ST(2, NVME_SC_COMPARE_FAILED));
+        assert_int_equal(st(&wr), ST(0, NVME_SC_FUSED_FAIL));
+        assert_int_equal(fused_byte(lba), 0x22);
+        assert_int_equal(fused_byte(lba + 3), 0x22);
+
+        /* A lone second half: Missing Fused Command, with DNR. */
+        fused_cmd(&wr, b, NVME_IO_WRITE, 2, lba, 4);
+        assert_int_equal(nvme_cmd_parse(&wr), NVME_PARSE_DONE);
+        assert_int_equal(st(&wr), ST(0, NVME_SC_FUSED_MISSING));
+        assert_true(nvme_cqe_status(&wr) & (1u << 14));
+
+        /* A first half followed by a plain Read (parsed before and after the Compare's
+         * data is in): the Compare gets Missing Fused, the Read runs. */
+        for (int before = 0; before < 2; before++) {
+                fused_cmd(&cmp, a, NVME_IO_COMPARE, 1, lba, 4);
+                memset(a, 0x22, 4 * 4096);
+                assert_int_equal(nvme_cmd_parse(&cmp), NVME_PARSE_EXEC);
+                atomic_store(&fused_dones, 0);
+                fused_cmd(&other, b, NVME_IO_READ, 0, lba, 1);
+                if (before) { /* the Compare executed and waits, then the Read is parsed */
+                        rt_msg_send(rt_get(0), exec_fn, &cmp);
+                        rt_msg_send(rt_get(0), fused_parse_exec_fn, &other);
+                } else {
+                        assert_int_equal(nvme_cmd_parse(&other), NVME_PARSE_EXEC);
+                        rt_msg_send(rt_get(0), exec_fn, &cmp);
+                        rt_msg_send(rt_get(0), exec_fn, &other);
+                }
+                wait_dones(2);
+                assert_null(io_q.fuse_first);
+                assert_int_equal(st(&cmp), ST(0, NVME_SC_FUSED_MISSING));
+                assert_int_equal(st(&other), 0);
+                assert_int_equal(b[0], 0x22);
+        }
+
+        /* A mismatched second half (another SLBA): Invalid Field on it, Failed Fused on
+         * the Compare; nothing written. */
+        fused_cmd(&cmp, a, NVME_IO_COMPARE, 1, lba, 4);
+        memset(a, 0x22, 4 * 4096);
+        assert_int_equal(nvme_cmd_parse(&cmp), NVME_PARSE_EXEC);
+        fused_cmd(&wr, b, NVME_IO_WRITE, 2, lba + 1, 4);
+        memset(b, 0x44, 4 * 4096);
+        assert_int_equal(nvme_cmd_parse(&wr), NVME_PARSE_DONE);
+        assert_int_equal(st(&wr), ST(0, NVME_SC_INVALID_FIELD));
+        struct nvme_cmd *order3[] = {&cmp};
+        exec_all(order3, 1, 1);
+        assert_int_equal(st(&cmp), ST(0, NVME_SC_FUSED_FAIL));
+        assert_int_equal(fused_byte(lba + 1), 0x22);
+        /* Another NLB, and another namespace: refused the same way. */
+        fused_cmd(&cmp, a, NVME_IO_COMPARE, 1, lba, 4);
+        assert_int_equal(nvme_cmd_parse(&cmp), NVME_PARSE_EXEC);
+        fused_cmd(&wr, b, NVME_IO_WRITE, 2, lba, 3);
+        assert_int_equal(nvme_cmd_parse(&wr), NVME_PARSE_DONE);
+        assert_int_equal(st(&wr), ST(0, NVME_SC_INVALID_FIELD));
+        exec_all(order3, 1, 1);
+        assert_int_equal(st(&cmp), ST(0, NVME_SC_FUSED_FAIL));
+
+        /* FUSE on other opcodes, FUSE 11b, and on the admin queue: Invalid Field. */
+        fused_cmd(&other, b, NVME_IO_READ, 1, lba, 1);
+        assert_int_equal(nvme_cmd_parse(&other), NVME_PARSE_DONE);
+        assert_int_equal(st(&other), ST(0, NVME_SC_INVALID_FIELD));
+        fused_cmd(&other, b, NVME_IO_COMPARE, 2, lba, 1);
+        assert_int_equal(nvme_cmd_parse(&other), NVME_PARSE_DONE);
+        assert_int_equal(st(&other), ST(0, NVME_SC_INVALID_FIELD));
+        fused_cmd(&other, b, NVME_IO_COMPARE, 3, lba, 1);
+        assert_int_equal(nvme_cmd_parse(&other), NVME_PARSE_DONE);
+        assert_int_equal(st(&other), ST(0, NVME_SC_INVALID_FIELD));
+        sqe_init(&other, &admin_q, NVME_ADM_IDENTIFY, 0);
+        other.sqe[1] |= 1;
+        sgl_len(&other, 4096);
+        cdw(&other, 10, NVME_CNS_CTRL);
+        assert_int_equal(nvme_cmd_parse(&other), NVME_PARSE_DONE);
+        assert_int_equal(st(&other), ST(0, NVME_SC_INVALID_FIELD));
+
+        /* The transport drops a second half whose data never came (queue closing):
+         * the waiting Compare completes with Failed Fused. */
+        fused_cmd(&cmp, a, NVME_IO_COMPARE, 1, lba, 4);
+        assert_int_equal(nvme_cmd_parse(&cmp), NVME_PARSE_EXEC);
+        fused_cmd(&wr, b, NVME_IO_WRITE, 2, lba, 4);
+        assert_int_equal(nvme_cmd_parse(&wr), NVME_PARSE_EXEC);
+        exec_all(order3, 1, 0);
+        rt_msg_send(rt_get(0), abandon_fn, &wr);
+        wait_dones(1);
+        assert_null(wr.ns);
+        assert_int_equal(st(&cmp), ST(0, NVME_SC_FUSED_FAIL));
+        /* ... and a first half left alone when the queue closes: Missing Fused. */
+        fused_cmd(&cmp, a, NVME_IO_COMPARE, 1, lba, 4);
+        assert_int_equal(nvme_cmd_parse(&cmp), NVME_PARSE_EXEC);
+        exec_all(order3, 1, 0);
+        rt_msg_send(rt_get(0), queue_abort_fn, &io_q);
+        wait_dones(1);
+        assert_null(io_q.fuse_first);
+        assert_int_equal(st(&cmp), ST(0, NVME_SC_FUSED_MISSING));
+        /* ... and a first half whose data fails (digest) before the Write is parsed: the
+         * Write then has no first half. */
+        fused_cmd(&cmp, a, NVME_IO_COMPARE, 1, lba, 4);
+        assert_int_equal(nvme_cmd_parse(&cmp), NVME_PARSE_EXEC);
+        nvme_cmd_reject_xfer(&cmp, NVME_XFER_DIGEST);
+        assert_null(io_q.fuse_first);
+        fused_cmd(&wr, b, NVME_IO_WRITE, 2, lba, 4);
+        assert_int_equal(nvme_cmd_parse(&wr), NVME_PARSE_DONE);
+        assert_int_equal(st(&wr), ST(0, NVME_SC_FUSED_MISSING));
+        assert_int_equal(fused_byte(lba), 0x22);
+        free(a);
+        free(b);
 }
 
 /* Dataset Management with the given ranges (in-capsule), parsed and executed. */
@@ -1842,6 +2064,7 @@ int main(void)
             cmocka_unit_test(test_rae),
             cmocka_unit_test(test_io_parse),
             cmocka_unit_test(test_io_roundtrip),
+            cmocka_unit_test(test_fused),
             cmocka_unit_test(test_thin),
             cmocka_unit_test(test_lba_status),
             cmocka_unit_test(test_provisioning),

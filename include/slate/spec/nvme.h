@@ -120,7 +120,8 @@ enum {
         NVME_SC_INTERNAL = 0x06,
         NVME_SC_ABORT_REQ = 0x07,
         NVME_SC_ABORT_SQ_DELETION = 0x08,
-        NVME_SC_FUSED_FAIL = 0x09,
+        NVME_SC_FUSED_FAIL = 0x09,    /* Command Aborted due to Failed Fused Command */
+        NVME_SC_FUSED_MISSING = 0x0a, /* Command Aborted due to Missing Fused Command */
         NVME_SC_INVALID_NS = 0x0b,
         NVME_SC_CMD_SEQ_ERROR = 0x0c,
         NVME_SC_SGL_INVALID_LAST = 0x0d,
