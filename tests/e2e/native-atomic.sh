@@ -75,7 +75,7 @@ trap 'nvme disconnect-all >/dev/null 2>&1; slate_stop >/dev/null 2>&1' EXIT
 ctl() { "$SLATE_BUILD/slatectl" -s "$state/run/slated.sock" "$@"; }
 
 check native-log grep -q "namespace nat0: atomic writes: native RWF_ATOMIC on /dev/$sd" "$log"
-check native-rpc sh -c "'$SLATE_BUILD/slatectl' -s '$state/run/slated.sock' namespace_list | grep -A3 '\"atomic\"' | grep -q '\"path\": *\"native\"'"
+check native-rpc sh -c "'$SLATE_BUILD/slatectl' -s '$state/run/slated.sock' --json namespace_list | grep -A3 '\"atomic\"' | grep -q '\"path\": *\"native\"'"
 
 dev=
 connect() {
@@ -98,11 +98,11 @@ for n in /sys/class/nvme-subsystem/nvme-subsys*/nvme*n1 /sys/class/nvme/nvme*/nv
 done
 echo "nvme namespace $dev unit_max=$(cat /sys/block/${dev##*/}/queue/atomic_write_unit_max_bytes 2>/dev/null)" |
 	tee -a "$logdir/device.log"
-{ nvme id-ns "$dev" | grep -iE '^(nsfeat|nawun|nawupf|nacwu)'; ctl namespace_list | grep -A12 '"atomic"'; } >>"$logdir/device.log" 2>&1
+{ nvme id-ns "$dev" | grep -iE '^(nsfeat|nawun|nawupf|nacwu)'; ctl --json namespace_list | grep -A12 '"atomic"'; } >>"$logdir/device.log" 2>&1
 check host-limits sh -c "[ \"\$(cat /sys/block/${dev##*/}/queue/atomic_write_unit_max_bytes)\" -ge 16384 ]"
-before=$(ctl namespace_list | grep -o '"native_writes": *[0-9]*' | grep -o '[0-9]*$')
+before=$(ctl --json namespace_list | grep -o '"native_writes": *[0-9]*' | grep -o '[0-9]*$')
 check rwf-atomic-write "$SLATE_BUILD/tests/atomic_rw" "$dev" 65536 16384 7
-after=$(ctl namespace_list | grep -o '"native_writes": *[0-9]*' | grep -o '[0-9]*$')
+after=$(ctl --json namespace_list | grep -o '"native_writes": *[0-9]*' | grep -o '[0-9]*$')
 echo "native_writes before $before after $after" | tee -a "$logdir/device.log"
 check native-counted test "${after:-0}" -gt "${before:-0}"
 nvme disconnect-all >/dev/null 2>&1
