@@ -9,8 +9,9 @@
  * leaves and restores the terminal.  --once prints one sample (over one
  * interval) and --iterations N that many, plainly, for scripts and tests.
  *
- * progress: a namespace's sanitize as a bar with an ETA (from the rate
- * seen since the view started), polling namespace_list until it ends.
+ * progress: a namespace's sanitize, or the copies running into it (the
+ * copy.active_* counters), as a bar with an ETA (from the rate seen since
+ * the bar first showed), polling namespace_list until it ends.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -288,6 +289,31 @@ static void fmt_eta(char *buf, size_t len, double s)
                 snprintf(buf, len, "%d:%02d:%02d", (int)s / 3600, (int)s / 60 % 60, (int)s % 60);
 }
 
+/* One bar line: what, fraction p, ETA from the rate since this kind of bar first showed. */
+static void progress_bar(const char *name, const char *what, double p, double *p0, double *t0,
+                         bool tty)
+{
+        double t = now_s();
+        if (p < 0)
+                p = 0;
+        if (p > 1)
+                p = 1;
+        if (*p0 < 0) {
+                *p0 = p;
+                *t0 = t;
+        }
+        double eta = p > *p0 && t > *t0 ? (1 - p) * (t - *t0) / (p - *p0) : -1;
+        char etas[32], bar[41];
+        fmt_eta(etas, sizeof(etas), eta);
+        int fill = (int)(p * 40 + 0.5);
+        for (int k = 0; k < 40; k++)
+                bar[k] = k < fill ? '#' : '.';
+        bar[40] = '\0';
+        printf("%s%s: %s [%s] %5.1f%%  ETA %s%s", tty ? "\r" : "", name, what, bar, p * 100, etas,
+               tty ? "" : "\n");
+        fflush(stdout);
+}
+
 int slatectl_progress(const char *sock, int argc, char **argv)
 {
         struct view_opts o;
@@ -299,7 +325,8 @@ int slatectl_progress(const char *sock, int argc, char **argv)
         }
         catch_signals();
         bool tty = isatty(1);
-        double t0 = now_s(), p0 = -1;
+        double st0 = now_s(), sp0 = -1, ct0 = st0, cp0 = -1;
+        bool copy_seen = false;
         int rc = 0;
         for (long i = 0;; i++) {
                 json_t *list = slatectl_call(sock, "namespace_list", NULL);
@@ -313,29 +340,26 @@ int slatectl_progress(const char *sock, int argc, char **argv)
                 }
                 json_t *st = json_object_get(ns, "state");
                 const char *san = json_string_value(json_object_get(st, "sanitize"));
-                double p = json_number_value(json_object_get(st, "sanitize_progress"));
-                if (!san || strcmp(san, "running") != 0) {
-                        printf("%s%s: sanitize %s\n", tty && i ? "\n" : "", o.name,
-                               san ? san : "?");
+                json_t *cp = json_object_get(ns, "copy");
+                double cbytes = (double)json_integer_value(json_object_get(cp, "active_bytes"));
+                double cdone = (double)json_integer_value(json_object_get(cp, "active_done"));
+                if (san && strcmp(san, "running") == 0) {
+                        double p = json_number_value(json_object_get(st, "sanitize_progress"));
+                        progress_bar(o.name, "sanitize", p, &sp0, &st0, tty);
+                } else if (cbytes > 0) {
+                        /* Copies into NAME running now (all of them, as one bar). */
+                        copy_seen = true;
+                        progress_bar(o.name, "copy", cdone / cbytes, &cp0, &ct0, tty);
+                } else {
+                        if (copy_seen)
+                                printf("%s%s: copy done\n", tty ? "\n" : "", o.name);
+                        else
+                                printf("%s%s: sanitize %s\n", tty && i ? "\n" : "", o.name,
+                                       san ? san : "?");
                         rc = san && strcmp(san, "failed") == 0 ? 1 : 0;
                         json_decref(list);
                         break;
                 }
-                double t = now_s();
-                if (p0 < 0) {
-                        p0 = p;
-                        t0 = t;
-                }
-                double eta = p > p0 && t > t0 ? (1 - p) * (t - t0) / (p - p0) : -1;
-                char etas[32], bar[41];
-                fmt_eta(etas, sizeof(etas), eta);
-                int fill = (int)(p * 40 + 0.5);
-                for (int k = 0; k < 40; k++)
-                        bar[k] = k < fill ? '#' : '.';
-                bar[40] = '\0';
-                printf("%s%s: sanitize [%s] %5.1f%%  ETA %s%s", tty ? "\r" : "", o.name, bar,
-                       p * 100, etas, tty ? "" : "\n");
-                fflush(stdout);
                 json_decref(list);
                 if (o.once) {
                         if (tty)

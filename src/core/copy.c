@@ -170,6 +170,10 @@ static void *worker_main(void *arg)
                                 break;
                         }
                         done += (uint64_t)n;
+                        /* Progress per call, not per chunk: a reflink-less chunk takes a while. */
+                        c->job.progress += (uint64_t)n;
+                        atomic_fetch_add_explicit(&r->dst->copy_stats.active_done, (uint64_t)n,
+                                                  memory_order_relaxed);
                 }
                 c->job.res = done == c->job.len ? 0 : (res ? res : -EIO);
                 if (res && done)
@@ -224,11 +228,32 @@ static void fire_cb(struct rt_defer *d)
         c->cb(c);
 }
 
+/* Take the copy's bytes back out of its destinations' active_* (success or not). */
+static void active_end(struct core_copy *c)
+{
+        if (!c->active)
+                return;
+        c->active = false;
+        for (unsigned i = 0; i < c->nranges; i++) {
+                const struct core_copy_range *r = &c->ranges[i];
+                uint64_t total = r->nlb << r->dst->block_shift, done = 0;
+                if (i < c->cur)
+                        done = total;
+                else if (i == c->cur)
+                        done = (c->cur_done << r->dst->block_shift) + c->job.progress;
+                atomic_fetch_sub_explicit(&r->dst->copy_stats.active_done, done,
+                                          memory_order_relaxed);
+                atomic_fetch_sub_explicit(&r->dst->copy_stats.active_bytes, total,
+                                          memory_order_relaxed);
+        }
+}
+
 /* End with st: the callback from the reactor's defer queue (never inside submit). */
 static void finish(struct core_copy *c, enum core_status st)
 {
         if (c->buf)
                 pool_put(c);
+        active_end(c);
         c->stage = ST_DONE;
         c->status = st;
         if (st != CORE_OK)
@@ -296,10 +321,13 @@ static void chunk_done(struct core_copy *c)
         const struct core_copy_range *r = &c->ranges[c->cur];
         if (c->buf)
                 pool_put(c);
+        uint64_t bytes = (uint64_t)c->chunk_nlb << r->dst->block_shift;
         c->cur_done += c->chunk_nlb;
-        atomic_fetch_add_explicit(&r->dst->copy_stats.bytes,
-                                  (uint64_t)c->chunk_nlb << r->dst->block_shift,
+        atomic_fetch_add_explicit(&r->dst->copy_stats.bytes, bytes, memory_order_relaxed);
+        /* An offloaded chunk's worker already added what it copied. */
+        atomic_fetch_add_explicit(&r->dst->copy_stats.active_done, bytes - c->job.progress,
                                   memory_order_relaxed);
+        c->job.progress = 0;
         atomic_fetch_add_explicit(&c->blocks_done, c->chunk_nlb, memory_order_release);
         c->stage = ST_IDLE;
         c->defer.fn = on_step;
@@ -465,6 +493,7 @@ static void step(struct core_copy *c)
                 c->job.dst_off = (r->dst_lba + c->chunk_lba) << shift;
                 c->job.len = n << shift;
                 c->job.res = 0;
+                c->job.progress = 0;
                 c->stage = ST_WORKER;
                 worker_queue(c);
                 return;
@@ -506,6 +535,8 @@ void core_copy_submit(struct core_copy *c)
         c->flush_idx = 0;
         c->buf = NULL;
         c->no_offload = false;
+        c->active = false;
+        c->job.progress = 0;
         c->stage = ST_IDLE;
         atomic_store_explicit(&c->blocks_done, 0, memory_order_relaxed);
         enum core_status st = validate(c);
@@ -516,6 +547,11 @@ void core_copy_submit(struct core_copy *c)
         if (c->nranges)
                 atomic_fetch_add_explicit(&c->ranges[0].dst->copy_stats.ops, 1,
                                           memory_order_relaxed);
+        for (unsigned i = 0; i < c->nranges; i++)
+                atomic_fetch_add_explicit(&c->ranges[i].dst->copy_stats.active_bytes,
+                                          c->ranges[i].nlb << c->ranges[i].dst->block_shift,
+                                          memory_order_relaxed);
+        c->active = true;
         c->defer.fn = on_step;
         rt_defer(c->reactor, &c->defer);
 }

@@ -87,6 +87,7 @@ struct core_copy {
         uint32_t chunk_nlb;
         unsigned flush_idx; /* FUA: next range whose destination to flush */
         bool no_offload;    /* the backend refused copy offload: chunks go through buffers */
+        bool active;        /* counted in the destinations' copy_stats.active_* */
         void *buf;          /* the chunk buffer held (reactor pool), or NULL */
         struct core_copy *wait_next;
         struct rt_defer defer;
@@ -94,6 +95,7 @@ struct core_copy {
         struct { /* a chunk on a core worker thread (copy_file_range) */
                 struct core_copy *next;
                 uint64_t src_off, dst_off, len;
+                uint64_t progress; /* bytes of it the worker added to active_done */
                 int res;
         } job;
 };

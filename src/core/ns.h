@@ -162,9 +162,15 @@ struct core_atomic_stats {
         _Atomic uint64_t native_writes; /* atomic writes done by the backend (RWF_ATOMIC) */
 };
 
-/* Copies into this namespace made inside the target (core/copy.h); rare, so plain atomics. */
+/*
+ * Copies into this namespace made inside the target (core/copy.h); rare, so
+ * plain atomics.  active_bytes/active_done: the bytes of the copies running
+ * now (their ranges into this namespace) and how many of them are done; a
+ * copy adds its bytes when it starts and takes both back when it ends.
+ */
 struct core_copy_stats {
         _Atomic uint64_t ops, bytes;
+        _Atomic uint64_t active_bytes, active_done;
 };
 
 struct core_ns {

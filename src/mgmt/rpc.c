@@ -591,6 +591,12 @@ static void ns_list_one(struct core_ns *ns, void *arg)
                                       (json_int_t)st.ops[CORE_OPC_FLUSH], "copy_ops",
                                       (json_int_t)atomic_load(&ns->copy_stats.ops), "copy_bytes",
                                       (json_int_t)atomic_load(&ns->copy_stats.bytes)));
+        json_object_set_new(
+            o, "copy",
+            json_pack("{s:I, s:I, s:I, s:I}", "ops", (json_int_t)atomic_load(&ns->copy_stats.ops),
+                      "bytes", (json_int_t)atomic_load(&ns->copy_stats.bytes), "active_bytes",
+                      (json_int_t)atomic_load(&ns->copy_stats.active_bytes), "active_done",
+                      (json_int_t)atomic_load(&ns->copy_stats.active_done)));
         json_array_append_new((json_t *)arg, o);
 }
 

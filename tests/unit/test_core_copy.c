@@ -236,6 +236,11 @@ static void check_within_and_across(const char *backend)
         assert_int_equal(atomic_load(&b->copy_stats.bytes), 4 * 512);
         /* The destination's write counters see the copy too (offloaded or not). */
         assert_true(wbytes(b) >= w0 + 4 * 512);
+        /* Ended: nothing left in flight on either destination. */
+        assert_int_equal(atomic_load(&a->copy_stats.active_bytes), 0);
+        assert_int_equal(atomic_load(&a->copy_stats.active_done), 0);
+        assert_int_equal(atomic_load(&b->copy_stats.active_bytes), 0);
+        assert_int_equal(atomic_load(&b->copy_stats.active_done), 0);
         rm(a);
         rm(b);
 }
@@ -264,6 +269,9 @@ static void test_large_and_mixed(void **st)
         struct core_copy c;
         assert_int_equal(copy(r, 1, 0, NULL, &c), CORE_OK);
         expect(f, 20000, nlb, 0x21, 0);
+        /* Offloaded (worker adds per call, chunk_done the rest): back to 0 at the end. */
+        assert_int_equal(atomic_load(&f->copy_stats.active_bytes), 0);
+        assert_int_equal(atomic_load(&f->copy_stats.active_done), 0);
         struct core_copy_range r2[] = {{f, 0, mm, 7, nlb}};
         assert_int_equal(copy(r2, 1, 0, NULL, &c), CORE_OK);
         expect(mm, 7, nlb, 0x21, 0);
@@ -340,9 +348,16 @@ static void test_cancel_running(void **st)
         start_copy(&c, r, 1, 0, NULL);
         while (atomic_load(&c.blocks_done) == 0)
                 usleep(50);
+        /* Running: the whole copy counted in the destination, part of it done. */
+        assert_int_equal(atomic_load(&ns->copy_stats.active_bytes), 128 * MIB);
+        uint64_t ad = atomic_load(&ns->copy_stats.active_done);
+        assert_true(ad > 0 && ad <= 128 * MIB);
         core_copy_cancel(&c);
         wait_all();
         assert_int_equal(c.status, CORE_E_ABORTED);
+        /* Ended (cancelled): both taken back. */
+        assert_int_equal(atomic_load(&ns->copy_stats.active_bytes), 0);
+        assert_int_equal(atomic_load(&ns->copy_stats.active_done), 0);
         uint64_t done = atomic_load(&c.blocks_done);
         assert_true(done > 0 && done < nlb);
         assert_int_equal(done % (MIB / 4096), 0); /* whole chunks */
