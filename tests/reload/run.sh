@@ -324,6 +324,40 @@ EOF
 }
 slate_check reload progress progress
 
+# --- copy progress counters: a real EXTENDED COPY (libiscsi) counts in namespace_list ---
+# (a copy into a mem namespace ends in milliseconds, so the counters mid-copy
+# are checked by tests/unit core_copy; here: a real client's copy is counted,
+# and the in-flight counters are back to 0 once it ended)
+copy_counters() {
+	command -v iscsi-test-cu >/dev/null || {
+		echo "iscsi-test-cu missing"
+		return 1
+	}
+	c namespace_create name=x0 backend=mem size=16M &&
+		c iscsi_lun_map target="$IQB" lun=3 namespace=x0 || return 1
+	timeout -k 10 120 iscsi-test-cu --dataloss --test=ALL.ExtendedCopy.Simple \
+		--initiator-name=iqn.2026-12.io.slate:copy-test "iscsi://127.0.0.1:$iport/$IQB/3" \
+		>"$state/xcopy.txt" 2>&1 || {
+		cat "$state/xcopy.txt"
+		return 1
+	}
+	grep -q "passed" "$state/xcopy.txt" || return 1
+	c --json namespace_list >"$state/xcopy-ns.json" || return 1
+	python3 - "$state/xcopy-ns.json" <<'EOF' || return 1
+import json, sys
+ns = [n for n in json.load(open(sys.argv[1])) if n["name"] == "x0"][0]
+cp = ns["copy"]
+print("copy:", cp)
+assert cp["ops"] >= 1 and cp["bytes"] > 0, "the copy was not counted"
+assert cp["active_bytes"] == 0 and cp["active_done"] == 0, "in-flight counters not taken back"
+EOF
+	# nothing running: progress says so and exits 0
+	c progress x0 --once | tee "$state/xcopy-progress.txt" &&
+		grep -qx "x0: sanitize never" "$state/xcopy-progress.txt" || return 1
+	c iscsi_lun_unmap target="$IQB" lun=3 && c namespace_delete name=x0
+}
+slate_check reload copy-counters copy_counters
+
 slate_stop
 rc=$?
 stop_ok() {
