@@ -425,9 +425,10 @@ static int do_write(uint32_t writer, const char *jpath, uint32_t region, uint32_
         }
         struct conn adm, io;
         if (up(&adm, &io) < 0) {
+                /* 3, not 2: the daemon may have been killed before we got in. */
                 fprintf(stderr, "writer %u: cannot connect\n", writer);
                 fclose(j);
-                return 2;
+                return 3;
         }
         uint8_t *buf = malloc(MAXBUF);
         long refused = 0;
