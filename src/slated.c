@@ -28,6 +28,7 @@
 #include "mgmt/metrics.h"
 #include "mgmt/mgmt.h"
 #include "rt/bigbuf.h"
+#include "rt/limits.h"
 #include "rt/log.h"
 #include "rt/reactor.h"
 #include "rt/service.h"
@@ -216,6 +217,8 @@ int main(int argc, char **argv)
                 }
                 rt_log_threshold = l;
         }
+        mgmt_options_apply_limits(&opts);
+        rt_limits_raise_nofile();
         if (!xfer_pool_mib)
                 xfer_pool_mib = opts.xfer_pool_mib ? opts.xfer_pool_mib : RT_BIGBUF_DEFAULT_MIB;
         rt_bigbuf_configure((uint64_t)xfer_pool_mib << 20);
