@@ -71,12 +71,20 @@ static int make_dirs(const char *path)
                         return -errno;
                 *p = '/';
         }
-        if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+        /* The state dir holds every disk's data: its owner's only (0700). */
+        if (mkdir(buf, 0700) < 0 && errno != EEXIST)
                 return -errno;
         struct stat st;
         if (stat(buf, &st) < 0)
                 return -errno;
-        return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+        if (!S_ISDIR(st.st_mode))
+                return -ENOTDIR;
+        if ((st.st_mode & 077) && st.st_uid == geteuid()) {
+                if (chmod(buf, st.st_mode & 07700) == 0)
+                        LOG_INFO("main", "state dir %s: mode %04o made %04o (owner only)", buf,
+                                 (unsigned)(st.st_mode & 07777), (unsigned)(st.st_mode & 07700));
+        }
+        return 0;
 }
 
 /*

@@ -156,7 +156,7 @@ int core_ns_save_meta(struct core_ns *ns)
         char tmp[4200];
         snprintf(tmp, sizeof(tmp), "%s.tmp", ns->meta_path);
         int rc = 0;
-        int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
         if (fd < 0) {
                 rc = -errno;
                 goto out;
@@ -336,7 +336,7 @@ int core_ns_create(const struct core_ns_params *p, struct core_ns **out, char *e
                         snprintf(ns->path, sizeof(ns->path), "%s/%s.img", state_dir, p->name);
                 snprintf(ns->meta_path, sizeof(ns->meta_path), "%s/%s.meta.json", state_dir,
                          p->name);
-                if (mkdir(state_dir, 0755) && errno != EEXIST) {
+                if (mkdir(state_dir, 0700) && errno != EEXIST) {
                         rc = -errno;
                         snprintf(err, errlen, "state dir %s: %s", state_dir, strerror(errno));
                         goto fail;

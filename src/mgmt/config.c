@@ -16,6 +16,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/ns.h"
 #include "mgmt/metrics.h"
@@ -47,6 +49,8 @@ static const char default_config[] =
     "{\"method\": \"nvmf_listener_add\", \"params\": {\"addr\": \"127.0.0.1\", \"port\": 4420}}"
     "]}";
 
+static int check_top(json_t *root, char *err, size_t errlen);
+
 static json_t *load_text(const char *path, char *err, size_t errlen)
 {
         json_error_t je;
@@ -73,6 +77,43 @@ static json_t *load_text(const char *path, char *err, size_t errlen)
 out:
         fclose(f);
         return root;
+}
+
+int mgmt_config_file_is_ours(const char *path, char *err, size_t errlen)
+{
+        struct stat st;
+        if (lstat(path, &st) < 0) {
+                if (errno == ENOENT)
+                        return 0;
+                snprintf(err, errlen, "%s: %s", path, strerror(errno));
+                return -errno;
+        }
+        if (S_ISLNK(st.st_mode)) {
+                snprintf(err, errlen, "%s is a symbolic link: refused (name the file itself)",
+                         path);
+                return -EPERM;
+        }
+        if (!S_ISREG(st.st_mode)) {
+                snprintf(err, errlen, "%s is not a regular file: refused", path);
+                return -EPERM;
+        }
+        if (st.st_uid != geteuid()) {
+                snprintf(err, errlen, "%s belongs to uid %u, not to slated (uid %u): refused", path,
+                         (unsigned)st.st_uid, (unsigned)geteuid());
+                return -EPERM;
+        }
+        if (st.st_size == 0)
+                return 0;
+        char msg[256];
+        json_t *root = load_text(path, msg, sizeof(msg));
+        int rc = root ? check_top(root, msg, sizeof(msg)) : -EINVAL;
+        json_decref(root);
+        if (rc < 0) {
+                snprintf(err, errlen, "%s is not a slated config file: refused to replace it",
+                         path);
+                return -EPERM;
+        }
+        return 0;
 }
 
 static int copy_opt_str(json_t *v, const char *key, char *dst, size_t dstlen, char *err,

@@ -43,6 +43,13 @@ struct mgmt_options {
 #define MGMT_XFER_POOL_MIN_MIB 32u
 #define MGMT_XFER_POOL_MAX_MIB 65536u
 int mgmt_config_read_options(const char *path, struct mgmt_options *o, char *err, size_t errlen);
+/*
+ * Whether config_save may write path: it does not exist, or it is a regular
+ * file (not a symbolic link) of slated's own uid that is empty or a slated
+ * config file; otherwise -EPERM (or -errno) with the reason in err.
+ */
+int mgmt_config_file_is_ours(const char *path, char *err, size_t errlen);
+
 /* Put the options' connection limits into rt_limits (start-up; reload does it itself). */
 void mgmt_options_apply_limits(const struct mgmt_options *o);
 

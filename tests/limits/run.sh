@@ -9,7 +9,9 @@
 #    session is left alone;
 #  - a garbage flood (many connections each sending an invalid PDU) leaves
 #    a bounded number of warnings in the log, with the summary line;
-#  - the open-file soft limit was raised to the hard limit at start.
+#  - the open-file soft limit was raised to the hard limit at start;
+#  - the state dir is 0700 (an existing 0755 one is tightened), a disk's data
+#    and metadata files 0600.
 # slated must be alive and its log free of sanitizer reports after each.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -28,6 +30,7 @@ cat >"$state/slate.json" <<JSON
 {"options": {"login_timeout_ms": $LOGIN_MS, "idle_timeout_ms": $IDLE_MS},
  "config": [
   {"method": "namespace_create", "params": {"name": "lim0", "backend": "mem", "size": "16M", "block_size": 512}},
+  {"method": "namespace_create", "params": {"name": "limf", "backend": "file", "size": "4M", "block_size": 512}},
   {"method": "iscsi_target_create", "params": {"name": "$SLATE_IQN"}},
   {"method": "iscsi_lun_map", "params": {"target": "$SLATE_IQN", "lun": 0, "namespace": "lim0"}},
   {"method": "iscsi_portal_add", "params": {"addr": "127.0.0.1", "port": 0}},
@@ -41,6 +44,7 @@ hard=$(ulimit -Hn)
 soft=1024
 [ "$hard" != unlimited ] && [ "$hard" -le "$soft" ] && soft=$((hard / 2))
 ulimit -Sn "$soft"
+mkdir -p "$state/run" && chmod 0755 "$state/run" # an old state dir: made owner-only at start
 if ! slate_start "$state/run" "$state/slate.json" 0 "$daemon_log" ||
 	[ -z "$SLATE_PORT" ] || [ -z "$SLATE_NVME_PORT" ]; then
 	slate_result FAIL limits.start "$daemon_log" "slated did not start"
@@ -112,4 +116,12 @@ if [ "$hard" = unlimited ] || [ "$nofile" = "$hard" ]; then
 	fi
 else
 	slate_result FAIL limits.nofile "/proc/$pid/limits" "soft open-file limit $nofile, hard $hard"
+fi
+
+# 4. Safe state: owner-only files.
+modes=$(stat -c '%a' "$state/run" "$state/run/limf.img" "$state/run/limf.meta.json" 2>&1 | tr '\n' ' ')
+if [ "$modes" = "700 600 600 " ]; then
+	slate_result PASS limits.file_modes
+else
+	slate_result FAIL limits.file_modes "$daemon_log" "state dir, data, metadata modes: $modes (want 700 600 600)"
 fi
