@@ -141,6 +141,10 @@ static void test_invalid_params(void **state)
                      -32602, "'size'");
         expect_error("namespace_create", "{\"name\":\"x\",\"backend\":\"mem\",\"size\":\"12Q\"}",
                      -32602, "'size'");
+        /* larger than RAM and swap (64 PiB): refused, and the message says why */
+        expect_error("namespace_create", "{\"name\":\"x\",\"backend\":\"mem\",\"size\":\"65536T\"}",
+                     -32000, "larger than this machine's memory");
+        assert_null(core_ns_find("x"));
         expect_error("namespace_create",
                      "{\"name\":\"x\",\"backend\":\"mem\",\"size\":\"99999999999999T\"}", -32602,
                      "'size'");
