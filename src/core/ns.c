@@ -355,6 +355,24 @@ int core_ns_create(const struct core_ns_params *p, struct core_ns **out, char *e
                 rc = -EINVAL;
                 goto fail;
         }
+        if (persistent && !loaded) {
+                /* Data without its identity: never a silent new disk over old data. */
+                struct stat st;
+                if (stat(ns->path, &st) == 0 && (S_ISBLK(st.st_mode) || st.st_size > 0)) {
+                        if (!p->adopt) {
+                                snprintf(err, errlen,
+                                         "%s holds data but namespace %s has no metadata (%s): "
+                                         "refusing to give it a new identity; create it with "
+                                         "adopt=true to export that data as a new disk",
+                                         ns->path, p->name, ns->meta_path);
+                                rc = -EEXIST;
+                                goto fail;
+                        }
+                        LOG_WARN("core",
+                                 "namespace %s: adopting %s, which holds data, with a new identity",
+                                 p->name, ns->path);
+                }
+        }
         if (!loaded) {
                 uuid_generate_random(ns->uuid);
                 ns->num_blocks = p->size_bytes / bs;

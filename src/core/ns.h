@@ -73,6 +73,13 @@ struct core_ns_params {
         bool thin;          /* sparse file (informational until thin provisioning lands) */
         bool write_protect; /* software write protect at start */
         bool removable;     /* SCSI: removable medium (RMB=1, eject/load, PREVENT) */
+        /*
+         * file backend: the data file (or block device) exists with data but
+         * the namespace has no metadata (a first export, or metadata lost):
+         * give it a new identity anyway.  Without it that is refused, so a
+         * host never silently sees a different disk with the old data.
+         */
+        bool adopt;
         uint32_t sanitize_rate_mibps; /* pace sanitize operations (MiB/s); 0 = backend speed */
         /* Provisioning (provision.c), bytes; 0 = not given: a reopen keeps the saved values. */
         uint64_t provision_limit;     /* hard limit of allocated space */

@@ -359,6 +359,7 @@ static int h_namespace_create(struct rpc_ctx *c)
             .thin = pbool(c, "thin", true),
             .write_protect = pbool(c, "write_protect", false),
             .removable = pbool(c, "removable", false),
+            .adopt = pbool(c, "adopt", false),
             .sanitize_rate_mibps = (uint32_t)puint(c, "sanitize_rate_mibps", 0),
             .provision_limit = psize(c, "provision_limit", 0),
             .provision_threshold = psize(c, "provision_threshold", 0),
@@ -981,6 +982,8 @@ static const struct rpc_method rpc_methods[] = {
            "block_size x 32768 (default 4096, or block_size if larger)"),
       STR("path", false, 4095, "file backend: data file (default <state_dir>/<name>.img)"),
       BOOL("thin", "sparse file (default true)"),
+      BOOL("adopt", "file backend: export an existing data file or block device that has no "
+                    "metadata yet, with a new identity (default false: refused)"),
       BOOL("write_protect", "software write protect at start (default false)"),
       BOOL("removable", "SCSI removable medium: RMB=1, START STOP UNIT eject/load, "
                         "PREVENT ALLOW MEDIUM REMOVAL (default false)"),

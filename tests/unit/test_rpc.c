@@ -658,6 +658,9 @@ static void test_provisioning(void **state)
         /* Deleted metadata would bring them back anyway: make the config do it. */
         snprintf(params, sizeof(params), "%s/pf.meta.json", tmpdir);
         assert_int_equal(unlink(params), 0);
+        snprintf(params, sizeof(params), "%s/pf.img",
+                 tmpdir); /* data without metadata is refused */
+        assert_int_equal(unlink(params), 0);
         if (mgmt_config_load_file(path, err, sizeof(err)) != 0)
                 fail_msg("reloading the saved config: %s", err);
         p = prov_of("pf");
