@@ -1547,9 +1547,26 @@ out:
 /* Connections started and not yet freed (iscsi_conn_live). */
 static atomic_uint live_conns;
 
+/*
+ * The connection object is its own anonymous mapping: zero-filled pages the
+ * kernel backs on first touch, so the parts an idle connection never uses
+ * (the read-ahead, the scratch buffer) cost no memory until bytes arrive.
+ */
+static struct iscsi_conn *conn_alloc(void)
+{
+        void *p = mmap(NULL, sizeof(struct iscsi_conn), PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        return p == MAP_FAILED ? NULL : p;
+}
+
+static void conn_release(struct iscsi_conn *c)
+{
+        munmap(c, sizeof(*c));
+}
+
 struct iscsi_conn *iscsi_conn_new(int fd)
 {
-        struct iscsi_conn *c = calloc(1, sizeof(*c));
+        struct iscsi_conn *c = conn_alloc();
         if (!c)
                 return NULL;
         c->fd = fd;
@@ -1560,24 +1577,33 @@ struct iscsi_conn *iscsi_conn_new(int fd)
         c->mrdsl_out = ISCSI_LOGIN_MRDSL;
         c->text_ttt = ISCSI_RESERVED_TAG;
         snprintf(c->peer, sizeof(c->peer), "fd%d", fd);
-        c->text_in = malloc(ISCSI_TEXT_MAX);
-        c->text_out.buf = malloc(ISCSI_TEXT_MAX);
+        c->text_in = c->text_in_buf;
+        c->text_out.buf = c->text_out_buf;
         c->text_out.cap = ISCSI_TEXT_MAX;
-        c->nr_tasks = ISCSI_QUEUE_DEPTH + ISCSI_TASK_RESERVE;
-        c->tasks = calloc(c->nr_tasks, sizeof(*c->tasks));
+        /* No tasks yet: a connection still logging in costs its login buffers only. */
+        return c;
+}
+
+int iscsi_conn_tasks_init(struct iscsi_conn *c)
+{
+        if (c->tasks)
+                return 0;
+        uint32_t n = ISCSI_QUEUE_DEPTH + ISCSI_TASK_RESERVE;
+        c->tasks = calloc(n, sizeof(*c->tasks));
         /* One lazily backed region: untouched task buffers cost no memory. */
-        c->region_len = (size_t)c->nr_tasks * ISCSI_TASK_BUF_LEN;
-        c->region = mmap(NULL, c->region_len, PROT_READ | PROT_WRITE,
-                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (!c->text_in || !c->text_out.buf || !c->tasks || c->region == MAP_FAILED) {
-                if (c->region != MAP_FAILED && c->region)
-                        munmap(c->region, c->region_len);
+        size_t len = (size_t)n * ISCSI_TASK_BUF_LEN;
+        void *region = mmap(NULL, len, PROT_READ | PROT_WRITE,
+                            MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (!c->tasks || region == MAP_FAILED) {
+                if (region != MAP_FAILED)
+                        munmap(region, len);
                 free(c->tasks);
-                free(c->text_in);
-                free(c->text_out.buf);
-                free(c);
-                return NULL;
+                c->tasks = NULL;
+                return -ENOMEM;
         }
+        c->region = region;
+        c->region_len = len;
+        c->nr_tasks = n;
         for (uint32_t i = c->nr_tasks; i-- > 0;) {
                 struct iscsi_task *t = &c->tasks[i];
                 t->conn = c;
@@ -1587,7 +1613,7 @@ struct iscsi_conn *iscsi_conn_new(int fd)
                 c->free_tasks = t;
         }
         c->nr_free = c->nr_tasks;
-        return c;
+        return 0;
 }
 
 /*
@@ -1658,11 +1684,10 @@ static void conn_free(struct iscsi_conn *c)
         if (c->fd >= 0)
                 close(c->fd);
         bool started = c->r != NULL;
-        munmap(c->region, c->region_len);
+        if (c->region)
+                munmap(c->region, c->region_len);
         free(c->tasks);
-        free(c->text_in);
-        free(c->text_out.buf);
-        free(c);
+        conn_release(c);
         if (started)
                 atomic_fetch_sub(&live_conns, 1);
 }

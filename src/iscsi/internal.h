@@ -348,8 +348,6 @@ struct iscsi_conn {
         uint32_t rx_crc;
         bool rx_unknown_op;
         struct iscsi_task *rx_task;
-        struct rt_rxbuf ra; /* read-ahead for headers and small data (rx_fill) */
-        uint8_t scratch[4096];
 
         /* Send queue. */
         struct rt_txq txq;
@@ -390,9 +388,24 @@ struct iscsi_conn {
         /* rt/limits.h: the login deadline, then a discovery session's idle check. */
         struct rt_timer guard;
         uint64_t last_rx_ns; /* when the last PDU arrived */
+
+        /*
+         * Buffers last: the connection is its own mapping (conn.c conn_alloc),
+         * so pages an idle connection never touches cost nothing.
+         */
+        struct rt_rxbuf ra; /* read-ahead for headers and small data (rx_fill) */
+        uint8_t scratch[4096];
+        char text_in_buf[ISCSI_TEXT_MAX];  /* behind text_in */
+        char text_out_buf[ISCSI_TEXT_MAX]; /* behind text_out.buf */
 };
 
 struct iscsi_conn *iscsi_conn_new(int fd);
+/*
+ * The task table and its (lazily backed) buffers, made when a login
+ * completes: full feature phase needs them, a connection still logging in
+ * does not (an idle connection costs its login buffers only).  0 or -ENOMEM.
+ */
+int iscsi_conn_tasks_init(struct iscsi_conn *c);
 void iscsi_conn_start(void *arg); /* rt_msg_send target: runs on the conn's reactor */
 /* Serve connected socket fd on reactor r (takes the fd on success).  0 or -errno. */
 int iscsi_conn_attach(int fd, struct rt_reactor *r);

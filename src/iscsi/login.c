@@ -85,6 +85,10 @@ static void login_complete(struct iscsi_conn *c, uint8_t flags)
 {
         struct iscsi_login_state *L = &c->login;
         struct iscsi_neg *n = &L->neg;
+        if (iscsi_conn_tasks_init(c) < 0) {
+                login_fail(c, ISCSI_LOGIN_OUT_OF_RESOURCES);
+                return;
+        }
         struct iscsi_session *s = iscsi_session_create(c, n, L->isid, L->tgt);
         if (!s) {
                 login_fail(c, ISCSI_LOGIN_OUT_OF_RESOURCES);

@@ -140,11 +140,9 @@ struct tcp_queue {
         uint32_t rx_need, rx_got;
         uint32_t rx_dlen; /* data bytes of the current PDU (without digest) */
         uint8_t rx_ddgst[NVME_TCP_DIGEST_LEN];
-        uint8_t rx_scratch[NVME_TCP_TERM_MAX_PLEN];
         struct tcp_cmd *rx_cmd;
-        bool rx_stalled;       /* a capsule waits for a free command */
-        struct rt_rxbuf rx_ra; /* read-ahead for headers and small data */
-        bool rx_resume;        /* yielded with read-ahead bytes left: continue from kick_fn */
+        bool rx_stalled; /* a capsule waits for a free command */
+        bool rx_resume;  /* yielded with read-ahead bytes left: continue from kick_fn */
 
         /* Reactor plumbing. */
         struct rt_event rx_ev, tx_ev;
@@ -160,7 +158,6 @@ struct tcp_queue {
         struct rt_txq txq;
         struct tx_item ic_it, term_it;
         uint8_t ic_buf[sizeof(struct nvme_tcp_icresp)];
-        uint8_t term_buf[NVME_TCP_TERM_MAX_PLEN];
 
         /* Command pool. */
         struct tcp_cmd *cmds;
@@ -178,6 +175,14 @@ struct tcp_queue {
         bool bw_armed;
 
         struct tcp_queue *reg_prev, *reg_next;
+
+        /*
+         * Buffers last: the queue is its own mapping (queue_alloc), so pages
+         * an idle connection never touches cost nothing.
+         */
+        uint8_t rx_scratch[NVME_TCP_TERM_MAX_PLEN];
+        uint8_t term_buf[NVME_TCP_TERM_MAX_PLEN];
+        struct rt_rxbuf rx_ra; /* read-ahead for headers and small data */
 };
 
 /* Registry of live queues (teardown from other threads, fini). */
@@ -188,6 +193,7 @@ static unsigned reg_count;
 
 static void queue_close(struct tcp_queue *q, const char *reason);
 static void rx_process(struct tcp_queue *q);
+static int queue_cmds_init(struct tcp_queue *q);
 static void tx_flush(struct tcp_queue *q);
 static void queue_kick(struct tcp_queue *q);
 
@@ -506,7 +512,7 @@ static void queue_free(struct tcp_queue *q)
         if (q->bufs)
                 munmap(q->bufs, q->bufs_len);
         free(q->cmds);
-        free(q);
+        munmap(q, sizeof(*q));
 }
 
 /* Free once nothing refers to the queue any more (called from callbacks' tails only). */
@@ -606,7 +612,7 @@ static void queue_close(struct tcp_queue *q, const char *reason)
         q->bw_head = q->bw_tail = lent;
         if (lent != TCP_POOL)
                 q->cmds[lent].bw_next = TCP_POOL; /* queue_big_granted releases it */
-        for (unsigned i = 0; i < TCP_POOL; i++) {
+        for (unsigned i = 0; q->cmds && i < TCP_POOL; i++) {
                 struct tcp_cmd *c = &q->cmds[i];
                 if (c->state == CMD_BUFWAIT) {
                         if (i == lent)
@@ -1104,6 +1110,10 @@ static void handle_icreq(struct tcp_queue *q)
         q->hpda = ic->hpda;
         q->hdgst = ic->dgst & NVME_TCP_DGST_HDR;
         q->ddgst = ic->dgst & NVME_TCP_DGST_DATA;
+        if (queue_cmds_init(q) < 0) {
+                queue_close(q, "no memory for the queue's commands");
+                return;
+        }
         struct nvme_tcp_icresp *r = (struct nvme_tcp_icresp *)q->ic_buf;
         memset(r, 0, sizeof(*r));
         put_ch(r, NVME_TCP_PDU_ICRESP, 0, sizeof(*r), 0, sizeof(*r));
@@ -1200,7 +1210,7 @@ static int rx_psh_done(struct tcp_queue *q)
                 const struct nvme_tcp_data *d = (const struct nvme_tcp_data *)q->rx_hdr;
                 uint16_t ttag = get_le16(&d->ttag);
                 uint32_t datao = get_le32(&d->datao), datal = get_le32(&d->datal);
-                struct tcp_cmd *c = ttag < TCP_POOL ? &q->cmds[ttag] : NULL;
+                struct tcp_cmd *c = ttag < TCP_POOL && q->cmds ? &q->cmds[ttag] : NULL;
                 if (!c || c->state != CMD_H2C) {
                         queue_fatal(q, NVME_TCP_FES_INVALID_HEADER, NVME_TCP_OFF_TTAG,
                                     "H2CData for an unknown transfer tag");
@@ -1373,12 +1383,12 @@ static void rx_process(struct tcp_queue *q)
 /* ------------------------------------------------------------------ */
 /* Queue creation                                                      */
 
-static struct tcp_queue *queue_new(int fd, struct rt_reactor *r)
+/*
+ * The command slots and their (lazily backed) buffers, made when the ICReq
+ * arrives: capsules flow only after it.  0 or -ENOMEM.
+ */
+static int queue_cmds_init(struct tcp_queue *q)
 {
-        struct tcp_queue *q = calloc(1, sizeof(*q));
-        if (!q)
-                return NULL;
-        q->fd = fd;
         q->cmds = calloc(TCP_POOL, sizeof(*q->cmds));
         q->bufs_len = (size_t)TCP_POOL * TCP_BUF_LEN;
         q->bufs = mmap(NULL, q->bufs_len, PROT_READ | PROT_WRITE,
@@ -1386,12 +1396,12 @@ static struct tcp_queue *queue_new(int fd, struct rt_reactor *r)
         if (q->bufs == MAP_FAILED)
                 q->bufs = NULL;
         if (!q->cmds || !q->bufs) {
-                q->fd = -1; /* the caller keeps its fd */
                 free(q->cmds);
                 if (q->bufs)
                         munmap(q->bufs, q->bufs_len);
-                free(q);
-                return NULL;
+                q->cmds = NULL;
+                q->bufs = NULL;
+                return -ENOMEM;
         }
         for (unsigned i = 0; i < TCP_POOL; i++) {
                 struct tcp_cmd *c = &q->cmds[i];
@@ -1401,6 +1411,24 @@ static struct tcp_queue *queue_new(int fd, struct rt_reactor *r)
                 q->free_stack[i] = (uint16_t)(TCP_POOL - 1 - i);
         }
         q->nfree = TCP_POOL;
+        return 0;
+}
+
+/* Zero-filled pages backed on first touch (see the end of struct tcp_queue). */
+static struct tcp_queue *queue_alloc(void)
+{
+        void *p = mmap(NULL, sizeof(struct tcp_queue), PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        return p == MAP_FAILED ? NULL : p;
+}
+
+static struct tcp_queue *queue_new(int fd, struct rt_reactor *r)
+{
+        struct tcp_queue *q = queue_alloc();
+        if (!q)
+                return NULL;
+        q->fd = fd;
+        /* No commands until the ICReq: a silent connection costs the queue alone. */
         q->bw_head = q->bw_tail = TCP_POOL;
         q->nq.reactor = r;
         q->nq.teardown = tcp_teardown;

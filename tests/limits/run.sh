@@ -10,6 +10,7 @@
 #  - a garbage flood (many connections each sending an invalid PDU) leaves
 #    a bounded number of warnings in the log, with the summary line;
 #  - the open-file soft limit was raised to the hard limit at start;
+#  - 2000 idle connections cost slated < 10 kB each (RSS);
 #  - the state dir is 0700 (an existing 0755 one is tightened), a disk's data
 #    and metadata files 0600.
 # slated must be alive and its log free of sanitizer reports after each.
@@ -118,7 +119,33 @@ else
 	slate_result FAIL limits.nofile "/proc/$pid/limits" "soft open-file limit $nofile, hard $hard"
 fi
 
-# 4. Safe state: owner-only files.
+# 4. Idle connections cost little: 1000 of each kind, silent (before the login timeout).
+out=$(python3 - "$pid" "$SLATE_PORT" "$SLATE_NVME_PORT" <<'PY'
+import resource, socket, sys, time
+resource.setrlimit(resource.RLIMIT_NOFILE, (resource.getrlimit(resource.RLIMIT_NOFILE)[1],) * 2)
+pid, ports, n = int(sys.argv[1]), (int(sys.argv[2]), int(sys.argv[3])), 1000
+def rss():
+    for l in open("/proc/%d/status" % pid):
+        if l.startswith("VmRSS"):
+            return int(l.split()[1])
+r0 = rss()
+socks = [socket.create_connection(("127.0.0.1", ports[i % 2])) for i in range(2 * n)]
+time.sleep(0.5)
+r1 = rss()
+print("%.1f" % ((r1 - r0) / (2.0 * n)))
+PY
+)
+if [ -z "$out" ]; then
+	slate_result FAIL limits.idle_memory "" "could not measure"
+elif awk -v k="$out" 'BEGIN { exit !(k < 10) }'; then
+	echo "limits.idle_memory: $out kB per idle connection" >"$logdir/idle_memory.log"
+	slate_result PASS limits.idle_memory
+else
+	slate_result FAIL limits.idle_memory "" "$out kB per idle connection (5,000 must cost < 50 MB: < 10 kB each)"
+fi
+check_alive limits.idle_memory.alive && slate_result PASS limits.idle_memory.alive
+
+# 5. Safe state: owner-only files.
 modes=$(stat -c '%a' "$state/run" "$state/run/limf.img" "$state/run/limf.meta.json" 2>&1 | tr '\n' ' ')
 if [ "$modes" = "700 600 600 " ]; then
 	slate_result PASS limits.file_modes
