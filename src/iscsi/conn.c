@@ -1570,6 +1570,7 @@ struct iscsi_conn *iscsi_conn_new(int fd)
         if (!c)
                 return NULL;
         c->fd = fd;
+        c->admit.bucket = -1;
         c->ev_in.fn = ev_in_fn;
         c->ev_out.fn = ev_out_fn;
         c->rx_defer.fn = rx_defer_fn;
@@ -1675,6 +1676,7 @@ static void conn_free(struct iscsi_conn *c)
 {
         if (c->r)
                 rt_timer_cancel(c->r, &c->guard);
+        rt_conn_release(&c->admit);
         if (c->sess)
                 iscsi_session_release(c->sess);
         else if (c->login.tgt)

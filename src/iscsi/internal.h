@@ -25,6 +25,7 @@
 #include "iscsi/iscsi.h"
 #include "rt/bigbuf.h"
 #include "rt/listener.h"
+#include "rt/limits.h"
 #include "rt/reactor.h"
 #include "rt/rxbuf.h"
 #include "rt/sock.h"
@@ -387,7 +388,8 @@ struct iscsi_conn {
         uint32_t text_gen;
         /* rt/limits.h: the login deadline, then a discovery session's idle check. */
         struct rt_timer guard;
-        uint64_t last_rx_ns; /* when the last PDU arrived */
+        uint64_t last_rx_ns;       /* when the last PDU arrived */
+        struct rt_conn_slot admit; /* counted against the connection caps */
 
         /*
          * Buffers last: the connection is its own mapping (conn.c conn_alloc),

@@ -296,12 +296,27 @@ int iscsi_send_targets(struct iscsi_textbuf *tb, const char *what, const char *c
 /* A connection accepted on a portal, on the reactor it was handed to. */
 static void portal_accept(int fd)
 {
-        struct iscsi_conn *c = iscsi_conn_new(fd);
-        if (!c) {
-                LOG_WARN(ISCSI_MOD, "out of memory for a new connection");
+        struct rt_conn_slot slot;
+        char why[128];
+        if (rt_conn_admit(fd, &slot, why, sizeof(why)) < 0) {
+                static struct rt_log_ratelimit rl =
+                    RT_LOG_RATELIMIT_INIT("iSCSI connections refused");
+                if (rt_log_ratelimit(&rl, ISCSI_MOD)) {
+                        char peer[RT_ADDR_NAME_MAX];
+                        rt_sock_peer_name(fd, peer, sizeof(peer));
+                        LOG_WARN(ISCSI_MOD, "%s: connection refused: %s", peer, why);
+                }
                 close(fd);
                 return;
         }
+        struct iscsi_conn *c = iscsi_conn_new(fd);
+        if (!c) {
+                LOG_WARN(ISCSI_MOD, "out of memory for a new connection");
+                rt_conn_release(&slot);
+                close(fd);
+                return;
+        }
+        c->admit = slot;
         iscsi_conn_start(c);
 }
 

@@ -212,6 +212,21 @@ static int parse_options(json_t *opts, struct mgmt_options *o, char *err, size_t
                                 *(login ? &o->login_timeout_set : &o->idle_timeout_set) = true;
                                 rc = 0;
                         }
+                } else if (strcmp(key, "max_connections") == 0 ||
+                           strcmp(key, "max_connections_per_host") == 0) {
+                        bool host = strcmp(key, "max_connections_per_host") == 0;
+                        if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+                            json_integer_value(v) > RT_MAX_CONNECTIONS_LIMIT) {
+                                snprintf(err, errlen,
+                                         "options.%s must be an integer in [0, %u] (0: no cap)",
+                                         key, RT_MAX_CONNECTIONS_LIMIT);
+                                rc = -EINVAL;
+                        } else {
+                                *(host ? &o->max_connections_per_host : &o->max_connections) =
+                                    (uint32_t)json_integer_value(v);
+                                *(host ? &o->max_conn_host_set : &o->max_conn_set) = true;
+                                rc = 0;
+                        }
                 } else {
                         snprintf(err, errlen, "unknown option \"%.64s\"", key);
                         rc = -EINVAL;
@@ -364,12 +379,18 @@ void mgmt_options_apply_limits(const struct mgmt_options *o)
 {
         uint32_t login = o->login_timeout_set ? o->login_timeout_ms : RT_LOGIN_TIMEOUT_DEFAULT_MS;
         uint32_t idle = o->idle_timeout_set ? o->idle_timeout_ms : RT_IDLE_TIMEOUT_DEFAULT_MS;
+        uint32_t maxc = o->max_conn_set ? o->max_connections : RT_MAX_CONNECTIONS_DEFAULT;
+        uint32_t maxh = o->max_conn_host_set ? o->max_connections_per_host
+                                             : RT_MAX_CONNECTIONS_PER_HOST_DEFAULT;
         bool changed = atomic_exchange(&rt_limits.login_timeout_ms, login) != login;
         changed |= atomic_exchange(&rt_limits.idle_timeout_ms, idle) != idle;
+        changed |= atomic_exchange(&rt_limits.max_connections, maxc) != maxc;
+        changed |= atomic_exchange(&rt_limits.max_connections_per_host, maxh) != maxh;
         if (changed)
                 LOG_INFO("mgmt",
-                         "limits: login timeout %u ms, discovery idle timeout %u ms (0: none)",
-                         login, idle);
+                         "limits: login timeout %u ms, discovery idle timeout %u ms, at most %u "
+                         "connections, %u from one host (0: none)",
+                         login, idle, maxc, maxh);
 }
 
 int mgmt_config_read_options(const char *path, struct mgmt_options *o, char *err, size_t errlen)

@@ -36,8 +36,8 @@ struct mgmt_options {
         unsigned reactors;
         unsigned xfer_pool_mib; /* large-transfer buffer pool per reactor (rt/bigbuf.h) */
         /* rt/limits.h; live on reload.  *_set: given (0 is "no limit"). */
-        bool login_timeout_set, idle_timeout_set;
-        uint32_t login_timeout_ms, idle_timeout_ms;
+        bool login_timeout_set, idle_timeout_set, max_conn_set, max_conn_host_set;
+        uint32_t login_timeout_ms, idle_timeout_ms, max_connections, max_connections_per_host;
 };
 /* xfer_pool_mib: room for one largest transfer (32 MiB) at least; default 64. */
 #define MGMT_XFER_POOL_MIN_MIB 32u

@@ -152,7 +152,8 @@ struct tcp_queue {
         struct rt_timer close_timer;
         /* rt/limits.h: ICReq and Connect deadline, then a discovery queue's idle check. */
         struct rt_timer guard;
-        uint64_t last_rx_ns; /* when the last PDU arrived */
+        uint64_t last_rx_ns;       /* when the last PDU arrived */
+        struct rt_conn_slot admit; /* counted against the connection caps */
 
         /* Send queue. */
         struct rt_txq txq;
@@ -512,6 +513,7 @@ static void queue_free(struct tcp_queue *q)
         if (q->bufs)
                 munmap(q->bufs, q->bufs_len);
         free(q->cmds);
+        rt_conn_release(&q->admit);
         munmap(q, sizeof(*q));
 }
 
@@ -1427,6 +1429,7 @@ static struct tcp_queue *queue_new(int fd, struct rt_reactor *r)
         struct tcp_queue *q = queue_alloc();
         if (!q)
                 return NULL;
+        q->admit.bucket = -1;
         q->fd = fd;
         /* No commands until the ICReq: a silent connection costs the queue alone. */
         q->bw_head = q->bw_tail = TCP_POOL;
@@ -1475,11 +1478,26 @@ struct attach_msg {
 /* A queue pair for a connected socket, on its reactor r (takes fd). */
 static void queue_start(int fd, struct rt_reactor *r)
 {
+        struct rt_conn_slot slot;
+        char why[128];
+        if (rt_conn_admit(fd, &slot, why, sizeof(why)) < 0) {
+                static struct rt_log_ratelimit rl =
+                    RT_LOG_RATELIMIT_INIT("NVMe/TCP connections refused");
+                if (rt_log_ratelimit(&rl, MOD)) {
+                        char peer[RT_ADDR_NAME_MAX];
+                        rt_sock_peer_name(fd, peer, sizeof(peer));
+                        LOG_WARN(MOD, "%s: connection refused: %s", peer, why);
+                }
+                close(fd);
+                return;
+        }
         struct tcp_queue *q = queue_new(fd, r);
         if (!q) {
                 LOG_WARN(MOD, "no memory for a new queue pair; connection refused");
+                rt_conn_release(&slot);
                 close(fd);
         } else {
+                q->admit = slot;
                 rx_process(q);
         }
 }

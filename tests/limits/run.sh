@@ -11,6 +11,8 @@
 #    a bounded number of warnings in the log, with the summary line;
 #  - the open-file soft limit was raised to the hard limit at start;
 #  - 2000 idle connections cost slated < 10 kB each (RSS);
+#  - a per-host connection cap set by a live reload closes connections
+#    beyond it at accept and admits new ones once others close;
 #  - the state dir is 0700 (an existing 0755 one is tightened), a disk's data
 #    and metadata files 0600.
 # slated must be alive and its log free of sanitizer reports after each.
@@ -145,7 +147,56 @@ else
 fi
 check_alive limits.idle_memory.alive && slate_result PASS limits.idle_memory.alive
 
-# 5. Safe state: owner-only files.
+# 5. Connection caps, changed live by a reload: 5 from one host, the 6th is closed at accept;
+#    once some close, new ones are admitted again.
+sed -i 's/"options": {/"options": {"max_connections_per_host": 5, /' "$state/slate.json"
+if ! "$SLATE_BUILD/slatectl" -s "$state/run/slated.sock" config_reload >"$logdir/reload.out" 2>&1; then
+	slate_result FAIL limits.caps "$logdir/reload.out" "config_reload failed"
+else
+	out=$(python3 - "$SLATE_PORT" "$SLATE_NVME_PORT" <<'PY'
+import socket, sys, time
+iport, nport = int(sys.argv[1]), int(sys.argv[2])
+def closed_at_once(s):
+    s.settimeout(1.5)  # a refusal closes at once; the login timeout (2 s) must not count
+    try:
+        return s.recv(1) == b""
+    except socket.timeout:
+        return False
+    except OSError:
+        return True
+keep = [socket.create_connection(("127.0.0.1", iport if i % 2 else nport)) for i in range(5)]
+time.sleep(0.3)
+extra = [socket.create_connection(("127.0.0.1", p)) for p in (iport, nport)]
+bad = [i for i, s in enumerate(extra) if not closed_at_once(s)]
+if bad:
+    print("FAIL a connection beyond the per-host cap of 5 stayed open (%s)" % ("iSCSI" if 0 in bad else "NVMe/TCP"))
+    sys.exit()
+for s in keep[:2]:
+    s.close()
+ok = False
+for attempt in range(20):  # the target notices the closes on its own time
+    time.sleep(0.25)
+    again = socket.create_connection(("127.0.0.1", iport))
+    if not closed_at_once(again):
+        ok = True
+        break
+if not ok:
+    print("FAIL a connection was still refused 5 s after others closed")
+    sys.exit()
+print("PASS")
+PY
+)
+	if [ "$out" = PASS ] && grep -q "connection refused: 5 connections open from this host" "$daemon_log"; then
+		slate_result PASS limits.caps
+	elif [ "$out" = PASS ]; then
+		slate_result FAIL limits.caps "$daemon_log" "no log line for the refused connections"
+	else
+		slate_result FAIL limits.caps "$daemon_log" "${out#FAIL }"
+	fi
+fi
+check_alive limits.caps.alive && slate_result PASS limits.caps.alive
+
+# 6. Safe state: owner-only files.
 modes=$(stat -c '%a' "$state/run" "$state/run/limf.img" "$state/run/limf.meta.json" 2>&1 | tr '\n' ' ')
 if [ "$modes" = "700 600 600 " ]; then
 	slate_result PASS limits.file_modes
