@@ -13,6 +13,8 @@
 #  - 2000 idle connections cost slated < 10 kB each (RSS);
 #  - a per-host connection cap set by a live reload closes connections
 #    beyond it at accept and admits new ones once others close;
+#  - at the open-file limit (a second slated with 128 descriptors) no core
+#    spins and a client connects once descriptors are freed;
 #  - the state dir is 0700 (an existing 0755 one is tightened), a disk's data
 #    and metadata files 0600.
 # slated must be alive and its log free of sanitizer reports after each.
@@ -202,4 +204,78 @@ if [ "$modes" = "700 600 600 " ]; then
 	slate_result PASS limits.file_modes
 else
 	slate_result FAIL limits.file_modes "$daemon_log" "state dir, data, metadata modes: $modes (want 700 600 600)"
+fi
+
+# 7. At the descriptor limit no core spins, and a client gets in once descriptors free up.
+#    A second slated whose hard open-file limit is 128; 160 connections exhaust it.
+slate_stop >/dev/null 2>&1
+fdlog=$logdir/fdlimit.log
+: >"$fdlog"
+sed -i 's/"max_connections_per_host": 5, //' "$state/slate.json"
+(
+	ulimit -Hn 128 -Sn 128
+	exec "$SLATE_BUILD/slated" --config "$state/slate.json" --state-dir "$state/run2" >>"$fdlog" 2>&1
+) &
+fdpid=$!
+for _ in $(seq 1 100); do grep -q ' ready: ' "$fdlog" && break; sleep 0.1; done
+slate_read_ports "$fdlog" 1
+if [ -z "${SLATE_PORT:-}" ]; then
+	slate_result FAIL limits.fd_exhausted "$fdlog" "second slated did not start"
+else
+	out=$(python3 - "$fdpid" "$SLATE_PORT" <<'PY'
+import os, socket, sys, time
+pid, port = int(sys.argv[1]), int(sys.argv[2])
+hz = os.sysconf("SC_CLK_TCK")
+def cpu():
+    f = open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()
+    return (int(f[11]) + int(f[12])) / hz
+socks = []
+for i in range(160):
+    try:
+        socks.append(socket.create_connection(("127.0.0.1", port), timeout=2))
+    except OSError:
+        break
+time.sleep(0.5)
+c0, t0 = cpu(), time.monotonic()
+time.sleep(3)
+busy = (cpu() - c0) / (time.monotonic() - t0)
+for s in socks:
+    s.close()
+ok = False
+for attempt in range(20):  # the listener retries after its pause
+    time.sleep(0.5)
+    try:
+        s = socket.create_connection(("127.0.0.1", port), timeout=2)
+        s.sendall(b"\x3f" + b"\xff" * 47)  # any answer (a Reject, or a close after it) means accepted
+        s.settimeout(3)
+        try:
+            s.recv(48)
+        except OSError:
+            pass
+        ok = True
+        break
+    except OSError:
+        pass
+print("%.2f %d %s" % (busy, len(socks), "in" if ok else "out"))
+PY
+)
+	busy=${out%% *}
+	rest=${out#* }
+	if [ -z "$out" ]; then
+		slate_result FAIL limits.fd_exhausted "$fdlog" "could not measure"
+	elif ! grep -q 'Too many open files' "$fdlog"; then
+		slate_result FAIL limits.fd_exhausted "$fdlog" "the descriptor limit was never reached (${rest% *} connections)"
+	elif awk -v b="$busy" 'BEGIN { exit !(b > 0.5) }'; then
+		slate_result FAIL limits.fd_exhausted "$fdlog" "slated used $busy of a core while out of descriptors (a spinning accept)"
+	elif [ "${rest#* }" != in ]; then
+		slate_result FAIL limits.fd_exhausted "$fdlog" "no client got in after descriptors were freed"
+	else
+		echo "cpu $busy of a core while out of descriptors" >"$logdir/fd_exhausted.log"
+		slate_result PASS limits.fd_exhausted
+	fi
+fi
+kill "$fdpid" 2>/dev/null
+wait "$fdpid" 2>/dev/null
+if grep -q 'ERROR: AddressSanitizer\|runtime error:' "$fdlog"; then
+	slate_result FAIL limits.fd_exhausted.clean "$fdlog" "sanitizer report"
 fi
