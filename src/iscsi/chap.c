@@ -10,6 +10,7 @@
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "iscsi/internal.h"
@@ -44,8 +45,8 @@ int iscsi_chap_pick(const char *list)
         return -1;
 }
 
-int iscsi_chap_response(int alg, uint8_t id, const char *secret, const uint8_t *chal,
-                        size_t clen, uint8_t *out, unsigned *outlen)
+int iscsi_chap_response(int alg, uint8_t id, const char *secret, const uint8_t *chal, size_t clen,
+                        uint8_t *out, unsigned *outlen)
 {
         const EVP_MD *md = chap_md(alg);
         EVP_MD_CTX *ctx = md ? EVP_MD_CTX_new() : NULL;

@@ -561,7 +561,7 @@ static void dump_pool(const struct core_pool_info *pi, void *arg)
                                                           (json_int_t)pi->limit)));
 }
 
-json_t *mgmt_config_dump(void)
+json_t *mgmt_config_dump(bool with_secrets)
 {
         json_t *out = json_array();
         json_t *nss = json_array();
@@ -610,6 +610,11 @@ json_t *mgmt_config_dump(void)
                 dump_luns(maps, iqn, json_object_get(t, "luns"));
         }
         json_array_extend(out, maps);
+        /* CHAP settings (secrets only when asked: config_save include_secrets) */
+        json_t *auth = iscsi_auth_json(with_secrets);
+        json_array_foreach(auth, i, t)
+            json_array_append_new(out, entry("iscsi_target_auth", json_incref(t)));
+        json_decref(auth);
 
         /* 4. portals last: hosts can connect only once everything behind them exists */
         json_array_foreach(portals, i, t)

@@ -67,7 +67,7 @@ struct core_ns;
 struct json_t *mgmt_ns_params_json(struct core_ns *ns);
 
 /* The running state as a replayable config {"config":[...]} (new reference, NULL on ENOMEM). */
-struct json_t *mgmt_config_dump(void);
+struct json_t *mgmt_config_dump(bool with_secrets);
 
 /*
  * Live reconfiguration (reload.c): re-read path (NULL = the file slated was

@@ -650,6 +650,21 @@ static int h_iscsi_target_create(struct rpc_ctx *c)
         return rc < 0 ? opfail(c, rc, "iscsi_target_create", msg) : 0;
 }
 
+static int h_iscsi_target_auth(struct rpc_ctx *c)
+{
+        char msg[256] = "";
+        const char *target = pstr(c, "target", NULL);
+        int rc = iscsi_auth_set(target, pstr(c, "chap_user", ""), pstr(c, "chap_secret", NULL),
+                                pstr(c, "mutual_user", NULL), pstr(c, "mutual_secret", NULL), msg,
+                                sizeof(msg));
+        if (rc == -EINVAL) {
+                snprintf(c->err, c->errlen, "invalid params: %s", msg);
+                c->code = RPC_INVALID_PARAMS;
+                return rc;
+        }
+        return rc < 0 ? opfail(c, rc, "iscsi_target_auth", msg) : 0;
+}
+
 static int h_iscsi_target_delete(struct rpc_ctx *c)
 {
         char msg[256] = "";
@@ -839,7 +854,7 @@ static int write_file_atomic(const char *path, const char *text)
 
 static int h_config_save(struct rpc_ctx *c)
 {
-        json_t *cfg = mgmt_config_dump();
+        json_t *cfg = mgmt_config_dump(pbool(c, "include_secrets", false));
         if (!cfg)
                 return opfail(c, -ENOMEM, "config_save", NULL);
         const char *path = pstr(c, "path", NULL);
@@ -1045,6 +1060,16 @@ static const struct rpc_method rpc_methods[] = {
      h_iscsi_target_create,
      "Create an iSCSI target node",
      {IQN("name", "target name (iqn.YYYY-MM.reverse.domain:id or eui./naa.)")}},
+    {"iscsi_target_auth",
+     h_iscsi_target_auth,
+     "CHAP a login must pass: of a target, or without target of discovery sessions; without "
+     "chap_user it is switched off",
+     {STR("target", false, 223, "target name; absent: discovery sessions"),
+      STR("chap_user", false, 255, "the name the initiator presents (CHAP_N); absent: no CHAP"),
+      STR("chap_secret", false, 255, "the initiator's secret, 12-255 bytes; never logged"),
+      STR("mutual_user", false, 255, "mutual CHAP: the name the target answers with"),
+      STR("mutual_secret", false, 255,
+          "mutual CHAP: the target's secret, 12-255 bytes, not the initiator's")}},
     {"iscsi_target_delete",
      h_iscsi_target_delete,
      "Delete an iSCSI target node",
@@ -1123,7 +1148,9 @@ static const struct rpc_method rpc_methods[] = {
     {"config_save",
      h_config_save,
      "Return the running config as a replayable list of calls, or write it to a file",
-     {STR("path", false, 4095, "write here (atomically) instead of returning the config")}},
+     {STR("path", false, 4095, "write here (atomically) instead of returning the config"),
+      BOOL("include_secrets", "with the CHAP secrets (default false: iscsi_target_auth entries "
+                              "without them, which a replay refuses)")}},
     {"stats_get",
      h_stats_get,
      "Counters of every namespace and host (ops, bytes, latency sums and histograms, errors, "

@@ -279,3 +279,4 @@ wait "$fdpid" 2>/dev/null
 if grep -q 'ERROR: AddressSanitizer\|runtime error:' "$fdlog"; then
 	slate_result FAIL limits.fd_exhausted.clean "$fdlog" "sanitizer report"
 fi
+bash "$here/chap.sh"
