@@ -27,6 +27,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "core/fault.h"
 #include "iscsi/internal.h"
 #include "rt/crc.h"
 #include "rt/log.h"
@@ -1019,6 +1020,10 @@ static int rx_header(struct iscsi_conn *c)
                 c->rx_dst = (uint8_t *)c->text_in + c->text_in_len;
                 return HDR_OK;
         }
+        /* Fault injection (core/fault.h): a drop rule may close this connection now. */
+        if (core_fault_on() && c->sess && c->sess->type == ISCSI_SESS_NORMAL &&
+            core_fault_conn_pdu("iscsi", c->sess->initiator, c->peer, op == ISCSI_OP_SCSI_CMD))
+                return -ECONNABORTED;
         if (c->rx_unknown_op) {
                 rc = hdr_ctl(c, ISCSI_OP_REJECT, true, 0, true);
                 if (rc == HDR_OK && c->rx_task)
@@ -1459,7 +1464,9 @@ static void rx_process(struct iscsi_conn *c)
                         if (rc < 0) {
                                 if (rc == -EMSGSIZE)
                                         iscsi_conn_warn(c, "text request too long");
-                                iscsi_conn_close(c, "protocol error");
+                                iscsi_conn_close(c, rc == -ECONNABORTED
+                                                        ? "fault injection: connection dropped"
+                                                        : "protocol error");
                                 return;
                         }
                         c->rx_off = 0;

@@ -31,6 +31,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "core/fault.h"
 #include "nvme/nvme.h"
 #include "nvmf/tcp_internal.h"
 #include "rt/bigbuf.h"
@@ -123,6 +124,7 @@ struct tcp_queue {
         enum q_state state;
         uint64_t gen;
         char peer[RT_ADDR_NAME_MAX];
+        char host[NVMF_NQN_MAX_LEN + 1]; /* the host NQN of a successful Connect, else "" */
         bool warned;
         bool fini_done;
 
@@ -669,6 +671,7 @@ static void log_connect(struct tcp_queue *q, struct tcp_cmd *c, bool ok)
         uint16_t qid = get_le16(&cc->qid);
         if (ok) {
                 q->sqflow_off = (cc->cattr & (1u << 2)) != 0;
+                snprintf(q->host, sizeof(q->host), "%s", hostnqn);
                 LOG_INFO(MOD, "%s connected: host %s subsystem %s qid %u sqsize %u%s%s", q->peer,
                          hostnqn, subnqn, qid, get_le16(&cc->sqsize), q->hdgst ? " hdgst" : "",
                          q->ddgst ? " ddgst" : "");
@@ -1119,6 +1122,13 @@ static int rx_psh_done(struct tcp_queue *q)
                         queue_fatal(q, NVME_TCP_FES_HDR_DIGEST, get_le32(&got), "header digest");
                         return -1;
                 }
+        }
+        /* Fault injection (core/fault.h): a drop rule may close this connection now. */
+        if (core_fault_on() && q->host[0] &&
+            core_fault_conn_pdu("nvme", q->host, q->peer,
+                                ch->pdu_type == NVME_TCP_PDU_CAPSULE_CMD)) {
+                queue_close(q, "fault injection: connection dropped");
+                return -1;
         }
         switch (ch->pdu_type) {
         case NVME_TCP_PDU_ICREQ:
