@@ -52,10 +52,14 @@ int core_fault_parse_ops(const char *s, unsigned *ops, char *err, size_t errlen)
         };
         unsigned out = 0;
         const char *p = s;
-        while (*p) {
+        for (;;) {
                 const char *e = strchr(p, ',');
                 size_t len = e ? (size_t)(e - p) : strlen(p);
                 bool found = false;
+                if (len == 0) {
+                        snprintf(err, errlen, "ops: empty item (read, write, flush, other, all)");
+                        return -EINVAL;
+                }
                 for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
                         if (strlen(names[i].name) == len &&
                             strncasecmp(p, names[i].name, len) == 0) {
@@ -72,10 +76,6 @@ int core_fault_parse_ops(const char *s, unsigned *ops, char *err, size_t errlen)
                 if (!e)
                         break;
                 p = e + 1;
-        }
-        if (!out) {
-                snprintf(err, errlen, "ops: empty (read, write, flush, other, all)");
-                return -EINVAL;
         }
         *ops = out;
         return 0;
