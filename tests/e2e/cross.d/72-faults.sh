@@ -31,7 +31,9 @@ flt_reads() {
 
 # flt_fraction NAME DEV TRANSPORT PER_MILLE
 flt_fraction() {
-	local dev=$2 tr=$3 pm=$4 kdev=${2#/dev/} before fails hits
+	local dev=$2 tr=$3 pm=$4 kdev=${2#/dev/} before fails hits kre
+	# The kernel names the NVMe path device (nvme0c0n1) under native multipath.
+	kre=$(echo "$kdev" | sed -E 's/^(nvme[0-9]+)n([0-9]+)$/\1(c[0-9]+)?n\2/')
 	before=$(dmesg | wc -l)
 	ctl fault_clear all=true >/dev/null
 	ctl fault_set namespace=shared transport="$tr" ops=read status=medium-error \
@@ -41,10 +43,10 @@ flt_fraction() {
 	ctl --json fault_list
 	ctl fault_clear all=true >/dev/null
 	echo "$tr: $fails of $FLT_N reads failed with EIO; the target injected $hits errors"
-	dmesg | tail -n +"$((before + 1))" | grep -m3 "$kdev" || true
+	dmesg | tail -n +"$((before + 1))" | grep -m6 -E "$kre|medium|I/O error" || true
 	[ "$fails" -gt 0 ] && [ "$fails" -lt "$FLT_N" ] && [ "$hits" -ge "$fails" ] || return 1
-	# The kernel logged medium errors for this device (blk_update_request / sd / nvme).
-	dmesg | tail -n +"$((before + 1))" | grep -q "critical medium error, dev $kdev" || return 1
+	# The kernel logged medium errors for this device (blk_update_request).
+	dmesg | tail -n +"$((before + 1))" | grep -qE "critical medium error, dev $kre," || return 1
 	# With the rule gone every read succeeds again.
 	[ "$(flt_reads "$dev")" = 0 ]
 }
