@@ -1021,9 +1021,13 @@ static int rx_header(struct iscsi_conn *c)
                 return HDR_OK;
         }
         /* Fault injection (core/fault.h): a drop rule may close this connection now. */
-        if (core_fault_on() && c->sess && c->sess->type == ISCSI_SESS_NORMAL &&
-            core_fault_conn_pdu("iscsi", c->sess->initiator, c->peer, op == ISCSI_OP_SCSI_CMD))
-                return -ECONNABORTED;
+        if (core_fault_on() && !c->rx_fault_asked && c->sess &&
+            c->sess->type == ISCSI_SESS_NORMAL) {
+                c->rx_fault_asked = true;
+                if (core_fault_conn_pdu("iscsi", c->sess->initiator, c->peer,
+                                        op == ISCSI_OP_SCSI_CMD))
+                        return -ECONNABORTED;
+        }
         if (c->rx_unknown_op) {
                 rc = hdr_ctl(c, ISCSI_OP_REJECT, true, 0, true);
                 if (rc == HDR_OK && c->rx_task)
@@ -1461,6 +1465,7 @@ static void rx_process(struct iscsi_conn *c)
                         int rc = rx_header(c);
                         if (rc == HDR_PARK)
                                 return; /* resumed by rx_kick() when a task frees */
+                        c->rx_fault_asked = false;
                         if (rc < 0) {
                                 if (rc == -EMSGSIZE)
                                         iscsi_conn_warn(c, "text request too long");

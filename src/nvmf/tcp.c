@@ -125,6 +125,7 @@ struct tcp_queue {
         uint64_t gen;
         char peer[RT_ADDR_NAME_MAX];
         char host[NVMF_NQN_MAX_LEN + 1]; /* the host NQN of a successful Connect, else "" */
+        bool rx_fault_asked; /* this PDU was shown to the fault hook (a stalled one comes back) */
         bool warned;
         bool fini_done;
 
@@ -1124,11 +1125,13 @@ static int rx_psh_done(struct tcp_queue *q)
                 }
         }
         /* Fault injection (core/fault.h): a drop rule may close this connection now. */
-        if (core_fault_on() && q->host[0] &&
-            core_fault_conn_pdu("nvme", q->host, q->peer,
-                                ch->pdu_type == NVME_TCP_PDU_CAPSULE_CMD)) {
-                queue_close(q, "fault injection: connection dropped");
-                return -1;
+        if (core_fault_on() && q->host[0] && !q->rx_fault_asked) {
+                q->rx_fault_asked = true;
+                if (core_fault_conn_pdu("nvme", q->host, q->peer,
+                                        ch->pdu_type == NVME_TCP_PDU_CAPSULE_CMD)) {
+                        queue_close(q, "fault injection: connection dropped");
+                        return -1;
+                }
         }
         switch (ch->pdu_type) {
         case NVME_TCP_PDU_ICREQ:
@@ -1309,6 +1312,8 @@ static void rx_process(struct tcp_queue *q)
                         break;
                 case RX_PSH:
                         rc = rx_psh_done(q);
+                        if (rc != 1)
+                                q->rx_fault_asked = false; /* the next PDU is asked anew */
                         break;
                 case RX_DATA:
                         rc = rx_data_done(q);
