@@ -6,7 +6,7 @@
 #     to 5 times, so the fraction there is higher); dd sees EIO for some
 #     reads and not for others, the target counted at least as many hits
 #     as dd saw failures, and the kernel logs "critical medium error" for
-#     the device;
+#     the device at sectors inside the rule's LBA range;
 #   - added latency: a read with 300 ms injected takes at least 300 ms as
 #     dd measures it (a lower bound only: nothing here can be too slow);
 #   - a dropped connection (drop rule, once): the initiators reconnect by
@@ -47,6 +47,12 @@ flt_fraction() {
 	[ "$fails" -gt 0 ] && [ "$fails" -lt "$FLT_N" ] && [ "$hits" -ge "$fails" ] || return 1
 	# The kernel logged medium errors for this device (blk_update_request).
 	dmesg | tail -n +"$((before + 1))" | grep -qE "critical medium error, dev $kre," || return 1
+	# ... at sectors inside the faulted range only.
+	dmesg | tail -n +"$((before + 1))" | grep -E "critical medium error, dev $kre," |
+		sed -E 's/.*, sector ([0-9]+).*/\1/' | while read -r sec; do
+		[ "$sec" -ge "$FLT_LBA" ] && [ "$sec" -lt $((FLT_LBA + FLT_N * 8)) ] ||
+			{ echo "medium error logged at sector $sec, outside the rule's range"; exit 1; }
+	done || return 1
 	# With the rule gone every read succeeds again.
 	[ "$(flt_reads "$dev")" = 0 ]
 }
