@@ -294,6 +294,14 @@ int64_t core_ns_allocated_bytes(struct core_ns *ns);
  */
 uint32_t core_ns_dealloc_granularity(const struct core_ns *ns);
 
+/*
+ * Whether a mem namespace of bytes fits this machine's memory (RAM and
+ * swap): 0, or -ENOMEM with the sizes in err.  Creating and growing one
+ * beyond it is refused (untouched blocks cost nothing, but a host may
+ * write them all).
+ */
+int core_ns_mem_fits(uint64_t bytes, char *err, size_t errlen);
+
 /* ---- Unrecoverable blocks ---- */
 
 struct core_lba_range {

@@ -30,6 +30,7 @@
 #include "core/fault.h"
 #include "iscsi/internal.h"
 #include "rt/crc.h"
+#include "rt/limits.h"
 #include "rt/log.h"
 
 /* ------------------------------------------------------------------ */
@@ -45,7 +46,10 @@ void iscsi_conn_warn(struct iscsi_conn *c, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(msg, sizeof(msg), fmt, ap);
         va_end(ap);
-        LOG_WARN(ISCSI_MOD, "%s: protocol violation: %s", c->peer, msg);
+        /* A garbage flood must not flood the log: one budget for all connections. */
+        static struct rt_log_ratelimit rl = RT_LOG_RATELIMIT_INIT("iSCSI protocol violations");
+        if (rt_log_ratelimit(&rl, ISCSI_MOD))
+                LOG_WARN(ISCSI_MOD, "%s: protocol violation: %s", c->peer, msg);
 }
 
 static uint32_t min_u32(uint32_t a, uint32_t b)
@@ -1535,6 +1539,7 @@ static void rx_process(struct iscsi_conn *c)
                 case ISCSI_RX_DISPATCH:
                         c->rx_off = 0;
                         c->rx_state = ISCSI_RX_BHS;
+                        c->last_rx_ns = rt_now_ns();
                         rx_dispatch(c);
                         break;
                 case ISCSI_RX_STOP:
@@ -1597,10 +1602,52 @@ struct iscsi_conn *iscsi_conn_new(int fd)
         return c;
 }
 
+/*
+ * The connection's guard (rt/limits.h): a login not finished by the login
+ * timeout closes the connection; a discovery session idle (no PDU, nothing
+ * outstanding) for the idle timeout is closed too.  Normal sessions in full
+ * feature phase are left to the host's NOP-Outs and TCP keep-alive.
+ */
+static void guard_fn(struct rt_timer *t)
+{
+        struct iscsi_conn *c =
+            (struct iscsi_conn *)((char *)t - offsetof(struct iscsi_conn, guard));
+        char why[64];
+        if (c->state == ISCSI_CONN_LOGIN) {
+                uint32_t login = atomic_load(&rt_limits.login_timeout_ms);
+                if (!login) { /* no limit (a reload may have lifted it): look again later */
+                        uint32_t idle = atomic_load(&rt_limits.idle_timeout_ms);
+                        rt_timer_arm(c->r, &c->guard, idle ? idle : RT_LOGIN_TIMEOUT_DEFAULT_MS);
+                        return;
+                }
+                snprintf(why, sizeof(why), "login not finished in %u ms", login);
+                iscsi_conn_close(c, why);
+                return;
+        }
+        if (c->state != ISCSI_CONN_FULL || !c->sess || c->sess->tgt)
+                return; /* closing, logging out, or a normal session */
+        uint32_t idle = atomic_load(&rt_limits.idle_timeout_ms);
+        if (!idle)
+                return;
+        uint64_t now = rt_now_ns(), quiet_ms = (now - c->last_rx_ns) / 1000000u;
+        if (quiet_ms >= idle && c->nr_free == c->nr_tasks) {
+                snprintf(why, sizeof(why), "discovery session idle for %u ms", idle);
+                iscsi_conn_close(c, why);
+                return;
+        }
+        rt_timer_arm(c->r, &c->guard, quiet_ms >= idle ? idle : idle - quiet_ms);
+}
+
 void iscsi_conn_start(void *arg)
 {
         struct iscsi_conn *c = arg;
         c->r = rt_current();
+        c->last_rx_ns = rt_now_ns();
+        c->guard.fn = guard_fn;
+        uint32_t login_ms = atomic_load(&rt_limits.login_timeout_ms);
+        uint32_t idle_ms = atomic_load(&rt_limits.idle_timeout_ms);
+        if (login_ms || idle_ms) /* with no login limit, the first check comes after idle_ms */
+                rt_timer_arm(c->r, &c->guard, login_ms ? login_ms : idle_ms);
         atomic_fetch_add(&live_conns, 1);
         rt_sock_peer_name(c->fd, c->peer, sizeof(c->peer));
         socklen_t sl = sizeof(c->local);
@@ -1612,6 +1659,8 @@ void iscsi_conn_start(void *arg)
 
 static void conn_free(struct iscsi_conn *c)
 {
+        if (c->r)
+                rt_timer_cancel(c->r, &c->guard);
         if (c->sess)
                 iscsi_session_release(c->sess);
         else if (c->login.tgt)
@@ -1662,7 +1711,9 @@ void iscsi_conn_close(struct iscsi_conn *c, const char *reason)
         c->rx_state = ISCSI_RX_STOP;
         c->close_defer.fn = close_defer_fn;
         snprintf(c->close_reason, sizeof(c->close_reason), "%s", reason);
-        LOG_INFO(ISCSI_MOD, "%s: connection closed (%s)", c->peer, reason);
+        static struct rt_log_ratelimit rl = RT_LOG_RATELIMIT_INIT("iSCSI connections closed");
+        if (rt_log_ratelimit(&rl, ISCSI_MOD))
+                LOG_INFO(ISCSI_MOD, "%s: connection closed (%s)", c->peer, reason);
         if (c->fd >= 0)
                 shutdown(c->fd, SHUT_RDWR);
         /* Queued PDUs will never go out: release what they hold. */

@@ -388,6 +388,9 @@ struct iscsi_conn {
         bool rx_defer_armed;
         bool logout_rsp_sent;
         uint32_t text_gen;
+        /* rt/limits.h: the login deadline, then a discovery session's idle check. */
+        struct rt_timer guard;
+        uint64_t last_rx_ns; /* when the last PDU arrived */
 };
 
 struct iscsi_conn *iscsi_conn_new(int fd);

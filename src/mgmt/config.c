@@ -16,12 +16,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/ns.h"
 #include "mgmt/metrics.h"
 #include "iscsi/iscsi.h"
 #include "nvme/nvme.h"
 #include "nvmf/nvmf.h"
+#include "rt/limits.h"
 #include "rt/log.h"
 
 #define CONFIG_MAX_BYTES (16u << 20) /* a config larger than this is surely a mistake */
@@ -45,6 +48,8 @@ static const char default_config[] =
     "\"nsid\": 1, \"namespace\": \"disk0\"}},"
     "{\"method\": \"nvmf_listener_add\", \"params\": {\"addr\": \"127.0.0.1\", \"port\": 4420}}"
     "]}";
+
+static int check_top(json_t *root, char *err, size_t errlen);
 
 static json_t *load_text(const char *path, char *err, size_t errlen)
 {
@@ -72,6 +77,43 @@ static json_t *load_text(const char *path, char *err, size_t errlen)
 out:
         fclose(f);
         return root;
+}
+
+int mgmt_config_file_is_ours(const char *path, char *err, size_t errlen)
+{
+        struct stat st;
+        if (lstat(path, &st) < 0) {
+                if (errno == ENOENT)
+                        return 0;
+                snprintf(err, errlen, "%s: %s", path, strerror(errno));
+                return -errno;
+        }
+        if (S_ISLNK(st.st_mode)) {
+                snprintf(err, errlen, "%s is a symbolic link: refused (name the file itself)",
+                         path);
+                return -EPERM;
+        }
+        if (!S_ISREG(st.st_mode)) {
+                snprintf(err, errlen, "%s is not a regular file: refused", path);
+                return -EPERM;
+        }
+        if (st.st_uid != geteuid()) {
+                snprintf(err, errlen, "%s belongs to uid %u, not to slated (uid %u): refused", path,
+                         (unsigned)st.st_uid, (unsigned)geteuid());
+                return -EPERM;
+        }
+        if (st.st_size == 0)
+                return 0;
+        char msg[256];
+        json_t *root = load_text(path, msg, sizeof(msg));
+        int rc = root ? check_top(root, msg, sizeof(msg)) : -EINVAL;
+        json_decref(root);
+        if (rc < 0) {
+                snprintf(err, errlen, "%s is not a slated config file: refused to replace it",
+                         path);
+                return -EPERM;
+        }
+        return 0;
 }
 
 static int copy_opt_str(json_t *v, const char *key, char *dst, size_t dstlen, char *err,
@@ -153,6 +195,21 @@ static int parse_options(json_t *opts, struct mgmt_options *o, char *err, size_t
                                 rc = -EINVAL;
                         } else {
                                 o->xfer_pool_mib = (unsigned)json_integer_value(v);
+                                rc = 0;
+                        }
+                } else if (strcmp(key, "login_timeout_ms") == 0 ||
+                           strcmp(key, "idle_timeout_ms") == 0) {
+                        bool login = key[0] == 'l';
+                        if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+                            json_integer_value(v) > RT_TIMEOUT_MAX_MS) {
+                                snprintf(err, errlen,
+                                         "options.%s must be an integer in [0, %u] (0: no limit)",
+                                         key, RT_TIMEOUT_MAX_MS);
+                                rc = -EINVAL;
+                        } else {
+                                *(login ? &o->login_timeout_ms : &o->idle_timeout_ms) =
+                                    (uint32_t)json_integer_value(v);
+                                *(login ? &o->login_timeout_set : &o->idle_timeout_set) = true;
                                 rc = 0;
                         }
                 } else {
@@ -297,8 +354,22 @@ void mgmt_config_options_commit(json_t *root)
 {
         struct mgmt_options o;
         char msg[256];
-        if (parse_options(json_object_get(root, "options"), &o, msg, sizeof(msg)) == 0)
+        if (parse_options(json_object_get(root, "options"), &o, msg, sizeof(msg)) == 0) {
                 cfg_opts = o;
+                mgmt_options_apply_limits(&o);
+        }
+}
+
+void mgmt_options_apply_limits(const struct mgmt_options *o)
+{
+        uint32_t login = o->login_timeout_set ? o->login_timeout_ms : RT_LOGIN_TIMEOUT_DEFAULT_MS;
+        uint32_t idle = o->idle_timeout_set ? o->idle_timeout_ms : RT_IDLE_TIMEOUT_DEFAULT_MS;
+        bool changed = atomic_exchange(&rt_limits.login_timeout_ms, login) != login;
+        changed |= atomic_exchange(&rt_limits.idle_timeout_ms, idle) != idle;
+        if (changed)
+                LOG_INFO("mgmt",
+                         "limits: login timeout %u ms, discovery idle timeout %u ms (0: none)",
+                         login, idle);
 }
 
 int mgmt_config_read_options(const char *path, struct mgmt_options *o, char *err, size_t errlen)

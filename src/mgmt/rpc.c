@@ -926,7 +926,7 @@ static int write_file_atomic(const char *path, const char *text)
         char tmp[4200];
         if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= sizeof(tmp))
                 return -ENAMETOOLONG;
-        int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd < 0)
                 return -errno;
         size_t len = strlen(text), off = 0;
@@ -960,6 +960,13 @@ static int h_config_save(struct rpc_ctx *c)
         if (!path) {
                 c->result = cfg;
                 return 0;
+        }
+        /* Never replace what is not ours: a symlink's target, a disk's metadata, a foreign file. */
+        char why[512];
+        int own = mgmt_config_file_is_ours(path, why, sizeof(why));
+        if (own < 0) {
+                json_decref(cfg);
+                return opfail(c, own, "config_save", why);
         }
         char *text = json_dumps(cfg, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
         size_t n = json_array_size(json_object_get(cfg, "config"));

@@ -37,6 +37,7 @@
 #include "rt/bigbuf.h"
 #include "rt/crc.h"
 #include "rt/listener.h"
+#include "rt/limits.h"
 #include "rt/log.h"
 #include "rt/reactor.h"
 #include "rt/rxbuf.h"
@@ -154,6 +155,9 @@ struct tcp_queue {
         struct rt_defer kick;
         bool kick_pending;
         struct rt_timer close_timer;
+        /* rt/limits.h: ICReq and Connect deadline, then a discovery queue's idle check. */
+        struct rt_timer guard;
+        uint64_t last_rx_ns; /* when the last PDU arrived */
 
         /* Send queue. */
         struct rt_txq txq;
@@ -409,7 +413,10 @@ static void queue_warn(struct tcp_queue *q, const char *fmt, const char *what, u
         q->warned = true;
         char msg[160];
         snprintf(msg, sizeof(msg), fmt, what, a, b);
-        LOG_WARN(MOD, "%s qid %u: %s", q->peer, q->nq.qid, msg);
+        /* A garbage flood must not flood the log: one budget for all queues. */
+        static struct rt_log_ratelimit rl = RT_LOG_RATELIMIT_INIT("NVMe/TCP protocol errors");
+        if (rt_log_ratelimit(&rl, MOD))
+                LOG_WARN(MOD, "%s qid %u: %s", q->peer, q->nq.qid, msg);
 }
 
 /* Report a fatal transport error with a C2HTermReq, then close (3.6.2.4). */
@@ -448,6 +455,42 @@ static void close_timer_fn(struct rt_timer *t)
 {
         struct tcp_queue *q = container_of(t, struct tcp_queue, close_timer);
         queue_close(q, "C2HTermReq not delivered in time");
+}
+
+/*
+ * The queue's guard (rt/limits.h): no ICReq and Connect within the login
+ * timeout closes the connection; a discovery controller's queue with no PDU
+ * for the idle timeout is closed too (a persistent discovery host sends
+ * Keep Alive well within it).  I/O and admin queues of NVM subsystems are
+ * left to KATO.
+ */
+static void guard_fn(struct rt_timer *t)
+{
+        struct tcp_queue *q = container_of(t, struct tcp_queue, guard);
+        char why[64];
+        if (q->state == Q_CLOSING || q->state == Q_DEAD)
+                return;
+        if (!q->nq.ctrl) {
+                uint32_t login = atomic_load(&rt_limits.login_timeout_ms);
+                if (!login) { /* no limit (a reload may have lifted it): look again later */
+                        rt_timer_arm(q->nq.reactor, &q->guard, RT_LOGIN_TIMEOUT_DEFAULT_MS);
+                        return;
+                }
+                snprintf(why, sizeof(why), "no %s in %u ms",
+                         q->state == Q_WAIT_IC ? "ICReq" : "Connect", login);
+                queue_close(q, why);
+                return;
+        }
+        uint32_t idle = atomic_load(&rt_limits.idle_timeout_ms);
+        if (!q->nq.is_discovery || !idle)
+                return;
+        uint64_t quiet_ms = (rt_now_ns() - q->last_rx_ns) / 1000000u;
+        if (quiet_ms >= idle) {
+                snprintf(why, sizeof(why), "discovery queue idle for %u ms", idle);
+                queue_close(q, why);
+                return;
+        }
+        rt_timer_arm(q->nq.reactor, &q->guard, idle - quiet_ms);
 }
 
 static void queue_free(struct tcp_queue *q)
@@ -531,13 +574,15 @@ static void queue_close(struct tcp_queue *q, const char *reason)
 {
         if (q->state == Q_DEAD)
                 return;
-        if (q->nq.ctrl || q->state == Q_CLOSING)
-                LOG_INFO(MOD, "%s qid %u closed: %s", q->peer, q->nq.qid, reason);
-        else
+        static struct rt_log_ratelimit rl = RT_LOG_RATELIMIT_INIT("NVMe/TCP queues closed");
+        if (!q->nq.ctrl && q->state != Q_CLOSING)
                 LOG_DEBUG(MOD, "%s closed before Connect: %s", q->peer, reason);
+        else if (rt_log_ratelimit(&rl, MOD))
+                LOG_INFO(MOD, "%s qid %u closed: %s", q->peer, q->nq.qid, reason);
         q->state = Q_DEAD;
         q->rx = RX_STOP;
         rt_timer_cancel(q->nq.reactor, &q->close_timer);
+        rt_timer_cancel(q->nq.reactor, &q->guard);
         if (q->fd >= 0) {
                 shutdown(q->fd, SHUT_RDWR);
                 if (q->rx_armed) {
@@ -1210,6 +1255,7 @@ static int rx_psh_done(struct tcp_queue *q)
 
 static void rx_pdu_done(struct tcp_queue *q)
 {
+        q->last_rx_ns = rt_now_ns();
         const struct nvme_tcp_ch *ch = (const struct nvme_tcp_ch *)q->rx_hdr;
         struct tcp_cmd *c = q->rx_cmd;
         uint8_t type = ch->pdu_type;
@@ -1378,6 +1424,14 @@ static struct tcp_queue *queue_new(int fd, struct rt_reactor *r)
         q->tx_ev.fn = tx_ev_fn;
         q->kick.fn = kick_fn;
         q->close_timer.fn = close_timer_fn;
+        q->guard.fn = guard_fn;
+        q->last_rx_ns = rt_now_ns();
+        {
+                uint32_t login = atomic_load(&rt_limits.login_timeout_ms);
+                uint32_t idle = atomic_load(&rt_limits.idle_timeout_ms);
+                if (login || idle)
+                        rt_timer_arm(r, &q->guard, login ? login : idle);
+        }
         q->state = Q_WAIT_IC;
         rx_next_pdu(q);
         rt_sock_tune(fd);
