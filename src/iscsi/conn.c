@@ -27,6 +27,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "core/fault.h"
 #include "iscsi/internal.h"
 #include "rt/crc.h"
 #include "rt/limits.h"
@@ -1023,6 +1024,14 @@ static int rx_header(struct iscsi_conn *c)
                 c->rx_dst = (uint8_t *)c->text_in + c->text_in_len;
                 return HDR_OK;
         }
+        /* Fault injection (core/fault.h): a drop rule may close this connection now. */
+        if (core_fault_on() && !c->rx_fault_asked && c->sess &&
+            c->sess->type == ISCSI_SESS_NORMAL) {
+                c->rx_fault_asked = true;
+                if (core_fault_conn_pdu("iscsi", c->sess->initiator, c->peer,
+                                        op == ISCSI_OP_SCSI_CMD))
+                        return -ECONNABORTED;
+        }
         if (c->rx_unknown_op) {
                 rc = hdr_ctl(c, ISCSI_OP_REJECT, true, 0, true);
                 if (rc == HDR_OK && c->rx_task)
@@ -1460,10 +1469,13 @@ static void rx_process(struct iscsi_conn *c)
                         int rc = rx_header(c);
                         if (rc == HDR_PARK)
                                 return; /* resumed by rx_kick() when a task frees */
+                        c->rx_fault_asked = false;
                         if (rc < 0) {
                                 if (rc == -EMSGSIZE)
                                         iscsi_conn_warn(c, "text request too long");
-                                iscsi_conn_close(c, "protocol error");
+                                iscsi_conn_close(c, rc == -ECONNABORTED
+                                                        ? "fault injection: connection dropped"
+                                                        : "protocol error");
                                 return;
                         }
                         c->rx_off = 0;

@@ -387,6 +387,7 @@ struct iscsi_conn {
         struct sockaddr_storage local;
         char close_reason[64];
         bool warned;
+        bool rx_fault_asked; /* this header was shown to the fault hook (a parked one comes back) */
 
         /* Receive state machine. */
         enum iscsi_rx_state rx_state;

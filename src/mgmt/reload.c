@@ -282,6 +282,11 @@ static int model_apply(struct model *m, const char *method, json_t *p, char *err
                 }
         } else if (strcmp(method, "log_set_level") == 0) {
                 m->log_level = pstr(p, "level");
+        } else if (strncmp(method, "fault_", 6) == 0) {
+                /* Our choice: fault rules are runtime state, never part of the configuration. */
+                FAIL("method %s: fault injection is not configuration (not saved, not reloaded); "
+                     "set it over RPC",
+                     method);
         } else {
                 FAIL("method %s cannot be applied by a reload (restart slated)", method);
         }

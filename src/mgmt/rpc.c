@@ -37,6 +37,7 @@
 #include <uuid/uuid.h>
 
 #include "core/atomic.h"
+#include "core/fault.h"
 #include "core/ns.h"
 #include "mgmt/metrics.h"
 #include "iscsi/iscsi.h"
@@ -821,6 +822,120 @@ static int h_nvmf_ctrl_list(struct rpc_ctx *c)
         return c->result ? 0 : opfail(c, -ENOMEM, "nvmf_ctrl_list", NULL);
 }
 
+/* ---- Fault injection (core/fault.h): rules, not persisted ---- */
+
+static int h_fault_set(struct rpc_ctx *c)
+{
+        struct core_fault_rule r;
+        char msg[256] = "";
+        core_fault_rule_init(&r);
+        const char *ns = pstr(c, "namespace", NULL);
+        if (ns) {
+                if (!core_ns_find(ns))
+                        return opfail(c, -ENOENT, "fault_set", "no such namespace");
+                snprintf(r.ns, sizeof(r.ns), "%s", ns);
+        }
+        const char *v;
+        if ((v = pstr(c, "host", NULL)))
+                snprintf(r.host, sizeof(r.host), "%s", v);
+        if ((v = pstr(c, "transport", NULL)))
+                snprintf(r.transport, sizeof(r.transport), "%s", v);
+        if ((v = pstr(c, "peer", NULL)))
+                snprintf(r.peer, sizeof(r.peer), "%s", v);
+        if ((v = pstr(c, "ops", NULL)) && core_fault_parse_ops(v, &r.ops, msg, sizeof(msg)) < 0)
+                return inval(c, "%s", msg);
+        if ((v = pstr(c, "status", NULL)) &&
+            core_fault_parse_status(v, &r.status, msg, sizeof(msg)) < 0)
+                return inval(c, "%s", msg);
+        r.lba_first = puint(c, "lba_first", 0);
+        r.lba_last = puint(c, "lba_last", UINT64_MAX);
+        r.per_mille = (uint32_t)puint(c, "per_mille", 1000);
+        r.every = (uint32_t)puint(c, "every", 0);
+        r.seed = puint(c, "seed", 0);
+        r.latency_us = (uint32_t)puint(c, "latency_us", 0);
+        r.drop = pbool(c, "drop", false);
+        r.after = puint(c, "after", 0);
+        /* A drop rule drops once unless told otherwise: the host must be able to come back. */
+        r.count = puint(c, "count", r.drop ? 1 : 0);
+        if (json_object_get(c->params, "per_mille") && json_object_get(c->params, "every"))
+                return inval(c, "give per_mille or every, not both");
+        uint32_t id;
+        int rc = core_fault_add(&r, &id, msg, sizeof(msg));
+        if (rc == -EINVAL)
+                return inval(c, "%s", msg);
+        if (rc < 0)
+                return opfail(c, rc, "fault_set", msg);
+        c->result = json_pack("{s:i}", "id", (json_int_t)id);
+        return c->result ? 0 : opfail(c, -ENOMEM, "fault_set", NULL);
+}
+
+static int h_fault_clear(struct rpc_ctx *c)
+{
+        json_t *idv = json_object_get(c->params, "id");
+        bool all = pbool(c, "all", false);
+        if ((idv != NULL) == all)
+                return inval(c, "give 'id' (one rule) or 'all=true'");
+        int rc = core_fault_clear(all ? 0 : (uint32_t)puint(c, "id", 0));
+        if (rc < 0)
+                return opfail(c, rc, "fault_clear", "no such fault rule");
+        c->result = json_pack("{s:i}", "cleared", (json_int_t)rc);
+        return c->result ? 0 : opfail(c, -ENOMEM, "fault_clear", NULL);
+}
+
+static void fault_one(const struct core_fault_rule *r, void *arg)
+{
+        static const char *const opn[] = {"read", "write", "flush", "other"};
+        char ops[40] = "";
+        if (r->ops == CORE_FAULT_OPS_ALL)
+                snprintf(ops, sizeof(ops), "all");
+        else
+                for (unsigned i = 0; i < 4; i++)
+                        if (r->ops & (1u << i)) {
+                                size_t n = strlen(ops);
+                                snprintf(ops + n, sizeof(ops) - n, "%s%s", n ? "," : "", opn[i]);
+                        }
+        json_t *o =
+            json_pack("{s:i, s:s, s:b, s:I, s:I, s:I}", "id", (json_int_t)r->id, "kind",
+                      r->drop ? "drop" : "io", "armed", r->armed, "seen", (json_int_t)r->seen,
+                      "hits", (json_int_t)r->hits, "count", (json_int_t)r->count);
+        if (!o)
+                return;
+        if (r->ns[0])
+                json_object_set_new(o, "namespace", json_string(r->ns));
+        if (r->host[0])
+                json_object_set_new(o, "host", json_string(r->host));
+        if (r->transport[0])
+                json_object_set_new(o, "transport", json_string(r->transport));
+        if (r->drop) {
+                if (r->peer[0])
+                        json_object_set_new(o, "peer", json_string(r->peer));
+                json_object_set_new(o, "after", json_integer((json_int_t)r->after));
+        } else {
+                json_object_set_new(o, "ops", json_string(ops));
+                json_object_set_new(o, "lba_first", json_integer((json_int_t)r->lba_first));
+                if (r->lba_last != UINT64_MAX)
+                        json_object_set_new(o, "lba_last", json_integer((json_int_t)r->lba_last));
+                if (r->every)
+                        json_object_set_new(o, "every", json_integer(r->every));
+                else
+                        json_object_set_new(o, "per_mille", json_integer(r->per_mille));
+                if (r->status != CORE_OK)
+                        json_object_set_new(o, "status", json_string(core_status_name(r->status)));
+                json_object_set_new(o, "latency_us", json_integer(r->latency_us));
+        }
+        json_array_append_new(arg, o);
+}
+
+static int h_fault_list(struct rpc_ctx *c)
+{
+        json_t *arr = json_array();
+        if (!arr)
+                return opfail(c, -ENOMEM, "fault_list", NULL);
+        core_fault_foreach(fault_one, arr);
+        c->result = arr;
+        return 0;
+}
+
 /* Write text to path atomically (temp file + rename) so a crash never leaves half a config. */
 static int write_file_atomic(const char *path, const char *text)
 {
@@ -1162,6 +1277,38 @@ static const struct rpc_method rpc_methods[] = {
      "difference; also done on SIGHUP",
      {STR("path", false, 4095, "config file to read instead"),
       BOOL("dry_run", "only compute and return the steps")}},
+    {"fault_set",
+     h_fault_set,
+     "Inject faults for host testing: fail or delay a namespace's/host's I/O, or drop a "
+     "host's connection (not persisted)",
+     {{.name = "namespace", .type = P_NAME, .desc = "only I/O to this namespace (default any)"},
+      STR("host", false, CORE_FAULT_NAME_MAX - 1,
+          "only this host: iSCSI initiator name or NVMe host NQN (default any)"),
+      STR("transport", false, 7, "only this transport: iscsi | nvme (default both)"),
+      STR("ops", false, 64, "comma list of read, write, flush, other, all (default all)"),
+      UINT("lba_first", false, 0, INT64_MAX, "first LBA of the range hit (default 0)"),
+      UINT("lba_last", false, 0, INT64_MAX, "last LBA of the range hit (default the end)"),
+      UINT("per_mille", false, 0, 1000, "fraction of selected I/Os hit, per mille (default 1000)"),
+      UINT("every", false, 1, UINT32_MAX, "hit every Nth selected I/O instead of a fraction"),
+      UINT("seed", false, 0, INT64_MAX, "seed of the fraction's PRNG (default: from the clock)"),
+      STR("status", false, 63,
+          "core status a hit finishes with: medium-error, write-error, not-ready, aborted, "
+          "internal-error, ... (default none: latency only)"),
+      UINT("latency_us", false, 0, CORE_FAULT_MAX_LATENCY_US,
+           "microseconds a hit waits before it runs/fails (on a reactor timer)"),
+      BOOL("drop", "drop the connection of a matching host instead (connection rule)"),
+      STR("peer", false, CORE_FAULT_PEER_MAX - 1,
+          "drop: only connections from this address (addr or addr:port)"),
+      UINT("after", false, 0, INT64_MAX,
+           "drop: after this many commands on matching connections (default 0: at the next PDU)"),
+      UINT("count", false, 0, INT64_MAX,
+           "disarm after this many hits; 0 = never (default 0, drop rules 1)")}},
+    {"fault_clear",
+     h_fault_clear,
+     "Remove one fault rule, or all",
+     {UINT("id", false, 1, UINT32_MAX, "the rule's id (fault_set / fault_list)"),
+      BOOL("all", "remove every rule")}},
+    {"fault_list", h_fault_list, "List fault rules with what they selected (seen) and hit", {}},
     {"rpc_list",
      h_rpc_list,
      "List RPC methods",

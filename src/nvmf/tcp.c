@@ -31,6 +31,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "core/fault.h"
 #include "nvme/nvme.h"
 #include "nvmf/tcp_internal.h"
 #include "rt/bigbuf.h"
@@ -124,6 +125,8 @@ struct tcp_queue {
         enum q_state state;
         uint64_t gen;
         char peer[RT_ADDR_NAME_MAX];
+        char host[NVMF_NQN_MAX_LEN + 1]; /* the host NQN of a successful Connect, else "" */
+        bool rx_fault_asked; /* this PDU was shown to the fault hook (a stalled one comes back) */
         bool warned;
         bool fini_done;
 
@@ -722,6 +725,7 @@ static void log_connect(struct tcp_queue *q, struct tcp_cmd *c, bool ok)
         uint16_t qid = get_le16(&cc->qid);
         if (ok) {
                 q->sqflow_off = (cc->cattr & (1u << 2)) != 0;
+                snprintf(q->host, sizeof(q->host), "%s", hostnqn);
                 LOG_INFO(MOD, "%s connected: host %s subsystem %s qid %u sqsize %u%s%s", q->peer,
                          hostnqn, subnqn, qid, get_le16(&cc->sqsize), q->hdgst ? " hdgst" : "",
                          q->ddgst ? " ddgst" : "");
@@ -1177,6 +1181,15 @@ static int rx_psh_done(struct tcp_queue *q)
                         return -1;
                 }
         }
+        /* Fault injection (core/fault.h): a drop rule may close this connection now. */
+        if (core_fault_on() && q->host[0] && !q->rx_fault_asked) {
+                q->rx_fault_asked = true;
+                if (core_fault_conn_pdu("nvme", q->host, q->peer,
+                                        ch->pdu_type == NVME_TCP_PDU_CAPSULE_CMD)) {
+                        queue_close(q, "fault injection: connection dropped");
+                        return -1;
+                }
+        }
         switch (ch->pdu_type) {
         case NVME_TCP_PDU_ICREQ:
                 handle_icreq(q);
@@ -1357,6 +1370,8 @@ static void rx_process(struct tcp_queue *q)
                         break;
                 case RX_PSH:
                         rc = rx_psh_done(q);
+                        if (rc != 1)
+                                q->rx_fault_asked = false; /* the next PDU is asked anew */
                         break;
                 case RX_DATA:
                         rc = rx_data_done(q);
