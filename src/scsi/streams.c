@@ -155,13 +155,13 @@ void scsi_group_tag(struct scsi_cmd *cmd, uint8_t group, bool write)
         if (!st)
                 return;
         cmd->req.hints |= atomic_load_explicit(&st->group_hints[group], memory_order_relaxed);
-        if (write && group && (st->group_desc[group][0] & GD_ST_ENBLE) &&
-            group <= scsi_streams_perm(ns) && !cmd->req.placement) {
+        uint8_t d0 = __atomic_load_n(&st->group_desc[group][0], __ATOMIC_RELAXED);
+        if (write && group && (d0 & GD_ST_ENBLE) && group <= scsi_streams_perm(ns) &&
+            !cmd->req.placement) {
                 stream_placement(ns, group, &pid);
                 cmd->req.placement = pid;
         }
-        if (group >= 1 && group <= SCSI_GROUP_STATS_MAX &&
-            (st->group_desc[group][0] & GD_IC_ENABLE)) {
+        if (group >= 1 && group <= SCSI_GROUP_STATS_MAX && (d0 & GD_IC_ENABLE)) {
                 struct scsi_group_stats *gs = &st->group_stats[group - 1];
                 bool fua = cmd->req.flags & CORE_REQ_FUA;
                 if (write) {
@@ -310,6 +310,11 @@ enum scsi_parse_result scsi_stream_control(struct scsi_cmd *cmd)
         }
         if (ctl == 1) { /* OPEN: the device server assigns the id */
                 unsigned nid = 0;
+                if (alloc < 6) {
+                        /* No room for ASSIGNED_STR_ID: the stream would be opened unseen. */
+                        scsi_sense_invalid_field(cmd, true, 10, 7);
+                        return SCSI_PARSE_DONE;
+                }
                 int rc = stream_open(ns, st, &nid);
                 if (rc) {
                         /* No stream id or no placement id left. */
@@ -456,7 +461,9 @@ int scsi_grouping_page_select(struct scsi_cmd *cmd, const uint8_t *p, uint32_t o
                 nd[5] = x[5];
                 nd[6] = x[6];
                 if (memcmp(nd, cur, sizeof(nd))) {
-                        memcpy(cur, nd, sizeof(nd));
+                        /* Byte 0 is read by the data path without the lock. */
+                        __atomic_store_n(&cur[0], nd[0], __ATOMIC_RELAXED);
+                        memcpy(cur + 1, nd + 1, sizeof(nd) - 1);
                         group_refresh(st, g, perm);
                         *changed = true;
                 }

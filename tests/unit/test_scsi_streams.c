@@ -261,6 +261,13 @@ static void test_stream_control(void **state)
         expect_field(true, 4, 7);
         stream_ctl(2, (uint16_t)(max + 1));
         expect_field(true, 4, 7);
+        /* OPEN with no room for ASSIGNED_STR_ID: refused, nothing opened. */
+        uint8_t o[16] = {0x9e, 0x34};
+        slate_put_be(o + 10, 4, 4);
+        run(o, 16, 4);
+        expect_field(true, 10, 7);
+        get_status(0, 248);
+        assert_int_equal(slate_be16(buf + 6), SCSI_STREAMS_PERM + 1);
         /* STR_CTL 00b and 11b are reserved. */
         stream_ctl(0, 0);
         expect_field(true, 1, 6);

@@ -27,8 +27,9 @@ ss_group_writes() {
 ss_vpd() {
 	sg_vpd -p ble "$SD" | tee "$state/ss-ble.txt"
 	grep -Eq 'Maximum number of streams: *1[0-9]' "$state/ss-ble.txt" || return 1
-	grep -Eiq 'rscs[^0-9]*1|reduced stream control supported.*1' "$state/ss-ble.txt" ||
-		sg_vpd -p ble --hex "$SD" | awk 'NR==2 {exit !(strtonum("0x" $7) % 2)}' || return 1
+	# RSCS (byte 5 bit 0; sg_vpd 1.46 does not decode it): from the raw page
+	[ $(($(sg_vpd -p ble --raw "$SD" | od -An -tu1 -j5 -N1) & 1)) = 1 ] || return 1
+	echo "RSCS=1"
 	sg_vpd -p ei "$SD" | tee "$state/ss-ei.txt" | grep -i group_sup
 	grep -Eq 'GROUP_SUP=1' "$state/ss-ei.txt"
 }
@@ -55,15 +56,20 @@ ss_ctl() {
 	id=$(ss_open) || return 1
 	echo "assigned stream id: $id"
 	[ "$id" -gt 5 ] || return 1
+	sg_stream_ctl --get "$SD" | tee "$state/ss-get.txt"
 	n1=$(ss_status_count)
 	[ "$n1" = 6 ] || return 1
-	sg_stream_ctl --get "$SD" | grep -E "Open stream id: *$id\$" || return 1
-	sg_stream_ctl --close --id="$id" "$SD" || return 1
-	[ "$(ss_status_count)" = 5 ] || return 1
+	grep -Eq "Open stream id: *$id *\$" "$state/ss-get.txt" || return 1
+	sg_stream_ctl -v --close --id="$id" "$SD" || return 1
+	n1=$(ss_status_count)
+	echo "open streams after close: $n1"
+	[ "$n1" = 5 ] || return 1
 	# closing it again, and closing a permanent stream: ILLEGAL REQUEST
 	! sg_stream_ctl -v --close --id="$id" "$SD" >"$state/ss-close2.txt" 2>&1 || return 1
+	cat "$state/ss-close2.txt"
 	grep -i 'invalid field in cdb' "$state/ss-close2.txt" || return 1
 	! sg_stream_ctl -v --close --id=1 "$SD" >"$state/ss-close1.txt" 2>&1 || return 1
+	cat "$state/ss-close1.txt"
 	grep -i 'invalid field in cdb' "$state/ss-close1.txt"
 }
 check streams-sg_stream_ctl-open-status-close ss_ctl
