@@ -59,7 +59,14 @@ ss_ctl() {
 	sg_stream_ctl --get "$SD" | tee "$state/ss-get.txt"
 	n1=$(ss_status_count)
 	[ "$n1" = 6 ] || return 1
-	grep -Eq "Open stream id: *$id *\$" "$state/ss-get.txt" || return 1
+	# sg3_utils 1.46's sg_stream_ctl (1.09) takes PARAMETER DATA LENGTH as counting the 8-byte
+	# header too and lists one descriptor fewer; SBC-4, Linux sd and scsi_debug count only the
+	# descriptors.  So the new stream's descriptor is read with sg_raw, from STARTING STREAM
+	# IDENTIFIER $id: one descriptor, not permanent, STREAM IDENTIFIER $id.
+	sg_raw -r 64 -o "$state/ss-gss.bin" "$SD" 9e 16 00 00 $(printf '%02x %02x' $((id >> 8)) $((id & 255))) \
+		00 00 00 00 00 00 00 40 00 00 || return 1
+	od -An -tx1 "$state/ss-gss.bin"
+	[ "$(od -An -tu1 -j0 -N16 "$state/ss-gss.bin" | tr -s ' ')" = " 0 0 0 8 0 0 0 6 0 0 0 $id 0 0 0 0" ] || return 1
 	sg_stream_ctl -v --close --id="$id" "$SD" || return 1
 	n1=$(ss_status_count)
 	echo "open streams after close: $n1"
