@@ -19,9 +19,20 @@ ss_base=131072
 ss_read() { dd if="$SD" iflag=direct,skip_bytes,count_bytes skip=$(($1 * 512)) count=$(($2 * 512)) 2>/dev/null; }
 # Group N's "number of write commands" (LOG SENSE 19h/N, raw: page header 4 + parameter
 # header 4 + read commands 8 = offset 16), from sg_logs.
+# sg3_utils sends a command once; a unit attention pending on the nexus (a session the
+# initiator re-established under load: POWER ON) fails it once.  Retry like the kernel does.
+ss_retry() {
+	local i
+	for i in 1 2 3; do
+		"$@" && return 0
+		sleep 1
+	done
+	return 1
+}
+ss_logs_raw() { sg_logs -p "0x19,$1" --raw "$SD" >"$state/ss-log19.bin" 2>/dev/null && [ -s "$state/ss-log19.bin" ]; }
 ss_group_writes() {
-	sg_logs -p "0x19,$1" --raw "$SD" 2>/dev/null | od -An -tu1 -j16 -N8 |
-		awk '{v=0; for (i=1;i<=NF;i++) v=v*256+$i; print v}'
+	ss_retry ss_logs_raw "$1" || return 1
+	od -An -tu1 -j16 -N8 "$state/ss-log19.bin" | awk '{v=0; for (i=1;i<=NF;i++) v=v*256+$i; print v}'
 }
 
 ss_vpd() {
@@ -63,7 +74,7 @@ ss_ctl() {
 	# header too and lists one descriptor fewer; SBC-4, Linux sd and scsi_debug count only the
 	# descriptors.  So the new stream's descriptor is read with sg_raw, from STARTING STREAM
 	# IDENTIFIER $id: one descriptor, not permanent, STREAM IDENTIFIER $id.
-	sg_raw -r 64 -o "$state/ss-gss.bin" "$SD" 9e 16 00 00 $(printf '%02x %02x' $((id >> 8)) $((id & 255))) \
+	ss_retry sg_raw -r 64 -o "$state/ss-gss.bin" "$SD" 9e 16 00 00 $(printf '%02x %02x' $((id >> 8)) $((id & 255))) \
 		00 00 00 00 00 00 00 40 00 00 || return 1
 	od -An -tx1 "$state/ss-gss.bin"
 	[ "$(od -An -tu1 -j0 -N16 "$state/ss-gss.bin" | tr -s ' ')" = " 0 0 0 8 0 0 0 6 0 0 0 $id 0 0 0 0" ] || return 1
