@@ -41,8 +41,8 @@
 #include "nvme/internal.h"
 
 /* Event types we support, and their bit in the per-handle disable masks. */
-static const uint8_t fdp_ev_types[] = {NVME_FDP_EVT_INVALID_PID, NVME_FDP_EVT_MEDIA_REALLOC,
-                                       NVME_FDP_EVT_IMPLICIT_RUH};
+static const uint8_t fdp_ev_types[] = {NVME_FDP_EVT_RU_NOT_FULLY_WRITTEN, NVME_FDP_EVT_INVALID_PID,
+                                       NVME_FDP_EVT_MEDIA_REALLOC, NVME_FDP_EVT_IMPLICIT_RUH};
 #define FDP_NEV (sizeof(fdp_ev_types) / sizeof(fdp_ev_types[0]))
 
 static int ev_bit(uint8_t type)
@@ -64,13 +64,21 @@ unsigned nvme_fdp_nruh(const struct core_ns *ns)
         return m < NVME_FDP_NRUH ? m : NVME_FDP_NRUH;
 }
 
-/* The core placement id of reclaim unit handle ph (allocated on first use; kept for the
- * namespace's life), or 0 when the core has none left. */
-static uint16_t ruh_placement(struct core_ns *ns, uint16_t ph)
+/*
+ * The core placement id of reclaim unit handle ph (allocated on first use,
+ * under fdp_lock so that it holds exactly one reference; kept for the
+ * namespace's life), or 0 when the core has none left.
+ */
+static uint16_t ruh_placement(struct nvme_subsys *s, struct core_ns *ns, uint16_t ph)
 {
         uint16_t id = core_placement_find(ns, CORE_PL_FDP_RUH, ph);
+        if (id)
+                return id;
+        pthread_mutex_lock(&s->fdp_lock);
+        id = core_placement_find(ns, CORE_PL_FDP_RUH, ph);
         if (!id && core_placement_get(ns, CORE_PL_FDP_RUH, ph, &id))
                 id = 0;
+        pthread_mutex_unlock(&s->fdp_lock);
         return id;
 }
 
@@ -88,7 +96,8 @@ static void put_ts(struct nvme_fdp_event *e, uint64_t t_ns)
         slate_put_le((uint8_t *)&e->timestamp, 6, t_ns / 1000000u);
 }
 
-static void host_event(struct nvme_subsys *s, uint32_t nsid, uint8_t type, uint16_t pid)
+static void host_event(struct nvme_subsys *s, uint32_t nsid, uint8_t type, uint16_t pid,
+                       uint8_t ruhid)
 {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
@@ -99,6 +108,7 @@ static void host_event(struct nvme_subsys *s, uint32_t nsid, uint8_t type, uint1
         put_le16(&e.pid, pid);
         put_ts(&e, (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec);
         put_le32(&e.nsid, nsid);
+        e.ruhid = ruhid;
         pthread_mutex_lock(&s->fdp_lock);
         s->fdp_hostev[s->fdp_hostev_n++ % NVME_FDP_EVENTS_MAX] = e;
         pthread_mutex_unlock(&s->fdp_lock);
@@ -114,10 +124,10 @@ int nvme_fdp_placement(struct nvme_cmd *cmd, bool dp, uint16_t pid, uint16_t *pl
         if (ph >= nvme_fdp_nruh(cmd->ns)) {
                 /* A hint: the default handle, and an event when enabled for the handle named. */
                 if (ev_enabled(s, nsid, 0, NVME_FDP_EVT_INVALID_PID))
-                        host_event(s, nsid, NVME_FDP_EVT_INVALID_PID, pid);
+                        host_event(s, nsid, NVME_FDP_EVT_INVALID_PID, pid, 0);
                 ph = 0;
         }
-        *pl = ruh_placement(cmd->ns, ph);
+        *pl = ruh_placement(s, cmd->ns, ph);
         return 0;
 }
 
@@ -408,6 +418,32 @@ enum nvme_parse_result nvme_io_mgmt_recv_parse(struct nvme_cmd *cmd)
         return NVME_PARSE_DONE;
 }
 
+/*
+ * Reclaim Unit Handle Update: handle ph goes on in a new, empty reclaim
+ * unit.  The core closes a placement's open erase block when its last
+ * reference goes, so the handle's placement id is released and taken again
+ * (its per-placement byte count starts over; the model's totals do not).
+ * A reclaim unit left partly written is a host event 00h.
+ */
+static void ruh_update(struct nvme_cmd *cmd, uint16_t ph)
+{
+        struct nvme_subsys *s = cmd->queue->ctrl->subsys;
+        uint32_t nsid = nvme_nsid(cmd);
+        struct core_flash_info fi;
+        core_flash_info(cmd->ns, &fi);
+        pthread_mutex_lock(&s->fdp_lock);
+        uint16_t id = core_placement_find(cmd->ns, CORE_PL_FDP_RUH, ph);
+        uint64_t rem = id ? core_flash_ru_remaining(cmd->ns, id) : 0;
+        if (id) {
+                core_placement_put(cmd->ns, id);
+                if (core_placement_get(cmd->ns, CORE_PL_FDP_RUH, ph, &id))
+                        id = 0;
+        }
+        pthread_mutex_unlock(&s->fdp_lock);
+        if (rem && rem < fi.erase_block && ev_enabled(s, nsid, ph, NVME_FDP_EVT_RU_NOT_FULLY_WRITTEN))
+                host_event(s, nsid, NVME_FDP_EVT_RU_NOT_FULLY_WRITTEN, ph, (uint8_t)ph);
+}
+
 enum nvme_parse_result nvme_io_mgmt_send_parse(struct nvme_cmd *cmd)
 {
         uint32_t cdw10 = nvme_cdw(cmd, 10);
@@ -439,10 +475,8 @@ void nvme_io_mgmt_send_exec(struct nvme_cmd *cmd)
                         return;
                 }
         }
-        for (uint32_t i = 0; i < npid; i++) {
-                uint16_t pid = (uint16_t)slate_get_le(cmd->buf + 2 * i, 2);
-                nvme_fdp_ruh_update(cmd->ns, ruh_placement(cmd->ns, pid));
-        }
+        for (uint32_t i = 0; i < npid; i++)
+                ruh_update(cmd, (uint16_t)slate_get_le(cmd->buf + 2 * i, 2));
         nvme_set_status(cmd, 0, 0, false);
         nvme_cmd_complete_deferred(cmd);
 }
