@@ -282,8 +282,8 @@ static bool dir_ns(struct nvme_cmd *cmd, bool all_ok)
                         nvme_invalid_field(cmd, offsetof(struct nvme_sqe, nsid));
                 return all_ok;
         }
-        if (nsid == 0 || nsid > NVME_MAX_NSID || !(cmd->ns = nvme_ns_lookup(cmd->queue->ctrl->subsys,
-                                                                          nsid))) {
+        if (nsid == 0 || nsid > NVME_MAX_NSID ||
+            !(cmd->ns = nvme_ns_lookup(cmd->queue->ctrl->subsys, nsid))) {
                 nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_INVALID_NS,
                             offsetof(struct nvme_sqe, nsid), -1);
                 return false;

@@ -55,7 +55,8 @@ static int ev_bit(uint8_t type)
 
 bool nvme_fdp_enabled(const struct core_ns *ns)
 {
-        return ns && core_flash_enabled(ns);
+        /* A model too small to keep even one reclaim unit open per handle has no FDP. */
+        return ns && core_flash_enabled(ns) && core_placement_max(ns) > 0;
 }
 
 unsigned nvme_fdp_nruh(const struct core_ns *ns)
@@ -440,7 +441,8 @@ static void ruh_update(struct nvme_cmd *cmd, uint16_t ph)
                         id = 0;
         }
         pthread_mutex_unlock(&s->fdp_lock);
-        if (rem && rem < fi.erase_block && ev_enabled(s, nsid, ph, NVME_FDP_EVT_RU_NOT_FULLY_WRITTEN))
+        if (rem && rem < fi.erase_block &&
+            ev_enabled(s, nsid, ph, NVME_FDP_EVT_RU_NOT_FULLY_WRITTEN))
                 host_event(s, nsid, NVME_FDP_EVT_RU_NOT_FULLY_WRITTEN, ph, (uint8_t)ph);
 }
 

@@ -47,8 +47,8 @@ static void id_ctrl(struct nvme_ctrl *ctrl, struct nvme_id_ctrl *id)
          * per namespace, ENDGID = NSID) and Flexible Data Placement (fdp.c:
          * enabled in the groups of the namespaces with the flash model).
          */
-        put_le32(&id->ctratt, NVME_CTRATT_HOSTID128 |
-                                  (disc ? 0 : NVME_CTRATT_ENDGRPS | NVME_CTRATT_FDPS));
+        put_le32(&id->ctratt,
+                 NVME_CTRATT_HOSTID128 | (disc ? 0 : NVME_CTRATT_ENDGRPS | NVME_CTRATT_FDPS));
         id->cntrltype = disc ? NVME_CTRL_TYPE_DISC : NVME_CTRL_TYPE_IO;
         id->acl = 3;
         id->aerl = NVME_AERL - 1;

@@ -104,8 +104,9 @@ enum nvme_parse_result nvme_io_rw_parse(struct nvme_cmd *cmd)
          * 01h, once the host enabled Streams) or a placement identifier
          * (DTYPE 02h, on an FDP namespace); nothing else takes one.
          */
-        if (dtype && (!write || (dtype == NVME_DIR_STREAMS &&
-                                 !nvme_streams_enabled(cmd->queue->ctrl, nvme_nsid(cmd))) ||
+        if (dtype && (!write ||
+                      (dtype == NVME_DIR_STREAMS &&
+                       !nvme_streams_enabled(cmd->queue->ctrl, nvme_nsid(cmd))) ||
                       (dtype == NVME_DIR_DATA_PLACEMENT && !nvme_fdp_enabled(cmd->ns)) ||
                       dtype > NVME_DIR_DATA_PLACEMENT))
                 return nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD, 50, 4);
@@ -125,9 +126,9 @@ enum nvme_parse_result nvme_io_rw_parse(struct nvme_cmd *cmd)
         cmd->req.iov[0].iov_len = bytes;
         cmd->req.iovcnt = 1;
         /* CDW13 DSM: AF 3:0, AL 5:4, SEQREQ 6, INCOMPRESSIBLE 7, for the core's hint counts. */
-        cmd->req.hints = nvme_access_hints(cdw13 & 0xf, (cdw13 >> 4) & 3,
-                                           cdw13 & NVME_RW_DSM_SEQREQ) |
-                         (cdw13 & 0x80 ? CORE_HINT_INCOMPRESSIBLE : 0);
+        cmd->req.hints =
+            nvme_access_hints(cdw13 & 0xf, (cdw13 >> 4) & 3, cdw13 & NVME_RW_DSM_SEQREQ) |
+            (cdw13 & 0x80 ? CORE_HINT_INCOMPRESSIBLE : 0);
         if (write) {
                 uint16_t pl = 0;
                 int rc = 0;

@@ -206,13 +206,11 @@ enum nvme_parse_result nvme_get_log_parse(struct nvme_cmd *cmd)
                 /* LSI: the endurance group, one per namespace (ENDGID = NSID, fdp.c). */
                 uint16_t endgid = cdw11 >> 16;
                 if (endgid == 0 || endgid > NVME_MAX_NSID ||
-                    !(cmd->ns = nvme_ns_lookup(ctrl->subsys, endgid)) ||
-                    !nvme_fdp_enabled(cmd->ns))
+                    !(cmd->ns = nvme_ns_lookup(ctrl->subsys, endgid)) || !nvme_fdp_enabled(cmd->ns))
                         return nvme_invalid_field(cmd, NVME_SQE_OFF_CDW(11) + 2);
                 if (lid != NVME_LOG_FDP_EVENTS && (cdw10 >> 8) & 0x7f) /* LSP */
                         return nvme_invalid_field(cmd, NVME_SQE_OFF_CDW(10) + 1);
-                size = nvme_fdp_log(cmd, lid, endgid, (cdw10 >> 8) & 1, page.raw,
-                                    sizeof(page.raw));
+                size = nvme_fdp_log(cmd, lid, endgid, (cdw10 >> 8) & 1, page.raw, sizeof(page.raw));
                 break;
         }
         case NVME_LOG_VS_PROVISIONING:

@@ -143,7 +143,7 @@ enum {
         NVME_SC_NS_WRITE_PROTECTED = 0x20,
         NVME_SC_CMD_INTERRUPTED = 0x21,
         NVME_SC_TRANSIENT_TRANSPORT = 0x22,
-        NVME_SC_FDP_DISABLED = 0x29,            /* FDP disabled (TP4146) */
+        NVME_SC_FDP_DISABLED = 0x29,             /* FDP disabled (TP4146) */
         NVME_SC_INVALID_PLACEMENT_HANDLE = 0x2a, /* Invalid Placement Handle List */
         NVME_SC_LBA_RANGE = 0x80,
         NVME_SC_CAP_EXCEEDED = 0x81,
@@ -160,7 +160,7 @@ enum {
         NVME_SC_FEATURE_NOT_SAVEABLE = 0x0d,
         NVME_SC_FEATURE_NOT_CHANGEABLE = 0x0e,
         NVME_SC_FEATURE_NOT_PER_NS = 0x0f,
-        NVME_SC_STREAM_ALLOC_FAILED = 0x7f, /* Directives: Stream Resource Allocation Failed */
+        NVME_SC_STREAM_ALLOC_FAILED = 0x7f,  /* Directives: Stream Resource Allocation Failed */
         NVME_SC_CONFLICTING_ATTRS = 0x80,    /* NVM: DSM / write zeroes attributes */
         NVME_SC_CMD_SIZE_LIMIT = 0x83,       /* NVM: Copy / DSM beyond MSRC, MSSRL, MCL */
         NVME_SC_INCOMPATIBLE_NS = 0x85,      /* NVM: Copy between different formats */
@@ -740,28 +740,28 @@ struct nvme_dsm_range {
 };
 _Static_assert(sizeof(struct nvme_dsm_range) == 16, "DSM range");
 /* Context attributes (cattr): AF 3:0, AL 5:4, SR 8, SW 9, WP 10, command access size 31:24. */
-#define NVME_DSM_CA_AF(x) ((x) & 0xfu)
+#define NVME_DSM_CA_AF(x) ((x)&0xfu)
 #define NVME_DSM_CA_AL(x) (((x) >> 4) & 0x3u)
 #define NVME_DSM_CA_SR    (1u << 8)
 #define NVME_DSM_CA_SW    (1u << 9)
 #define NVME_DSM_CA_WP    (1u << 10)
 /* Read/Write CDW13 DSM field bits 7:0: AF 3:0, AL 5:4, SEQREQ 6, INCOMPRESSIBLE 7. */
 #define NVME_RW_DSM_SEQREQ (1u << 6)
-#define NVME_DSM_IDR (1u << 0)
-#define NVME_DSM_IDW (1u << 1)
-#define NVME_DSM_AD  (1u << 2)
+#define NVME_DSM_IDR       (1u << 0)
+#define NVME_DSM_IDW       (1u << 1)
+#define NVME_DSM_AD        (1u << 2)
 
 /* ---- Directives (Base 2.0 8.7) ---- */
 enum { NVME_DIR_IDENTIFY = 0x00, NVME_DIR_STREAMS = 0x01, NVME_DIR_DATA_PLACEMENT = 0x02 };
 /* Directive Receive / Send DOPER values */
 enum {
-        NVME_DIR_RCV_ID_PARAMS = 0x01,  /* Identify: Return Parameters */
-        NVME_DIR_SND_ID_ENABLE = 0x01,  /* Identify: Enable Directive */
-        NVME_DIR_RCV_ST_PARAMS = 0x01,  /* Streams: Return Parameters */
-        NVME_DIR_RCV_ST_STATUS = 0x02,  /* Streams: Get Status */
+        NVME_DIR_RCV_ID_PARAMS = 0x01,   /* Identify: Return Parameters */
+        NVME_DIR_SND_ID_ENABLE = 0x01,   /* Identify: Enable Directive */
+        NVME_DIR_RCV_ST_PARAMS = 0x01,   /* Streams: Return Parameters */
+        NVME_DIR_RCV_ST_STATUS = 0x02,   /* Streams: Get Status */
         NVME_DIR_RCV_ST_RESOURCE = 0x03, /* Streams: Allocate Resources */
-        NVME_DIR_SND_ST_REL_ID = 0x01,  /* Streams: Release Identifier */
-        NVME_DIR_SND_ST_REL_RSC = 0x02, /* Streams: Release Resources */
+        NVME_DIR_SND_ST_REL_ID = 0x01,   /* Streams: Release Identifier */
+        NVME_DIR_SND_ST_REL_RSC = 0x02,  /* Streams: Release Resources */
 };
 /* Streams Return Parameters (Base 2.0 fig. 608). */
 struct nvme_streams_params {
@@ -780,7 +780,7 @@ _Static_assert(sizeof(struct nvme_streams_params) == 32, "streams params");
 
 /* ---- Flexible Data Placement (TP4146; NVMe 2.1 8.1.10) ---- */
 struct nvme_fdp_config_log { /* log 20h header */
-        le16 ncfg;            /* number of configurations, 0's based */
+        le16 ncfg;           /* number of configurations, 0's based */
         uint8_t version;
         uint8_t rsvd3;
         le32 size; /* whole log, bytes */
