@@ -343,6 +343,12 @@ enum nvme_parse_result nvme_fdp_set_feature(struct nvme_cmd *cmd, uint8_t fid)
 
 void nvme_fdp_set_events_exec(struct nvme_cmd *cmd)
 {
+        nvme_fdp_set_events_do(cmd);
+        nvme_cmd_complete_deferred(cmd);
+}
+
+void nvme_fdp_set_events_do(struct nvme_cmd *cmd)
+{
         struct nvme_subsys *s = cmd->queue->ctrl->subsys;
         uint32_t cdw11 = nvme_cdw(cmd, 11), nsid = nvme_nsid(cmd);
         uint16_t ph = cdw11 & 0xffff;
@@ -354,7 +360,6 @@ void nvme_fdp_set_events_exec(struct nvme_cmd *cmd)
                 if (b < 0) { /* an event type we do not support: nothing changes */
                         nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD, NVME_LOC_NONE,
                                     -1);
-                        nvme_cmd_complete_deferred(cmd);
                         return;
                 }
                 mask |= (uint8_t)(1u << b);
@@ -363,7 +368,7 @@ void nvme_fdp_set_events_exec(struct nvme_cmd *cmd)
                 atomic_fetch_and(&s->fdp_ev_off[nsid][ph], (uint8_t)~mask);
         else
                 atomic_fetch_or(&s->fdp_ev_off[nsid][ph], mask);
-        nvme_cmd_complete_deferred(cmd);
+        nvme_set_status(cmd, 0, 0, false);
 }
 
 /* ---- I/O Management Receive (12h) and Send (1Dh) ---- */
@@ -466,6 +471,12 @@ enum nvme_parse_result nvme_io_mgmt_send_parse(struct nvme_cmd *cmd)
 
 void nvme_io_mgmt_send_exec(struct nvme_cmd *cmd)
 {
+        nvme_io_mgmt_send_do(cmd);
+        nvme_cmd_complete_deferred(cmd);
+}
+
+void nvme_io_mgmt_send_do(struct nvme_cmd *cmd)
+{
         uint32_t npid = (nvme_cdw(cmd, 10) >> 16) + 1;
         unsigned nruh = nvme_fdp_nruh(cmd->ns);
         for (uint32_t i = 0; i < npid; i++) {
@@ -473,12 +484,10 @@ void nvme_io_mgmt_send_exec(struct nvme_cmd *cmd)
                 if (pid >= nruh) { /* nothing is updated */
                         nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_INVALID_PLACEMENT_HANDLE,
                                     NVME_LOC_NONE, -1);
-                        nvme_cmd_complete_deferred(cmd);
                         return;
                 }
         }
         for (uint32_t i = 0; i < npid; i++)
                 ruh_update(cmd, (uint16_t)slate_get_le(cmd->buf + 2 * i, 2));
         nvme_set_status(cmd, 0, 0, false);
-        nvme_cmd_complete_deferred(cmd);
 }

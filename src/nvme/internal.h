@@ -355,6 +355,9 @@ uint32_t nvme_fdp_log(struct nvme_cmd *cmd, uint8_t lid, uint16_t endgid, bool h
 enum nvme_parse_result nvme_fdp_get_feature(struct nvme_cmd *cmd, uint8_t fid, uint8_t sel);
 enum nvme_parse_result nvme_fdp_set_feature(struct nvme_cmd *cmd, uint8_t fid);
 void nvme_fdp_set_events_exec(struct nvme_cmd *cmd);
+/* The synchronous bodies of the execs above (data in buf): set the CQE.  For the fuzzer. */
+void nvme_fdp_set_events_do(struct nvme_cmd *cmd);
+void nvme_io_mgmt_send_do(struct nvme_cmd *cmd);
 enum nvme_parse_result nvme_io_mgmt_recv_parse(struct nvme_cmd *cmd);
 enum nvme_parse_result nvme_io_mgmt_send_parse(struct nvme_cmd *cmd);
 void nvme_io_mgmt_send_exec(struct nvme_cmd *cmd);
