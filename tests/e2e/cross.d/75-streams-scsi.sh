@@ -125,19 +125,31 @@ ss_grpnum() {
 }
 check streams-sg_write_x-grpnum-group-stats ss_grpnum
 
+# Bytes the core counted against placement (KIND, KEY) (flash_stats RPC; 0 when none).
+ss_place_bytes() {
+	ctl --json flash_stats name=shared | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+print(sum(p["bytes_written"] for p in d["placements"] if p["kind"] == sys.argv[1] and p["key"] == int(sys.argv[2])))' "$1" "$2"
+}
+
 # The Linux sd driver sets GROUP NUMBER from the file's write-lifetime hint: for each hint
-# (2 short .. 5 extreme) one O_DIRECT write; the group == hint counter moves, the others not.
+# (2 short .. 5 extreme) one O_DIRECT write; the group == hint counter moves, the others not,
+# and the core counts the 64 KiB against permanent stream h's placement.
 ss_kernel_hint() {
-	local h g b a other0 other1
+	local h g b a other0 other1 pb pa
 	for h in 2 3 4 5; do
 		other0=$(ss_group_writes $((h == 5 ? 2 : h + 1)))
 		b=$(ss_group_writes $h)
+		pb=$(ss_place_bytes scsi_group $h)
 		"$SLATE_BUILD/tests/rw_hint" "$SD" $(((ss_base + 1024 + h * 128) * 512)) 65536 "$h" $((0x40 + h)) ||
 			return 1
 		a=$(ss_group_writes $h)
 		other1=$(ss_group_writes $((h == 5 ? 2 : h + 1)))
-		echo "hint $h: group $h write commands $b -> $a; group $((h == 5 ? 2 : h + 1)) $other0 -> $other1"
-		[ "$a" -gt "$b" ] && [ "$other0" = "$other1" ] || return 1
+		pa=$(ss_place_bytes scsi_group $h)
+		echo "hint $h: group $h write commands $b -> $a; group $((h == 5 ? 2 : h + 1)) $other0 -> $other1;" \
+			"core placement scsi_group/$h bytes $pb -> $pa"
+		[ "$a" -gt "$b" ] && [ "$other0" = "$other1" ] && [ "$((pa - pb))" = 65536 ] || return 1
 		cmp <(ss_read $((ss_base + 1024 + h * 128)) 128) <(head -c 65536 /dev/zero | tr '\0' "\\$(printf '%03o' $((0x40 + h)))") ||
 			return 1
 	done
