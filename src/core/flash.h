@@ -201,10 +201,19 @@ unsigned core_flash_events(const struct core_ns *ns, uint64_t *cursor, struct co
 /* At create/reopen (ns unshared): set the model up, load <state_dir>/<name>.flash if it matches. */
 int core_flash_open(struct core_ns *ns, const struct core_flash_params *p, char *err,
                     size_t errlen);
-/* Save the model (if any) to <state_dir>/<name>.flash (0 or -errno) and free it. */
+/*
+ * Save the model (if any) to <state_dir>/<name>.flash and free it.  Saved
+ * also after a flush (core_flash_flushed), so a kill -9 loses at most what
+ * was written since the last flush.
+ */
 void core_flash_close(struct core_ns *ns);
 /* Save now (control path, or a flush): 0, or -errno; nothing to do without the model. */
 int core_flash_save(struct core_ns *ns);
+/*
+ * A flush completed: if the model changed since its last save, queue a
+ * save on the saver thread (never blocks the caller).
+ */
+void core_flash_flushed(struct core_ns *ns);
 /* A request ended successfully: count it per placement and hint, feed the model. */
 void core_flash_account(struct core_req *req);
 /* The capacity changed (core_ns_resize): the model follows. */
