@@ -765,29 +765,35 @@ static void model_reset(struct core_flash *m)
 }
 
 /* Read what save wrote; checks geometry, checksum and the map's consistency.  0 or -errno. */
-static int model_load(struct core_flash *m, const char *path)
+/*
+ * Take a saved state (the bytes of <name>.flash) into m: geometry,
+ * checksum and the map's consistency are checked; 0, or -EINVAL (another
+ * geometry, a bad checksum or size) / -EBADMSG (inconsistent) and m is
+ * left for model_reset.
+ */
+static int model_load_buf(struct core_flash *m, const uint8_t *buf, size_t len)
 {
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
         struct flash_hdr h;
         int rc = -EINVAL;
-        uint32_t crc = RT_CRC32C_INIT, want;
         size_t l2p_len = m->nlog * sizeof(uint32_t), eb_len = m->neb * sizeof(struct eb);
-        if (read(fd, &h, sizeof(h)) != (ssize_t)sizeof(h) || memcmp(h.magic, FLASH_MAGIC, 8) ||
-            h.version != FLASH_VERSION || h.unit != m->unit || h.erase_block != m->erase_block ||
-            h.nlog != m->nlog || h.neb != m->neb || h.nslots != NSLOTS || h.ppb != m->ppb)
-                goto out; /* another geometry: start afresh */
-        crc = rt_crc32c_update(crc, &h, sizeof(h));
-        if (read(fd, m->slot, sizeof(m->slot)) != (ssize_t)sizeof(m->slot) ||
-            read(fd, m->l2p, l2p_len) != (ssize_t)l2p_len ||
-            read(fd, m->eb, eb_len) != (ssize_t)eb_len || read(fd, &want, 4) != 4)
-                goto out;
-        crc = rt_crc32c_update(crc, m->slot, sizeof(m->slot));
-        crc = rt_crc32c_update(crc, m->l2p, l2p_len);
-        crc = rt_crc32c_update(crc, m->eb, eb_len);
-        if (rt_crc32c_final(crc) != want)
-                goto out;
+        size_t body = sizeof(h) + sizeof(m->slot) + l2p_len + eb_len;
+        uint32_t want;
+        if (len != body + 4)
+                return rc;
+        memcpy(&h, buf, sizeof(h));
+        if (memcmp(h.magic, FLASH_MAGIC, 8) || h.version != FLASH_VERSION || h.unit != m->unit ||
+            h.erase_block != m->erase_block || h.nlog != m->nlog || h.neb != m->neb ||
+            h.nslots != NSLOTS || h.ppb != m->ppb)
+                return rc; /* another geometry: start afresh */
+        memcpy(&want, buf + body, 4);
+        if (rt_crc32c(buf, body) != want)
+                return rc;
+        const uint8_t *at = buf + sizeof(h);
+        memcpy(m->slot, at, sizeof(m->slot));
+        at += sizeof(m->slot);
+        memcpy(m->l2p, at, l2p_len);
+        at += l2p_len;
+        memcpy(m->eb, at, eb_len);
         /* Rebuild p2l, the free list and the valid counts; refuse anything inconsistent. */
         uint64_t nphys = m->neb * m->ppb;
         for (uint64_t i = 0; i < nphys; i++)
@@ -847,15 +853,54 @@ static int model_load(struct core_flash *m, const char *path)
         m->clock = h.clock;
         m->gc_runs = h.gc_runs;
         m->unmodelled = h.unmodelled;
-        m->ev_seq = h.ev_seq;
-        m->op_percent = h.op_percent;
-        close(fd);
+        m->ev_seq = 0; /* the events themselves are not kept */
         return 0;
 bad:
         free(cnt);
-        rc = -EBADMSG;
+        return -EBADMSG;
 out:
+        return rc;
+}
+
+static int model_load(struct core_flash *m, const char *path)
+{
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        struct stat st;
+        int rc = fstat(fd, &st) ? -errno : 0;
+        size_t want = sizeof(struct flash_hdr) + sizeof(m->slot) + m->nlog * sizeof(uint32_t) +
+                      m->neb * sizeof(struct eb) + 4;
+        uint8_t *buf = NULL;
+        if (!rc && (uint64_t)st.st_size != want)
+                rc = -EINVAL;
+        if (!rc && !(buf = malloc(want)))
+                rc = -ENOMEM;
+        size_t got = 0;
+        while (!rc && got < want) {
+                ssize_t n = read(fd, buf + got, want - got);
+                if (n <= 0)
+                        rc = n < 0 ? -errno : -EINVAL;
+                else
+                        got += (size_t)n;
+        }
         close(fd);
+        if (!rc)
+                rc = model_load_buf(m, buf, want);
+        free(buf);
+        return rc;
+}
+
+int core_flash_load_state(struct core_ns *ns, const void *buf, size_t len)
+{
+        struct core_flash *m = ns->flash;
+        if (!m)
+                return -ENOENT;
+        pthread_mutex_lock(&m->lock);
+        int rc = model_load_buf(m, buf, len);
+        if (rc)
+                model_reset(m);
+        pthread_mutex_unlock(&m->lock);
         return rc;
 }
 

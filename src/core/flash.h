@@ -216,6 +216,12 @@ int core_flash_save(struct core_ns *ns);
 void core_flash_flushed(struct core_ns *ns);
 /* A request ended successfully: count it per placement and hint, feed the model. */
 void core_flash_account(struct core_req *req);
+/*
+ * Replace the model's state by a saved one (the bytes of <name>.flash, as
+ * the namespace's open reads them; the fuzz target drives it): 0, or
+ * -EINVAL / -EBADMSG and the model starts afresh; -ENOENT without a model.
+ */
+int core_flash_load_state(struct core_ns *ns, const void *buf, size_t len);
 /* The capacity changed (core_ns_resize): the model follows. */
 void core_flash_resize(struct core_ns *ns);
 
