@@ -106,7 +106,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 memcpy(buf + tmpl_len - 4, &c, 4);
         }
         /* Some inputs cut the file short. */
-        size_t len = (data[0 % (size ? size : 1)] == 0xEE && size) ? off : tmpl_len;
+        size_t len = size && data[0] == 0xEE ? off : tmpl_len;
         if (core_flash_load_state(ns, buf, len) == 0) {
                 for (unsigned i = 0; i < 600; i++)
                         io(CORE_OP_WRITE, (i * 104729u) % 1024, 1, (uint16_t)(i % 4));
