@@ -657,8 +657,12 @@ int scsi_fuzz_one(const uint8_t *cdb, size_t len)
         memset(&cmd, 0, sizeof(cmd));
         scsi_nexus_init(&nx, NULL, "iqn.fuzz,i,0x1", "iqn.2024-01.org.slate:fuzz,t,0x1", NULL, 0);
         nx.target = &tgt;
-        /* Clear the power-on UA on LUN 0 half of the time so parsing goes deep. */
-        if (cdb[0] & 1)
+        /*
+         * Clear the power-on UA on LUN 0 half of the time so parsing goes deep: for odd
+         * opcodes, and for even ones (WRITE STREAM 9Ah, SERVICE ACTION IN 9Eh, WRITE(10)
+         * 2Ah ...) when bit 4 of the last byte is set.
+         */
+        if ((cdb[0] & 1) || (len > 1 && (cdb[len - 1] & 0x10)))
                 atomic_store(&nx.ua[0], 0);
         size_t full = len;
         if (len > SCSI_CDB_MAX)
