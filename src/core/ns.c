@@ -261,6 +261,7 @@ static void ns_free(struct core_ns *ns)
 {
         core_pool_leave(ns);
         core_atomic_close(ns);
+        core_flash_close(ns); /* saves the model's state */
         if (ns->be.ops)
                 ns->be.ops->close(&ns->be);
         if (ns->scsi_state && ns->scsi_state_free)
@@ -460,6 +461,9 @@ int core_ns_create(const struct core_ns_params *p, struct core_ns **out, char *e
         }
         core_pool_join(ns);
         core_prov_init(ns);
+        rc = core_flash_open(ns, &p->flash, err, errlen);
+        if (rc)
+                goto fail;
 
         pthread_mutex_lock(&reg_lock);
         ns->next = registry;

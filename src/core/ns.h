@@ -26,6 +26,7 @@
 
 #include "backend/backend.h"
 #include "core/pr.h"
+#include "core/flash.h"
 #include "core/stats.h"
 
 #define CORE_NS_NAME_MAX 64
@@ -91,6 +92,9 @@ struct core_ns_params {
          */
         bool atomic_write_max_set;
         uint32_t atomic_write_max;
+        /* The flash model (core/flash.h): flash_model, flash_erase_block, flash_op_percent,
+         * flash_gc. */
+        struct core_flash_params flash;
 };
 
 /*
@@ -248,6 +252,12 @@ struct core_ns {
         struct core_ns *pool_next;      /* the pool's member list (pool.c) */
         struct core_stats stats;        /* I/O counted by the core (core/stats.h) */
         struct core_copy_stats copy_stats;
+        /*
+         * Placement ids and hint counters (always), the flash model (NULL =
+         * off): core/flash.h.  Set at create, before the namespace is shared.
+         */
+        struct core_placements *placements;
+        struct core_flash *flash;
         atomic_int refs;
         struct core_ns *next; /* registry */
 };

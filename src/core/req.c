@@ -22,6 +22,7 @@
 #include "core/ns.h"
 #include "core/provision.h"
 #include "core/req.h"
+#include "core/flash.h"
 #include "rt/log.h"
 
 enum {
@@ -66,6 +67,13 @@ static void account_end(struct core_req *req)
         core_stats_end(&ns->stats, c, req->status, bytes, lat);
         if (req->host)
                 core_stats_end(&req->host->stats, c, req->status, bytes, lat);
+        /* Placement/hint counters and the flash model (core/flash.c): one branch when unused. */
+        if (req->status == CORE_OK && (ns->flash || req->placement | req->hints)) {
+                if (req->op == CORE_OP_FLUSH)
+                        core_flash_flushed(ns);
+                else
+                        core_flash_account(req);
+        }
 }
 
 static void order_leave(struct core_req *req);

@@ -94,6 +94,14 @@ struct core_req {
         /* CORE_OP_WRITE_SCATTERED: the ranges (issuer's memory, valid until the callback). */
         const struct core_lba_range *ranges;
         uint32_t nr_ranges;
+        /*
+         * Placement (core/flash.h): a placement id from core_placement_get
+         * (a SCSI stream or group, an NVMe stream, an FDP reclaim unit
+         * handle), 0 = none; and CORE_HINT_* access hints.  Set after
+         * core_req_init() like nexus.
+         */
+        uint16_t placement;
+        uint8_t hints;
         /* Data: the transport's buffers.  Length must be what op needs. */
         struct iovec iov[CORE_REQ_MAX_IOV];
         int iovcnt;

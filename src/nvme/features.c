@@ -7,7 +7,8 @@
  * Config (84h, 5.27.1.28 and 8.12: the core's write-protect reasons
  * SOFTWARE, POWER_CYCLE and PERMANENT, so SCSI hosts see the same state),
  * and the namespace-specific Reservation Notification Mask and Reservation
- * Persistence (resv.c).  Nothing is saveable; SEL
+ * Persistence (resv.c), FDP (1Dh) and FDP Events (1Eh) (fdp.c).  Nothing
+ * else is saveable; SEL
  * current/default/saved/supported-capabilities are all answered.
  */
 #include <string.h>
@@ -31,6 +32,8 @@ static const struct feat feats[256] = {
     [NVME_FEAT_KATO] = {true, true, true},
     [NVME_FEAT_WRITE_ATOMIC] = {true, false, true},
     [NVME_FEAT_HOST_BEHAVIOR] = {true, false, true},
+    [NVME_FEAT_FDP] = {true, false, true},              /* per endurance group (fdp.c) */
+    [NVME_FEAT_FDP_EVENTS] = {true, false, true, true}, /* per namespace and handle (fdp.c) */
     [NVME_FEAT_HOST_ID] = {true, false, false},
     [NVME_FEAT_WRITE_PROTECT] = {true, false, true, true},
     [NVME_FEAT_RESV_MASK] = {true, false, true, true},
@@ -138,6 +141,8 @@ enum nvme_parse_result nvme_get_features_parse(struct nvme_cmd *cmd)
                                    NVME_SQE_OFF_CDW(10) + 1, 0);
         if (fid == NVME_FEAT_RESV_MASK || fid == NVME_FEAT_RESV_PERSIST)
                 return nvme_resv_get_feature(cmd, fid, sel); /* namespace-specific (resv.c) */
+        if (fid == NVME_FEAT_FDP || fid == NVME_FEAT_FDP_EVENTS)
+                return nvme_fdp_get_feature(cmd, fid, sel);
         if (fid == NVME_FEAT_HOST_BEHAVIOR && sel != NVME_SEL_SUPPORTED)
                 len = sizeof(struct nvme_host_behavior);
         if (fid == NVME_FEAT_HOST_ID && sel != NVME_SEL_SUPPORTED) {
@@ -241,6 +246,9 @@ enum nvme_parse_result nvme_set_features_parse(struct nvme_cmd *cmd)
 
         if (!feat_ok(ctrl, fid))
                 return nvme_invalid_field(cmd, NVME_SQE_OFF_CDW(10));
+        /* FDP's state is the configuration's: asking to save it is asking for what is kept. */
+        if (fid == NVME_FEAT_FDP || fid == NVME_FEAT_FDP_EVENTS)
+                return nvme_fdp_set_feature(cmd, fid);
         if (cdw10 & (1u << 31))
                 return nvme_reject(cmd, NVME_SCT_CMD_SPECIFIC, NVME_SC_FEATURE_NOT_SAVEABLE,
                                    NVME_SQE_OFF_CDW(10) + 3, 7);
@@ -343,6 +351,10 @@ enum nvme_parse_result nvme_set_features_parse(struct nvme_cmd *cmd)
 void nvme_set_features_exec(struct nvme_cmd *cmd)
 {
         struct nvme_ctrl *ctrl = cmd->queue->ctrl;
+        if ((nvme_cdw(cmd, 10) & 0xff) == NVME_FEAT_FDP_EVENTS) {
+                nvme_fdp_set_events_exec(cmd);
+                return;
+        }
         const struct nvme_host_behavior *hb = (const struct nvme_host_behavior *)cmd->buf;
         /* CDFE: only Copy formats 2h and 3h need enabling (copy.c). */
         uint16_t cdfe = get_le16(&hb->cdfe);

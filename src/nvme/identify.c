@@ -42,13 +42,22 @@ static void id_ctrl(struct nvme_ctrl *ctrl, struct nvme_id_ctrl *id)
         put_le16(&id->cntlid, ctrl->cntlid);
         put_le32(&id->ver, NVME_VS_1_4);
         put_le32(&id->oaes, disc ? NVME_AEN_CFG_DISC_CHANGE : NVME_AEN_CFG_NS_ATTR);
-        put_le32(&id->ctratt, 1u << 0); /* 128-bit host identifier */
+        /*
+         * 128-bit host identifier; on I/O controllers endurance groups (one
+         * per namespace, ENDGID = NSID) and Flexible Data Placement (fdp.c:
+         * enabled in the groups of the namespaces with the flash model).
+         */
+        put_le32(&id->ctratt,
+                 NVME_CTRATT_HOSTID128 | (disc ? 0 : NVME_CTRATT_ENDGRPS | NVME_CTRATT_FDPS));
         id->cntrltype = disc ? NVME_CTRL_TYPE_DISC : NVME_CTRL_TYPE_IO;
         id->acl = 3;
         id->aerl = NVME_AERL - 1;
         id->frmw = (1u << 1) | 1u; /* one slot, read-only */
-        if (!disc)                 /* unrecoverable blocks (lbastatus.c) */
-                put_le16(&id->oacs, NVME_OACS_GET_LBA_STATUS);
+        /* Unrecoverable blocks (lbastatus.c); Directives (directive.c). */
+        if (!disc) {
+                put_le16(&id->oacs, NVME_OACS_GET_LBA_STATUS | NVME_OACS_DIRECTIVES);
+                put_le16(&id->endgidmax, NVME_MAX_NSID);
+        }
         id->lpa = disc ? (1u << 2) : (1u << 1) | (1u << 2); /* effects log; extended data */
         id->elpe = NVME_ERRLOG_ENTRIES - 1;
         id->npss = 0;
@@ -98,7 +107,7 @@ static void id_ctrl(struct nvme_ctrl *ctrl, struct nvme_id_ctrl *id)
         (NVME_RESCAP_PTPL | NVME_RESCAP_WE | NVME_RESCAP_EA | NVME_RESCAP_WE_RO |                  \
          NVME_RESCAP_EA_RO | NVME_RESCAP_WE_AR | NVME_RESCAP_EA_AR | NVME_RESCAP_IEKEY13)
 
-static void id_ns(struct core_ns *ns, struct nvme_id_ns *id)
+static void id_ns(struct core_ns *ns, uint32_t nsid, struct nvme_id_ns *id)
 {
         uint64_t nb = core_ns_blocks(ns); /* one value, should a resize run */
         put_le64(&id->nsze, nb);
@@ -167,6 +176,7 @@ static void id_ns(struct core_ns *ns, struct nvme_id_ns *id)
         memcpy(id->nguid, ns->uuid, 16);
         slate_put_be(id->eui64, 8, ns->eui64);
         id->lbaf[0].lbads = (uint8_t)ns->block_shift;
+        put_le16(&id->endgid, (uint16_t)nsid); /* its own endurance group (fdp.c) */
         uint16_t mssrl;
         uint32_t mcl;
         nvme_copy_limits(ns, &mssrl, &mcl, &id->msrc);
@@ -246,7 +256,7 @@ enum nvme_parse_result nvme_identify_parse(struct nvme_cmd *cmd)
                         return nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_INVALID_NS, 4, -1);
                 }
                 if (cns == NVME_CNS_NS) {
-                        id_ns(cmd->ns, (struct nvme_id_ns *)p);
+                        id_ns(cmd->ns, nsid, (struct nvme_id_ns *)p);
                 } else if (cns == NVME_CNS_NS_DESC_LIST) {
                         ns_desc_list(cmd->ns, p);
                 } else if (cns == NVME_CNS_NS_INDEPENDENT) {
@@ -255,6 +265,7 @@ enum nvme_parse_result nvme_identify_parse(struct nvme_cmd *cmd)
                         id->rescap = RESCAP_ALL;
                         id->nsattr = core_ns_wp(cmd->ns) ? 1 : 0;
                         id->nstat = core_ns_ready(cmd->ns) == CORE_NS_READY; /* NRDY */
+                        put_le16(&id->endgid, (uint16_t)nsid);
                 }
                 /* CNS 05h for the NVM command set: nothing beyond zeroes (no PI, no ELBAS). */
                 break;

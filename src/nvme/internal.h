@@ -47,6 +47,20 @@
 
 #define NVME_RESV_LOG_MAX 64 /* queued reservation notifications per controller */
 
+/* Directives (directive.c): the Streams directive's resources of one controller. */
+#define NVME_STREAMS_MSL 16 /* streams per controller (MSL), our choice */
+#define NVME_STREAMS_NS  8  /* namespaces with Streams enabled at once, per controller */
+struct nvme_streams_ns {
+        uint32_t nsid;      /* 0: free slot */
+        struct core_ns *ns; /* a reference while enabled */
+        uint16_t nsa;       /* resources allocated for exclusive use (Allocate Resources) */
+        uint16_t nopen;
+        uint16_t sid[NVME_STREAMS_MSL]; /* open streams, the one opened first at 0 */
+        uint16_t pl[NVME_STREAMS_MSL];  /* their core placement ids */
+};
+/* Flexible Data Placement (fdp.c): reclaim unit handles per endurance group (= namespace). */
+#define NVME_FDP_NRUH 8
+
 struct nvme_subsys {
         char nqn[NVMF_NQN_SIZE];
         char serial[21];
@@ -72,6 +86,15 @@ struct nvme_subsys {
         /* Namespaces: readers (any reactor) use nvme_ns_lookup(). */
         _Atomic(struct core_ns *) ns[NVME_MAX_NSID + 1];
         atomic_uint ns_lookups;
+        /*
+         * FDP (fdp.c): disabled event types per endurance group (NSID) and
+         * placement handle (bit i: fdp.c's i-th supported type; 0 = all
+         * enabled), and the ring of host events under fdp_lock.
+         */
+        _Atomic uint8_t fdp_ev_off[NVME_MAX_NSID + 1][NVME_FDP_NRUH];
+        pthread_mutex_t fdp_lock;
+        struct nvme_fdp_event fdp_hostev[NVME_FDP_EVENTS_MAX];
+        uint64_t fdp_hostev_n;
 };
 
 struct nvme_ctrl {
@@ -127,6 +150,10 @@ struct nvme_ctrl {
         unsigned resv_head, resv_n;
         uint64_t resv_count, resv_lost;
         uint8_t resv_mask[NVME_MAX_NSID + 1];
+
+        /* Streams directive (directive.c), under streams_lock. */
+        pthread_mutex_t streams_lock;
+        struct nvme_streams_ns streams[NVME_STREAMS_NS];
 
         struct nvme_ctrl *next; /* subsys->ctrls, under nvme_lock */
 };
@@ -239,6 +266,8 @@ enum nvme_parse_result nvme_io_compare_parse(struct nvme_cmd *cmd);
 enum nvme_parse_result nvme_io_dsm_parse(struct nvme_cmd *cmd);
 void nvme_io_dsm_exec(struct nvme_cmd *cmd);
 void nvme_io_submit(struct nvme_cmd *cmd);
+/* CORE_HINT_* bits of an NVMe access frequency, access latency and sequential flag (io.c). */
+uint8_t nvme_access_hints(unsigned af, unsigned al, bool seq);
 /* Fused Compare and Write (fused.c). */
 /* FUSE bits of cmd (parse, before the opcode's own): DONE = refused. */
 enum nvme_parse_result nvme_fused_check(struct nvme_cmd *cmd, const struct nvme_cmd *first);
@@ -296,6 +325,42 @@ bool nvme_subsys_sanitizing(struct nvme_subsys *s);
 enum nvme_parse_result nvme_get_lba_status_parse(struct nvme_cmd *cmd);
 /* Fill p[0..cap) with the LBA Status Information log; returns its length (LSLPLEN). */
 uint32_t nvme_lba_status_log(struct nvme_ctrl *ctrl, uint8_t *p, uint32_t cap);
+
+/* directive.c: Directive Send/Receive (Identify and Streams) and stream Writes. */
+enum nvme_parse_result nvme_dir_recv_parse(struct nvme_cmd *cmd);
+enum nvme_parse_result nvme_dir_send_parse(struct nvme_cmd *cmd);
+/* Is the Streams directive enabled for nsid on ctrl? */
+bool nvme_streams_enabled(struct nvme_ctrl *ctrl, uint32_t nsid);
+/*
+ * The core placement id for a Write (cmd->ns, nsid) to stream sid, opening
+ * the stream if needed: 0 and *pl (0: no resources, an ordinary Write), or
+ * -EINVAL when Streams is not enabled for the namespace.
+ */
+int nvme_stream_placement(struct nvme_cmd *cmd, uint32_t nsid, uint16_t sid, uint16_t *pl);
+/* Disable Streams everywhere on ctrl, releasing every stream (reset, free). */
+void nvme_streams_reset(struct nvme_ctrl *ctrl);
+
+/* fdp.c: Flexible Data Placement. */
+bool nvme_fdp_enabled(const struct core_ns *ns);
+unsigned nvme_fdp_nruh(const struct core_ns *ns);
+/*
+ * The core placement id of a Write on an FDP namespace: dp = DTYPE 02h with
+ * Placement Identifier pid, else the default handle.  0 and *pl, or -EINVAL
+ * when FDP is not enabled on cmd->ns.
+ */
+int nvme_fdp_placement(struct nvme_cmd *cmd, bool dp, uint16_t pid, uint16_t *pl);
+/* Fill p[0..cap) with FDP log lid (20h..23h) of endurance group endgid (cmd->ns); its size. */
+uint32_t nvme_fdp_log(struct nvme_cmd *cmd, uint8_t lid, uint16_t endgid, bool host_events,
+                      uint8_t *p, uint32_t cap);
+enum nvme_parse_result nvme_fdp_get_feature(struct nvme_cmd *cmd, uint8_t fid, uint8_t sel);
+enum nvme_parse_result nvme_fdp_set_feature(struct nvme_cmd *cmd, uint8_t fid);
+void nvme_fdp_set_events_exec(struct nvme_cmd *cmd);
+/* The synchronous bodies of the execs above (data in buf): set the CQE.  For the fuzzer. */
+void nvme_fdp_set_events_do(struct nvme_cmd *cmd);
+void nvme_io_mgmt_send_do(struct nvme_cmd *cmd);
+enum nvme_parse_result nvme_io_mgmt_recv_parse(struct nvme_cmd *cmd);
+enum nvme_parse_result nvme_io_mgmt_send_parse(struct nvme_cmd *cmd);
+void nvme_io_mgmt_send_exec(struct nvme_cmd *cmd);
 
 /* ---- Logs and events (log.c, admin.c) ---- */
 void nvme_effects_log_build(struct nvme_effects_log *log);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "core/atomic.h"
+#include "core/flash.h"
 #include "nvme/internal.h"
 #include "rt/reactor.h"
 
@@ -42,6 +43,32 @@ static void io_req_init(struct nvme_cmd *cmd, enum core_op op, uint64_t lba, uin
 }
 
 /*
+ * Access hints (CORE_HINT_*) from an NVMe access frequency (AF), access
+ * latency (AL) and sequential flag, as Read/Write CDW13 and the DSM
+ * context attributes give them (NVM 1.0 fig. 40, 41).  AF 1 (typical) and
+ * 0 say nothing; 7 (speculative read, Linux's readahead) is sequential; 8
+ * (overwritten soon) is a short lifetime.
+ */
+uint8_t nvme_access_hints(unsigned af, unsigned al, bool seq)
+{
+        static const uint8_t by_af[16] = {
+            [2] = CORE_HINT_READ_RARE | CORE_HINT_WRITE_RARE,
+            [3] = CORE_HINT_READ_FREQ | CORE_HINT_WRITE_RARE,
+            [4] = CORE_HINT_READ_RARE | CORE_HINT_WRITE_FREQ,
+            [5] = CORE_HINT_READ_FREQ | CORE_HINT_WRITE_FREQ,
+            [6] = CORE_HINT_READ_RARE,
+            [7] = CORE_HINT_SEQUENTIAL,
+            [8] = CORE_HINT_WRITE_FREQ,
+        };
+        uint8_t h = by_af[af & 0xf];
+        if (al == 3)
+                h |= CORE_HINT_LOW_LATENCY;
+        if (seq)
+                h |= CORE_HINT_SEQUENTIAL;
+        return h;
+}
+
+/*
  * SLBA in CDW10/11, NLB (0's based) in CDW12 15:0: range and MDTS checks.
  * op: the core operation the command would be, for the statistics of a refusal.
  */
@@ -61,8 +88,10 @@ static bool io_range(struct nvme_cmd *cmd, enum core_op op, uint64_t *lba, uint3
 
 enum nvme_parse_result nvme_io_rw_parse(struct nvme_cmd *cmd)
 {
-        uint32_t cdw12 = nvme_cdw(cmd, 12);
+        uint32_t cdw12 = nvme_cdw(cmd, 12), cdw13 = nvme_cdw(cmd, 13);
         bool write = cmd->sqe[0] == NVME_IO_WRITE;
+        unsigned dtype = (cdw12 & CDW12_DTYPE) >> 20;
+        uint16_t dspec = cdw13 >> 16;
         uint64_t lba, bytes;
         uint32_t nlb;
 
@@ -70,7 +99,16 @@ enum nvme_parse_result nvme_io_rw_parse(struct nvme_cmd *cmd)
                 return NVME_PARSE_DONE;
         if (cdw12 & CDW12_PRINFO) /* no protection information formats */
                 return nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD, 51, 2);
-        if (cdw12 & CDW12_DTYPE) /* no directives enabled */
+        /*
+         * Directives (directive.c, fdp.c): a Write may name a stream (DTYPE
+         * 01h, once the host enabled Streams) or a placement identifier
+         * (DTYPE 02h, on an FDP namespace); nothing else takes one.
+         */
+        if (dtype && (!write ||
+                      (dtype == NVME_DIR_STREAMS &&
+                       !nvme_streams_enabled(cmd->queue->ctrl, nvme_nsid(cmd))) ||
+                      (dtype == NVME_DIR_DATA_PLACEMENT && !nvme_fdp_enabled(cmd->ns)) ||
+                      dtype > NVME_DIR_DATA_PLACEMENT))
                 return nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD, 50, 4);
         if (!io_range(cmd, write ? CORE_OP_WRITE : CORE_OP_READ, &lba, &nlb, &bytes))
                 return NVME_PARSE_DONE;
@@ -87,6 +125,21 @@ enum nvme_parse_result nvme_io_rw_parse(struct nvme_cmd *cmd)
         cmd->req.iov[0].iov_base = cmd->buf;
         cmd->req.iov[0].iov_len = bytes;
         cmd->req.iovcnt = 1;
+        /* CDW13 DSM: AF 3:0, AL 5:4, SEQREQ 6, INCOMPRESSIBLE 7, for the core's hint counts. */
+        cmd->req.hints =
+            nvme_access_hints(cdw13 & 0xf, (cdw13 >> 4) & 3, cdw13 & NVME_RW_DSM_SEQREQ) |
+            (cdw13 & 0x80 ? CORE_HINT_INCOMPRESSIBLE : 0);
+        if (write) {
+                uint16_t pl = 0;
+                int rc = 0;
+                if (dtype == NVME_DIR_STREAMS && dspec) /* stream 0: an ordinary Write */
+                        rc = nvme_stream_placement(cmd, nvme_nsid(cmd), dspec, &pl);
+                else if (nvme_fdp_enabled(cmd->ns))
+                        rc = nvme_fdp_placement(cmd, dtype == NVME_DIR_DATA_PLACEMENT, dspec, &pl);
+                if (rc) /* Streams disabled meanwhile */
+                        return nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD, 50, 4);
+                cmd->req.placement = pl;
+        }
         return NVME_PARSE_EXEC;
 }
 
@@ -209,6 +262,9 @@ static void dsm_next(struct nvme_cmd *cmd)
                 if (!n)
                         continue;
                 io_req_init(cmd, CORE_OP_DEALLOCATE, get_le64(&x->slba), n);
+                uint32_t ca = get_le32(&x->cattr);
+                cmd->req.hints = nvme_access_hints(NVME_DSM_CA_AF(ca), NVME_DSM_CA_AL(ca),
+                                                   ca & (NVME_DSM_CA_SR | NVME_DSM_CA_SW));
                 cmd->req.cb = dsm_done;
                 core_req_submit(&cmd->req);
                 return;

@@ -2,7 +2,8 @@
  * Get Log Page (NVMe Base 2.0 5.16): 01h Error Information, 02h SMART /
  * Health Information, 03h Firmware Slot Information, 04h Changed Namespace
  * List, 05h Commands Supported and Effects (from the opcode tables), 0Eh
- * LBA Status Information (lbastatus.c), 80h Reservation Notification
+ * LBA Status Information (lbastatus.c), 20h..23h Flexible Data Placement
+ * (fdp.c, LSI = endurance group), 80h Reservation Notification
  * (resv.c), 81h Sanitize Status (sanitize.c), C0h the vendor-specific
  * provisioning status (the page of the provisioning threshold event,
  * admin.c), and 70h Discovery on discovery controllers.  NUMDL/NUMDU give
@@ -198,6 +199,20 @@ enum nvme_parse_result nvme_get_log_parse(struct nvme_cmd *cmd)
         case NVME_LOG_LBA_STATUS:
                 size = nvme_lba_status_log(ctrl, page.raw, sizeof(page.raw));
                 break;
+        case NVME_LOG_FDP_CONFIGS:
+        case NVME_LOG_FDP_RUH_USAGE:
+        case NVME_LOG_FDP_STATS:
+        case NVME_LOG_FDP_EVENTS: {
+                /* LSI: the endurance group, one per namespace (ENDGID = NSID, fdp.c). */
+                uint16_t endgid = cdw11 >> 16;
+                if (endgid == 0 || endgid > NVME_MAX_NSID ||
+                    !(cmd->ns = nvme_ns_lookup(ctrl->subsys, endgid)) || !nvme_fdp_enabled(cmd->ns))
+                        return nvme_invalid_field(cmd, NVME_SQE_OFF_CDW(11) + 2);
+                if (lid != NVME_LOG_FDP_EVENTS && (cdw10 >> 8) & 0x7f) /* LSP */
+                        return nvme_invalid_field(cmd, NVME_SQE_OFF_CDW(10) + 1);
+                size = nvme_fdp_log(cmd, lid, endgid, (cdw10 >> 8) & 1, page.raw, sizeof(page.raw));
+                break;
+        }
         case NVME_LOG_VS_PROVISIONING:
                 prov_log(ctrl, page.raw, sizeof(page.raw));
                 size = sizeof(page.raw);

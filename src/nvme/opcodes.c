@@ -36,6 +36,11 @@ static const struct nvme_op admin_ops[256] = {
     /* Changes every block of every namespace of the subsystem; one at a time (CSE). */
     [NVME_ADM_SANITIZE] = {"sanitize", NVME_ADM_SANITIZE, NVME_DIR_NONE, 0,
                            NVME_EFFECTS_LBCC | CSE_SUBSYS, nvme_sanitize_parse, nvme_sanitize_exec},
+    /* Directives (directive.c): Identify and Streams; stream state only, no data change. */
+    [NVME_ADM_DIR_SEND] = {"directive-send", NVME_ADM_DIR_SEND, NVME_DIR_H2C, 0, 0,
+                           nvme_dir_send_parse, NULL},
+    [NVME_ADM_DIR_RECV] = {"directive-receive", NVME_ADM_DIR_RECV, NVME_DIR_C2H, 0, 0,
+                           nvme_dir_recv_parse, NULL},
     /* Reads the core's list of unrecoverable blocks (lbastatus.c); changes nothing. */
     [NVME_ADM_GET_LBA_STATUS] = {"get-lba-status", NVME_ADM_GET_LBA_STATUS, NVME_DIR_C2H, 0, 0,
                                  nvme_get_lba_status_parse, NULL},
@@ -56,6 +61,11 @@ static const struct nvme_op io_ops[256] = {
     [NVME_IO_VERIFY] = {"verify", NVME_IO_VERIFY, NVME_DIR_NONE, 0, 0, nvme_io_verify_parse, NULL},
     [NVME_IO_COPY] = {"copy", NVME_IO_COPY, NVME_DIR_H2C, 0, NVME_EFFECTS_LBCC, nvme_io_copy_parse,
                       nvme_io_copy_exec},
+    /* Flexible Data Placement (fdp.c): reclaim unit handle status and update. */
+    [NVME_IO_IO_MGMT_RECV] = {"io-management-receive", NVME_IO_IO_MGMT_RECV, NVME_DIR_C2H, 0, 0,
+                              nvme_io_mgmt_recv_parse, NULL},
+    [NVME_IO_IO_MGMT_SEND] = {"io-management-send", NVME_IO_IO_MGMT_SEND, NVME_DIR_H2C, 0, 0,
+                              nvme_io_mgmt_send_parse, nvme_io_mgmt_send_exec},
     /* Reservations (resv.c): no effects bit describes a reservation change. */
     [NVME_IO_RESV_REGISTER] = {"reservation-register", NVME_IO_RESV_REGISTER, NVME_DIR_H2C, 0, 0,
                                nvme_resv_register_parse, nvme_resv_exec},

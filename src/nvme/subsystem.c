@@ -52,6 +52,7 @@ static struct nvme_subsys *subsys_alloc(const char *nqn, const char *serial, con
                  serial && *serial ? serial : "SLATE0000000001");
         snprintf(s->model, sizeof(s->model), "%s", model && *model ? model : "Slate NVMe");
         snprintf(s->fr, sizeof(s->fr), "%s", "0.1.0");
+        pthread_mutex_init(&s->fdp_lock, NULL);
         s->refs = 1;
         return s;
 }
@@ -96,6 +97,7 @@ static void subsys_put_locked(struct nvme_subsys *s)
 {
         if (--s->refs > 0)
                 return;
+        pthread_mutex_destroy(&s->fdp_lock);
         free(s->hosts);
         free(s);
 }
@@ -465,6 +467,8 @@ void nvme_ctrl_put(struct nvme_ctrl *ctrl)
         subsys_put_locked(s);
         pthread_mutex_unlock(&nvme_lock);
         core_host_put(ctrl->host);
+        nvme_streams_reset(ctrl); /* streams go back to the namespaces' placement tables */
+        pthread_mutex_destroy(&ctrl->streams_lock);
         pthread_mutex_destroy(&ctrl->lock);
         free(ctrl->queues);
         free(ctrl);
@@ -529,6 +533,7 @@ static int ctrl_create(struct nvme_subsys *s, struct nvme_queue *q, const char *
                 return -ENOMEM;
         }
         pthread_mutex_init(&ctrl->lock, NULL);
+        pthread_mutex_init(&ctrl->streams_lock, NULL);
         atomic_init(&ctrl->refs, 1); /* the admin queue's */
         snprintf(ctrl->hostnqn, sizeof(ctrl->hostnqn), "%s", hostnqn);
         memcpy(ctrl->hostid, hostid, 16);
@@ -752,6 +757,7 @@ void nvme_ctrl_set_cc(struct nvme_ctrl *ctrl, uint32_t cc)
                 csts = 0;
                 reset = true;
                 nvme_ctrl_reset_features(ctrl);
+                nvme_streams_reset(ctrl); /* SDIRCLR = 0: Streams off after a reset */
         }
         uint32_t shn = (cc >> NVME_CC_SHN_SHIFT) & 3;
         if (shn && !((old >> NVME_CC_SHN_SHIFT) & 3)) {

@@ -24,8 +24,11 @@
 struct scsi_lu_state *scsi_lu_state(struct core_ns *ns)
 {
         struct scsi_lu_state *st = __atomic_load_n(&ns->scsi_state, __ATOMIC_ACQUIRE);
-        if (st)
+        if (st) {
+                if (!st->streams_ready) /* a racing first user is still setting it up */
+                        scsi_streams_lu_init(ns, st, true);
                 return st;
+        }
         pthread_mutex_lock(&ns->lock);
         st = ns->scsi_state;
         if (!st) {
@@ -36,6 +39,9 @@ struct scsi_lu_state *scsi_lu_state(struct core_ns *ns)
                 }
         }
         pthread_mutex_unlock(&ns->lock);
+        /* Outside ns->lock: it takes the core's placement ids (streams.c). */
+        if (st)
+                scsi_streams_lu_init(ns, st, true);
         return st;
 }
 
@@ -651,8 +657,12 @@ int scsi_fuzz_one(const uint8_t *cdb, size_t len)
         memset(&cmd, 0, sizeof(cmd));
         scsi_nexus_init(&nx, NULL, "iqn.fuzz,i,0x1", "iqn.2024-01.org.slate:fuzz,t,0x1", NULL, 0);
         nx.target = &tgt;
-        /* Clear the power-on UA on LUN 0 half of the time so parsing goes deep. */
-        if (cdb[0] & 1)
+        /*
+         * Clear the power-on UA on LUN 0 half of the time so parsing goes deep: for odd
+         * opcodes, and for even ones (WRITE STREAM 9Ah, SERVICE ACTION IN 9Eh, WRITE(10)
+         * 2Ah ...) when bit 4 of the last byte is set.
+         */
+        if ((cdb[0] & 1) || (len > 1 && (cdb[len - 1] & 0x10)))
                 atomic_store(&nx.ua[0], 0);
         size_t full = len;
         if (len > SCSI_CDB_MAX)
@@ -672,6 +682,7 @@ int scsi_fuzz_one(const uint8_t *cdb, size_t len)
         cmd.buf = buf;
         cmd.buf_len = sizeof(buf);
         st = (struct scsi_lu_state){0};
+        scsi_streams_lu_init(&ns, &st, false);
         atomic_store(&ns.prov.limit, 0);
         atomic_store(&ns.prov.threshold, 0);
         enum scsi_parse_result r = scsi_cmd_parse(&cmd);

@@ -6,7 +6,9 @@
  * (0 admin, 1 I/O, 2 fresh), bytes 1..64 are the SQE, the rest is the
  * in-capsule data.  Connect is carried through (nvmf_connect_do) on the
  * fresh queue, which is finalised afterwards, and so are the reservation
- * commands (nvme_resv_do) and Copy's Source Range entries (nvme_copy_decode);
+ * commands (nvme_resv_do), Copy's Source Range entries (nvme_copy_decode),
+ * the placement identifiers of I/O Management Send and the event types of
+ * Set Features FDP Events (NSID 2 has the flash model, so FDP answers);
  * a fused Compare left waiting pairs with (or is failed by) the next input;
  * other commands are parsed only (execution needs
  * the transport's reactor).  The controller is
@@ -78,9 +80,19 @@ static int setup_once(void)
             .name = "fzs0", .backend = "mem", .size_bytes = 8u << 20, .block_size = 512};
         if (!buf || core_ns_create(&p, &ns, err, sizeof(err)) < 0)
                 return -1;
+        /* NSID 2 has the flash model, so FDP (fdp.c) answers there. */
+        struct core_ns *fns;
+        struct core_ns_params fp = {.name = "fzs1",
+                                    .backend = "mem",
+                                    .size_bytes = 64u << 20,
+                                    .block_size = 4096,
+                                    .flash = {.enable = true, .erase_block = 64u << 10}};
+        if (core_ns_create(&fp, &fns, err, sizeof(err)) < 0)
+                return -1;
         nvme_subsys_add(FUZZ_NQN, "FUZZ0002", "Slate fuzz", err, sizeof(err));
         nvme_subsys_allow_host(FUZZ_NQN, "*", err, sizeof(err));
         nvme_ns_attach(FUZZ_NQN, 1, "fzs0", err, sizeof(err));
+        nvme_ns_attach(FUZZ_NQN, 2, "fzs1", err, sizeof(err));
         nvme_listener_register("tcp", "0.0.0.0", 4420);
 
         struct nvme_cmd c;
@@ -136,6 +148,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                         nvmf_connect_do(cp);
                 else if (op && op->exec == nvme_resv_exec && cp->data_len <= icd)
                         nvme_resv_do(cp); /* Reservation Register/Acquire/Release */
+                else if (op && op->exec == nvme_io_mgmt_send_exec && cp->data_len <= icd)
+                        nvme_io_mgmt_send_do(cp); /* Reclaim Unit Handle Update: the PIDs */
+                else if (op && op->exec == nvme_set_features_exec && cp->data_len <= icd &&
+                         (nvme_cdw(cp, 10) & 0xff) == NVME_FEAT_FDP_EVENTS)
+                        nvme_fdp_set_events_do(cp); /* FDP Events: the event types */
                 else if (op && op->exec == nvme_io_copy_exec && cp->data_len <= icd &&
                          nvme_copy_decode(cp) == NVME_PARSE_EXEC)
                         nvme_copy_release(cp); /* Copy: the Source Range entries */

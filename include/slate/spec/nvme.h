@@ -25,6 +25,8 @@ enum {
         NVME_ADM_GET_FEATURES = 0x0a,
         NVME_ADM_ASYNC_EVENT = 0x0c,
         NVME_ADM_KEEP_ALIVE = 0x18,
+        NVME_ADM_DIR_SEND = 0x19, /* Directive Send (Base 2.0 5.9) */
+        NVME_ADM_DIR_RECV = 0x1a, /* Directive Receive (Base 2.0 5.8) */
         NVME_ADM_SANITIZE = 0x84,
         NVME_ADM_GET_LBA_STATUS = 0x86,
         NVME_OPC_FABRICS = 0x7f,
@@ -41,8 +43,10 @@ enum {
         NVME_IO_RESV_REGISTER = 0x0d,
         NVME_IO_RESV_REPORT = 0x0e,
         NVME_IO_RESV_ACQUIRE = 0x11,
+        NVME_IO_IO_MGMT_RECV = 0x12, /* I/O Management Receive (NVM 1.1 / TP4146) */
         NVME_IO_RESV_RELEASE = 0x15,
         NVME_IO_COPY = 0x19,
+        NVME_IO_IO_MGMT_SEND = 0x1d, /* I/O Management Send (NVM 1.1 / TP4146) */
 };
 
 /* ---- Submission queue entry (Base 2.0 4.2) ---- */
@@ -139,6 +143,8 @@ enum {
         NVME_SC_NS_WRITE_PROTECTED = 0x20,
         NVME_SC_CMD_INTERRUPTED = 0x21,
         NVME_SC_TRANSIENT_TRANSPORT = 0x22,
+        NVME_SC_FDP_DISABLED = 0x29,             /* FDP disabled (TP4146) */
+        NVME_SC_INVALID_PLACEMENT_HANDLE = 0x2a, /* Invalid Placement Handle List */
         NVME_SC_LBA_RANGE = 0x80,
         NVME_SC_CAP_EXCEEDED = 0x81,
         NVME_SC_NS_NOT_READY = 0x82,
@@ -154,6 +160,7 @@ enum {
         NVME_SC_FEATURE_NOT_SAVEABLE = 0x0d,
         NVME_SC_FEATURE_NOT_CHANGEABLE = 0x0e,
         NVME_SC_FEATURE_NOT_PER_NS = 0x0f,
+        NVME_SC_STREAM_ALLOC_FAILED = 0x7f,  /* Directives: Stream Resource Allocation Failed */
         NVME_SC_CONFLICTING_ATTRS = 0x80,    /* NVM: DSM / write zeroes attributes */
         NVME_SC_CMD_SIZE_LIMIT = 0x83,       /* NVM: Copy / DSM beyond MSRC, MSSRL, MCL */
         NVME_SC_INCOMPATIBLE_NS = 0x85,      /* NVM: Copy between different formats */
@@ -319,7 +326,12 @@ _Static_assert(offsetof(struct nvme_id_ctrl, psd) == 2048, "psd");
 
 /* ONCS bits */
 /* OACS (Identify Controller bytes 257:256) */
+#define NVME_OACS_DIRECTIVES     (1u << 5)
 #define NVME_OACS_GET_LBA_STATUS (1u << 9)
+/* CTRATT (Identify Controller bytes 99:96) */
+#define NVME_CTRATT_HOSTID128 (1u << 0)
+#define NVME_CTRATT_ENDGRPS   (1u << 4)  /* Endurance Groups */
+#define NVME_CTRATT_FDPS      (1u << 19) /* Flexible Data Placement */
 
 #define NVME_ONCS_COMPARE      (1u << 0)
 #define NVME_ONCS_DSM          (1u << 2)
@@ -435,6 +447,10 @@ enum {
         NVME_LOG_CHANGED_NS = 0x04,
         NVME_LOG_CMD_EFFECTS = 0x05,
         NVME_LOG_LBA_STATUS = 0x0e,
+        NVME_LOG_FDP_CONFIGS = 0x20, /* FDP Configurations (LSI: endurance group) */
+        NVME_LOG_FDP_RUH_USAGE = 0x21,
+        NVME_LOG_FDP_STATS = 0x22,
+        NVME_LOG_FDP_EVENTS = 0x23, /* LSP bit 0: host events */
         NVME_LOG_DISCOVERY = 0x70,
         NVME_LOG_RESV_NOTIFY = 0x80,
         NVME_LOG_SANITIZE = 0x81,
@@ -657,6 +673,8 @@ enum {
         NVME_FEAT_TIMESTAMP = 0x0e,
         NVME_FEAT_KATO = 0x0f,
         NVME_FEAT_HOST_BEHAVIOR = 0x16,
+        NVME_FEAT_FDP = 0x1d,        /* Flexible Data Placement (per endurance group) */
+        NVME_FEAT_FDP_EVENTS = 0x1e, /* FDP Events (per namespace placement handle) */
         NVME_FEAT_HOST_ID = 0x81,
         NVME_FEAT_RESV_MASK = 0x82,
         NVME_FEAT_RESV_PERSIST = 0x83,
@@ -721,9 +739,128 @@ struct nvme_dsm_range {
         le64 slba;
 };
 _Static_assert(sizeof(struct nvme_dsm_range) == 16, "DSM range");
-#define NVME_DSM_IDR (1u << 0)
-#define NVME_DSM_IDW (1u << 1)
-#define NVME_DSM_AD  (1u << 2)
+/* Context attributes (cattr): AF 3:0, AL 5:4, SR 8, SW 9, WP 10, command access size 31:24. */
+#define NVME_DSM_CA_AF(x) ((x)&0xfu)
+#define NVME_DSM_CA_AL(x) (((x) >> 4) & 0x3u)
+#define NVME_DSM_CA_SR    (1u << 8)
+#define NVME_DSM_CA_SW    (1u << 9)
+#define NVME_DSM_CA_WP    (1u << 10)
+/* Read/Write CDW13 DSM field bits 7:0: AF 3:0, AL 5:4, SEQREQ 6, INCOMPRESSIBLE 7. */
+#define NVME_RW_DSM_SEQREQ (1u << 6)
+#define NVME_DSM_IDR       (1u << 0)
+#define NVME_DSM_IDW       (1u << 1)
+#define NVME_DSM_AD        (1u << 2)
+
+/* ---- Directives (Base 2.0 8.7) ---- */
+enum { NVME_DIR_IDENTIFY = 0x00, NVME_DIR_STREAMS = 0x01, NVME_DIR_DATA_PLACEMENT = 0x02 };
+/* Directive Receive / Send DOPER values */
+enum {
+        NVME_DIR_RCV_ID_PARAMS = 0x01,   /* Identify: Return Parameters */
+        NVME_DIR_SND_ID_ENABLE = 0x01,   /* Identify: Enable Directive */
+        NVME_DIR_RCV_ST_PARAMS = 0x01,   /* Streams: Return Parameters */
+        NVME_DIR_RCV_ST_STATUS = 0x02,   /* Streams: Get Status */
+        NVME_DIR_RCV_ST_RESOURCE = 0x03, /* Streams: Allocate Resources */
+        NVME_DIR_SND_ST_REL_ID = 0x01,   /* Streams: Release Identifier */
+        NVME_DIR_SND_ST_REL_RSC = 0x02,  /* Streams: Release Resources */
+};
+/* Streams Return Parameters (Base 2.0 fig. 608). */
+struct nvme_streams_params {
+        le16 msl;
+        le16 nssa;
+        le16 nsso;
+        uint8_t nssc;
+        uint8_t rsvd7[9];
+        le32 sws;
+        le16 sgs;
+        le16 nsa;
+        le16 nso;
+        uint8_t rsvd26[6];
+};
+_Static_assert(sizeof(struct nvme_streams_params) == 32, "streams params");
+
+/* ---- Flexible Data Placement (TP4146; NVMe 2.1 8.1.10) ---- */
+struct nvme_fdp_config_log { /* log 20h header */
+        le16 ncfg;           /* number of configurations, 0's based */
+        uint8_t version;
+        uint8_t rsvd3;
+        le32 size; /* whole log, bytes */
+        uint8_t rsvd8[8];
+};
+_Static_assert(sizeof(struct nvme_fdp_config_log) == 16, "FDP config log header");
+struct nvme_fdp_config_desc { /* followed by NRUH 4-byte RUH descriptors (RUHT, 3 reserved) */
+        le16 size;
+        uint8_t fdpa; /* RGIF 3:0, FDPVWC 4, valid 7 */
+        uint8_t vss;
+        le32 nrg;
+        le16 nruh;
+        le16 maxpids;
+        le32 nnss;
+        le64 runs; /* reclaim unit nominal size, bytes */
+        le32 erutl;
+        uint8_t rsvd28[36];
+};
+_Static_assert(sizeof(struct nvme_fdp_config_desc) == 64, "FDP config descriptor");
+enum { NVME_FDP_RUHT_INITIALLY_ISOLATED = 1, NVME_FDP_RUHT_PERSISTENTLY_ISOLATED = 2 };
+struct nvme_fdp_ruhu_log { /* log 21h header, then NRUH 8-byte descriptors (RUHA, 7 reserved) */
+        le16 nruh;
+        uint8_t rsvd2[6];
+};
+_Static_assert(sizeof(struct nvme_fdp_ruhu_log) == 8, "RUH usage header");
+enum { NVME_FDP_RUHA_UNUSED = 0, NVME_FDP_RUHA_HOST = 1, NVME_FDP_RUHA_CTRL = 2 };
+struct nvme_fdp_stats_log { /* log 22h, 128-bit little-endian counters */
+        uint8_t hbmw[16];
+        uint8_t mbmw[16];
+        uint8_t mbe[16];
+        uint8_t rsvd48[16];
+};
+_Static_assert(sizeof(struct nvme_fdp_stats_log) == 64, "FDP statistics");
+struct nvme_fdp_event { /* log 23h entry */
+        uint8_t type;
+        uint8_t flags; /* PIV 0, NSIDV 1, LV 2 */
+        le16 pid;
+        le64 timestamp;
+        le32 nsid;
+        uint8_t type_specific[16];
+        le16 rgid;
+        uint8_t ruhid;
+        uint8_t rsvd35[5];
+        uint8_t vs[24];
+};
+_Static_assert(sizeof(struct nvme_fdp_event) == 64, "FDP event");
+#define NVME_FDP_EVENTS_MAX 63
+struct nvme_fdp_events_log {
+        le32 nevents;
+        uint8_t rsvd4[60];
+        struct nvme_fdp_event ev[NVME_FDP_EVENTS_MAX];
+};
+_Static_assert(sizeof(struct nvme_fdp_events_log) == 4096, "FDP events log");
+enum {
+        NVME_FDP_EVT_RU_NOT_FULLY_WRITTEN = 0x00, /* host events */
+        NVME_FDP_EVT_RU_TIME_LIMIT = 0x01,
+        NVME_FDP_EVT_CTRL_RESET_RUH = 0x02,
+        NVME_FDP_EVT_INVALID_PID = 0x03,
+        NVME_FDP_EVT_MEDIA_REALLOC = 0x80, /* controller events */
+        NVME_FDP_EVT_IMPLICIT_RUH = 0x81,
+};
+#define NVME_FDP_EVF_PIV   (1u << 0)
+#define NVME_FDP_EVF_NSIDV (1u << 1)
+#define NVME_FDP_EVF_LV    (1u << 2)
+/* I/O Management Receive MO 01h: Reclaim Unit Handle Status. */
+struct nvme_fdp_ruh_status {
+        uint8_t rsvd0[14];
+        le16 nruhsd;
+};
+_Static_assert(sizeof(struct nvme_fdp_ruh_status) == 16, "RUH status header");
+struct nvme_fdp_ruh_status_desc {
+        le16 pid;
+        le16 ruhid;
+        le32 earutr;
+        le64 ruamw; /* logical blocks still writable in the current reclaim unit */
+        uint8_t rsvd16[16];
+};
+_Static_assert(sizeof(struct nvme_fdp_ruh_status_desc) == 32, "RUH status descriptor");
+enum { NVME_IOMR_MO_RUH_STATUS = 0x01 };
+enum { NVME_IOMS_MO_RUH_UPDATE = 0x01 };
 
 /* ---- Reservations (Base 2.0 7.2-7.5 commands, 8.19; NVM 1.0 3.2) ---- */
 /* Reservation Register/Acquire data: current key, then the new (Register) or preempt key. */

@@ -33,7 +33,8 @@ chap_try() { # ALG SECRET MUTUAL(0|1) AUTHMETHOD -> 0 when logged in and a block
 		chap_node node.session.auth.username_in "" 2>/dev/null
 		chap_node node.session.auth.password_in "" 2>/dev/null
 	fi
-	timeout 60 iscsiadm -m node -T "$CIQN" -p "127.0.0.1:$ISCSI_PORT" --login >/dev/null 2>&1 || return 1
+	echo "login: authmethod $4, algs $1, mutual $3"
+	timeout 60 iscsiadm -m node -T "$CIQN" -p "127.0.0.1:$ISCSI_PORT" --login 2>&1 || return 1
 	wait_for 10 _iscsi_dev_of "$CIQN" >/dev/null || return 1
 	dev=$(_iscsi_dev_of "$CIQN")
 	dd if="$dev" of=/dev/null bs=4k count=16 iflag=direct 2>/dev/null || return 1
@@ -51,6 +52,9 @@ if check chap-setup chap_setup; then
 	done
 	check chap-wrong-secret eval '! chap_try SHA256 not-the-right-secret 0 CHAP'
 	check chap-none-refused eval '! chap_try SHA256 "$CSEC" 0 None'
+	grep -q "^FAIL e2e-cross.chap-none-refused" "$SLATE_LOGDIR/../"*.out 2>/dev/null
+	cat "$SLATE_LOGDIR/chap-none-refused.log" 2>/dev/null | head -20
+	tail -n 8 "$log" | cut -c1-200
 	check chap-no-secret-logged eval '! grep -q -e "$CSEC" -e "$CMSEC" "$log"'
 fi
 iscsiadm -m node -T "$CIQN" -p "127.0.0.1:$ISCSI_PORT" --logout >/dev/null 2>&1

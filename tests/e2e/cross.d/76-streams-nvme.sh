@@ -1,0 +1,256 @@
+# tests/e2e/cross.d/76-streams-nvme.sh — sourced by tests/e2e/cross-linux.sh.
+# NVMe directives and Flexible Data Placement as nvme-cli 2.3 sends them
+# (src/nvme/directive.c, src/nvme/fdp.c):
+#   - id-ctrl: OACS Directives (bit 5), CTRATT Endurance Groups (4) and FDP
+#     (19); id-ns ENDGID = NSID;
+#   - Streams on "shared" (NSID 1): dir-receive Identify Return Parameters
+#     before and after dir-send Enable Directive (TDTYPE 1), Streams Return
+#     Parameters (MSL 16), Allocate Resources (-r 4 -> NSA 4), `nvme write
+#     --dir-type 1 --dir-spec N` opening streams 5 and 9 (Get Status lists
+#     them), Release Identifier, Release Resources; the refusals: enabling
+#     the Identify directive, an unknown directive type, a stream Write once
+#     Streams is disabled again (all Invalid Field);
+#   - FDP on a namespace with the flash model (NSID 7, attached at runtime;
+#     one endurance group per namespace, ENDGID 7): `nvme fdp configs`
+#     (8 handles, RUNS = the erase block), `fdp usage`, `fdp status`,
+#     Writes with placement handles (`nvme write --dir-type 2 --dir-spec
+#     3`): FDP statistics HBMW grows by exactly the bytes written and RUAMW
+#     of handle 3 shrinks by the blocks written; `fdp update` (I/O
+#     Management Send) gives handle 3 a fresh reclaim unit and logs the
+#     "reclaim unit not fully written" host event, an invalid placement
+#     identifier is written to handle 0 and logs event 03h (`fdp events
+#     -E`), `fdp set-events` turns it off; `nvme io-mgmt-recv`/`io-mgmt-send`
+#     raw; the refusals: FDP logs of a group without FDP (Invalid Field),
+#     a PID with no handle in an update (Invalid Placement Handle), I/O
+#     Management on NSID 1 (FDP Disabled).
+# nvme-cli has every subcommand used here; only the raw checks of the
+# binary answers use od.
+
+sn_u16() { od -An -tu2 -j "$2" -N 2 "$1" | tr -d ' '; }
+sn_u8() { od -An -tu1 -j "$2" -N 1 "$1" | tr -d ' '; }
+sn_u64() { od -An -tu8 -j "$2" -N 8 "$1" | tr -d ' '; }
+sn_json() { python3 -c "import json,sys; print(json.load(sys.stdin)['$1'])"; }
+
+sn_identify() {
+	local oacs ctratt endgid
+	oacs=$(nvme id-ctrl "$NVCTRL" -o json | sn_json oacs)
+	ctratt=$(nvme id-ctrl "$NVCTRL" -o json | sn_json ctratt)
+	endgid=$(nvme id-ns "$NVDEV" -o json | sn_json endgid)
+	echo "oacs=$oacs ctratt=$ctratt endgid=$endgid"
+	[ $((oacs & 0x20)) != 0 ] && [ $((ctratt & 0x80010)) = $((0x80010)) ] && [ "$endgid" = 1 ]
+}
+check nvme-directives-identify sn_identify
+
+# Identify Return Parameters of NSID $1 into $state/dirid.bin.
+sn_dirid() { nvme dir-receive "$NVCTRL" -n "$1" -D 0 -O 1 -b >"$state/dirid.bin"; }
+# Streams Get Status of NSID 1: "OSC id id ...".
+sn_status() {
+	nvme dir-receive "$NVCTRL" -n 1 -D 1 -O 2 -l 64 -b >"$state/stst.bin" || return 1
+	local n i out
+	n=$(sn_u16 "$state/stst.bin" 0)
+	out=$n
+	for i in $(seq 1 "$n"); do out="$out $(sn_u16 "$state/stst.bin" $((2 * i)))"; done
+	echo "$out"
+}
+sn_swrite() { # sn_swrite LBA SID: one 512-byte stream Write through nvme-cli
+	head -c 512 /dev/urandom >"$state/sblk.bin"
+	nvme write "$NVDEV" -s "$1" -c 0 -z 512 -d "$state/sblk.bin" --dir-type 1 --dir-spec "$2"
+}
+
+sn_streams() {
+	sn_dirid 1 || return 1
+	echo "supported=$(sn_u8 "$state/dirid.bin" 0) enabled=$(sn_u8 "$state/dirid.bin" 32)"
+	[ "$(sn_u8 "$state/dirid.bin" 0)" = 3 ] && [ "$(sn_u8 "$state/dirid.bin" 32)" = 1 ] || return 1
+	nvme dir-send "$NVCTRL" -n 1 -D 0 -O 1 -T 1 -e 1 || return 1
+	sn_dirid 1 || return 1
+	echo "after enable: enabled=$(sn_u8 "$state/dirid.bin" 32)"
+	[ "$(sn_u8 "$state/dirid.bin" 32)" = 3 ] || return 1
+	nvme dir-receive "$NVCTRL" -n 1 -D 1 -O 1 -b >"$state/stp.bin" || return 1
+	echo "MSL=$(sn_u16 "$state/stp.bin" 0) NSSA=$(sn_u16 "$state/stp.bin" 2) SWS=$(od -An -tu4 -j 16 -N 4 "$state/stp.bin" | tr -d ' ')"
+	[ "$(sn_u16 "$state/stp.bin" 0)" = 16 ] || return 1
+	nvme dir-receive "$NVCTRL" -n 1 -D 1 -O 3 -r 4 | tee "$state/alloc.txt" || return 1
+	grep -qi 'result.*0x4\b\|result: *4\b\|0x00000004' "$state/alloc.txt" || return 1
+	nvme dir-receive "$NVCTRL" -n 1 -D 1 -O 1 -b >"$state/stp.bin" || return 1
+	echo "NSA=$(sn_u16 "$state/stp.bin" 22) NSSA=$(sn_u16 "$state/stp.bin" 2)"
+	[ "$(sn_u16 "$state/stp.bin" 22)" = 4 ] && [ "$(sn_u16 "$state/stp.bin" 2)" = 12 ] || return 1
+	sn_swrite 64 9 && sn_swrite 65 5 && sn_swrite 66 9 || return 1
+	local st
+	st=$(sn_status) || return 1
+	echo "get status: $st"
+	[ "$st" = "2 5 9" ] || return 1
+	nvme dir-receive "$NVCTRL" -n 1 -D 1 -O 1 -b >"$state/stp.bin" || return 1
+	echo "NSO=$(sn_u16 "$state/stp.bin" 24)"
+	[ "$(sn_u16 "$state/stp.bin" 24)" = 2 ] || return 1
+	nvme dir-send "$NVCTRL" -n 1 -D 1 -O 1 -S 5 || return 1
+	st=$(sn_status) || return 1
+	echo "after release identifier 5: $st"
+	[ "$st" = "1 9" ] || return 1
+	nvme dir-send "$NVCTRL" -n 1 -D 1 -O 2 || return 1
+	st=$(sn_status) || return 1
+	nvme dir-receive "$NVCTRL" -n 1 -D 1 -O 1 -b >"$state/stp.bin" || return 1
+	echo "after release resources: $st, NSA=$(sn_u16 "$state/stp.bin" 22)"
+	[ "$st" = 0 ] && [ "$(sn_u16 "$state/stp.bin" 22)" = 0 ]
+}
+check nvme-streams-directive sn_streams
+
+sn_refused() { # sn_refused DESC CMD...: CMD fails with Invalid Field in Command
+	local out
+	if out=$("${@:2}" 2>&1); then
+		echo "$1: accepted: $out"
+		return 1
+	fi
+	echo "$1: $out" | head -2
+	echo "$out" | grep -qi 'invalid.field\|INVALID_FIELD\|0x2\b\|0x4002'
+}
+sn_stream_errors() {
+	sn_refused "enable the Identify directive" nvme dir-send "$NVCTRL" -n 1 -D 0 -O 1 -T 0 -e 1 &&
+		sn_refused "directive type 5" nvme dir-receive "$NVCTRL" -n 1 -D 5 -O 1 -l 32 &&
+		nvme dir-send "$NVCTRL" -n 1 -D 0 -O 1 -T 1 -e 0 &&
+		sn_refused "stream write with Streams disabled" sn_swrite 70 9 &&
+		sn_refused "release resources with Streams disabled" \
+			nvme dir-send "$NVCTRL" -n 1 -D 1 -O 2
+}
+check nvme-streams-errors sn_stream_errors
+
+# ---------------------------------------------------------------- FDP
+FDPNS=7
+sn_fdp_dev() {
+	local n
+	for n in /sys/class/nvme/"${NVCTRL#/dev/}"/nvme*n*; do
+		[ "$(cat "$n/nsid" 2>/dev/null)" = "$FDPNS" ] && [ -b "/dev/${n##*/}" ] &&
+			{ echo "/dev/${n##*/}"; return 0; }
+	done
+	for n in /sys/class/nvme-subsystem/nvme-subsys*/nvme*n*; do
+		[ "$(cat "$n/nsid" 2>/dev/null)" = "$FDPNS" ] && [ -b "/dev/${n##*/}" ] &&
+			{ echo "/dev/${n##*/}"; return 0; }
+	done
+	return 1
+}
+sn_fdp_setup() {
+	ctl namespace_create name=fdp7 backend=file path="$state/fdp7.img" size=64M block_size=4096 \
+		flash_model=true flash_erase_block=65536 || return 1
+	ctl nvmf_ns_attach nqn="$XNQN" namespace=fdp7 nsid=$FDPNS || return 1
+	wait_for 20 sn_fdp_dev || return 1
+	FDPDEV=$(sn_fdp_dev)
+	echo "FDP namespace: $FDPDEV"
+}
+FDPDEV=
+check nvme-fdp-namespace sn_fdp_setup
+
+sn_ruamw() { # RUAMW of placement handle $1 (nvme fdp status, raw)
+	nvme fdp status "$NVCTRL" -n $FDPNS -b >"$state/ruhs.bin" || return 1
+	sn_u64 "$state/ruhs.bin" $((16 + 32 * $1 + 8))
+}
+sn_hbmw() { nvme fdp stats "$NVCTRL" -e $FDPNS -b >"$state/fdpst.bin" && sn_u64 "$state/fdpst.bin" 0; }
+sn_fwrite() { # sn_fwrite LBA DTYPE PID [BLOCKS]: 4 KiB blocks through nvme-cli
+	local nb=${4:-1}
+	head -c $((4096 * nb)) /dev/urandom >"$state/fblk.bin"
+	nvme write "$FDPDEV" -s "$1" -c $((nb - 1)) -z $((4096 * nb)) -d "$state/fblk.bin" \
+		--dir-type "$2" --dir-spec "$3"
+}
+sn_host_events() { # number of host events of type $1 in log 23h
+	nvme fdp events "$NVCTRL" -e $FDPNS -E -b >"$state/fdpev.bin" || return 1
+	python3 - "$state/fdpev.bin" "$1" <<'PY'
+import struct, sys
+d = open(sys.argv[1], 'rb').read()
+n = struct.unpack_from('<I', d, 0)[0]
+print(sum(1 for i in range(n) if d[64 + 64 * i] == int(sys.argv[2], 0)))
+PY
+}
+
+sn_fdp_logs() {
+	[ -n "$FDPDEV" ] || return 1
+	echo "id-ns endgid=$(nvme id-ns "$FDPDEV" -o json | sn_json endgid)"
+	nvme fdp configs "$NVCTRL" -e $FDPNS | head -20
+	nvme fdp configs "$NVCTRL" -e $FDPNS -b >"$state/fdpcfg.bin" || return 1
+	local nruh runs
+	nruh=$(sn_u16 "$state/fdpcfg.bin" $((16 + 8)))
+	runs=$(sn_u64 "$state/fdpcfg.bin" $((16 + 16)))
+	echo "NRUH=$nruh RUNS=$runs FDPA=$(sn_u8 "$state/fdpcfg.bin" 18)"
+	[ "$nruh" = 8 ] && [ "$runs" = 65536 ] || return 1
+	nvme fdp usage "$NVCTRL" -e $FDPNS || return 1
+	nvme fdp status "$NVCTRL" -n $FDPNS | head -12 || return 1
+	[ "$(sn_ruamw 3)" = 16 ] # an untouched handle: a whole 64 KiB reclaim unit of 4 KiB blocks
+}
+check nvme-fdp-configs-usage-status sn_fdp_logs
+
+sn_fdp_writes() {
+	[ -n "$FDPDEV" ] || return 1
+	local h0 h1 r0 r1
+	h0=$(sn_hbmw) && r0=$(sn_ruamw 3) || return 1
+	sn_fwrite 100 2 3 5 || return 1
+	h1=$(sn_hbmw) && r1=$(sn_ruamw 3) || return 1
+	echo "HBMW $h0 -> $h1, RUAMW(3) $r0 -> $r1"
+	nvme fdp stats "$NVCTRL" -e $FDPNS
+	[ $((h1 - h0)) = $((5 * 4096)) ] && [ $((r0 - r1)) = 5 ]
+}
+check nvme-fdp-placement-writes sn_fdp_writes
+
+sn_fdp_update() {
+	[ -n "$FDPDEV" ] || return 1
+	local e0 e1
+	e0=$(sn_host_events 0x00) || return 1
+	nvme fdp update "$NVCTRL" -n $FDPNS -p 3 || return 1
+	e1=$(sn_host_events 0x00) || return 1
+	echo "RUAMW(3) after update: $(sn_ruamw 3); RU-not-fully-written events $e0 -> $e1"
+	[ "$(sn_ruamw 3)" = 16 ] && [ "$e1" = $((e0 + 1)) ]
+}
+check nvme-fdp-update sn_fdp_update
+
+sn_fdp_invalid_pid() {
+	[ -n "$FDPDEV" ] || return 1
+	local e0 e1 e2 r0 r1
+	e0=$(sn_host_events 0x03) && r0=$(sn_ruamw 0) || return 1
+	sn_fwrite 300 2 99 || return 1 # FDP is a hint: written, to handle 0
+	e1=$(sn_host_events 0x03) && r1=$(sn_ruamw 0) || return 1
+	echo "invalid PID events $e0 -> $e1, RUAMW(0) $r0 -> $r1"
+	nvme fdp events "$NVCTRL" -e $FDPNS -E | head -12
+	[ "$e1" = $((e0 + 1)) ] && [ $((r0 - r1)) = 1 ] || return 1
+	nvme fdp set-events "$NVCTRL" -n $FDPNS -p 0 -t 3 || return 1 # without -e: disable
+	sn_fwrite 301 2 98 || return 1
+	e2=$(sn_host_events 0x03) || return 1
+	echo "after set-events (disable 03h): $e2"
+	[ "$e2" = "$e1" ] && nvme fdp set-events "$NVCTRL" -n $FDPNS -p 0 -t 3 -e
+}
+check nvme-fdp-events sn_fdp_invalid_pid
+
+sn_io_mgmt() {
+	[ -n "$FDPDEV" ] || return 1
+	nvme io-mgmt-recv "$NVCTRL" -n $FDPNS -m 1 -l 272 -d "$state/iomr.bin" >/dev/null || return 1
+	echo "io-mgmt-recv: NRUHSD=$(sn_u16 "$state/iomr.bin" 14) PID[2]=$(sn_u16 "$state/iomr.bin" $((16 + 64)))"
+	[ "$(sn_u16 "$state/iomr.bin" 14)" = 8 ] && [ "$(sn_u16 "$state/iomr.bin" $((16 + 64)))" = 2 ] ||
+		return 1
+	printf '\x02\x00' >"$state/pid.bin"
+	nvme io-mgmt-send "$NVCTRL" -n $FDPNS -m 1 -s 0 -l 2 -d "$state/pid.bin" || return 1
+	local out
+	printf '\x63\x00' >"$state/pid.bin" # PID 99: no such handle
+	if out=$(nvme io-mgmt-send "$NVCTRL" -n $FDPNS -m 1 -s 0 -l 2 -d "$state/pid.bin" 2>&1); then
+		echo "PID 99 accepted"
+		return 1
+	fi
+	echo "PID 99: $out"
+	echo "$out" | grep -qi 'placement\|0x2a\|0x402a'
+}
+check nvme-io-mgmt sn_io_mgmt
+
+sn_fdp_errors() {
+	local out
+	if out=$(nvme io-mgmt-recv "$NVCTRL" -n 1 -m 1 -l 272 -d "$state/iomr1.bin" 2>&1); then
+		echo "io-mgmt-recv on NSID 1 accepted"
+		return 1
+	fi
+	echo "NSID 1: $out"
+	echo "$out" | grep -qi 'fdp\|0x29\|0x4029' || return 1
+	sn_refused "fdp configs of group 1" nvme fdp configs "$NVCTRL" -e 1 &&
+		sn_refused "placement write on NSID 1" \
+			nvme write "$NVDEV" -s 0 -c 0 -z 512 -d "$state/sblk.bin" --dir-type 2 --dir-spec 1
+}
+check nvme-fdp-errors sn_fdp_errors
+
+sn_fdp_gone() { ! sn_fdp_dev >/dev/null; }
+sn_fdp_teardown() {
+	ctl nvmf_ns_detach nqn="$XNQN" nsid=$FDPNS || return 1
+	wait_for 20 sn_fdp_gone || return 1
+	ctl namespace_delete name=fdp7
+}
+check nvme-fdp-namespace-gone sn_fdp_teardown
