@@ -24,8 +24,14 @@ chap_try() { # ALG SECRET MUTUAL(0|1) AUTHMETHOD -> 0 when logged in and a block
 	local dev
 	chap_node node.session.auth.authmethod "$4" || return 1
 	chap_node node.session.auth.chap_algs "$1" || return 1
-	chap_node node.session.auth.username linux || return 1
-	chap_node node.session.auth.password "$2" || return 1
+	if [ "$4" = None ]; then
+		# open-iscsi offers CHAP whenever a username is set, whatever authmethod says
+		chap_node node.session.auth.username "" || return 1
+		chap_node node.session.auth.password "" || return 1
+	else
+		chap_node node.session.auth.username linux || return 1
+		chap_node node.session.auth.password "$2" || return 1
+	fi
 	if [ "$3" = 1 ]; then
 		chap_node node.session.auth.username_in slate || return 1
 		chap_node node.session.auth.password_in "$CMSEC" || return 1
@@ -52,9 +58,6 @@ if check chap-setup chap_setup; then
 	done
 	check chap-wrong-secret eval '! chap_try SHA256 not-the-right-secret 0 CHAP'
 	check chap-none-refused eval '! chap_try SHA256 "$CSEC" 0 None'
-	grep -q "^FAIL e2e-cross.chap-none-refused" "$SLATE_LOGDIR/../"*.out 2>/dev/null
-	cat "$SLATE_LOGDIR/chap-none-refused.log" 2>/dev/null | head -20
-	tail -n 8 "$log" | cut -c1-200
 	check chap-no-secret-logged eval '! grep -q -e "$CSEC" -e "$CMSEC" "$log"'
 fi
 iscsiadm -m node -T "$CIQN" -p "127.0.0.1:$ISCSI_PORT" --logout >/dev/null 2>&1
