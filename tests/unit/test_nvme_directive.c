@@ -511,6 +511,21 @@ static void test_fdp(void **s)
         assert_true(events(false, NVME_FDP_EVT_IMPLICIT_RUH) > im0);
 }
 
+static void test_endurance_log(void **s)
+{
+        (void)s;
+        /* Group 2 (the FDP namespace) has written; media units >= data units written. */
+        assert_int_equal(get_log(NVME_LOG_ENDURANCE, 2, 0, 512), 0);
+        uint64_t duw = slate_get_le(buf + 64, 8), muw = slate_get_le(buf + 80, 8);
+        uint64_t hwc = slate_get_le(buf + 112, 8);
+        assert_true(duw > 0);
+        assert_true(muw >= duw);
+        assert_true(hwc >= 20);
+        assert_int_equal(buf[3], 100);
+        assert_int_equal(get_log(NVME_LOG_ENDURANCE, 0, 0, 512), ST(0, NVME_SC_INVALID_FIELD));
+        assert_int_equal(get_log(NVME_LOG_ENDURANCE, 99, 0, 512), ST(0, NVME_SC_INVALID_FIELD));
+}
+
 static void test_hints(void **s)
 {
         (void)s;
@@ -537,9 +552,9 @@ static void test_hints(void **s)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-            cmocka_unit_test(test_identify), cmocka_unit_test(test_identify_directive),
-            cmocka_unit_test(test_streams),  cmocka_unit_test(test_fdp),
-            cmocka_unit_test(test_hints),
+            cmocka_unit_test(test_identify),      cmocka_unit_test(test_identify_directive),
+            cmocka_unit_test(test_streams),       cmocka_unit_test(test_fdp),
+            cmocka_unit_test(test_endurance_log), cmocka_unit_test(test_hints),
         };
         return cmocka_run_group_tests(tests, setup, NULL);
 }
