@@ -6,6 +6,7 @@
  *   slatectl [-s SOCK] METHOD --json '{"name": "disk1", ...}'
  *   slatectl [-s SOCK] top [--once | --iterations N] [--interval SECS]
  *   slatectl [-s SOCK] progress NAME [--once] [--interval SECS]
+ *   slatectl [-s SOCK] flash name=NAME [placement=ID]   (flash_stats as a table)
  *
  * key=value values that look like integers or booleans are sent as JSON
  * numbers/booleans (key:=JSON sends raw JSON, key=str forces nothing else).
@@ -45,6 +46,7 @@ static const char *const builtin_methods[] = {
     "iscsi_portal_list",   "iscsi_session_list",
     "config_save",         "rpc_list",
     "daemon_status",       "log_set_level",
+    "flash_stats",
 };
 
 /* Short names for the common calls. */
@@ -58,6 +60,7 @@ static const struct {
     {"sessions", "iscsi_session_list"},
     {"save", "config_save"},
     {"methods", "rpc_list"},
+    {"flash", "flash_stats"},
 };
 
 static double timeout_s = 30;

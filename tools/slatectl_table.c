@@ -263,6 +263,67 @@ static void print_kv(json_t *o, int indent)
         }
 }
 
+/* flash_stats: the model's geometry and totals, then one row per placement id. */
+static void print_flash(json_t *r)
+{
+        char a[32], b[32], g[32];
+        json_t *t = json_object_get(r, "total");
+        if (!json_is_true(json_object_get(r, "enabled"))) {
+                printf("%s: no flash model (namespace_create flash_model=true); placement ids "
+                       "%" JSON_INTEGER_FORMAT " of %" JSON_INTEGER_FORMAT " in use\n",
+                       json_string_value(json_object_get(r, "name")),
+                       json_integer_value(json_object_get(r, "placements_used")),
+                       json_integer_value(json_object_get(r, "placements_max")));
+        } else {
+                slatectl_bytes(a, sizeof(a),
+                               (uint64_t)json_integer_value(json_object_get(r, "erase_block")));
+                printf("%s: erase block %s, %" JSON_INTEGER_FORMAT "%% over-provisioning, %s GC, "
+                       "%" JSON_INTEGER_FORMAT " of %" JSON_INTEGER_FORMAT
+                       " erase blocks free, %" JSON_INTEGER_FORMAT " GC runs\n",
+                       json_string_value(json_object_get(r, "name")), a,
+                       json_integer_value(json_object_get(r, "op_percent")),
+                       json_string_value(json_object_get(r, "gc")),
+                       json_integer_value(json_object_get(r, "erase_blocks_free")),
+                       json_integer_value(json_object_get(r, "erase_blocks_total")),
+                       json_integer_value(json_object_get(r, "gc_runs")));
+                slatectl_bytes(a, sizeof(a),
+                               (uint64_t)json_integer_value(json_object_get(t, "host_bytes")));
+                slatectl_bytes(b, sizeof(b),
+                               (uint64_t)json_integer_value(json_object_get(t, "media_bytes")));
+                slatectl_bytes(g, sizeof(g),
+                               (uint64_t)json_integer_value(json_object_get(t, "gc_bytes")));
+                printf("write amplification %.3f: host %s, media %s, GC moved %s, "
+                       "%" JSON_INTEGER_FORMAT " erases\n",
+                       json_real_value(json_object_get(t, "write_amplification")), a, b, g,
+                       json_integer_value(json_object_get(t, "erases")));
+        }
+        printf("%-4s %-12s %-10s %10s %10s %10s %7s %7s\n", "ID", "KIND", "KEY", "WRITTEN", "MEDIA",
+               "GC", "ERASES", "WA");
+        size_t i;
+        json_t *p;
+        json_array_foreach(json_object_get(r, "placements"), i, p)
+        {
+                json_t *f = json_object_get(p, "flash");
+                slatectl_bytes(a, sizeof(a),
+                               (uint64_t)json_integer_value(
+                                   json_object_get(f ? f : p, f ? "host_bytes" : "bytes_written")));
+                slatectl_bytes(b, sizeof(b),
+                               (uint64_t)json_integer_value(json_object_get(f, "media_bytes")));
+                slatectl_bytes(g, sizeof(g),
+                               (uint64_t)json_integer_value(json_object_get(f, "gc_bytes")));
+                char key[32];
+                snprintf(key, sizeof(key), "%" JSON_INTEGER_FORMAT,
+                         json_integer_value(json_object_get(p, "key")));
+                json_int_t id = json_integer_value(json_object_get(p, "id"));
+                printf("%-4" JSON_INTEGER_FORMAT
+                       " %-12s %-10s %10s %10s %10s %7" JSON_INTEGER_FORMAT " %7.3f\n",
+                       id, id ? json_string_value(json_object_get(p, "kind")) : "(none)",
+                       id ? key : "-", a, f ? b : "-", f ? g : "-",
+                       json_integer_value(json_object_get(f, "erases")),
+                       json_real_value(json_object_get(f, "write_amplification")));
+        }
+}
+
 int slatectl_table(const char *method, json_t *r)
 {
         static const struct {
@@ -279,6 +340,10 @@ int slatectl_table(const char *method, json_t *r)
                         print_table(tables[i].cols, r);
                         return 0;
                 }
+        }
+        if (strcmp(method, "flash_stats") == 0 && json_is_object(r)) {
+                print_flash(r);
+                return 0;
         }
         if (strcmp(method, "daemon_status") == 0 && json_is_object(r)) {
                 print_kv(r, 0);

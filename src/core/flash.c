@@ -322,17 +322,21 @@ static bool gc_one(struct core_flash *m);
 static bool slot_room(struct core_flash *m, unsigned s, bool gc)
 {
         struct slot *sl = &m->slot[s];
-        if (sl->open != INV && m->eb[sl->open].wp < m->ppb)
-                return true;
-        if (sl->open != INV) {
-                m->eb[sl->open].state = EB_FULL;
-                ev_push(m, CORE_FLASH_EV_RU_FULL, slot_placement(s), sl->open, m->erase_block, 0);
-                sl->open = INV;
-        }
-        if (gc) {
+        for (int pass = 0;; pass++) {
+                if (sl->open != INV && m->eb[sl->open].wp < m->ppb)
+                        return true;
+                if (sl->open != INV) {
+                        m->eb[sl->open].state = EB_FULL;
+                        ev_push(m, CORE_FLASH_EV_RU_FULL, slot_placement(s), sl->open,
+                                m->erase_block, 0);
+                        sl->open = INV;
+                }
+                if (!gc || pass || m->nfree >= GC_RESERVE)
+                        break;
                 unsigned guard = 0;
                 while (m->nfree < GC_RESERVE && guard++ < 4 * m->neb && gc_one(m))
                         ;
+                /* GC may have opened one for s (moving s's own data): look again. */
         }
         if (!m->nfree)
                 return false;

@@ -322,6 +322,11 @@ static void ns_fixed(struct plan *pl, const char *name, json_t *np, json_t *op, 
                 return;
         if (strcmp(key, "physical_block_size") == 0 && json_integer_value(nv) == 0)
                 return;
+        /* The flash model (core/flash.h): off is the same as absent; sizes as sizes. */
+        if (strcmp(key, "flash_model") == 0 && !ov && json_is_false(nv))
+                return;
+        if (strcmp(key, "flash_erase_block") == 0 && ov && psize(np, key, -1) == psize(op, key, -2))
+                return;
         if (strcmp(key, "path") == 0 && json_is_string(ov)) {
                 char a[PATH_MAX], b[PATH_MAX];
                 if (realpath(json_string_value(nv), a) && realpath(json_string_value(ov), b) &&
@@ -472,9 +477,17 @@ static void diff(struct plan *pl, struct model *run, struct model *want, json_t 
                 if (!o)
                         continue;
                 json_t *np = json_object_get(n, "p"), *op = json_object_get(o, "p");
-                static const char *const fixed[] = {
-                    "backend", "path",      "block_size",         "physical_block_size",
-                    "thin",    "removable", "sanitize_rate_mibps"};
+                static const char *const fixed[] = {"backend",
+                                                    "path",
+                                                    "block_size",
+                                                    "physical_block_size",
+                                                    "thin",
+                                                    "removable",
+                                                    "sanitize_rate_mibps",
+                                                    "flash_model",
+                                                    "flash_gc",
+                                                    "flash_op_percent",
+                                                    "flash_erase_block"};
                 for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
                         ns_fixed(pl, k, np, op, fixed[i]);
                 json_t *set = json_pack("{s:s}", "name", k);

@@ -37,6 +37,7 @@
 #include <uuid/uuid.h>
 
 #include "core/atomic.h"
+#include "core/flash.h"
 #include "core/ns.h"
 #include "mgmt/metrics.h"
 #include "iscsi/iscsi.h"
@@ -99,7 +100,7 @@ struct rpc_method {
         const char *name;
         int (*fn)(struct rpc_ctx *c);
         const char *desc;
-        struct param_spec params[16]; /* terminated by name == NULL */
+        struct param_spec params[20]; /* terminated by name == NULL */
 };
 
 static const struct rpc_method rpc_methods[];
@@ -364,7 +365,20 @@ static int h_namespace_create(struct rpc_ctx *c)
             .provision_threshold = psize(c, "provision_threshold", 0),
             .atomic_write_max_set = json_object_get(c->params, "atomic_write_max") != NULL,
             .atomic_write_max = (uint32_t)psize(c, "atomic_write_max", 0),
+            .flash =
+                {
+                    .enable = pbool(c, "flash_model", false),
+                    .erase_block = psize(c, "flash_erase_block", 0),
+                    .op_set = json_object_get(c->params, "flash_op_percent") != NULL,
+                    .op_percent = (uint32_t)puint(c, "flash_op_percent", 0),
+                    .gc_set = json_object_get(c->params, "flash_gc") != NULL,
+                },
         };
+        if (core_flash_gc_parse(pstr(c, "flash_gc", "greedy"), &p.flash.gc) < 0)
+                return inval(c, "'flash_gc' must be greedy or cost-benefit");
+        if (!p.flash.enable && (p.flash.erase_block || p.flash.op_set || p.flash.gc_set))
+                return inval(c, "'flash_erase_block', 'flash_op_percent' and 'flash_gc' need "
+                                "'flash_model': true");
         if (strcmp(p.backend, "mem") != 0 && strcmp(p.backend, "file") != 0 &&
             strcmp(p.backend, "null") != 0)
                 return inval(c, "'backend' must be one of mem, file, null");
@@ -537,6 +551,50 @@ json_t *mgmt_ns_params_json(struct core_ns *ns)
         if (o)
                 json_object_set_new(o, "atomic_write_max",
                                     json_integer((json_int_t)atomic_load(&ns->atomic_max_bytes)));
+        struct core_flash_info fi;
+        core_flash_info(ns, &fi);
+        if (o && fi.enabled) {
+                json_object_set_new(o, "flash_model", json_true());
+                json_object_set_new(o, "flash_erase_block",
+                                    json_integer((json_int_t)fi.erase_block));
+                json_object_set_new(o, "flash_op_percent", json_integer(fi.op_percent));
+                json_object_set_new(o, "flash_gc", json_string(core_flash_gc_name(fi.gc)));
+        }
+        return o;
+}
+
+/* The model's counters as JSON; write_amplification = media / host (0 before any write). */
+static json_t *flash_stats_json(const struct core_flash_stats *s)
+{
+        return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f}", "host_bytes",
+                         (json_int_t)s->host_bytes, "media_bytes", (json_int_t)s->media_bytes,
+                         "gc_bytes", (json_int_t)s->gc_bytes, "erases", (json_int_t)s->erases,
+                         "dealloc_bytes", (json_int_t)s->dealloc_bytes, "valid_bytes",
+                         (json_int_t)s->valid_bytes, "erase_blocks", (json_int_t)s->erase_blocks,
+                         "write_amplification",
+                         s->host_bytes ? (double)s->media_bytes / (double)s->host_bytes : 0.0);
+}
+
+/* namespace_list 'flash' and the head of flash_stats: geometry and totals. */
+static json_t *flash_json(struct core_ns *ns)
+{
+        struct core_flash_info fi;
+        core_flash_info(ns, &fi);
+        json_t *o =
+            json_pack("{s:b, s:i, s:i}", "enabled", fi.enabled, "placements_max",
+                      (int)core_placement_max(ns), "placements_used", (int)core_placement_used(ns));
+        if (!o || !fi.enabled)
+                return o;
+        struct core_flash_stats st;
+        core_flash_stats(ns, CORE_FLASH_ALL, &st);
+        json_object_set_new(o, "unit", json_integer(fi.unit));
+        json_object_set_new(o, "erase_block", json_integer((json_int_t)fi.erase_block));
+        json_object_set_new(o, "op_percent", json_integer(fi.op_percent));
+        json_object_set_new(o, "gc", json_string(core_flash_gc_name(fi.gc)));
+        json_object_set_new(o, "erase_blocks_total", json_integer((json_int_t)fi.total_blocks));
+        json_object_set_new(o, "erase_blocks_free", json_integer((json_int_t)fi.free_blocks));
+        json_object_set_new(o, "gc_runs", json_integer((json_int_t)fi.gc_runs));
+        json_object_set_new(o, "total", flash_stats_json(&st));
         return o;
 }
 
@@ -597,6 +655,7 @@ static void ns_list_one(struct core_ns *ns, void *arg)
                       "bytes", (json_int_t)atomic_load(&ns->copy_stats.bytes), "active_bytes",
                       (json_int_t)atomic_load(&ns->copy_stats.active_bytes), "active_done",
                       (json_int_t)atomic_load(&ns->copy_stats.active_done)));
+        json_object_set_new(o, "flash", flash_json(ns));
         json_array_append_new((json_t *)arg, o);
 }
 
@@ -607,6 +666,71 @@ static int h_namespace_list(struct rpc_ctx *c)
                 return opfail(c, -ENOMEM, "namespace_list", NULL);
         core_ns_foreach(ns_list_one, a);
         c->result = a;
+        return 0;
+}
+
+/*
+ * flash_stats: the flash model of a namespace (core/flash.h): geometry,
+ * totals, every placement id in use or ever written (kind, key, bytes per
+ * hint, the model's counters), the counters of writes without one, and
+ * bytes per access hint.  'placement' narrows it to one id (0 = none).
+ */
+static int h_flash_stats(struct rpc_ctx *c)
+{
+        struct core_ns *ns = core_ns_find(pstr(c, "name", NULL));
+        if (!ns)
+                return opfail(c, -ENOENT, "flash_stats", "no such namespace");
+        json_t *o = flash_json(ns);
+        json_t *pls = json_array();
+        if (!o || !pls) {
+                json_decref(o);
+                json_decref(pls);
+                return opfail(c, -ENOMEM, "flash_stats", NULL);
+        }
+        json_t *only = json_object_get(c->params, "placement");
+        bool model = core_flash_enabled(ns);
+        for (unsigned id = 0; id <= CORE_PLACEMENT_MAX; id++) {
+                if (only && (json_int_t)id != json_integer_value(only))
+                        continue;
+                struct core_placement_info pi;
+                struct core_flash_stats fs;
+                if (id)
+                        core_placement_info(ns, (uint16_t)id, &pi);
+                else
+                        memset(&pi, 0, sizeof(pi));
+                if (model)
+                        core_flash_stats(ns, (uint16_t)id, &fs);
+                if (!only && id && !pi.in_use && !pi.bytes_written && !(model && fs.host_bytes))
+                        continue;
+                json_t *e = json_pack("{s:i, s:b, s:s, s:I, s:I}", "id", (int)id, "in_use",
+                                      id ? pi.in_use : true, "kind",
+                                      core_placement_kind_name(pi.kind), "key", (json_int_t)pi.key,
+                                      "bytes_written", (json_int_t)pi.bytes_written);
+                if (!e)
+                        continue;
+                json_t *hb = json_object();
+                for (unsigned b = 0; b < CORE_HINT_BITS; b++)
+                        if (pi.hint_bytes[b])
+                                json_object_set_new(hb, core_hint_name(b),
+                                                    json_integer((json_int_t)pi.hint_bytes[b]));
+                json_object_set_new(e, "hint_bytes", hb);
+                if (model) {
+                        json_object_set_new(e, "flash", flash_stats_json(&fs));
+                        json_object_set_new(
+                            e, "ru_remaining_bytes",
+                            json_integer((json_int_t)core_flash_ru_remaining(ns, (uint16_t)id)));
+                }
+                json_array_append_new(pls, e);
+        }
+        json_object_set_new(o, "placements", pls);
+        uint64_t hb[CORE_HINT_BITS];
+        core_hint_bytes(ns, hb);
+        json_t *h = json_object();
+        for (unsigned b = 0; b < CORE_HINT_BITS; b++)
+                json_object_set_new(h, core_hint_name(b), json_integer((json_int_t)hb[b]));
+        json_object_set_new(o, "hint_bytes", h);
+        json_object_set_new(o, "name", json_string(ns->name));
+        c->result = o;
         return 0;
 }
 
@@ -990,7 +1114,16 @@ static const struct rpc_method rpc_methods[] = {
       {.name = "atomic_write_max",
        .type = P_SIZE,
        .desc = "largest atomic write in bytes (a multiple of block_size, at most 1 MiB; "
-               "default 64K on file and mem, 0 on null); absent = keep the saved one"}}},
+               "default 64K on file and mem, 0 on null); absent = keep the saved one"},
+      BOOL("flash_model", "model a NAND drive's erase blocks and garbage collection to count "
+                          "write amplification per stream/placement (default false)"),
+      {.name = "flash_erase_block",
+       .type = P_SIZE,
+       .desc = "flash model: erase block (FDP reclaim unit) in bytes, a multiple of the model "
+               "unit (default 1M)"},
+      UINT("flash_op_percent", false, 0, 400,
+           "flash model: over-provisioning in % of the capacity (default 7)"),
+      STR("flash_gc", false, 15, "flash model: greedy | cost-benefit (default greedy)")}},
     {"namespace_delete",
      h_namespace_delete,
      "Delete a namespace (refused while mapped to a LUN); the data file is kept",
@@ -1030,6 +1163,12 @@ static const struct rpc_method rpc_methods[] = {
        .type = P_SIZE,
        .required = true,
        .desc = "hard limit of the space they allocate together (bytes or \"1G\"); 0 removes it"}}},
+    {"flash_stats",
+     h_flash_stats,
+     "Flash model of a namespace: write amplification, GC, erases, per placement id and hint",
+     {{.name = "name", .type = P_NAME, .required = true, .desc = "namespace name"},
+      UINT("placement", false, 0, CORE_PLACEMENT_MAX,
+           "only this placement id (0 = writes without one)")}},
     {"pool_list", h_pool_list, "List provisioning pools with their limit and usage", {}},
     {"iscsi_target_create",
      h_iscsi_target_create,

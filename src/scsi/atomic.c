@@ -168,6 +168,7 @@ enum scsi_parse_result scsi_sbc_write_atomic(struct scsi_cmd *cmd)
         }
         req_setup(cmd, CORE_OP_WRITE, f.lba, f.nlb, io_flags(f.flags) | CORE_REQ_ATOMIC);
         cmd->req.atomic_boundary = f.boundary;
+        scsi_group_tag(cmd, cmd->cdb[f.grp_off], true); /* streams.c */
         cmd->req.iov[0].iov_base = cmd->buf;
         cmd->req.iov[0].iov_len = (size_t)bytes;
         cmd->req.iovcnt = 1;
@@ -351,6 +352,7 @@ void scsi_sbc_write_scattered_exec(struct scsi_cmd *cmd)
         req_setup(cmd, CORE_OP_WRITE_SCATTERED, 0, (uint32_t)total, flags);
         cmd->req.ranges = ranges;
         cmd->req.nr_ranges = nr;
+        scsi_group_tag(cmd, cmd->cdb[f.grp_off], true); /* streams.c */
         cmd->req.iov[0].iov_base = cmd->buf + ((size_t)lbdof << ns->block_shift);
         cmd->req.iov[0].iov_len = (size_t)total << ns->block_shift;
         cmd->req.iovcnt = 1;

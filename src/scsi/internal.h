@@ -113,6 +113,14 @@ uint8_t scsi_op_sa_off(uint8_t opcode);
 /* op if this LU offers it (SCSI_OPF_LBP needs a thin namespace), else NULL. */
 const struct scsi_op *scsi_op_for_lu(const struct scsi_op *op, const struct core_ns *ns);
 
+/* Streams and GROUP NUMBER (streams.c). */
+#define SCSI_GROUPS          64 /* GROUP NUMBER 0..63: IO advice hints group descriptors */
+#define SCSI_GROUP_DESC_LEN  16
+#define SCSI_GROUP_STATS_MAX 31 /* Group Statistics and Performance (1..31) */
+#define SCSI_STREAMS_MAX     16 /* MAXIMUM NUMBER OF STREAMS (at most core_placement_max) */
+#define SCSI_STREAMS_PERM    5  /* permanent streams 1..5 = GROUP NUMBER 1..5 */
+#define SCSI_GROUPING_LEN    (16 + SCSI_GROUPS * SCSI_GROUP_DESC_LEN) /* page 0Ah/05h */
+
 /*
  * ---- Per-LU SCSI state, hung off core_ns.scsi_state (target.c) ----
  * Only what is the SCSI protocol's own: write protection, ready/stopped/
@@ -127,6 +135,21 @@ struct scsi_lu_state {
         /* SANITIZE with IMMED=0 waiting for the core's operation to end
          * (sanitize.c; on the reactor that started it). */
         struct scsi_cmd *san_waiter;
+        /*
+         * Streams and IO advice hints (streams.c).  streams_lock serializes
+         * STREAM CONTROL and MODE SELECT of the grouping page; the data path
+         * reads group_desc[g][0] and group_hints without it (a change lands
+         * between two commands) and counts group_stats with relaxed atomics.
+         */
+        pthread_mutex_t streams_lock;
+        _Atomic bool streams_ready;
+        uint32_t perm_held; /* permanent stream ids whose placement id we hold (bit per id) */
+        uint8_t group_desc[SCSI_GROUPS][SCSI_GROUP_DESC_LEN]; /* mode page 0Ah/05h, current */
+        _Atomic uint8_t group_hints[SCSI_GROUPS];             /* CORE_HINT_* per GROUP NUMBER */
+        struct scsi_group_stats {
+                _Atomic uint64_t read_cmds, write_cmds, blocks_received, blocks_transmitted;
+                _Atomic uint64_t read_fua, write_fua;
+        } group_stats[SCSI_GROUP_STATS_MAX]; /* log pages 19h/01h-1Fh, groups 1..31 */
 };
 
 /* Returns the LU's state, allocating it on first use; NULL only on ENOMEM. */
@@ -241,6 +264,34 @@ void scsi_sbc_write_scattered_exec(struct scsi_cmd *cmd);
 bool scsi_lu_has_atomic(const struct core_ns *ns);
 /* The fuzzer: run the WRITE SCATTERED parameter-list check of cmd (parsed) on len bytes of buf. */
 void scsi_scatter_fuzz_params(struct scsi_cmd *cmd, uint32_t len);
+
+/*
+ * streams.c: streams (STREAM CONTROL, GET STREAM STATUS, WRITE STREAM),
+ * permanent streams and access hints by GROUP NUMBER, and their pages.
+ */
+/* MAXIMUM NUMBER OF STREAMS; the permanent ones among them (ids 1..perm). */
+unsigned scsi_streams_max(const struct core_ns *ns);
+unsigned scsi_streams_perm(const struct core_ns *ns);
+/* Set the LU's grouping descriptors to their defaults and, with placements, take the
+ * permanent streams' placement ids.  Once per LU state; later calls do nothing. */
+void scsi_streams_lu_init(struct core_ns *ns, struct scsi_lu_state *st, bool placements);
+/* A read or write command's GROUP NUMBER (cmd->req built): the group's hints, its permanent
+ * stream's placement (writes) and the per-group statistics. */
+void scsi_group_tag(struct scsi_cmd *cmd, uint8_t group, bool write);
+/* CORE_HINT_* of a logical block markup descriptor (12 bytes). */
+uint8_t scsi_lbm_hints(const uint8_t *lbm);
+enum scsi_parse_result scsi_sbc_write_stream(struct scsi_cmd *cmd);
+enum scsi_parse_result scsi_stream_control(struct scsi_cmd *cmd);
+enum scsi_parse_result scsi_get_stream_status(struct scsi_cmd *cmd);
+/* VPD B7h bytes 5-13 (page: the whole page, header included). */
+void scsi_streams_vpd_b7(const struct core_ns *ns, uint8_t *page);
+/* Mode page 0Ah/05h descriptors (after the 16-byte head) for a page control. */
+void scsi_grouping_page_build(struct core_ns *ns, int pc, uint8_t *p);
+/* Check and apply a MODE SELECT of the page (p: its first byte at parameter list offset off);
+ * 0, or -EINVAL with the sense set.  *changed when anything changed. */
+int scsi_grouping_page_select(struct scsi_cmd *cmd, const uint8_t *p, uint32_t off, bool *changed);
+/* Log page 19h/(cdb[3]) parameters from ppc on; -1 past the last. */
+int scsi_group_stats_page(struct scsi_cmd *cmd, uint16_t ppc, uint8_t *p);
 
 /* log.c: LOG SENSE (SPC-5 6.8) from the table of log pages. */
 enum scsi_parse_result scsi_log_sense(struct scsi_cmd *cmd);

@@ -8,7 +8,9 @@
  * used LBA mapping resource counts (parameters 0001h and 0002h) in
  * threshold sets (2^THRESHOLD EXPONENT blocks, VPD B2h) and SCOPE 01b
  * (dedicated to this LU; 10b for the available count when a pool's limit
- * bounds it), from the core's counters (core_ns_provision_info).
+ * bounds it), from the core's counters (core_ns_provision_info), and the
+ * Group Statistics and Performance (n) pages 19h/01h-1Fh: read and write
+ * commands and blocks per GROUP NUMBER (streams.c counts them).
  *
  * Every page control (PC) returns the current values: no page here has
  * thresholds or resettable cumulative values of its own.  Log parameters
@@ -69,11 +71,24 @@ static int lbp_page(struct scsi_cmd *cmd, uint16_t ppc, uint8_t *p)
         return (int)n;
 }
 
+// clang-format off
 static const struct log_page log_pages[] = {
     {0x00, 0x00, NULL, NULL},
     {0x00, 0xff, NULL, NULL},
     {0x0c, 0x00, thin_lu, lbp_page},
+    /* Group Statistics and Performance (1..31) (SPC-5 7.3.7; streams.c). */
+#define GROUP_STATS(n) {0x19, n, NULL, scsi_group_stats_page}
+    GROUP_STATS(0x01), GROUP_STATS(0x02), GROUP_STATS(0x03), GROUP_STATS(0x04),
+    GROUP_STATS(0x05), GROUP_STATS(0x06), GROUP_STATS(0x07), GROUP_STATS(0x08),
+    GROUP_STATS(0x09), GROUP_STATS(0x0a), GROUP_STATS(0x0b), GROUP_STATS(0x0c),
+    GROUP_STATS(0x0d), GROUP_STATS(0x0e), GROUP_STATS(0x0f), GROUP_STATS(0x10),
+    GROUP_STATS(0x11), GROUP_STATS(0x12), GROUP_STATS(0x13), GROUP_STATS(0x14),
+    GROUP_STATS(0x15), GROUP_STATS(0x16), GROUP_STATS(0x17), GROUP_STATS(0x18),
+    GROUP_STATS(0x19), GROUP_STATS(0x1a), GROUP_STATS(0x1b), GROUP_STATS(0x1c),
+    GROUP_STATS(0x1d), GROUP_STATS(0x1e), GROUP_STATS(0x1f),
+#undef GROUP_STATS
 };
+// clang-format on
 
 #define N_PAGES (sizeof(log_pages) / sizeof(log_pages[0]))
 

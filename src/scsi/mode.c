@@ -1,7 +1,10 @@
 /*
  * MODE SENSE(6)/(10) and MODE SELECT(6)/(10) (SPC-5 6.11-6.14, 7.5): the
  * caching page (08h, SBC-4 6.5.5; WCE maps to core_ns.wce), the control
- * page (0Ah, SPC-5 7.5.8; D_SENSE and SWP changeable), the informational
+ * page (0Ah, SPC-5 7.5.8; D_SENSE and SWP changeable), the IO advice hints
+ * grouping page (0Ah/05h, SBC-4 6.5.7; built and selected by streams.c:
+ * IO ADVICE HINTS MODE, CS_ENBLE, IC_ENABLE and the logical block markup
+ * changeable, ST_ENBLE fixed; not saved), the informational
  * exceptions control page (1Ch, SPC-5 7.5.12) and, on a thin LU whose
  * backend reports its allocation, the Logical Block Provisioning page
  * (1Ch/02h, SBC-4 6.5.8) with one threshold descriptor: a soft threshold,
@@ -41,10 +44,9 @@ static const struct mode_page {
         uint32_t len;
         bool (*present)(const struct core_ns *ns); /* NULL: every LU */
 } mode_pages[] = {
-    {0x08, 0x00, CACHING_LEN, NULL},
-    {0x0a, 0x00, CONTROL_LEN, NULL},
-    {0x1c, 0x00, IEC_LEN, NULL},
-    {0x1c, 0x02, LBP_LEN, lbp_page_present},
+    {0x08, 0x00, CACHING_LEN, NULL},       {0x0a, 0x00, CONTROL_LEN, NULL},
+    {0x0a, 0x05, SCSI_GROUPING_LEN, NULL}, /* IO advice hints grouping (streams.c) */
+    {0x1c, 0x00, IEC_LEN, NULL},           {0x1c, 0x02, LBP_LEN, lbp_page_present},
 };
 
 static const struct mode_page *find_page(const struct core_ns *ns, uint8_t page, uint8_t subpage)
@@ -91,6 +93,10 @@ static uint32_t build_page(struct scsi_cmd *cmd, const struct mode_page *mp, int
                         p[2] = atomic_load(&ns->wce) ? 0x04 : 0;
                 break;
         case 0x0a:
+                if (mp->subpage == 0x05) {
+                        scsi_grouping_page_build(ns, pc, p);
+                        break;
+                }
                 if (pc == PC_CHANGEABLE) {
                         p[2] = 0x04; /* D_SENSE */
                         p[4] = 0x08; /* SWP */
@@ -193,7 +199,8 @@ enum scsi_parse_result scsi_mode_sense(struct scsi_cmd *cmd)
                 put_be16(&h->bd_len, (uint16_t)bd);
         } else {
                 struct scsi_mode_hdr6 *h = (void *)b;
-                h->data_len = (uint8_t)(len - 1);
+                /* One byte: the grouping page does not fit; what does fit is sent (our choice). */
+                h->data_len = (uint8_t)(len - 1 > 0xff ? 0xff : len - 1);
                 h->dev_specific = 0x10 | (core_ns_wp(ns) ? 0x80 : 0);
                 h->bd_len = (uint8_t)bd;
         }
@@ -261,7 +268,7 @@ static bool select_page(struct scsi_cmd *cmd, const uint8_t *p, uint32_t off, bo
         struct scsi_lu_state *st = ns->scsi_state;
         bool spf = p[0] & 0x40;
         const struct mode_page *mp = find_page(ns, p[0] & 0x3f, spf ? p[1] : 0);
-        uint8_t cur[32], chg[32];
+        uint8_t cur[SCSI_GROUPING_LEN], chg[SCSI_GROUPING_LEN]; /* the longest page */
 
         if (!mp || (mp->subpage != 0) != spf) {
                 scsi_sense_invalid_field(cmd, false,
@@ -295,6 +302,8 @@ static bool select_page(struct scsi_cmd *cmd, const uint8_t *p, uint32_t off, bo
                 core_ns_set_wce(ns, p[2] & 0x04, cmd->nexus);
                 break;
         case 0x0a: {
+                if (mp->subpage == 0x05)
+                        return scsi_grouping_page_select(cmd, p, off, changed) == 0;
                 bool d = p[2] & 0x04;
                 if (d != st->d_sense) {
                         st->d_sense = d;

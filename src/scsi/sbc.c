@@ -6,7 +6,9 @@
  * DEFECT DATA (10/12).  Parse checks every CDB field and the LBA range
  * (core_ns_range_ok, overflow safe) and builds cmd->req; exec submits it
  * to the block core, whose status comes back through
- * scsi_status_from_core().
+ * scsi_status_from_core().  The GROUP NUMBER of reads and writes becomes
+ * the request's hints and, for a permanent stream, its placement
+ * (streams.c).
  */
 #include <string.h>
 
@@ -156,6 +158,13 @@ static void req_scratch(struct scsi_cmd *cmd)
         cmd->req.scratch_len = scratch_room(cmd);
 }
 
+/* The command's GROUP NUMBER (cmd->req built): hints, permanent stream, statistics. */
+static void group_tag(struct scsi_cmd *cmd, const struct rw_fields *f, bool write)
+{
+        if (f->grp_off)
+                scsi_group_tag(cmd, cmd->cdb[f->grp_off], write);
+}
+
 static uint32_t io_flags(uint8_t byte1)
 {
         return ((byte1 & 0x08) ? CORE_REQ_FUA : 0) | ((byte1 & 0x10) ? CORE_REQ_DPO : 0);
@@ -205,6 +214,7 @@ enum scsi_parse_result scsi_sbc_rw(struct scsi_cmd *cmd)
                         return good_done(cmd);
                 req_init(cmd, CORE_OP_WRITE, f.lba, nlb, io_flags(f.flags));
                 req_data(cmd, nlb * bs);
+                group_tag(cmd, &f, true);
                 cmd->data_out_len = nlb * bs;
         } else {
                 uint32_t want = (uint64_t)cmd->edtl < bytes ? cmd->edtl : (uint32_t)bytes;
@@ -213,6 +223,7 @@ enum scsi_parse_result scsi_sbc_rw(struct scsi_cmd *cmd)
                         return good_done(cmd);
                 req_init(cmd, CORE_OP_READ, f.lba, nlb, io_flags(f.flags));
                 req_data(cmd, nlb * bs);
+                group_tag(cmd, &f, false);
                 cmd->aux = want;
         }
         return SCSI_PARSE_EXEC;
@@ -297,6 +308,7 @@ enum scsi_parse_result scsi_sbc_write_verify(struct scsi_cmd *cmd)
         /* Written durably before status; the medium check is the write itself. */
         req_init(cmd, CORE_OP_WRITE, f.lba, nlb, CORE_REQ_FUA | io_flags(f.flags & 0x10));
         req_data(cmd, nlb * bs);
+        group_tag(cmd, &f, true);
         cmd->data_out_len = nlb * bs;
         return SCSI_PARSE_EXEC;
 }
@@ -338,6 +350,7 @@ enum scsi_parse_result scsi_sbc_caw(struct scsi_cmd *cmd)
                 return good_done(cmd);
         req_init(cmd, CORE_OP_COMPARE_AND_WRITE, f.lba, f.nlb, io_flags(f.flags));
         req_data(cmd, (uint32_t)bytes);
+        group_tag(cmd, &f, true);
         req_scratch(cmd);
         cmd->data_out_len = (uint32_t)bytes;
         return SCSI_PARSE_EXEC;
@@ -365,6 +378,7 @@ enum scsi_parse_result scsi_sbc_orwrite(struct scsi_cmd *cmd)
         }
         req_init(cmd, CORE_OP_ORWRITE, f.lba, f.nlb, io_flags(f.flags));
         req_data(cmd, (uint32_t)bytes);
+        group_tag(cmd, &f, true);
         req_scratch(cmd);
         cmd->data_out_len = (uint32_t)bytes;
         return SCSI_PARSE_EXEC;
@@ -438,6 +452,7 @@ enum scsi_parse_result scsi_sbc_write_same(struct scsi_cmd *cmd)
         }
         req_init(cmd, CORE_OP_WRITE_SAME, f.lba, f.nlb, 0);
         req_data(cmd, bs);
+        group_tag(cmd, &f, true);
         req_scratch(cmd); /* the core replicates the block there */
         cmd->data_out_len = bs;
         return SCSI_PARSE_EXEC;

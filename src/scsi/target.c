@@ -24,8 +24,11 @@
 struct scsi_lu_state *scsi_lu_state(struct core_ns *ns)
 {
         struct scsi_lu_state *st = __atomic_load_n(&ns->scsi_state, __ATOMIC_ACQUIRE);
-        if (st)
+        if (st) {
+                if (!st->streams_ready) /* a racing first user is still setting it up */
+                        scsi_streams_lu_init(ns, st, true);
                 return st;
+        }
         pthread_mutex_lock(&ns->lock);
         st = ns->scsi_state;
         if (!st) {
@@ -36,6 +39,9 @@ struct scsi_lu_state *scsi_lu_state(struct core_ns *ns)
                 }
         }
         pthread_mutex_unlock(&ns->lock);
+        /* Outside ns->lock: it takes the core's placement ids (streams.c). */
+        if (st)
+                scsi_streams_lu_init(ns, st, true);
         return st;
 }
 
@@ -672,6 +678,7 @@ int scsi_fuzz_one(const uint8_t *cdb, size_t len)
         cmd.buf = buf;
         cmd.buf_len = sizeof(buf);
         st = (struct scsi_lu_state){0};
+        scsi_streams_lu_init(&ns, &st, false);
         atomic_store(&ns.prov.limit, 0);
         atomic_store(&ns.prov.threshold, 0);
         enum scsi_parse_result r = scsi_cmd_parse(&cmd);

@@ -8,10 +8,11 @@
  * enforces), and on thin LUs B2h logical block provisioning
  * (with the Block Limits unmap fields).  B0h's atomic fields come from
  * the core's atomic limits (core/atomic.h); B7h block limits extension
- * carries the WRITE SCATTERED limits (its stream fields are zero: no
- * streams yet); C0h is Slate's vendor page for the atomic scattered write
- * (atomic.c).  Every designator derives from the namespace UUID (see
- * STANDARDS.md section 5).
+ * carries the stream limits (streams.c: MAXIMUM NUMBER OF STREAMS, RSCS=1
+ * for the permanent streams) and the WRITE SCATTERED limits; 86h sets
+ * GROUP_SUP (GROUP NUMBER is honoured, streams.c); C0h is Slate's vendor page for the atomic
+ * scattered write (atomic.c).  Every designator derives from the namespace UUID (see STANDARDS.md
+ * section 5).
  */
 #include <stdio.h>
 #include <string.h>
@@ -282,8 +283,8 @@ int scsi_vpd_build(struct scsi_cmd *cmd, uint8_t page, uint8_t *out, uint32_t ca
                 break;
         case 0x86:
                 n = 0x3c;
-                p[1] = 0x01; /* SIMPSUP */
-                p[3] = 0x01; /* LUICLR */
+                p[1] = 0x10 | 0x01; /* GROUP_SUP (streams.c), SIMPSUP */
+                p[3] = 0x01;        /* LUICLR */
                 break;
         case 0xb0: {
                 struct scsi_vpd_block_limits *b = (void *)out;
@@ -317,11 +318,11 @@ int scsi_vpd_build(struct scsi_cmd *cmd, uint8_t page, uint8_t *out, uint32_t ca
                 break;
         }
         case 0xb7: {
-                /* Block Limits Extension (SBC-4 6.6.5): WRITE SCATTERED; streams are not offered.
-                 */
+                /* Block Limits Extension (SBC-4 6.6.5): streams (streams.c), WRITE SCATTERED. */
                 struct scsi_scatter_limits sl;
                 scsi_scatter_limits(ns, &sl);
                 n = 0x3c;
+                scsi_streams_vpd_b7(ns, out);
                 slate_put_be(out + 16, 4, sl.max_range_blocks);
                 slate_put_be(out + 22, 2, sl.max_ranges);
                 slate_put_be(out + 24, 4, sl.max_total_blocks);

@@ -210,7 +210,7 @@ static void test_limits_shown(void **state)
         assert_int_equal(cmd.status, SAM_STAT_GOOD);
         assert_int_equal(buf[1], 0xb7);
         assert_int_equal(slate_be16(buf + 2), 0x3c);
-        assert_int_equal(slate_be16(buf + 6), 0);
+        assert_int_equal(slate_be16(buf + 6), scsi_streams_max(n0)); /* streams.c */
         assert_int_equal(slate_be32(buf + 16), sl.max_range_blocks);
         assert_int_equal(slate_be16(buf + 22), sl.max_ranges);
         assert_int_equal(slate_be32(buf + 24), sl.max_total_blocks);

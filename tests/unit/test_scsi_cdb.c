@@ -175,7 +175,7 @@ static void test_reserved_bits_field_pointer(void **state)
 
 static void test_unsupported(void **state)
 {
-        uint8_t cdb[16] = {0x9a}; /* WRITE STREAM(16): later issue */
+        uint8_t cdb[16] = {0xa2}; /* SECURITY PROTOCOL IN: not offered */
         (void)state;
         assert_int_equal(run(cdb, 16, 0, 0), SCSI_PARSE_DONE);
         expect_sense(SK_ILLEGAL_REQUEST, 0x20, 0x00);

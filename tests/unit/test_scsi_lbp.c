@@ -132,14 +132,19 @@ static void test_log_sense(void **state)
         assert_int_equal(slate_be16(buf + 2), 2);
         assert_int_equal(buf[4], 0x00);
         assert_int_equal(buf[5], 0x0c);
-        /* Pages and subpages: 00/00, 00/FF, 0C/00, in subpage format. */
+        /* Pages and subpages: 00/00, 00/FF, 0C/00, then the group statistics 19/01..19/1F
+         * (streams.c), in subpage format. */
         log_sense(0x00, 0xff, 0, 512);
         assert_int_equal(cmd.status, SAM_STAT_GOOD);
         assert_int_equal(buf[0] & 0x40, 0x40);
         assert_int_equal(buf[1], 0xff);
-        assert_int_equal(slate_be16(buf + 2), 6);
+        assert_int_equal(slate_be16(buf + 2), 6 + 2 * 31);
         uint8_t want[6] = {0x00, 0x00, 0x00, 0xff, 0x0c, 0x00};
         assert_memory_equal(buf + 4, want, 6);
+        for (unsigned g = 1; g <= 31; g++) {
+                assert_int_equal(buf[8 + 2 * g], 0x19);
+                assert_int_equal(buf[9 + 2 * g], g);
+        }
         /* 0Ch/FFh: the subpages of page 0Ch. */
         log_sense(0x0c, 0xff, 0, 512);
         assert_int_equal(cmd.status, SAM_STAT_GOOD);
@@ -256,10 +261,15 @@ static void test_mode_page(void **state)
         uint8_t cdb[10] = {0x5a, 0x08, 0xc8, 0x00, 0, 0, 0, 0x01, 0x00, 0};
         run(cdb, 10, 256);
         expect_sense(SK_ILLEGAL_REQUEST, 0x39, 0x00);
-        /* All pages and subpages: the four of them; all pages, subpage 00h: three. */
+        /* All pages and subpages: the five of them (the IO advice hints grouping page 0Ah/05h
+         * needs MODE SENSE(10)); all pages, subpage 00h: three. */
+        uint8_t all10[10] = {0x5a, 0x08, 0x3f, 0xff, 0, 0, 0, 0x10, 0x00, 0};
+        run(all10, 10, 4096);
+        assert_int_equal(cmd.data_in_len, 8 + 20 + 12 + SCSI_GROUPING_LEN + 12 + 24);
         uint8_t all[6] = {0x1a, 0x08, 0x3f, 0xff, 0xff, 0};
         run(all, 6, 255);
-        assert_int_equal(cmd.data_in_len, 4 + 20 + 12 + 12 + 24);
+        assert_int_equal(cmd.data_in_len, 255); /* MODE DATA LENGTH is one byte: capped */
+        assert_int_equal(buf[0], 0xff);
         all[3] = 0;
         run(all, 6, 255);
         assert_int_equal(cmd.data_in_len, 4 + 20 + 12 + 12);

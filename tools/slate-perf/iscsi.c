@@ -38,7 +38,39 @@ struct iscsi_tctx {
         char portal[512];
         char target[512];
         int lun;
+        uint16_t stream[2]; /* --place stream: the ids STREAM CONTROL assigned (tags 1, 2) */
+        const struct perf_opts *o;
 };
+
+/*
+ * STREAM CONTROL (SBC-4 5.27, 9Eh/14h): OPEN (STR_CTL 01b) returns the
+ * assigned stream id in bytes 4-5 of its parameter data; CLOSE (10b) the
+ * stream STR_ID names.  0, or -EIO with a message.
+ */
+static int stream_control(struct iscsi_context *ctx, int lun, bool open, uint16_t *id)
+{
+        unsigned char cdb[16] = {0x9e, (unsigned char)(0x14 | (open ? 1 : 2) << 5)};
+        if (!open) {
+                cdb[4] = (unsigned char)(*id >> 8);
+                cdb[5] = (unsigned char)*id;
+        }
+        cdb[13] = open ? 8 : 0; /* ALLOCATION LENGTH (bytes 10-13) */
+        struct scsi_task *task =
+            scsi_create_task(16, cdb, open ? SCSI_XFER_READ : SCSI_XFER_NONE, open ? 8 : 0);
+        if (!task)
+                return -ENOMEM;
+        int rc = 0;
+        if (!iscsi_scsi_command_sync(ctx, lun, task, NULL) || task->status != SCSI_STATUS_GOOD ||
+            (open && task->datain.size < 6)) {
+                fprintf(stderr, "slate-perf: STREAM CONTROL %s failed: %s\n",
+                        open ? "OPEN" : "CLOSE", iscsi_get_error(ctx));
+                rc = -EIO;
+        } else if (open) {
+                *id = (uint16_t)(task->datain.data[4] << 8 | task->datain.data[5]);
+        }
+        scsi_free_scsi_task(task);
+        return rc;
+}
 
 static struct iscsi_context *iscsi_login(const struct perf_opts *o, struct iscsi_tctx *t, char *err,
                                          size_t errlen)
@@ -103,6 +135,13 @@ static int iscsi_probe(const struct perf_opts *o, struct perf_geom *g, void **tc
         }
         if (task)
                 scsi_free_scsi_task(task);
+        /* --place stream: one stream per lifetime, opened for the whole run. */
+        t->o = o;
+        for (unsigned i = 0; i < 2 && !rc && o->place == PERF_PLACE_STREAM; i++)
+                rc = stream_control(ctx, t->lun, true, &t->stream[i]);
+        if (o->verbose && o->place == PERF_PLACE_STREAM && !rc)
+                fprintf(stderr, "slate-perf: streams %u (hot) and %u (cold) opened\n", t->stream[0],
+                        t->stream[1]);
         iscsi_logout_sync(ctx);
         iscsi_destroy_context(ctx);
         if (rc) {
@@ -164,17 +203,39 @@ static void slot_submit(struct iscsi_slot *s)
         struct perf_io io;
         perf_next_io(w, &io);
         s->write = io.write;
-        s->iov.iov_len = w->o->bs;
+        s->iov.iov_len = w->bs;
         s->start_ns = perf_now_ns();
         struct scsi_task *task;
-        if (io.write)
-                task = iscsi_write16_iov_task(iw->ctx, iw->t->lun, io.lba, NULL, w->o->bs,
-                                              (int)w->g->lba_size, 0, 0, 0, 0, 0, slot_done, s,
-                                              &s->iov, 1);
-        else
-                task = iscsi_read16_iov_task(iw->ctx, iw->t->lun, io.lba, w->o->bs,
-                                             (int)w->g->lba_size, 0, 0, 0, 0, 0, slot_done, s,
-                                             &s->iov, 1);
+        if (io.write && w->tag && w->o->place == PERF_PLACE_STREAM) {
+                /* WRITE STREAM(16) (SBC-4 5.53): LBA 2-9, STR_ID 10-11, TRANSFER LENGTH 12-13 */
+                uint32_t nlb = w->bs / w->g->lba_size;
+                uint16_t sid = iw->t->stream[w->tag - 1];
+                unsigned char cdb[16] = {0x9a};
+                for (int i = 0; i < 8; i++)
+                        cdb[2 + i] = (unsigned char)(io.lba >> (56 - 8 * i));
+                cdb[10] = (unsigned char)(sid >> 8);
+                cdb[11] = (unsigned char)sid;
+                cdb[12] = (unsigned char)(nlb >> 8);
+                cdb[13] = (unsigned char)nlb;
+                task = scsi_create_task(16, cdb, SCSI_XFER_WRITE, (int)w->bs);
+                if (task) {
+                        scsi_task_set_iov_out(task, &s->iov, 1);
+                        if (iscsi_scsi_command_async(iw->ctx, iw->t->lun, task, slot_done, NULL,
+                                                     s)) {
+                                scsi_free_scsi_task(task);
+                                task = NULL;
+                        }
+                }
+        } else if (io.write) {
+                /* --place group: GROUP NUMBER (byte 14 bits 5:0) = the worker's tag */
+                task = iscsi_write16_iov_task(
+                    iw->ctx, iw->t->lun, io.lba, NULL, w->bs, (int)w->g->lba_size, 0, 0, 0, 0,
+                    w->o->place == PERF_PLACE_GROUP ? w->tag : 0, slot_done, s, &s->iov, 1);
+        } else {
+                task =
+                    iscsi_read16_iov_task(iw->ctx, iw->t->lun, io.lba, w->bs, (int)w->g->lba_size,
+                                          0, 0, 0, 0, 0, slot_done, s, &s->iov, 1);
+        }
         if (!task) {
                 if (!w->rc) {
                         snprintf(w->err, sizeof(w->err), "cannot queue a SCSI command: %s",
@@ -204,11 +265,11 @@ static void iscsi_worker(struct perf_worker *w)
         }
         for (unsigned i = 0; i < o->qd; i++) {
                 iw.slots[i].iw = &iw;
-                if (posix_memalign(&iw.slots[i].iov.iov_base, 4096, o->bs)) {
+                if (posix_memalign(&iw.slots[i].iov.iov_base, 4096, w->bs)) {
                         perf_worker_fail(w, -ENOMEM, "out of memory");
                         goto out;
                 }
-                perf_fill_pattern(iw.slots[i].iov.iov_base, o->bs, ((uint64_t)w->id << 32) | i);
+                perf_fill_pattern(iw.slots[i].iov.iov_base, w->bs, ((uint64_t)w->id << 32) | i);
         }
         if (perf_worker_ready(w))
                 goto out;
@@ -264,6 +325,18 @@ out:
 
 static void iscsi_close(void *tctx)
 {
+        struct iscsi_tctx *t = tctx;
+        if (t && t->o->place == PERF_PLACE_STREAM) { /* close the streams the probe opened */
+                char err[600];
+                struct iscsi_context *ctx = iscsi_login(t->o, t, err, sizeof(err));
+                if (ctx) {
+                        for (unsigned i = 0; i < 2; i++)
+                                if (t->stream[i])
+                                        stream_control(ctx, t->lun, false, &t->stream[i]);
+                        iscsi_logout_sync(ctx);
+                        iscsi_destroy_context(ctx);
+                }
+        }
         free(tctx);
 }
 

@@ -47,6 +47,17 @@ static void usage(FILE *f)
                 "      --kato MS            NVMe keep-alive timeout (default 10000)\n"
                 "      --poll               busy-poll the sockets instead of sleeping in poll()\n"
                 "      --json               machine-readable report on stdout\n"
+                "      --workload lifetimes  mixed lifetimes (issue 9): queue 0 writes -b sized\n"
+                "                           cold data sequentially past the hot region, the\n"
+                "                           other queues (-Q, at least 2) rewrite --hot-bs\n"
+                "                           blocks at random in it, equal bytes of each\n"
+                "      --hot-span SIZE      the hot region (default 16m)\n"
+                "      --hot-bs SIZE        hot write size (default 4k)\n"
+                "      --bytes SIZE         stop after writing SIZE bytes (instead of -d)\n"
+                "      --place none|stream|group|fdp  tag each lifetime's writes: SCSI\n"
+                "                           WRITE STREAM(16) / NVMe DTYPE 1 stream (stream),\n"
+                "                           SCSI GROUP NUMBER 2 and 5 (group), NVMe DTYPE 2\n"
+                "                           placement handles 1 and 2 (fdp)\n"
                 "  -v, --verbose            log connection steps to stderr\n"
                 "  -h, --help\n");
 }
@@ -137,7 +148,16 @@ void perf_next_io(struct perf_worker *w, struct perf_io *io)
         const struct perf_opts *o = w->o;
         uint64_t slots = w->region_blocks / w->io_blocks;
         uint64_t slot;
-        if (o->random) {
+        if (o->lifetimes && w->cold) {
+                /* Never ahead of the hot queues: equal bytes of each lifetime. */
+                while (atomic_load(&perf_run.cold_issued) > atomic_load(&perf_run.hot_issued) &&
+                       perf_running(perf_now_ns()))
+                        usleep(20);
+                atomic_fetch_add(&perf_run.cold_issued, w->bs);
+        } else if (o->lifetimes) {
+                atomic_fetch_add(&perf_run.hot_issued, w->bs);
+        }
+        if (o->lifetimes ? !w->cold : o->random) {
                 slot = rng_next(&w->rng) % slots;
         } else {
                 slot = w->seq_next++;
@@ -164,13 +184,16 @@ bool perf_io_done(struct perf_worker *w, bool write, uint64_t start_ns, uint64_t
         }
         uint64_t lat = now_ns - start_ns;
         perf_hist_record(&w->st.lat, lat);
+        if (write && w->o->write_total &&
+            atomic_fetch_add(&perf_run.written, w->bs) + w->bs >= w->o->write_total)
+                atomic_store(&perf_run.end_ns, 0); /* --bytes reached: everyone stops */
         if (write) {
                 w->st.writes++;
-                w->st.write_bytes += w->o->bs;
+                w->st.write_bytes += w->bs;
                 perf_hist_record(&w->st.wlat, lat);
         } else {
                 w->st.reads++;
-                w->st.read_bytes += w->o->bs;
+                w->st.read_bytes += w->bs;
                 perf_hist_record(&w->st.rlat, lat);
         }
         return true;
@@ -267,7 +290,21 @@ int main(int argc, char **argv)
             .nqueues = 1,
             .kato_ms = 10000,
         };
-        enum { O_HDGST = 256, O_DDGST, O_CPU, O_JSON, O_HOSTNQN, O_NSID, O_KATO, O_POLL };
+        enum {
+                O_HDGST = 256,
+                O_DDGST,
+                O_CPU,
+                O_JSON,
+                O_HOSTNQN,
+                O_NSID,
+                O_KATO,
+                O_POLL,
+                O_WORKLOAD,
+                O_HOT_SPAN,
+                O_HOT_BS,
+                O_BYTES,
+                O_PLACE
+        };
         static const struct option lopts[] = {
             {"transport", required_argument, 0, 't'},
             {"addr", required_argument, 0, 'a'},
@@ -289,6 +326,11 @@ int main(int argc, char **argv)
             {"nsid", required_argument, 0, O_NSID},
             {"kato", required_argument, 0, O_KATO},
             {"poll", no_argument, 0, O_POLL},
+            {"workload", required_argument, 0, O_WORKLOAD},
+            {"hot-span", required_argument, 0, O_HOT_SPAN},
+            {"hot-bs", required_argument, 0, O_HOT_BS},
+            {"bytes", required_argument, 0, O_BYTES},
+            {"place", required_argument, 0, O_PLACE},
             {"verbose", no_argument, 0, 'v'},
             {"help", no_argument, 0, 'h'},
             {0, 0, 0, 0},
@@ -296,6 +338,7 @@ int main(int argc, char **argv)
         int c;
         uint64_t v;
         unsigned u;
+        bool dur_set = false;
         while ((c = getopt_long(argc, argv, "t:a:p:n:u:q:b:M:r:d:Q:s:vh", lopts, NULL)) != -1) {
                 switch (c) {
                 case 't':
@@ -341,6 +384,7 @@ int main(int argc, char **argv)
                                 goto bad;
                         break;
                 case 'd': {
+                        dur_set = true;
                         char *end;
                         o.duration = strtod(optarg, &end);
                         if (*end || !(o.duration > 0) || o.duration > 1e6)
@@ -383,6 +427,37 @@ int main(int argc, char **argv)
                 case O_POLL:
                         o.busy_poll = true;
                         break;
+                case O_WORKLOAD:
+                        if (!strcmp(optarg, "lifetimes"))
+                                o.lifetimes = true;
+                        else if (strcmp(optarg, "plain"))
+                                goto bad;
+                        break;
+                case O_HOT_SPAN:
+                        if (parse_size(optarg, &o.hot_bytes) || o.hot_bytes == 0)
+                                goto bad;
+                        break;
+                case O_HOT_BS:
+                        if (parse_size(optarg, &v) || v < 512 || v > (64u << 20))
+                                goto bad;
+                        o.hot_bs = (uint32_t)v;
+                        break;
+                case O_BYTES:
+                        if (parse_size(optarg, &o.write_total) || o.write_total == 0)
+                                goto bad;
+                        break;
+                case O_PLACE:
+                        if (!strcmp(optarg, "none"))
+                                o.place = PERF_PLACE_NONE;
+                        else if (!strcmp(optarg, "stream"))
+                                o.place = PERF_PLACE_STREAM;
+                        else if (!strcmp(optarg, "group"))
+                                o.place = PERF_PLACE_GROUP;
+                        else if (!strcmp(optarg, "fdp"))
+                                o.place = PERF_PLACE_FDP;
+                        else
+                                goto bad;
+                        break;
                 case 'v':
                         o.verbose = true;
                         break;
@@ -414,6 +489,26 @@ int main(int argc, char **argv)
                 fprintf(stderr, "slate-perf: libiscsi has no data digest; use --hdgst only\n");
                 return 2;
         }
+        if (o.write_total && !dur_set)
+                o.duration = 86400; /* --bytes decides when to stop */
+        if (o.lifetimes) {
+                if (o.nqueues < 2)
+                        o.nqueues = 2; /* one cold queue, at least one hot */
+                o.read_pct = 0;
+                if (!o.hot_bs)
+                        o.hot_bs = 4096;
+                if (!o.hot_bytes)
+                        o.hot_bytes = 16u << 20;
+        } else if (o.place != PERF_PLACE_NONE || o.hot_bs || o.hot_bytes) {
+                fprintf(stderr, "slate-perf: --place, --hot-bs and --hot-span need "
+                                "--workload lifetimes\n");
+                return 2;
+        }
+        if ((o.place == PERF_PLACE_GROUP && o.transport != PERF_ISCSI) ||
+            (o.place == PERF_PLACE_FDP && o.transport != PERF_NVME_TCP)) {
+                fprintf(stderr, "slate-perf: --place group is SCSI's, --place fdp NVMe's\n");
+                return 2;
+        }
         perf_tr = o.transport == PERF_NVME_TCP ? &perf_nvme_tcp : &perf_iscsi;
 
         struct perf_geom g = {0};
@@ -440,6 +535,16 @@ int main(int argc, char **argv)
                 span_blocks = o.span_bytes / g.lba_size;
         uint32_t io_blocks = o.bs / g.lba_size;
         uint64_t per_worker = o.random ? span_blocks : span_blocks / o.nqueues;
+        uint64_t hot_blocks = o.hot_bytes / g.lba_size;
+        if (o.lifetimes && (o.hot_bs % g.lba_size || hot_blocks < o.hot_bs / g.lba_size ||
+                            span_blocks < hot_blocks + io_blocks)) {
+                fprintf(stderr,
+                        "slate-perf: the hot region (%llu bytes, I/O %u) and one cold "
+                        "I/O must fit the namespace in whole blocks\n",
+                        (unsigned long long)o.hot_bytes, o.hot_bs);
+                perf_tr->close(tctx);
+                return 1;
+        }
         if (per_worker < io_blocks) {
                 fprintf(stderr, "slate-perf: namespace too small for %u queues of %u-byte I/O\n",
                         o.nqueues, o.bs);
@@ -463,8 +568,28 @@ int main(int argc, char **argv)
                 w->tctx = tctx;
                 w->rng = (seed + 0x9E3779B97F4A7C15ULL * (i + 1)) | 1;
                 w->io_blocks = io_blocks;
+                w->bs = o.bs;
                 w->region_lo = o.random ? 0 : (uint64_t)i * per_worker;
                 w->region_blocks = per_worker;
+                if (o.lifetimes) {
+                        /*
+                         * Queue 0: cold, sequential past the hot region; the
+                         * others: hot, random in it.  Tags: hot 1, cold 2
+                         * (SCSI: the streams opened for them; GROUP NUMBER
+                         * 2 = short and 5 = extreme lifetime, as Linux maps
+                         * its write-lifetime hints).
+                         */
+                        w->cold = i == 0;
+                        w->bs = w->cold ? o.bs : o.hot_bs;
+                        w->io_blocks = w->bs / g.lba_size;
+                        w->region_lo = w->cold ? hot_blocks : 0;
+                        w->region_blocks = w->cold ? span_blocks - hot_blocks : hot_blocks;
+                        w->seq_next = 0;
+                        if (o.place == PERF_PLACE_GROUP)
+                                w->tag = w->cold ? 5 : 2;
+                        else if (o.place != PERF_PLACE_NONE)
+                                w->tag = w->cold ? 2 : 1;
+                }
                 perf_hist_init(&w->st.lat);
                 perf_hist_init(&w->st.rlat);
                 perf_hist_init(&w->st.wlat);
@@ -485,6 +610,7 @@ int main(int argc, char **argv)
         atomic_store(&perf_run.go, true);
         for (unsigned i = 0; i < started; i++)
                 pthread_join(th[i], NULL);
+        uint64_t stop = perf_now_ns();
         perf_tr->close(tctx);
 
         int status = 0;
@@ -503,6 +629,8 @@ int main(int argc, char **argv)
         if (started < o.nqueues)
                 status = 1;
         double secs = o.duration;
+        if (o.write_total) /* stopped by --bytes (or the duration, whichever came first) */
+                secs = (double)(stop - start) / 1e9;
         uint64_t ios = tot.reads + tot.writes;
         double iops = (double)ios / secs;
         double mibs = (double)(tot.read_bytes + tot.write_bytes) / secs / (1024.0 * 1024.0);

@@ -617,6 +617,23 @@ static int ntcp_probe(const struct perf_opts *o, struct perf_geom *g, void **tct
                  o->subnqn, o->nsid, mn[0] ? mn : "?", (unsigned long long)nsze, g->lba_size);
         vlog(o, "%s; in-capsule %u B, max I/O %u B", g->desc, ctrl->icdsz, g->max_io);
 
+        if (o->place == PERF_PLACE_STREAM) {
+                /*
+                 * Streams are off until the host enables them: Directive
+                 * Send, Identify directive (DTYPE 00h), Enable Directive
+                 * (DOPER 01h); CDW12 TDTYPE = Streams (01h), ENDIR = 1.
+                 */
+                memset(&sqe, 0, sizeof(sqe));
+                sqe.opc = NVME_ADM_DIRECTIVE_SEND;
+                put_le32(&sqe.nsid, o->nsid);
+                put_le32(&sqe.cdw11, 0x01);
+                put_le32(&sqe.cdw12, (1u << 8) | 1u);
+                if ((rc = admin_cmd(ctrl, &sqe, NULL, 0, NULL))) {
+                        fprintf(stderr, "slate-perf: cannot enable the Streams directive\n");
+                        goto fail;
+                }
+                vlog(o, "Streams directive enabled on namespace %u", o->nsid);
+        }
         if (o->kato_ms) {
                 if (pthread_create(&ctrl->ka, NULL, keepalive_main, ctrl) == 0)
                         ctrl->ka_started = true;
@@ -744,6 +761,12 @@ static void q_submit(struct ntcp_q *q, unsigned idx)
         put_le32(&sqe.cdw10, (uint32_t)io.lba);
         put_le32(&sqe.cdw11, (uint32_t)(io.lba >> 32));
         put_le32(&sqe.cdw12, nlb - 1);
+        if (io.write && q->w->tag) {
+                /* DTYPE (CDW12 bits 23:20): 01h Streams, 02h Data Placement; DSPEC: CDW13 31:16 */
+                uint32_t dtype = q->w->o->place == PERF_PLACE_FDP ? 2u : 1u;
+                put_le32(&sqe.cdw12, (nlb - 1) | dtype << 20);
+                put_le32(&sqe.cdw13, (uint32_t)q->w->tag << 16);
+        }
         cmd->busy = true;
         cmd->write = io.write;
         cmd->xfer_next = 0;
@@ -983,7 +1006,7 @@ static void ntcp_worker(struct perf_worker *w)
 {
         struct ntcp_ctrl *ctrl = w->tctx;
         const struct perf_opts *o = w->o;
-        struct ntcp_q q = {.w = w, .ctrl = ctrl, .bs = o->bs};
+        struct ntcp_q q = {.w = w, .ctrl = ctrl, .bs = w->bs};
         q.c.fd = -1;
         q.qd = o->qd;
         if (q.qd > ctrl->mqes - 1) {

@@ -172,6 +172,7 @@ _Static_assert(sizeof(struct ntcp_data_pdu) == 24, "data PDU");
 enum {
         NVME_ADM_IDENTIFY = 0x06,
         NVME_ADM_SET_FEATURES = 0x09,
+        NVME_ADM_DIRECTIVE_SEND = 0x19, /* NVMe Base 5.8: Identify directive, Enable Directive */
         NVME_ADM_KEEP_ALIVE = 0x18,
         NVME_FABRICS = 0x7f,
         NVME_IO_WRITE = 0x01,

@@ -23,6 +23,21 @@ enum perf_transport_kind {
         PERF_ISCSI,
 };
 
+/*
+ * --place: how writes say where they belong (issue 9).  Each worker of the
+ * lifetimes workload tags its writes with its own id (perf_worker.tag):
+ * STREAM: SCSI WRITE STREAM(16) to a stream opened by STREAM CONTROL, NVMe
+ * Write DTYPE 01h (Streams directive, enabled first) with DSPEC = the id;
+ * GROUP: SCSI WRITE(16) with GROUP NUMBER = the id (a permanent stream);
+ * FDP: NVMe Write DTYPE 02h with DSPEC = the placement identifier.
+ */
+enum perf_place {
+        PERF_PLACE_NONE = 0,
+        PERF_PLACE_STREAM,
+        PERF_PLACE_GROUP,
+        PERF_PLACE_FDP,
+};
+
 struct perf_opts {
         enum perf_transport_kind transport;
         const char *addr;   /* NVMe/TCP target address */
@@ -45,6 +60,18 @@ struct perf_opts {
         bool busy_poll;
         uint64_t span_bytes; /* 0: whole namespace */
         uint32_t kato_ms;
+        /*
+         * --workload lifetimes: queue 0 writes cold data (large bs writes,
+         * sequential over everything past the hot region, overwritten only
+         * when it comes round again), the other queues hot data (hot_bs
+         * random rewrites of the first hot_bytes); queue 0 never gets ahead
+         * of the hot queues in bytes, so half the bytes are each.
+         */
+        bool lifetimes;
+        uint64_t hot_bytes;
+        uint32_t hot_bs;
+        uint64_t write_total; /* stop after this many bytes written; 0: --duration */
+        enum perf_place place;
 };
 
 /* Geometry learnt from the target before the workers start. */
@@ -72,6 +99,9 @@ struct perf_worker {
         uint64_t seq_next;                 /* next LBA for sequential access */
         uint64_t region_lo, region_blocks; /* LBA range this worker uses */
         uint32_t io_blocks;
+        uint32_t bs;  /* bytes per I/O of this worker (o->bs, or o->hot_bs for hot queues) */
+        bool cold;    /* lifetimes: the cold-data queue */
+        uint16_t tag; /* lifetimes with --place: stream id / group number / DSPEC; 0 = none */
         struct perf_stats st;
         int rc; /* worker's exit status, 0 or -errno */
         char err[256];
@@ -83,6 +113,8 @@ struct perf_run {
         atomic_int failed; /* workers that could not connect */
         atomic_bool go;    /* start submitting */
         atomic_uint_fast64_t start_ns, end_ns;
+        atomic_uint_fast64_t hot_issued, cold_issued; /* lifetimes: bytes submitted per class */
+        atomic_uint_fast64_t written;                 /* bytes written (--bytes) */
 };
 extern struct perf_run perf_run;
 

@@ -52,6 +52,7 @@ enum scsi_opcode {
         SCSI_OP_PREFETCH_16 = 0x90,
         SCSI_OP_SYNC_CACHE_16 = 0x91,
         SCSI_OP_WRITE_SAME_16 = 0x93,
+        SCSI_OP_WRITE_STREAM_16 = 0x9a,
         SCSI_OP_WRITE_ATOMIC_16 = 0x9c,
         SCSI_OP_SERVICE_ACTION_IN_16 = 0x9e,
         SCSI_OP_SERVICE_ACTION_OUT_16 = 0x9f,
@@ -67,8 +68,11 @@ enum scsi_opcode {
 /* Service actions */
 #define SCSI_SAI_READ_CAPACITY_16    0x10
 #define SCSI_SAI_GET_LBA_STATUS      0x12
+#define SCSI_SAI_STREAM_CONTROL      0x14
+#define SCSI_SAI_GET_STREAM_STATUS   0x16
 #define SCSI_SAO_WRITE_SCATTERED_16  0x12   /* 9Fh service action */
 #define SCSI_VL_WRITE_ATOMIC_32      0x000f /* 7Fh service actions (bytes 8-9) */
+#define SCSI_VL_WRITE_STREAM_32      0x0010
 #define SCSI_VL_WRITE_SCATTERED_32   0x0011
 #define SCSI_MI_REPORT_TPG           0x0a
 #define SCSI_MI_REPORT_SUPPORTED_OPS 0x0c
