@@ -22,9 +22,13 @@
 #     -E`), `fdp set-events` turns it off; `nvme io-mgmt-recv`/`io-mgmt-send`
 #     raw; the refusals: FDP logs of a group without FDP (Invalid Field),
 #     a PID with no handle in an update (Invalid Placement Handle), I/O
-#     Management on NSID 1 (FDP Disabled).
-# nvme-cli has every subcommand used here; only the raw checks of the
-# binary answers use od.
+#     Management on NSID 1 (FDP Disabled);
+#   - the bytes of each stream and placement handle under its own core
+#     placement id (`slatectl flash_stats`), and the access hint of
+#     `nvme write --dsm 4` (frequent writes) in the core's hint counters.
+# nvme-cli has every subcommand used here except Enable Directive for the
+# Identify directive itself (it refuses -T 0 before sending): that one goes
+# through admin-passthru.  The raw checks of binary answers use od.
 
 sn_u16() { od -An -tu2 -j "$2" -N 2 "$1" | tr -d ' '; }
 sn_u8() { od -An -tu1 -j "$2" -N 1 "$1" | tr -d ' '; }
@@ -74,10 +78,17 @@ sn_streams() {
 	echo "NSA=$(sn_u16 "$state/stp.bin" 22) NSSA=$(sn_u16 "$state/stp.bin" 2)"
 	[ "$(sn_u16 "$state/stp.bin" 22)" = 4 ] && [ "$(sn_u16 "$state/stp.bin" 2)" = 12 ] || return 1
 	sn_swrite 64 9 && sn_swrite 65 5 && sn_swrite 66 9 || return 1
-	local st
+	local st b9
 	st=$(sn_status) || return 1
 	echo "get status: $st"
 	[ "$st" = "2 5 9" ] || return 1
+	# The core counts each stream's bytes under its own placement id (key: CNTLID << 16 | SID).
+	b9=$(ctl --json flash_stats name=shared | python3 -c '
+import json, sys
+pl = json.load(sys.stdin)["placements"]
+print(sum(p["bytes_written"] for p in pl if p["kind"] == "nvme_stream" and p["key"] & 0xffff == 9))')
+	echo "flash_stats: stream 9 wrote $b9 bytes"
+	[ "$b9" = 1024 ] || return 1
 	nvme dir-receive "$NVCTRL" -n 1 -D 1 -O 1 -b >"$state/stp.bin" || return 1
 	echo "NSO=$(sn_u16 "$state/stp.bin" 24)"
 	[ "$(sn_u16 "$state/stp.bin" 24)" = 2 ] || return 1
@@ -103,7 +114,11 @@ sn_refused() { # sn_refused DESC CMD...: CMD fails with Invalid Field in Command
 	echo "$out" | grep -qi 'invalid.field\|INVALID_FIELD\|0x2\b\|0x4002'
 }
 sn_stream_errors() {
-	sn_refused "enable the Identify directive" nvme dir-send "$NVCTRL" -n 1 -D 0 -O 1 -T 0 -e 1 &&
+	# nvme-cli itself refuses `dir-send -T 0` ("target-dir required param"), so
+	# Enable Directive for the Identify directive goes through admin-passthru.
+	sn_refused "enable the Identify directive" nvme admin-passthru "$NVCTRL" --opcode=0x19 \
+		--namespace-id=1 --cdw11=0x0001 --cdw12=0x0001 &&
+		sn_refused "enable Data Placement on NSID 1" nvme dir-send "$NVCTRL" -n 1 -D 0 -O 1 -T 2 -e 1 &&
 		sn_refused "directive type 5" nvme dir-receive "$NVCTRL" -n 1 -D 5 -O 1 -l 32 &&
 		nvme dir-send "$NVCTRL" -n 1 -D 0 -O 1 -T 1 -e 0 &&
 		sn_refused "stream write with Streams disabled" sn_swrite 70 9 &&
@@ -111,6 +126,18 @@ sn_stream_errors() {
 			nvme dir-send "$NVCTRL" -n 1 -D 1 -O 2
 }
 check nvme-streams-errors sn_stream_errors
+
+# Access hints: `nvme write --dsm` (CDW13) reaches the core's hint counters.
+sn_hints() {
+	local w0 w1
+	w0=$(ctl --json flash_stats name=shared | python3 -c 'import json,sys; print(json.load(sys.stdin)["hint_bytes"]["write_frequent"])')
+	head -c 512 /dev/urandom >"$state/hblk.bin"
+	nvme write "$NVDEV" -s 80 -c 0 -z 512 -d "$state/hblk.bin" --dsm=0x04 || return 1
+	w1=$(ctl --json flash_stats name=shared | python3 -c 'import json,sys; print(json.load(sys.stdin)["hint_bytes"]["write_frequent"])')
+	echo "write_frequent hint bytes $w0 -> $w1"
+	[ $((w1 - w0)) = 512 ]
+}
+check nvme-dsm-access-hints sn_hints
 
 # ---------------------------------------------------------------- FDP
 FDPNS=7
@@ -182,7 +209,15 @@ sn_fdp_writes() {
 	h1=$(sn_hbmw) && r1=$(sn_ruamw 3) || return 1
 	echo "HBMW $h0 -> $h1, RUAMW(3) $r0 -> $r1"
 	nvme fdp stats "$NVCTRL" -e $FDPNS
-	[ $((h1 - h0)) = $((5 * 4096)) ] && [ $((r0 - r1)) = 5 ]
+	[ $((h1 - h0)) = $((5 * 4096)) ] && [ $((r0 - r1)) = 5 ] || return 1
+	# The same bytes under handle 3's placement id in the core (slatectl flash_stats).
+	local b3
+	b3=$(ctl --json flash_stats name=fdp7 | python3 -c '
+import json, sys
+pl = json.load(sys.stdin)["placements"]
+print(sum(p["bytes_written"] for p in pl if p["kind"] == "fdp_ruh" and p["key"] == 3))')
+	echo "flash_stats: handle 3 wrote $b3 bytes"
+	[ "$b3" = $((5 * 4096)) ]
 }
 check nvme-fdp-placement-writes sn_fdp_writes
 
@@ -240,7 +275,8 @@ sn_fdp_errors() {
 		return 1
 	fi
 	echo "NSID 1: $out"
-	echo "$out" | grep -qi 'fdp\|0x29\|0x4029' || return 1
+	# nvme-cli 2.3 has no name for generic status 29h: "unrecognized(0x6029)" (DNR set).
+	echo "$out" | grep -qi 'fdp\|0x29\b\|[46]029' || return 1
 	sn_refused "fdp configs of group 1" nvme fdp configs "$NVCTRL" -e 1 &&
 		sn_refused "placement write on NSID 1" \
 			nvme write "$NVDEV" -s 0 -c 0 -z 512 -d "$state/sblk.bin" --dir-type 2 --dir-spec 1
