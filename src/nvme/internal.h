@@ -339,6 +339,8 @@ bool nvme_streams_enabled(struct nvme_ctrl *ctrl, uint32_t nsid);
 int nvme_stream_placement(struct nvme_cmd *cmd, uint32_t nsid, uint16_t sid, uint16_t *pl);
 /* Disable Streams everywhere on ctrl, releasing every stream (reset, free). */
 void nvme_streams_reset(struct nvme_ctrl *ctrl);
+/* NSID nsid left the subsystem: its streams and resources on ctrl go (8.7.3). */
+void nvme_streams_forget(struct nvme_ctrl *ctrl, uint32_t nsid);
 
 /* fdp.c: Flexible Data Placement. */
 bool nvme_fdp_enabled(const struct core_ns *ns);

@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -549,12 +550,31 @@ static void test_hints(void **s)
         assert_int_equal(nvme_access_hints(8, 0, false), CORE_HINT_WRITE_FREQ);
 }
 
+/* Detaching a namespace releases its streams: the namespace can then be deleted. */
+static void test_detach_releases_streams(void **s)
+{
+        (void)s;
+        char err[256];
+        assert_int_equal(dir_send(3, NVME_DIR_IDENTIFY, 1, 0, 1 | 1u << 8), 0);
+        assert_int_equal(write_dir(3, 0, NVME_DIR_STREAMS, 4, 0), 0);
+        uint64_t key = CORE_PL_NVME_KEY(admin_q.ctrl->cntlid, 4);
+        assert_int_not_equal(core_placement_find(ns3, CORE_PL_NVME_STREAM, key), 0);
+        assert_int_equal(nvme_ns_detach(SUBNQN, 3, err, sizeof(err)), 0);
+        assert_false(nvme_streams_enabled(admin_q.ctrl, 3));
+        assert_int_equal(core_placement_find(ns3, CORE_PL_NVME_STREAM, key), 0);
+        assert_int_equal(core_ns_delete("d3"), 0);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-            cmocka_unit_test(test_identify),      cmocka_unit_test(test_identify_directive),
-            cmocka_unit_test(test_streams),       cmocka_unit_test(test_fdp),
-            cmocka_unit_test(test_endurance_log), cmocka_unit_test(test_hints),
+            cmocka_unit_test(test_identify),
+            cmocka_unit_test(test_identify_directive),
+            cmocka_unit_test(test_streams),
+            cmocka_unit_test(test_fdp),
+            cmocka_unit_test(test_endurance_log),
+            cmocka_unit_test(test_hints),
+            cmocka_unit_test(test_detach_releases_streams),
         };
         return cmocka_run_group_tests(tests, setup, NULL);
 }

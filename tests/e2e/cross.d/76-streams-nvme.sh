@@ -26,9 +26,12 @@
 #   - the bytes of each stream and placement handle under its own core
 #     placement id (`slatectl flash_stats`), and the access hint of
 #     `nvme write --dsm 4` (frequent writes) in the core's hint counters.
-# nvme-cli has every subcommand used here except Enable Directive for the
-# Identify directive itself (it refuses -T 0 before sending): that one goes
-# through admin-passthru.  The raw checks of binary answers use od.
+# nvme-cli has every subcommand used here, but refuses two of the bad
+# inputs itself before sending (`dir-send -T 0`, `dir-receive -D 5`): those
+# go through admin-passthru.  I/O commands (fdp status/update, io-mgmt-*)
+# go to the namespace's block device: Linux refuses I/O passthru on the
+# controller device once it has two namespaces.  Binary answers are read
+# with od.
 
 sn_u16() { od -An -tu2 -j "$2" -N 2 "$1" | tr -d ' '; }
 sn_u8() { od -An -tu1 -j "$2" -N 1 "$1" | tr -d ' '; }
@@ -119,7 +122,8 @@ sn_stream_errors() {
 	sn_refused "enable the Identify directive" nvme admin-passthru "$NVCTRL" --opcode=0x19 \
 		--namespace-id=1 --cdw11=0x0001 --cdw12=0x0001 &&
 		sn_refused "enable Data Placement on NSID 1" nvme dir-send "$NVCTRL" -n 1 -D 0 -O 1 -T 2 -e 1 &&
-		sn_refused "directive type 5" nvme dir-receive "$NVCTRL" -n 1 -D 5 -O 1 -l 32 &&
+		sn_refused "directive type 5" nvme admin-passthru "$NVCTRL" --opcode=0x1a --namespace-id=1 \
+			--cdw10=7 --cdw11=0x0501 --data-len=32 --read &&
 		nvme dir-send "$NVCTRL" -n 1 -D 0 -O 1 -T 1 -e 0 &&
 		sn_refused "stream write with Streams disabled" sn_swrite 70 9 &&
 		sn_refused "release resources with Streams disabled" \
@@ -165,7 +169,7 @@ FDPDEV=
 check nvme-fdp-namespace sn_fdp_setup
 
 sn_ruamw() { # RUAMW of placement handle $1 (nvme fdp status, raw)
-	nvme fdp status "$NVCTRL" -n $FDPNS -b >"$state/ruhs.bin" || return 1
+	nvme fdp status "$FDPDEV" -b >"$state/ruhs.bin" || return 1
 	sn_u64 "$state/ruhs.bin" $((16 + 32 * $1 + 8))
 }
 sn_hbmw() { nvme fdp stats "$NVCTRL" -e $FDPNS -b >"$state/fdpst.bin" && sn_u64 "$state/fdpst.bin" 0; }
@@ -196,7 +200,7 @@ sn_fdp_logs() {
 	echo "NRUH=$nruh RUNS=$runs FDPA=$(sn_u8 "$state/fdpcfg.bin" 18)"
 	[ "$nruh" = 8 ] && [ "$runs" = 65536 ] || return 1
 	nvme fdp usage "$NVCTRL" -e $FDPNS || return 1
-	nvme fdp status "$NVCTRL" -n $FDPNS | head -12 || return 1
+	nvme fdp status "$FDPDEV" | head -12 || return 1
 	[ "$(sn_ruamw 3)" = 16 ] # an untouched handle: a whole 64 KiB reclaim unit of 4 KiB blocks
 }
 check nvme-fdp-configs-usage-status sn_fdp_logs
@@ -225,7 +229,7 @@ sn_fdp_update() {
 	[ -n "$FDPDEV" ] || return 1
 	local e0 e1
 	e0=$(sn_host_events 0x00) || return 1
-	nvme fdp update "$NVCTRL" -n $FDPNS -p 3 || return 1
+	nvme fdp update "$FDPDEV" -p 3 || return 1
 	e1=$(sn_host_events 0x00) || return 1
 	echo "RUAMW(3) after update: $(sn_ruamw 3); RU-not-fully-written events $e0 -> $e1"
 	[ "$(sn_ruamw 3)" = 16 ] && [ "$e1" = $((e0 + 1)) ]
@@ -251,15 +255,15 @@ check nvme-fdp-events sn_fdp_invalid_pid
 
 sn_io_mgmt() {
 	[ -n "$FDPDEV" ] || return 1
-	nvme io-mgmt-recv "$NVCTRL" -n $FDPNS -m 1 -l 272 -d "$state/iomr.bin" >/dev/null || return 1
+	nvme io-mgmt-recv "$FDPDEV" -m 1 -l 272 -d "$state/iomr.bin" >/dev/null || return 1
 	echo "io-mgmt-recv: NRUHSD=$(sn_u16 "$state/iomr.bin" 14) PID[2]=$(sn_u16 "$state/iomr.bin" $((16 + 64)))"
 	[ "$(sn_u16 "$state/iomr.bin" 14)" = 8 ] && [ "$(sn_u16 "$state/iomr.bin" $((16 + 64)))" = 2 ] ||
 		return 1
 	printf '\x02\x00' >"$state/pid.bin"
-	nvme io-mgmt-send "$NVCTRL" -n $FDPNS -m 1 -s 0 -l 2 -d "$state/pid.bin" || return 1
+	nvme io-mgmt-send "$FDPDEV" -m 1 -s 0 -l 2 -d "$state/pid.bin" || return 1
 	local out
 	printf '\x63\x00' >"$state/pid.bin" # PID 99: no such handle
-	if out=$(nvme io-mgmt-send "$NVCTRL" -n $FDPNS -m 1 -s 0 -l 2 -d "$state/pid.bin" 2>&1); then
+	if out=$(nvme io-mgmt-send "$FDPDEV" -m 1 -s 0 -l 2 -d "$state/pid.bin" 2>&1); then
 		echo "PID 99 accepted"
 		return 1
 	fi
@@ -270,7 +274,7 @@ check nvme-io-mgmt sn_io_mgmt
 
 sn_fdp_errors() {
 	local out
-	if out=$(nvme io-mgmt-recv "$NVCTRL" -n 1 -m 1 -l 272 -d "$state/iomr1.bin" 2>&1); then
+	if out=$(nvme io-mgmt-recv "$NVDEV" -m 1 -l 272 -d "$state/iomr1.bin" 2>&1); then
 		echo "io-mgmt-recv on NSID 1 accepted"
 		return 1
 	fi
