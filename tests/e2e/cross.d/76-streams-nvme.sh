@@ -255,7 +255,11 @@ check nvme-fdp-events sn_fdp_invalid_pid
 
 sn_io_mgmt() {
 	[ -n "$FDPDEV" ] || return 1
-	nvme io-mgmt-recv "$FDPDEV" -m 1 -l 272 -d "$state/iomr.bin" >/dev/null || return 1
+	# nvme-cli 2.3 returns write()'s byte count as its exit status when -d is given:
+	# success is its "io-mgmt-recv: Success" line (and the data), not the status.
+	rm -f "$state/iomr.bin"
+	nvme io-mgmt-recv "$FDPDEV" -m 1 -l 272 -d "$state/iomr.bin" | tee "$state/iomr.txt"
+	grep -q 'io-mgmt-recv: Success' "$state/iomr.txt" || return 1
 	echo "io-mgmt-recv: NRUHSD=$(sn_u16 "$state/iomr.bin" 14) PID[2]=$(sn_u16 "$state/iomr.bin" $((16 + 64)))"
 	[ "$(sn_u16 "$state/iomr.bin" 14)" = 8 ] && [ "$(sn_u16 "$state/iomr.bin" $((16 + 64)))" = 2 ] ||
 		return 1
@@ -281,7 +285,11 @@ sn_fdp_errors() {
 	echo "NSID 1: $out"
 	# nvme-cli 2.3 has no name for generic status 29h: "unrecognized(0x6029)" (DNR set).
 	echo "$out" | grep -qi 'fdp\|0x29\b\|[46]029' || return 1
-	sn_refused "fdp configs of group 1" nvme fdp configs "$NVCTRL" -e 1 &&
+	# `nvme fdp configs -e 1` fails too, but nvme-cli 2.3 prints errno (0) as the
+	# status; the log page itself through admin-passthru shows the real one.
+	sn_refused "fdp configs of group 1" nvme admin-passthru "$NVCTRL" --opcode=0x02 \
+		--cdw10=$((0x20 | 3 << 16)) --cdw11=$((1 << 16)) --data-len=16 --read &&
+		! nvme fdp configs "$NVCTRL" -e 1 >/dev/null 2>&1 &&
 		sn_refused "placement write on NSID 1" \
 			nvme write "$NVDEV" -s 0 -c 0 -z 512 -d "$state/sblk.bin" --dir-type 2 --dir-spec 1
 }
