@@ -180,7 +180,11 @@ bool perf_io_done(struct perf_worker *w, bool write, uint64_t start_ns, uint64_t
                 return false;
         if (!ok) {
                 w->st.errors++;
-                return true;
+                if (!w->o->write_total)
+                        return true;
+                /* --bytes would never be reached: stop every queue (exit status 1). */
+                atomic_store(&perf_run.end_ns, 0);
+                return false;
         }
         uint64_t lat = now_ns - start_ns;
         perf_hist_record(&w->st.lat, lat);
