@@ -56,7 +56,7 @@ static int ev_bit(uint8_t type)
 bool nvme_fdp_enabled(const struct core_ns *ns)
 {
         /* A model too small to keep even one reclaim unit open per handle has no FDP. */
-        return ns && core_flash_enabled(ns) && core_placement_max(ns) > 0;
+        return ns && !ns->fdp_off && core_flash_enabled(ns) && core_placement_max(ns) > 0;
 }
 
 unsigned nvme_fdp_nruh(const struct core_ns *ns)
