@@ -23,6 +23,8 @@
 #     raw; the refusals: FDP logs of a group without FDP (Invalid Field),
 #     a PID with no handle in an update (Invalid Placement Handle), I/O
 #     Management on NSID 1 (FDP Disabled);
+#   - Streams on a flash-model namespace created with fdp=false (NSID 8):
+#     each stream's bytes in its own reclaim unit of the model;
 #   - the bytes of each stream and placement handle under its own core
 #     placement id (`slatectl flash_stats`), and the access hint of
 #     `nvme write --dsm 4` (frequent writes) in the core's hint counters.
@@ -264,7 +266,11 @@ sn_io_mgmt() {
 	[ "$(sn_u16 "$state/iomr.bin" 14)" = 8 ] && [ "$(sn_u16 "$state/iomr.bin" $((16 + 64)))" = 2 ] ||
 		return 1
 	printf '\x02\x00' >"$state/pid.bin"
-	nvme io-mgmt-send "$FDPDEV" -m 1 -s 0 -l 2 -d "$state/pid.bin" || return 1
+	echo "pid.bin: $(od -An -tx1 "$state/pid.bin")"
+	if ! nvme io-mgmt-send "$FDPDEV" -m 1 -s 0 -l 2 -d "$state/pid.bin"; then
+		nvme error-log "$NVCTRL" -e 1 | head -20
+		return 1
+	fi
 	local out
 	printf '\x63\x00' >"$state/pid.bin" # PID 99: no such handle
 	if out=$(nvme io-mgmt-send "$FDPDEV" -m 1 -s 0 -l 2 -d "$state/pid.bin" 2>&1); then
@@ -294,6 +300,36 @@ sn_fdp_errors() {
 			nvme write "$NVDEV" -s 0 -c 0 -z 512 -d "$state/sblk.bin" --dir-type 2 --dir-spec 1
 }
 check nvme-fdp-errors sn_fdp_errors
+
+# Streams on a flash-model namespace with fdp=false (NSID 8): each stream
+# writes its own erase blocks in the model (flash_stats per placement id).
+sn_model_streams() {
+	ctl namespace_create name=str8 backend=file path="$state/str8.img" size=64M block_size=4096 \
+		flash_model=true flash_erase_block=65536 fdp=false || return 1
+	ctl nvmf_ns_attach nqn="$XNQN" namespace=str8 nsid=8 || return 1
+	FDPNS=8 wait_for 20 sn_fdp_dev || return 1
+	local dev
+	dev=$(FDPNS=8 sn_fdp_dev)
+	sn_dirid 8 || return 1
+	echo "$dev: directives supported=$(sn_u8 "$state/dirid.bin" 0) (no Data Placement)"
+	[ "$(sn_u8 "$state/dirid.bin" 0)" = 3 ] || return 1
+	nvme dir-send "$NVCTRL" -n 8 -D 0 -O 1 -T 1 -e 1 || return 1
+	head -c 16384 /dev/urandom >"$state/s8.bin"
+	nvme write "$dev" -s 0 -c 3 -z 16384 -d "$state/s8.bin" --dir-type 1 --dir-spec 3 || return 1
+	nvme write "$dev" -s 64 -c 3 -z 16384 -d "$state/s8.bin" --dir-type 1 --dir-spec 4 || return 1
+	ctl --json flash_stats name=str8 | python3 -c '
+import json, sys
+pl = [p for p in json.load(sys.stdin)["placements"] if p["kind"] == "nvme_stream"]
+for p in pl:
+    print("stream", p["key"] & 0xffff, "host", p["flash"]["host_bytes"], "RU left", p["ru_remaining_bytes"])
+ok = sorted(p["key"] & 0xffff for p in pl) == [3, 4] and all(
+    p["flash"]["host_bytes"] == 16384 and p["ru_remaining_bytes"] == 65536 - 16384 for p in pl)
+sys.exit(0 if ok else 1)'
+}
+check nvme-streams-flash-model sn_model_streams
+sn_model_gone() { ! FDPNS=8 sn_fdp_dev >/dev/null; }
+ctl nvmf_ns_detach nqn="$XNQN" nsid=8 >/dev/null 2>&1 && wait_for 20 sn_model_gone >/dev/null 2>&1
+ctl namespace_delete name=str8 >/dev/null 2>&1
 
 sn_fdp_gone() { ! sn_fdp_dev >/dev/null; }
 sn_fdp_teardown() {
