@@ -442,6 +442,7 @@ int core_ns_create(const struct core_ns_params *p, struct core_ns **out, char *e
         rc = core_flash_open(ns, &p->flash, err, errlen);
         if (rc)
                 goto fail;
+        ns->fdp_off = p->fdp_off;
 
         pthread_mutex_lock(&reg_lock);
         ns->next = registry;
