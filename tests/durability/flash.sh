@@ -12,6 +12,9 @@
 #                   flash_stats is the same (the namespace was still attached
 #                   to its subsystem at shutdown)
 #   flash.continue  writing on after the restart adds to the counters
+#   flash.kill9     after a host's SYNCHRONIZE CACHE (tests/durable over
+#                   iSCSI) the state is saved in the background: a kill -9
+#                   once the file was rewritten keeps what was written
 #   flash.damaged   a state file with a flipped byte is not used: the log says
 #                   so and the model starts from zero
 set -u
@@ -34,7 +37,10 @@ cat >"$state/slate.json" <<JSON
   {"method": "nvmf_subsystem_create", "params": {"nqn": "$NQN"}},
   {"method": "nvmf_subsystem_add_host", "params": {"nqn": "$NQN", "host": "*"}},
   {"method": "nvmf_ns_attach", "params": {"nqn": "$NQN", "nsid": 1, "namespace": "fm"}},
-  {"method": "nvmf_listener_add", "params": {"addr": "127.0.0.1", "port": 0}}
+  {"method": "nvmf_listener_add", "params": {"addr": "127.0.0.1", "port": 0}},
+  {"method": "iscsi_target_create", "params": {"name": "$SLATE_IQN"}},
+  {"method": "iscsi_lun_map", "params": {"target": "$SLATE_IQN", "lun": 0, "namespace": "fm"}},
+  {"method": "iscsi_portal_add", "params": {"addr": "127.0.0.1", "port": 0}}
 ]}
 JSON
 fail=0
@@ -94,8 +100,35 @@ else
 	fail=1
 fi
 
-slate_stop TERM
+# kill -9 after a flush: the saver thread rewrote the file after the host's SYNCHRONIZE CACHE
+durable=${DURABLE:-$SLATE_BUILD/tests/durable}
 f=$state/run/fm.flash
+if [ ! -x "$durable" ]; then
+	slate_result SKIP flash.kill9 "$durable not built (libiscsi-dev missing?)"
+else
+	h0=$(stats | python3 -c 'import json,sys; print(json.load(sys.stdin)["total"]["host_bytes"])')
+	touch -d '2000-01-01' "$f" 2>/dev/null # any save from now on changes the mtime
+	if "$durable" write -u "$(slate_url "$SLATE_PORT")" -j "$state/journal" -g 1 -n 300 \
+		>"$logdir/flash-durable.log" 2>&1; then
+		for _ in $(seq 1 600); do # wait for the saver (it runs after the flush), not a deadline
+			[ "$(stat -c %Y "$f")" -gt 946684800 ] && break
+			sleep 0.1
+		done
+		slate_stop KILL
+		if start && h1=$(stats | python3 -c 'import json,sys; print(json.load(sys.stdin)["total"]["host_bytes"])') &&
+			[ "$h1" -gt "$h0" ]; then
+			slate_result PASS flash.kill9
+		else
+			slate_result FAIL flash.kill9 "$log" "host bytes after kill -9: ${h1:-?}, before the flushed writes: $h0"
+			fail=1
+		fi
+	else
+		slate_result FAIL flash.kill9 "$logdir/flash-durable.log" "durable write failed"
+		fail=1
+	fi
+fi
+
+slate_stop TERM
 if [ -s "$f" ]; then
 	# flip one byte in the middle of the map
 	python3 -c 'import sys; p=sys.argv[1]; b=bytearray(open(p,"rb").read()); b[len(b)//2]^=0x5a; open(p,"wb").write(b)' "$f"
