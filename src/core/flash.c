@@ -998,16 +998,18 @@ int core_flash_save(struct core_ns *ns)
 }
 
 /*
- * Saving after a flush: the reactor only queues the namespace (a
- * reference, a list under a mutex held for a push) for one saver thread,
+ * Saving after a flush: the reactor only queues the namespace (a list
+ * under a mutex held for a push) for one saver thread,
  * started on first use; the file is written there.  One pending save per
  * namespace at a time (m->save_queued); a flush while one is pending adds
  * nothing (the pending save takes the state as it is when it runs).
  */
 static pthread_mutex_t saver_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t saver_cv = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t saver_done_cv = PTHREAD_COND_INITIALIZER;
 static struct core_ns *saver_q[256];
 static unsigned saver_n;
+static struct core_ns *saver_current; /* being saved (no reference: close waits for it) */
 static bool saver_started;
 
 static void *saver_main(void *arg)
@@ -1018,11 +1020,13 @@ static void *saver_main(void *arg)
                 while (!saver_n)
                         pthread_cond_wait(&saver_cv, &saver_lock);
                 struct core_ns *ns = saver_q[--saver_n];
+                saver_current = ns;
                 pthread_mutex_unlock(&saver_lock);
                 atomic_store(&ns->flash->save_queued, false);
                 core_flash_save(ns);
-                core_ns_put(ns);
                 pthread_mutex_lock(&saver_lock);
+                saver_current = NULL;
+                pthread_cond_broadcast(&saver_done_cv);
         }
         return NULL;
 }
@@ -1044,7 +1048,6 @@ static void save_soon(struct core_ns *ns)
         if (!saver_started || saver_n == sizeof(saver_q) / sizeof(saver_q[0])) {
                 atomic_store(&m->save_queued, false); /* saved at close instead */
         } else {
-                core_ns_get(ns);
                 saver_q[saver_n++] = ns;
                 pthread_cond_signal(&saver_cv);
         }
@@ -1156,9 +1159,28 @@ int core_flash_open(struct core_ns *ns, const struct core_flash_params *p, char 
         return 0;
 }
 
+/*
+ * The saver holds no reference (a namespace_delete right after a flush
+ * must not find the namespace busy): a closing namespace leaves the queue
+ * and waits for a save of it that is running.
+ */
+static void saver_forget(struct core_ns *ns)
+{
+        pthread_mutex_lock(&saver_lock);
+        for (unsigned i = 0; i < saver_n;)
+                if (saver_q[i] == ns)
+                        saver_q[i] = saver_q[--saver_n];
+                else
+                        i++;
+        while (saver_current == ns)
+                pthread_cond_wait(&saver_done_cv, &saver_lock);
+        pthread_mutex_unlock(&saver_lock);
+}
+
 void core_flash_close(struct core_ns *ns)
 {
         if (ns->flash) {
+                saver_forget(ns);
                 core_flash_save(ns);
                 model_free(ns->flash);
                 ns->flash = NULL;

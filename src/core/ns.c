@@ -464,6 +464,7 @@ int core_ns_create(const struct core_ns_params *p, struct core_ns **out, char *e
         rc = core_flash_open(ns, &p->flash, err, errlen);
         if (rc)
                 goto fail;
+        ns->fdp_off = p->fdp_off;
 
         pthread_mutex_lock(&reg_lock);
         ns->next = registry;
@@ -547,6 +548,8 @@ void core_ns_shutdown_all(void)
         pthread_mutex_unlock(&reg_lock);
         while (ns) {
                 struct core_ns *next = ns->next;
+                /* A personality may still hold it (an NVMe attachment): save the model now. */
+                core_flash_save(ns);
                 core_ns_put(ns);
                 ns = next;
         }

@@ -95,6 +95,8 @@ struct core_ns_params {
         /* The flash model (core/flash.h): flash_model, flash_erase_block, flash_op_percent,
          * flash_gc. */
         struct core_flash_params flash;
+        /* fdp = false (NVMe, src/nvme/fdp.c): no Flexible Data Placement even with the model. */
+        bool fdp_off;
 };
 
 /*
@@ -258,6 +260,7 @@ struct core_ns {
          */
         struct core_placements *placements;
         struct core_flash *flash;
+        bool fdp_off; /* core_ns_params.fdp_off; set at create */
         atomic_int refs;
         struct core_ns *next; /* registry */
 };

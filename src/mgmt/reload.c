@@ -358,6 +358,9 @@ static void ns_fixed(struct plan *pl, const char *name, json_t *np, json_t *op, 
         /* The flash model (core/flash.h): off is the same as absent; sizes as sizes. */
         if (strcmp(key, "flash_model") == 0 && !ov && json_is_false(nv))
                 return;
+        /* FDP (src/nvme/fdp.c): on is the same as absent. */
+        if (strcmp(key, "fdp") == 0 && !ov && json_is_true(nv))
+                return;
         if (strcmp(key, "flash_erase_block") == 0 && ov && psize(np, key, -1) == psize(op, key, -2))
                 return;
         if (strcmp(key, "path") == 0 && json_is_string(ov)) {
@@ -520,7 +523,8 @@ static void diff(struct plan *pl, struct model *run, struct model *want, json_t 
                                                     "flash_model",
                                                     "flash_gc",
                                                     "flash_op_percent",
-                                                    "flash_erase_block"};
+                                                    "flash_erase_block",
+                                                    "fdp"};
                 for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
                         ns_fixed(pl, k, np, op, fixed[i]);
                 json_t *set = json_pack("{s:s}", "name", k);

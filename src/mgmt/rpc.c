@@ -375,6 +375,7 @@ static int h_namespace_create(struct rpc_ctx *c)
                     .op_percent = (uint32_t)puint(c, "flash_op_percent", 0),
                     .gc_set = json_object_get(c->params, "flash_gc") != NULL,
                 },
+            .fdp_off = !pbool(c, "fdp", true),
         };
         if (core_flash_gc_parse(pstr(c, "flash_gc", "greedy"), &p.flash.gc) < 0)
                 return inval(c, "'flash_gc' must be greedy or cost-benefit");
@@ -562,6 +563,8 @@ json_t *mgmt_ns_params_json(struct core_ns *ns)
                 json_object_set_new(o, "flash_op_percent", json_integer(fi.op_percent));
                 json_object_set_new(o, "flash_gc", json_string(core_flash_gc_name(fi.gc)));
         }
+        if (o && ns->fdp_off)
+                json_object_set_new(o, "fdp", json_false());
         return o;
 }
 
@@ -1263,7 +1266,9 @@ static const struct rpc_method rpc_methods[] = {
                "unit (default 1M)"},
       UINT("flash_op_percent", false, 0, 400,
            "flash model: over-provisioning in % of the capacity (default 7)"),
-      STR("flash_gc", false, 15, "flash model: greedy | cost-benefit (default greedy)")}},
+      STR("flash_gc", false, 15, "flash model: greedy | cost-benefit (default greedy)"),
+      BOOL("fdp", "NVMe Flexible Data Placement on a flash-model namespace (default true); "
+                  "false: the NVMe Streams directive may be enabled there instead")}},
     {"namespace_delete",
      h_namespace_delete,
      "Delete a namespace (refused while mapped to a LUN); the data file is kept",

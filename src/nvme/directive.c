@@ -106,6 +106,15 @@ void nvme_streams_reset(struct nvme_ctrl *ctrl)
         pthread_mutex_unlock(&ctrl->streams_lock);
 }
 
+void nvme_streams_forget(struct nvme_ctrl *ctrl, uint32_t nsid)
+{
+        pthread_mutex_lock(&ctrl->streams_lock);
+        struct nvme_streams_ns *s = st_slot(ctrl, nsid);
+        if (s)
+                st_disable(s);
+        pthread_mutex_unlock(&ctrl->streams_lock);
+}
+
 bool nvme_streams_enabled(struct nvme_ctrl *ctrl, uint32_t nsid)
 {
         pthread_mutex_lock(&ctrl->streams_lock);

@@ -56,7 +56,7 @@ static int ev_bit(uint8_t type)
 bool nvme_fdp_enabled(const struct core_ns *ns)
 {
         /* A model too small to keep even one reclaim unit open per handle has no FDP. */
-        return ns && core_flash_enabled(ns) && core_placement_max(ns) > 0;
+        return ns && !ns->fdp_off && core_flash_enabled(ns) && core_placement_max(ns) > 0;
 }
 
 unsigned nvme_fdp_nruh(const struct core_ns *ns)
@@ -242,6 +242,32 @@ uint32_t nvme_fdp_log(struct nvme_cmd *cmd, uint8_t lid, uint16_t endgid, bool h
         }
         put_le32(&l->nevents, n);
         return sizeof(*l);
+}
+
+/*
+ * Endurance Group Information (log 09h, Base 2.0 5.16.1.10) of group
+ * endgid (cmd->ns): data units (thousands of 512 bytes, rounded up) read
+ * and written by hosts, media units written (the flash model's media
+ * bytes; without the model, what hosts wrote), host read and write
+ * commands.  Percentage used and spare are those of a new drive.
+ */
+uint32_t nvme_endurance_log(struct nvme_cmd *cmd, uint8_t *p, uint32_t cap)
+{
+        struct core_stats_sum sum;
+        struct core_flash_stats fs;
+        memset(p, 0, cap < 512 ? cap : 512);
+        core_stats_sum(&cmd->ns->stats, &sum);
+        uint64_t media = sum.bytes[CORE_OPC_WRITE];
+        if (core_flash_stats(cmd->ns, CORE_FLASH_ALL, &fs) == 0)
+                media = fs.media_bytes;
+        p[3] = 100; /* available spare */
+        p[4] = 10;  /* its threshold */
+        slate_put_le(p + 48, 8, (sum.bytes[CORE_OPC_READ] / 512 + 999) / 1000);
+        slate_put_le(p + 64, 8, (sum.bytes[CORE_OPC_WRITE] / 512 + 999) / 1000);
+        slate_put_le(p + 80, 8, (media / 512 + 999) / 1000);
+        slate_put_le(p + 96, 8, sum.ok[CORE_OPC_READ]);
+        slate_put_le(p + 112, 8, sum.ok[CORE_OPC_WRITE]);
+        return 512;
 }
 
 /* ---- Features 1Dh and 1Eh ---- */

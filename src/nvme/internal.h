@@ -339,6 +339,8 @@ bool nvme_streams_enabled(struct nvme_ctrl *ctrl, uint32_t nsid);
 int nvme_stream_placement(struct nvme_cmd *cmd, uint32_t nsid, uint16_t sid, uint16_t *pl);
 /* Disable Streams everywhere on ctrl, releasing every stream (reset, free). */
 void nvme_streams_reset(struct nvme_ctrl *ctrl);
+/* NSID nsid left the subsystem: its streams and resources on ctrl go (8.7.3). */
+void nvme_streams_forget(struct nvme_ctrl *ctrl, uint32_t nsid);
 
 /* fdp.c: Flexible Data Placement. */
 bool nvme_fdp_enabled(const struct core_ns *ns);
@@ -352,6 +354,8 @@ int nvme_fdp_placement(struct nvme_cmd *cmd, bool dp, uint16_t pid, uint16_t *pl
 /* Fill p[0..cap) with FDP log lid (20h..23h) of endurance group endgid (cmd->ns); its size. */
 uint32_t nvme_fdp_log(struct nvme_cmd *cmd, uint8_t lid, uint16_t endgid, bool host_events,
                       uint8_t *p, uint32_t cap);
+/* Fill p[0..cap) with the Endurance Group Information log of cmd->ns's group; its size. */
+uint32_t nvme_endurance_log(struct nvme_cmd *cmd, uint8_t *p, uint32_t cap);
 enum nvme_parse_result nvme_fdp_get_feature(struct nvme_cmd *cmd, uint8_t fid, uint8_t sel);
 enum nvme_parse_result nvme_fdp_set_feature(struct nvme_cmd *cmd, uint8_t fid);
 void nvme_fdp_set_events_exec(struct nvme_cmd *cmd);

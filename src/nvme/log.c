@@ -2,7 +2,8 @@
  * Get Log Page (NVMe Base 2.0 5.16): 01h Error Information, 02h SMART /
  * Health Information, 03h Firmware Slot Information, 04h Changed Namespace
  * List, 05h Commands Supported and Effects (from the opcode tables), 0Eh
- * LBA Status Information (lbastatus.c), 20h..23h Flexible Data Placement
+ * LBA Status Information (lbastatus.c), 09h Endurance Group Information and
+ * 20h..23h Flexible Data Placement
  * (fdp.c, LSI = endurance group), 80h Reservation Notification
  * (resv.c), 81h Sanitize Status (sanitize.c), C0h the vendor-specific
  * provisioning status (the page of the provisioning threshold event,
@@ -199,6 +200,14 @@ enum nvme_parse_result nvme_get_log_parse(struct nvme_cmd *cmd)
         case NVME_LOG_LBA_STATUS:
                 size = nvme_lba_status_log(ctrl, page.raw, sizeof(page.raw));
                 break;
+        case NVME_LOG_ENDURANCE: {
+                uint16_t endgid = cdw11 >> 16; /* one group per namespace, ENDGID = NSID */
+                if (endgid == 0 || endgid > NVME_MAX_NSID ||
+                    !(cmd->ns = nvme_ns_lookup(ctrl->subsys, endgid)))
+                        return nvme_invalid_field(cmd, NVME_SQE_OFF_CDW(11) + 2);
+                size = nvme_endurance_log(cmd, page.raw, sizeof(page.raw));
+                break;
+        }
         case NVME_LOG_FDP_CONFIGS:
         case NVME_LOG_FDP_RUH_USAGE:
         case NVME_LOG_FDP_STATS:

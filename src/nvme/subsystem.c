@@ -357,6 +357,11 @@ int nvme_ns_detach(const char *nqn, uint32_t nsid, char *err, size_t errlen)
         }
         s->refs++;
         ns_changed_locked(s, nsid);
+        /* Streams of the namespace are released (directive.c); FDP event enables start over. */
+        for (struct nvme_ctrl *c = s->ctrls; c; c = c->next)
+                nvme_streams_forget(c, nsid);
+        for (unsigned ph = 0; ph < NVME_FDP_NRUH; ph++)
+                atomic_store(&s->fdp_ev_off[nsid][ph], 0);
         pthread_mutex_unlock(&nvme_lock);
         ns_slot_clear(s, nsid);
         pthread_mutex_lock(&nvme_lock);

@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -511,6 +512,21 @@ static void test_fdp(void **s)
         assert_true(events(false, NVME_FDP_EVT_IMPLICIT_RUH) > im0);
 }
 
+static void test_endurance_log(void **s)
+{
+        (void)s;
+        /* Group 2 (the FDP namespace) has written; media units >= data units written. */
+        assert_int_equal(get_log(NVME_LOG_ENDURANCE, 2, 0, 512), 0);
+        uint64_t duw = slate_get_le(buf + 64, 8), muw = slate_get_le(buf + 80, 8);
+        uint64_t hwc = slate_get_le(buf + 112, 8);
+        assert_true(duw > 0);
+        assert_true(muw >= duw);
+        assert_true(hwc >= 20);
+        assert_int_equal(buf[3], 100);
+        assert_int_equal(get_log(NVME_LOG_ENDURANCE, 0, 0, 512), ST(0, NVME_SC_INVALID_FIELD));
+        assert_int_equal(get_log(NVME_LOG_ENDURANCE, 99, 0, 512), ST(0, NVME_SC_INVALID_FIELD));
+}
+
 static void test_hints(void **s)
 {
         (void)s;
@@ -534,12 +550,63 @@ static void test_hints(void **s)
         assert_int_equal(nvme_access_hints(8, 0, false), CORE_HINT_WRITE_FREQ);
 }
 
+/* fdp = false: a flash-model namespace without FDP, where Streams write their own erase blocks. */
+static void test_streams_on_model(void **s)
+{
+        (void)s;
+        char err[256];
+        struct core_ns *ns4;
+        struct core_ns_params p = {.name = "d4",
+                                   .backend = "mem",
+                                   .size_bytes = 64 << 20,
+                                   .block_size = 4096,
+                                   .flash = {.enable = true, .erase_block = EB},
+                                   .fdp_off = true};
+        assert_int_equal(core_ns_create(&p, &ns4, err, sizeof(err)), 0);
+        assert_int_equal(nvme_ns_attach(SUBNQN, 4, "d4", err, sizeof(err)), 4);
+        assert_false(nvme_fdp_enabled(ns4));
+        assert_int_equal(dir_recv(4, NVME_DIR_IDENTIFY, 1, 0, 4096), 0);
+        assert_int_equal(buf[0], 0x03); /* no Data Placement */
+        assert_int_equal(get_log(NVME_LOG_FDP_CONFIGS, 4, 0, 16), ST(0, NVME_SC_INVALID_FIELD));
+        assert_int_equal(dir_send(4, NVME_DIR_IDENTIFY, 1, 0, 1 | 1u << 8), 0);
+        for (unsigned i = 0; i < 3; i++)
+                assert_int_equal(write_dir(4, 10 + i, NVME_DIR_STREAMS, 6, 0), 0);
+        uint16_t pl = core_placement_find(ns4, CORE_PL_NVME_STREAM,
+                                          CORE_PL_NVME_KEY(admin_q.ctrl->cntlid, 6));
+        assert_int_not_equal(pl, 0);
+        struct core_flash_stats fs;
+        assert_int_equal(core_flash_stats(ns4, pl, &fs), 0);
+        assert_int_equal(fs.host_bytes, 3 * 4096);
+        /* Its reclaim unit is its own: a plain write does not touch it. */
+        assert_int_equal(core_flash_ru_remaining(ns4, pl), EB - 3 * 4096);
+        assert_int_equal(write_dir(4, 20, 0, 0, 0), 0);
+        assert_int_equal(core_flash_ru_remaining(ns4, pl), EB - 3 * 4096);
+        assert_int_equal(nvme_ns_detach(SUBNQN, 4, err, sizeof(err)), 0);
+        assert_int_equal(core_ns_delete("d4"), 0);
+}
+
+/* Detaching a namespace releases its streams: the namespace can then be deleted. */
+static void test_detach_releases_streams(void **s)
+{
+        (void)s;
+        char err[256];
+        assert_int_equal(dir_send(3, NVME_DIR_IDENTIFY, 1, 0, 1 | 1u << 8), 0);
+        assert_int_equal(write_dir(3, 0, NVME_DIR_STREAMS, 4, 0), 0);
+        uint64_t key = CORE_PL_NVME_KEY(admin_q.ctrl->cntlid, 4);
+        assert_int_not_equal(core_placement_find(ns3, CORE_PL_NVME_STREAM, key), 0);
+        assert_int_equal(nvme_ns_detach(SUBNQN, 3, err, sizeof(err)), 0);
+        assert_false(nvme_streams_enabled(admin_q.ctrl, 3));
+        assert_int_equal(core_placement_find(ns3, CORE_PL_NVME_STREAM, key), 0);
+        assert_int_equal(core_ns_delete("d3"), 0);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-            cmocka_unit_test(test_identify), cmocka_unit_test(test_identify_directive),
-            cmocka_unit_test(test_streams),  cmocka_unit_test(test_fdp),
-            cmocka_unit_test(test_hints),
+            cmocka_unit_test(test_identify),         cmocka_unit_test(test_identify_directive),
+            cmocka_unit_test(test_streams),          cmocka_unit_test(test_fdp),
+            cmocka_unit_test(test_endurance_log),    cmocka_unit_test(test_hints),
+            cmocka_unit_test(test_streams_on_model), cmocka_unit_test(test_detach_releases_streams),
         };
         return cmocka_run_group_tests(tests, setup, NULL);
 }

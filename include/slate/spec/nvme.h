@@ -446,6 +446,7 @@ enum {
         NVME_LOG_FW_SLOT = 0x03,
         NVME_LOG_CHANGED_NS = 0x04,
         NVME_LOG_CMD_EFFECTS = 0x05,
+        NVME_LOG_ENDURANCE = 0x09, /* Endurance Group Information (LSI: endurance group) */
         NVME_LOG_LBA_STATUS = 0x0e,
         NVME_LOG_FDP_CONFIGS = 0x20, /* FDP Configurations (LSI: endurance group) */
         NVME_LOG_FDP_RUH_USAGE = 0x21,
