@@ -113,6 +113,10 @@ static json_t *meta_body(struct core_ns *ns)
         json_t *prov = core_prov_to_json(ns); /* optional: absent = no limit, no threshold */
         if (prov)
                 json_object_set_new(b, "provision", prov);
+        /* Optional: absent = never stopped. */
+        if (core_ns_start_stop_cycles(ns))
+                json_object_set_new(b, "start_stop_cycles",
+                                    json_integer((json_int_t)core_ns_start_stop_cycles(ns)));
         /* Optional: absent = the backend's default (core/atomic.h). */
         json_object_set_new(b, "atomic_write_max",
                             json_integer((json_int_t)atomic_load(&ns->atomic_max_bytes)));
@@ -240,6 +244,13 @@ static int load_meta(struct core_ns *ns, char *err, size_t errlen)
                 snprintf(err, errlen, "metadata %s: bad provisioning limits", ns->meta_path);
                 goto out;
         }
+        json_t *ssc = json_object_get(body, "start_stop_cycles");
+        if (ssc && (!json_is_integer(ssc) || json_integer_value(ssc) < 0)) {
+                snprintf(err, errlen, "metadata %s: bad start_stop_cycles", ns->meta_path);
+                goto out;
+        }
+        if (ssc)
+                atomic_store(&ns->start_stop_cycles, (uint64_t)json_integer_value(ssc));
         json_t *awm = json_object_get(body, "atomic_write_max");
         if (awm && (!json_is_integer(awm) || json_integer_value(awm) < 0 ||
                     json_integer_value(awm) > CORE_ATOMIC_MAX_BYTES ||
@@ -265,10 +276,25 @@ static void ns_free(struct core_ns *ns)
         if (ns->scsi_state && ns->scsi_state_free)
                 ns->scsi_state_free(ns->scsi_state);
         core_sanitize_free(ns);
+        core_selftest_log_fini(&ns->selftest_log);
         core_stats_fini(&ns->stats);
         pthread_mutex_destroy(&ns->lock);
         pthread_mutex_destroy(&ns->rmw_lock);
         free(ns);
+}
+
+unsigned core_ns_lpsm(const struct core_ns *ns, uint64_t *lba)
+{
+        uint64_t n = atomic_load_explicit(&ns->lpsm_n, memory_order_acquire);
+        unsigned k = 0;
+        for (unsigned i = 0; i < n && i < CORE_LPSM_MAX; i++) {
+                /* 0: counted, its LBA not stored yet (a write being submitted right now). */
+                uint64_t v = atomic_load_explicit(&ns->lpsm_lba[i], memory_order_acquire);
+                if (!v)
+                        break;
+                lba[k++] = v - 1;
+        }
+        return k;
 }
 
 int core_ns_create(const struct core_ns_params *p, struct core_ns **out, char *err, size_t errlen)
@@ -314,6 +340,8 @@ int core_ns_create(const struct core_ns_params *p, struct core_ns **out, char *e
         }
         pthread_mutex_init(&ns->lock, NULL);
         pthread_mutex_init(&ns->rmw_lock, NULL);
+        core_selftest_log_init(&ns->selftest_log);
+        (void)core_power_on_hours(); /* starts the power-on clock */
         atomic_init(&ns->refs, 1);
         snprintf(ns->name, sizeof(ns->name), "%s", p->name);
         snprintf(ns->backend_name, sizeof(ns->backend_name), "%s", ops->name);
@@ -321,6 +349,7 @@ int core_ns_create(const struct core_ns_params *p, struct core_ns **out, char *e
         ns->thin = p->thin;
         ns->removable = p->removable;
         ns->san_rate_mibps = p->sanitize_rate_mibps;
+        ns->selftest_rate_mibps = p->selftest_rate_mibps;
         ns->pr.holder = -1;
         atomic_init(&ns->wp, p->write_protect ? CORE_WP_CONFIG : 0);
         atomic_init(&ns->ready, CORE_NS_READY);

@@ -26,6 +26,7 @@
 
 #include "backend/backend.h"
 #include "core/pr.h"
+#include "core/selftest.h"
 #include "core/stats.h"
 
 #define CORE_NS_NAME_MAX 64
@@ -74,6 +75,7 @@ struct core_ns_params {
         bool write_protect; /* software write protect at start */
         bool removable;     /* SCSI: removable medium (RMB=1, eject/load, PREVENT) */
         uint32_t sanitize_rate_mibps; /* pace sanitize operations (MiB/s); 0 = backend speed */
+        uint32_t selftest_rate_mibps; /* pace self-tests (MiB/s); 0 = backend speed */
         /* Provisioning (provision.c), bytes; 0 = not given: a reopen keeps the saved values. */
         uint64_t provision_limit;     /* hard limit of allocated space */
         uint64_t provision_threshold; /* soft threshold of allocated space */
@@ -147,6 +149,13 @@ struct core_prov_limits {
 
 struct core_pool;
 struct core_atomic;
+
+/*
+ * The misaligned writes a namespace remembers (SCSI LPS Misalignment log
+ * page 15h/03h MAX_LPSM): the first ones since slated started; later ones
+ * are still counted in the statistics (core_stats_misaligned_count).
+ */
+#define CORE_LPSM_MAX 64u
 
 /* Plain-command counters of the atomic-write ordering (one per reactor, modulo). */
 #define CORE_NS_ORDER_SLOTS 16
@@ -240,6 +249,21 @@ struct core_ns {
         struct core_pool *_Atomic pool; /* the directory's pool (pool.c); NULL = none */
         struct core_ns *pool_next;      /* the pool's member list (pool.c) */
         struct core_stats stats;        /* I/O counted by the core (core/stats.h) */
+        /*
+         * Health (log pages): the running self-test and the results of the
+         * last ones (core/selftest.h; selftest under lock), the pacing of
+         * self-tests (config, not persisted; 0 = unpaced), the most recent
+         * informational exception (enum core_exception), the START STOP
+         * UNIT cycles (persisted), and the first CORE_LPSM_MAX misaligned
+         * writes (core_ns_lpsm).
+         */
+        struct core_selftest *selftest;
+        struct core_selftest_log selftest_log;
+        uint32_t selftest_rate_mibps;
+        _Atomic uint8_t exception;
+        _Atomic uint64_t start_stop_cycles;
+        _Atomic uint64_t lpsm_n;                  /* misaligned writes since start */
+        _Atomic uint64_t lpsm_lba[CORE_LPSM_MAX]; /* their LBAs + 1 (0: not yet stored) */
         struct core_copy_stats copy_stats;
         atomic_int refs;
         struct core_ns *next; /* registry */
@@ -309,6 +333,17 @@ struct core_lba_range {
  */
 int core_ns_unrecoverable(struct core_ns *ns, uint64_t lba, uint64_t nlb,
                           struct core_lba_range *out);
+
+/*
+ * The misaligned writes remembered (at most CORE_LPSM_MAX, oldest first) into
+ * lba; returns how many.  Any thread.
+ */
+unsigned core_ns_lpsm(const struct core_ns *ns, uint64_t *lba);
+/* START STOP UNIT cycles: stops of a started namespace (persisted, any thread). */
+static inline uint64_t core_ns_start_stop_cycles(const struct core_ns *ns)
+{
+        return atomic_load_explicit(&ns->start_stop_cycles, memory_order_relaxed);
+}
 
 /* Persist identity/geometry/reservations (call with ns->lock held or unshared). */
 int core_ns_save_meta(struct core_ns *ns);

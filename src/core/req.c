@@ -498,6 +498,44 @@ void core_req_init(struct core_req *req, struct core_ns *ns, enum core_op op, ui
         req->cb_arg = cb_arg;
 }
 
+/*
+ * SBC-4 4.6.2: a request whose first LBA is not the first of a physical
+ * block, or whose length is not a whole number of physical blocks, is
+ * misaligned.  Counted once at submission (whatever its outcome), for its
+ * namespace and host; a misaligned write that transfers data (not a
+ * deallocation, whose granularity VPD B0h states apart) is also
+ * remembered for the SCSI LPS Misalignment log page (core_ns_lpsm).
+ */
+static void count_misaligned(struct core_req *req, bool writes)
+{
+        struct core_ns *ns = req->ns;
+        uint64_t mask = ((uint64_t)1 << ns->phys_exp) - 1;
+        uint64_t lba = req->lba;
+        bool mis = false;
+        if (!mask || req->op == CORE_OP_FLUSH)
+                return;
+        if (req->op == CORE_OP_WRITE_SCATTERED) {
+                for (uint32_t i = 0; i < req->nr_ranges && req->ranges && !mis; i++)
+                        if ((req->ranges[i].lba | req->ranges[i].nlb) & mask) {
+                                mis = true;
+                                lba = req->ranges[i].lba;
+                        }
+        } else {
+                mis = ((req->lba | req->nlb) & mask) != 0;
+        }
+        if (!mis)
+                return;
+        enum core_op_class c = core_op_class_of(req->op);
+        core_stats_misaligned(&ns->stats, c);
+        if (req->host)
+                core_stats_misaligned(&req->host->stats, c);
+        if (!writes || req->op == CORE_OP_DEALLOCATE)
+                return;
+        uint64_t i = atomic_fetch_add_explicit(&ns->lpsm_n, 1, memory_order_relaxed);
+        if (i < CORE_LPSM_MAX)
+                atomic_store_explicit(&ns->lpsm_lba[i], lba + 1, memory_order_release);
+}
+
 void core_req_submit(struct core_req *req)
 {
         struct core_ns *ns = req->ns;
@@ -514,16 +552,19 @@ void core_req_submit(struct core_req *req)
                 core_req_complete(req, CORE_E_INTERNAL);
                 return;
         }
-        req->counted = true;
-        req->t_submit = rt_now_ns();
-        core_stats_start(&ns->stats);
-        if (req->host)
-                core_stats_start(&req->host->stats);
         bool medium = req->op != CORE_OP_FLUSH;
         bool writes = req->op == CORE_OP_WRITE || req->op == CORE_OP_WRITE_ZEROES ||
                       req->op == CORE_OP_WRITE_SCATTERED || req->op == CORE_OP_COMPARE_AND_WRITE ||
                       req->op == CORE_OP_ORWRITE || req->op == CORE_OP_WRITE_SAME ||
                       req->op == CORE_OP_DEALLOCATE;
+        if (!(req->flags & CORE_REQ_SELFTEST)) {
+                req->counted = true;
+                req->t_submit = rt_now_ns();
+                core_stats_start(&ns->stats);
+                if (req->host)
+                        core_stats_start(&req->host->stats);
+                count_misaligned(req, writes);
+        }
         /* The namespace's state, the same rules for every personality (core/state.c). */
         unsigned chk = CORE_CHK_STARTED;
         if (!(req->flags & CORE_REQ_SANITIZE))

@@ -67,6 +67,11 @@ enum core_op {
  * independently atomic pieces.
  */
 #define CORE_REQ_ATOMIC (1u << 4)
+/*
+ * Issued by the self-test engine (core/selftest.c): the core's own read,
+ * not counted in the I/O statistics (hosts' read counts stay theirs).
+ */
+#define CORE_REQ_SELFTEST (1u << 11)
 
 #define CORE_REQ_MAX_IOV 8
 
