@@ -199,6 +199,13 @@ static const struct status_map core_map[CORE_STATUS_MAX] = {
     [CORE_E_COPY_INCOMPATIBLE] = {SAM_STAT_CHECK_CONDITION, SK_ILLEGAL_REQUEST, 0x26, 0x00},
 };
 
+uint8_t scsi_core_sense_key(enum core_status st)
+{
+        if ((unsigned)st >= CORE_STATUS_MAX)
+                st = CORE_E_INTERNAL;
+        return core_map[st].key;
+}
+
 bool scsi_core_sense_code(enum core_status st, uint8_t *asc, uint8_t *ascq)
 {
         const struct status_map *m;

@@ -125,21 +125,22 @@ static void log_sense(uint8_t page, uint8_t subpage, uint16_t ppc, uint16_t allo
 static void test_log_sense(void **state)
 {
         (void)state;
-        /* Supported log pages: 00h and 0Ch. */
+        /* Supported log pages (subpage 00h only): 00h, 0Ch and the health pages (scsi/log.c). */
         log_sense(0x00, 0x00, 0, 512);
         assert_int_equal(cmd.status, SAM_STAT_GOOD);
         assert_int_equal(buf[0] & 0x3f, 0x00);
-        assert_int_equal(slate_be16(buf + 2), 2);
-        assert_int_equal(buf[4], 0x00);
-        assert_int_equal(buf[5], 0x0c);
-        /* Pages and subpages: 00/00, 00/FF, 0C/00, in subpage format. */
+        uint8_t pages[] = {0x00, 0x0c, 0x0d, 0x0e, 0x10, 0x19, 0x2f};
+        assert_int_equal(slate_be16(buf + 2), sizeof(pages));
+        assert_memory_equal(buf + 4, pages, sizeof(pages));
+        /* Pages and subpages, in subpage format and ascending order: 15h/03h appears here only. */
         log_sense(0x00, 0xff, 0, 512);
         assert_int_equal(cmd.status, SAM_STAT_GOOD);
         assert_int_equal(buf[0] & 0x40, 0x40);
         assert_int_equal(buf[1], 0xff);
-        assert_int_equal(slate_be16(buf + 2), 6);
-        uint8_t want[6] = {0x00, 0x00, 0x00, 0xff, 0x0c, 0x00};
-        assert_memory_equal(buf + 4, want, 6);
+        uint8_t want[] = {0x00, 0x00, 0x00, 0xff, 0x0c, 0x00, 0x0d, 0x00, 0x0e,
+                          0x00, 0x10, 0x00, 0x15, 0x03, 0x19, 0x00, 0x2f, 0x00};
+        assert_int_equal(slate_be16(buf + 2), sizeof(want));
+        assert_memory_equal(buf + 4, want, sizeof(want));
         /* 0Ch/FFh: the subpages of page 0Ch. */
         log_sense(0x0c, 0xff, 0, 512);
         assert_int_equal(cmd.status, SAM_STAT_GOOD);
@@ -183,7 +184,7 @@ static void test_log_sense(void **state)
         assert_int_equal(cmd.data_in_len, 10);
 
         /* Pages we do not have, SP, reserved bits. */
-        log_sense(0x0d, 0x00, 0, 512);
+        log_sense(0x0f, 0x00, 0, 512);
         expect_sense(SK_ILLEGAL_REQUEST, 0x24, 0x00);
         assert_int_equal(slate_be16(cmd.sense + 16), 2);
         log_sense(0x0c, 0x01, 0, 512);
@@ -199,7 +200,8 @@ static void test_log_sense(void **state)
         /* A fully provisioned LU has no page 0Ch. */
         ns.thin = false;
         log_sense(0x00, 0x00, 0, 512);
-        assert_int_equal(slate_be16(buf + 2), 1);
+        assert_int_equal(slate_be16(buf + 2), sizeof(pages) - 1);
+        assert_int_equal(buf[5], 0x0d);
         log_sense(0x0c, 0x00, 0, 512);
         expect_sense(SK_ILLEGAL_REQUEST, 0x24, 0x00);
         ns.thin = true;
