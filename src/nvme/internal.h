@@ -47,6 +47,23 @@
 
 #define NVME_RESV_LOG_MAX 64 /* queued reservation notifications per controller */
 
+/*
+ * The subsystem's device self-test operation (selftest.c): one at a time,
+ * the namespaces it covers tested one after another by the core's engine,
+ * and the log of the last ones (06h).  Under lock.
+ */
+struct nvme_dst {
+        pthread_mutex_t lock;
+        bool running;
+        enum core_selftest_kind kind;
+        uint32_t nsids[NVME_MAX_NSID];
+        unsigned n, cur, done;
+        int abort;              /* enum core_selftest_result to end with; 0 = go on */
+        struct core_ns *cur_ns; /* the namespace being tested (the engine holds it) */
+        struct rt_reactor *reactor;
+        struct core_selftest_log log;
+};
+
 struct nvme_subsys {
         char nqn[NVMF_NQN_SIZE];
         char serial[21];
@@ -72,6 +89,7 @@ struct nvme_subsys {
         /* Namespaces: readers (any reactor) use nvme_ns_lookup(). */
         _Atomic(struct core_ns *) ns[NVME_MAX_NSID + 1];
         atomic_uint ns_lookups;
+        struct nvme_dst dst; /* device self-test (selftest.c) */
 };
 
 struct nvme_ctrl {
@@ -291,6 +309,15 @@ void nvme_sanitize_exec(struct nvme_cmd *cmd);
 void nvme_sanitize_log(struct nvme_ctrl *ctrl, struct nvme_sanitize_log *log);
 /* Does a namespace attached to s have a sanitize in progress? */
 bool nvme_subsys_sanitizing(struct nvme_subsys *s);
+/* Keep s alive beyond its list and controllers (a background operation); release drops it. */
+void nvme_subsys_hold(struct nvme_subsys *s);
+void nvme_subsys_release(struct nvme_subsys *s);
+/* Device Self-test (selftest.c) and its log page 06h (NVME_DST_LOG_SIZE bytes into p). */
+void nvme_dst_init(struct nvme_dst *d);
+void nvme_dst_fini(struct nvme_dst *d);
+enum nvme_parse_result nvme_dst_parse(struct nvme_cmd *cmd);
+void nvme_dst_exec(struct nvme_cmd *cmd);
+void nvme_dst_log(struct nvme_ctrl *ctrl, uint8_t *p);
 
 /* lbastatus.c: Get LBA Status (Base 2.0 5.20) and the LBA Status Information log (0Eh). */
 enum nvme_parse_result nvme_get_lba_status_parse(struct nvme_cmd *cmd);

@@ -1,7 +1,9 @@
 /*
  * Get Log Page (NVMe Base 2.0 5.16): 01h Error Information, 02h SMART /
- * Health Information, 03h Firmware Slot Information, 04h Changed Namespace
- * List, 05h Commands Supported and Effects (from the opcode tables), 0Eh
+ * Health Information (controller-wide, or per namespace: LPA bit 0), 03h
+ * Firmware Slot Information, 04h Changed Namespace List, 05h Commands
+ * Supported and Effects (from the opcode tables), 06h Device Self-test
+ * (selftest.c), 0Eh
  * LBA Status Information (lbastatus.c), 80h Reservation Notification
  * (resv.c), 81h Sanitize Status (sanitize.c), C0h the vendor-specific
  * provisioning status (the page of the provisioning threshold event,
@@ -18,6 +20,25 @@ static void put_u128(uint8_t *p, uint64_t v)
 {
         memset(p, 0, 16);
         slate_put_le(p, 8, v);
+}
+
+/*
+ * LPA bit 0: the SMART / Health log per namespace.  With an NSID of an
+ * active namespace, Data Units Read/Written and Host Read/Write Commands
+ * are that namespace's, counted by the core for every command it executed
+ * on it (whichever host and protocol sent it: the namespace is shared), and
+ * Media and Data Integrity Errors its unrecovered reads and writes; the
+ * other fields are the controller's (temperature, spare, power, errors).
+ */
+static void smart_log_ns(struct core_ns *ns, struct nvme_smart_log *l)
+{
+        struct core_stats_sum sum;
+        core_stats_sum(&ns->stats, &sum);
+        put_u128(l->data_units_read, (sum.bytes[CORE_OPC_READ] / 512 + 999) / 1000);
+        put_u128(l->data_units_written, (sum.bytes[CORE_OPC_WRITE] / 512 + 999) / 1000);
+        put_u128(l->host_reads, sum.ops[CORE_OPC_READ]);
+        put_u128(l->host_writes, sum.ops[CORE_OPC_WRITE]);
+        put_u128(l->media_errors, sum.errors[CORE_E_MEDIUM_ERROR] + sum.errors[CORE_E_WRITE_ERROR]);
 }
 
 static void smart_log(struct nvme_ctrl *ctrl, struct nvme_smart_log *l)
@@ -165,6 +186,14 @@ enum nvme_parse_result nvme_get_log_parse(struct nvme_cmd *cmd)
                 break;
         case NVME_LOG_SMART:
                 smart_log(ctrl, &page.smart);
+                if (nvme_nsid(cmd) && nvme_nsid(cmd) != 0xffffffffu) {
+                        struct core_ns *ns = nvme_ns_lookup(ctrl->subsys, nvme_nsid(cmd));
+                        if (!ns)
+                                return nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_INVALID_NS, 4,
+                                                   -1);
+                        smart_log_ns(ns, &page.smart);
+                        core_ns_put(ns);
+                }
                 size = sizeof(page.smart);
                 break;
         case NVME_LOG_FW_SLOT:
@@ -190,6 +219,10 @@ enum nvme_parse_result nvme_get_log_parse(struct nvme_cmd *cmd)
                         return nvme_invalid_field(cmd, NVME_SQE_OFF_CDW(14) + 3);
                 nvme_effects_log_build(&page.effects);
                 size = sizeof(page.effects);
+                break;
+        case NVME_LOG_DEVICE_SELF_TEST:
+                nvme_dst_log(ctrl, page.raw);
+                size = NVME_DST_LOG_SIZE;
                 break;
         case NVME_LOG_SANITIZE:
                 nvme_sanitize_log(ctrl, &page.san);

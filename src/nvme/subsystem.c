@@ -53,6 +53,7 @@ static struct nvme_subsys *subsys_alloc(const char *nqn, const char *serial, con
         snprintf(s->model, sizeof(s->model), "%s", model && *model ? model : "Slate NVMe");
         snprintf(s->fr, sizeof(s->fr), "%s", "0.1.0");
         s->refs = 1;
+        nvme_dst_init(&s->dst);
         return s;
 }
 
@@ -94,8 +95,23 @@ static void subsys_put_locked(struct nvme_subsys *s)
 {
         if (--s->refs > 0)
                 return;
+        nvme_dst_fini(&s->dst);
         free(s->hosts);
         free(s);
+}
+
+void nvme_subsys_hold(struct nvme_subsys *s)
+{
+        pthread_mutex_lock(&nvme_lock);
+        s->refs++;
+        pthread_mutex_unlock(&nvme_lock);
+}
+
+void nvme_subsys_release(struct nvme_subsys *s)
+{
+        pthread_mutex_lock(&nvme_lock);
+        subsys_put_locked(s);
+        pthread_mutex_unlock(&nvme_lock);
 }
 
 static bool nqn_ok(const char *nqn)

@@ -1269,7 +1269,7 @@ static void test_lba_status(void **s)
         cdw(&c, 10, NVME_CNS_CTRL);
         nvme_cmd_parse(&c);
         assert_int_equal(st(&c), 0);
-        assert_int_equal(get_le16(&((struct nvme_id_ctrl *)buf)->oacs), 1u << 9);
+        assert_int_equal(get_le16(&((struct nvme_id_ctrl *)buf)->oacs) & (1u << 9), 1u << 9);
         sqe_init(&c, &admin_q, NVME_ADM_GET_LOG_PAGE, 0);
         cdw(&c, 10, NVME_LOG_CMD_EFFECTS | (255u << 16));
         sgl_len(&c, 1024);

@@ -25,6 +25,7 @@ enum {
         NVME_ADM_GET_FEATURES = 0x0a,
         NVME_ADM_ASYNC_EVENT = 0x0c,
         NVME_ADM_KEEP_ALIVE = 0x18,
+        NVME_ADM_DEVICE_SELF_TEST = 0x14,
         NVME_ADM_SANITIZE = 0x84,
         NVME_ADM_GET_LBA_STATUS = 0x86,
         NVME_OPC_FABRICS = 0x7f,
@@ -151,6 +152,7 @@ enum {
         NVME_SC_ABORT_LIMIT = 0x03,
         NVME_SC_AER_LIMIT = 0x05,
         NVME_SC_INVALID_LOG_PAGE = 0x09,
+        NVME_SC_DST_IN_PROGRESS = 0x1d, /* Device Self-test In Progress */
         NVME_SC_FEATURE_NOT_SAVEABLE = 0x0d,
         NVME_SC_FEATURE_NOT_CHANGEABLE = 0x0e,
         NVME_SC_FEATURE_NOT_PER_NS = 0x0f,
@@ -319,7 +321,10 @@ _Static_assert(offsetof(struct nvme_id_ctrl, psd) == 2048, "psd");
 
 /* ONCS bits */
 /* OACS (Identify Controller bytes 257:256) */
-#define NVME_OACS_GET_LBA_STATUS (1u << 9)
+#define NVME_OACS_DEVICE_SELF_TEST (1u << 4)
+#define NVME_OACS_GET_LBA_STATUS   (1u << 9)
+/* Device Self-test log page (06h): 4-byte header and 20 results of 28 bytes. */
+#define NVME_DST_LOG_SIZE 564
 
 #define NVME_ONCS_COMPARE      (1u << 0)
 #define NVME_ONCS_DSM          (1u << 2)
@@ -434,6 +439,7 @@ enum {
         NVME_LOG_FW_SLOT = 0x03,
         NVME_LOG_CHANGED_NS = 0x04,
         NVME_LOG_CMD_EFFECTS = 0x05,
+        NVME_LOG_DEVICE_SELF_TEST = 0x06,
         NVME_LOG_LBA_STATUS = 0x0e,
         NVME_LOG_DISCOVERY = 0x70,
         NVME_LOG_RESV_NOTIFY = 0x80,
