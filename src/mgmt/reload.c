@@ -473,8 +473,8 @@ static void diff(struct plan *pl, struct model *run, struct model *want, json_t 
                         continue;
                 json_t *np = json_object_get(n, "p"), *op = json_object_get(o, "p");
                 static const char *const fixed[] = {
-                    "backend", "path",      "block_size",         "physical_block_size",
-                    "thin",    "removable", "sanitize_rate_mibps"};
+                    "backend", "path",      "block_size",          "physical_block_size",
+                    "thin",    "removable", "sanitize_rate_mibps", "selftest_rate_mibps"};
                 for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
                         ns_fixed(pl, k, np, op, fixed[i]);
                 json_t *set = json_pack("{s:s}", "name", k);

@@ -360,6 +360,7 @@ static int h_namespace_create(struct rpc_ctx *c)
             .write_protect = pbool(c, "write_protect", false),
             .removable = pbool(c, "removable", false),
             .sanitize_rate_mibps = (uint32_t)puint(c, "sanitize_rate_mibps", 0),
+            .selftest_rate_mibps = (uint32_t)puint(c, "selftest_rate_mibps", 0),
             .provision_limit = psize(c, "provision_limit", 0),
             .provision_threshold = psize(c, "provision_threshold", 0),
             .atomic_write_max_set = json_object_get(c->params, "atomic_write_max") != NULL,
@@ -529,6 +530,9 @@ json_t *mgmt_ns_params_json(struct core_ns *ns)
                                     json_integer((json_int_t)ns->block_size << ns->phys_exp));
         if (o && ns->san_rate_mibps)
                 json_object_set_new(o, "sanitize_rate_mibps", json_integer(ns->san_rate_mibps));
+        if (o && ns->selftest_rate_mibps)
+                json_object_set_new(o, "selftest_rate_mibps",
+                                    json_integer(ns->selftest_rate_mibps));
         uint64_t limit = atomic_load(&ns->prov.limit), thr = atomic_load(&ns->prov.threshold);
         if (o && limit)
                 json_object_set_new(o, "provision_limit", json_integer((json_int_t)limit));
@@ -591,6 +595,16 @@ static void ns_list_one(struct core_ns *ns, void *arg)
                                       (json_int_t)st.ops[CORE_OPC_FLUSH], "copy_ops",
                                       (json_int_t)atomic_load(&ns->copy_stats.ops), "copy_bytes",
                                       (json_int_t)atomic_load(&ns->copy_stats.bytes)));
+        /* Health counters (SCSI log pages 15h/03h, 0Eh; core/stats.h, core/ns.h). */
+        json_t *stj = json_object_get(o, "stats");
+        if (stj) {
+                json_object_set_new(stj, "misaligned_read_ops",
+                                    json_integer((json_int_t)st.misaligned[CORE_OPC_READ]));
+                json_object_set_new(stj, "misaligned_write_ops",
+                                    json_integer((json_int_t)st.misaligned[CORE_OPC_WRITE]));
+                json_object_set_new(stj, "start_stop_cycles",
+                                    json_integer((json_int_t)core_ns_start_stop_cycles(ns)));
+        }
         json_object_set_new(
             o, "copy",
             json_pack("{s:I, s:I, s:I, s:I}", "ops", (json_int_t)atomic_load(&ns->copy_stats.ops),
@@ -979,6 +993,9 @@ static const struct rpc_method rpc_methods[] = {
                         "PREVENT ALLOW MEDIUM REMOVAL (default false)"),
       UINT("sanitize_rate_mibps", false, 0, 1u << 20,
            "pace SANITIZE / NVMe Sanitize to this many MiB/s (default 0: backend speed)"),
+      UINT("selftest_rate_mibps", false, 0, 1u << 20,
+           "pace SEND DIAGNOSTIC / NVMe Device Self-test reads to this many MiB/s (default 0: "
+           "backend speed)"),
       {.name = "provision_limit",
        .type = P_SIZE,
        .desc = "thin: hard limit of allocated space (bytes or \"1G\"); writes needing more "
