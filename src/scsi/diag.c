@@ -106,7 +106,7 @@ static void fg_done(void *arg, const struct core_selftest_outcome *o)
         w->done(w);
 }
 
-static void diag_pages(struct scsi_cmd *cmd)
+void scsi_diag_pages(struct scsi_cmd *cmd)
 {
         const uint8_t *p = cmd->buf;
         uint32_t len = cmd->data_out_len, off = 0;
@@ -140,7 +140,7 @@ void scsi_diag_send_exec(struct scsi_cmd *cmd)
         int rc;
 
         if (!selftest && stc == 0) {
-                diag_pages(cmd);
+                scsi_diag_pages(cmd);
                 scsi_cmd_finish_deferred(cmd);
                 return;
         }

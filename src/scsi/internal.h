@@ -252,6 +252,8 @@ enum scsi_parse_result scsi_log_sense(struct scsi_cmd *cmd);
 /* diag.c: SEND DIAGNOSTIC self-tests (core/selftest.h) and RECEIVE DIAGNOSTIC RESULTS. */
 enum scsi_parse_result scsi_diag_send_parse(struct scsi_cmd *cmd);
 void scsi_diag_send_exec(struct scsi_cmd *cmd);
+/* The diagnostic pages of a SEND DIAGNOSTIC parameter list (in buf): checked, status set. */
+void scsi_diag_pages(struct scsi_cmd *cmd);
 void scsi_diag_send_abort(struct scsi_cmd *cmd);
 enum scsi_parse_result scsi_diag_receive(struct scsi_cmd *cmd);
 
