@@ -39,6 +39,10 @@ static const struct nvme_status_map status_map[CORE_STATUS_MAX] = {
     [CORE_E_SPACE_ALLOC_FAILED] = {NVME_SCT_GENERIC, NVME_SC_CAP_EXCEEDED, true},
     [CORE_E_COPY_LIMIT] = {NVME_SCT_CMD_SPECIFIC, NVME_SC_CMD_SIZE_LIMIT, true},
     [CORE_E_COPY_INCOMPATIBLE] = {NVME_SCT_CMD_SPECIFIC, NVME_SC_INCOMPATIBLE_NS, true},
+    /* Media and Data Integrity Errors: Unrecovered Read Error; rereading cannot help (DNR). */
+    [CORE_E_UNRECOVERED_READ] = {NVME_SCT_MEDIA, NVME_SC_READ_ERROR, true},
+    /* No NVMe status for depopulation: Namespace Not Ready, retry later (no DNR). */
+    [CORE_E_DEPOP_IN_PROGRESS] = {NVME_SCT_GENERIC, NVME_SC_NS_NOT_READY, false},
 };
 
 static const struct nvme_status_map internal_error = {NVME_SCT_GENERIC, NVME_SC_INTERNAL, false};
