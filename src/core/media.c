@@ -658,6 +658,57 @@ int core_media_mark(struct core_ns *ns, uint64_t lba, uint64_t nlb, bool bad, co
         return rc;
 }
 
+struct mark_job {
+        struct core_ns *ns;
+        uint64_t lba, nlb;
+        bool bad;
+        core_origin_t origin;
+        struct rt_reactor *r;
+        void (*done)(void *arg, int rc);
+        void *arg;
+        int rc;
+};
+
+static void mark_done_on_reactor(void *arg)
+{
+        struct mark_job *j = arg;
+        j->done(j->arg, j->rc);
+        core_ns_put(j->ns);
+        free(j);
+}
+
+static void *mark_thread(void *arg)
+{
+        struct mark_job *j = arg;
+        j->rc = core_media_mark(j->ns, j->lba, j->nlb, j->bad, j->origin);
+        if (rt_msg_send(j->r, mark_done_on_reactor, j) != 0)
+                mark_done_on_reactor(j); /* the reactor is gone (shutdown) */
+        return NULL;
+}
+
+int core_media_mark_async(struct core_ns *ns, uint64_t lba, uint64_t nlb, bool bad,
+                          core_origin_t origin, struct rt_reactor *r,
+                          void (*done)(void *arg, int rc), void *arg)
+{
+        struct mark_job *j = calloc(1, sizeof(*j));
+        if (!j)
+                return -ENOMEM;
+        *j = (struct mark_job){ns, lba, nlb, bad, origin, r, done, arg, 0};
+        core_ns_get(ns);
+        pthread_t t;
+        pthread_attr_t a;
+        pthread_attr_init(&a);
+        pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+        int rc = pthread_create(&t, &a, mark_thread, j);
+        pthread_attr_destroy(&a);
+        if (rc) {
+                core_ns_put(ns);
+                free(j);
+                return -rc;
+        }
+        return 0;
+}
+
 uint32_t core_media_ranges(struct core_ns *ns, struct core_lba_range *out, uint32_t max)
 {
         struct core_media *m = ns->media;
