@@ -919,6 +919,17 @@ int core_media_scan(struct core_ns *ns, core_origin_t origin)
 
 /* ---- Depopulation ---- */
 
+bool core_media_depopulated(struct core_ns *ns)
+{
+        struct core_media *m = ns->media;
+        if (!m)
+                return false;
+        pthread_mutex_lock(&m->lock);
+        bool d = m->full_blocks != 0 || m->depop_id != 0;
+        pthread_mutex_unlock(&m->lock);
+        return d;
+}
+
 uint32_t core_media_depop_element(struct core_ns *ns)
 {
         struct core_media *m = ns->media;
@@ -969,6 +980,11 @@ static bool depop_finish(struct core_ns *ns, core_origin_t origin)
                 atomic_fetch_add(&m->depopulations, 1);
         } else {
                 e->health = CORE_ELEM_HEALTH_DEPOP_ERR;
+                bool any = false;
+                for (uint32_t i = 0; i < m->nelem; i++)
+                        any |= m->elem[i].state == CORE_ELEM_DEPOPULATED;
+                if (!any)
+                        m->full_blocks = 0; /* nothing to restore */
         }
         m->generation++;
         refresh(ns);
@@ -992,7 +1008,6 @@ static void depop_done_on_reactor(void *arg)
 {
         struct depop_job *j = arg;
         j->done(j->arg, j->ok);
-        core_ns_put(j->ns);
         free(j);
 }
 
@@ -1000,11 +1015,12 @@ static void *depop_thread(void *arg)
 {
         struct depop_job *j = arg;
         j->ok = depop_finish(j->ns, j->origin);
+        /* The engine's reference goes before done: the caller holds its own. */
+        core_ns_put(j->ns);
         if (j->done && j->r && rt_msg_send(j->r, depop_done_on_reactor, j) == 0)
                 return NULL;
         if (j->done)
                 j->done(j->arg, j->ok);
-        core_ns_put(j->ns);
         free(j);
         return NULL;
 }

@@ -187,6 +187,11 @@ int core_media_depopulate(struct core_ns *ns, uint32_t id, core_origin_t origin,
  * while a depopulation runs; -ENOENT: nothing to restore) with err.
  */
 int core_media_restore(struct core_ns *ns, core_origin_t origin, char *err, size_t errlen);
+/*
+ * Whether an element is depopulated (the capacity is reduced): a reopen
+ * with a larger configured size keeps the reduced one.
+ */
+bool core_media_depopulated(struct core_ns *ns);
 /* Element id being depopulated, or 0. */
 uint32_t core_media_depop_element(struct core_ns *ns);
 
