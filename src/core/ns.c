@@ -24,6 +24,7 @@
 #include <uuid/uuid.h>
 
 #include "core/atomic.h"
+#include "core/media.h"
 #include "core/pool.h"
 #include "core/provision.h"
 #include "core/sanitize.h"
@@ -120,6 +121,9 @@ static json_t *meta_body(struct core_ns *ns)
         /* Optional: absent = the backend's default (core/atomic.h). */
         json_object_set_new(b, "atomic_write_max",
                             json_integer((json_int_t)atomic_load(&ns->atomic_max_bytes)));
+        json_t *media = core_media_to_json(ns); /* optional: absent = never used */
+        if (media)
+                json_object_set_new(b, "media", media);
         return b;
 }
 
@@ -260,6 +264,11 @@ static int load_meta(struct core_ns *ns, char *err, size_t errlen)
         }
         if (awm)
                 atomic_store(&ns->atomic_max_bytes, (uint32_t)json_integer_value(awm));
+        json_t *media = json_object_get(body, "media");
+        if (media && core_media_from_json(ns, media)) {
+                snprintf(err, errlen, "metadata %s: bad media state", ns->meta_path);
+                goto out;
+        }
         rc = 1;
 out:
         free(text);
@@ -277,6 +286,7 @@ static void ns_free(struct core_ns *ns)
                 ns->scsi_state_free(ns->scsi_state);
         core_sanitize_free(ns);
         core_selftest_log_fini(&ns->selftest_log);
+        core_media_free(ns);
         core_stats_fini(&ns->stats);
         pthread_mutex_destroy(&ns->lock);
         pthread_mutex_destroy(&ns->rmw_lock);
@@ -338,6 +348,11 @@ int core_ns_create(const struct core_ns_params *p, struct core_ns **out, char *e
                 free(ns);
                 return -ENOMEM;
         }
+        if (core_media_init(ns) < 0) {
+                core_stats_fini(&ns->stats);
+                free(ns);
+                return -ENOMEM;
+        }
         pthread_mutex_init(&ns->lock, NULL);
         pthread_mutex_init(&ns->rmw_lock, NULL);
         core_selftest_log_init(&ns->selftest_log);
@@ -386,8 +401,10 @@ int core_ns_create(const struct core_ns_params *p, struct core_ns **out, char *e
         if (!loaded) {
                 uuid_generate_random(ns->uuid);
                 ns->num_blocks = p->size_bytes / bs;
-        } else if (p->size_bytes && p->size_bytes / ns->block_size > ns->num_blocks) {
-                ns->num_blocks = p->size_bytes / ns->block_size; /* grow on request */
+        } else if (p->size_bytes && p->size_bytes / ns->block_size > ns->num_blocks &&
+                   !core_media_depopulated(ns)) {
+                /* Grow on request; not after a depopulation (core_media_restore undoes it). */
+                ns->num_blocks = p->size_bytes / ns->block_size;
         }
         if (ns->num_blocks == 0 && !(persistent && !loaded && p->size_bytes == 0)) {
                 snprintf(err, errlen, "size must be at least one block");
@@ -467,6 +484,14 @@ int core_ns_create(const struct core_ns_params *p, struct core_ns **out, char *e
         }
         core_pool_join(ns);
         core_prov_init(ns);
+        /* The element model: given replaces saved (refused while elements are failed). */
+        if (p->elements_set || p->element_interleave) {
+                uint32_t ne = p->elements_set ? p->elements : core_media_elements(ns);
+                rc = core_media_configure(ns, ne, p->element_interleave, err, errlen);
+                if (rc)
+                        goto fail;
+        }
+        core_media_resume(ns);
 
         pthread_mutex_lock(&reg_lock);
         ns->next = registry;
@@ -601,16 +626,4 @@ uint32_t core_ns_dealloc_granularity(const struct core_ns *ns)
         if (!unit && !ns->phys_exp)
                 return 0;
         return gran > phys ? gran : phys; /* never less than a physical block */
-}
-
-int core_ns_unrecoverable(struct core_ns *ns, uint64_t lba, uint64_t nlb,
-                          struct core_lba_range *out)
-{
-        /*
-         * No backend can lose a block today: a read error is an I/O error
-         * of the moment, nothing is remembered.  Failing media (issue 15)
-         * will record ranges per namespace and answer from them here.
-         */
-        (void)ns, (void)lba, (void)nlb, (void)out;
-        return 0;
 }

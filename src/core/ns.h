@@ -86,6 +86,14 @@ struct core_ns_params {
          */
         bool atomic_write_max_set;
         uint32_t atomic_write_max;
+        /*
+         * Failing media (core/media.h): physical elements (0..64, 0 = no
+         * model) and blocks per stripe unit (0 = saved, else the default).
+         * Not set: the saved model.
+         */
+        bool elements_set;
+        uint32_t elements;
+        uint32_t element_interleave;
 };
 
 /*
@@ -149,6 +157,7 @@ struct core_prov_limits {
 
 struct core_pool;
 struct core_atomic;
+struct core_media;
 
 /*
  * The misaligned writes a namespace remembers (SCSI LPS Misalignment log
@@ -265,6 +274,12 @@ struct core_ns {
         _Atomic uint64_t lpsm_n;                  /* misaligned writes since start */
         _Atomic uint64_t lpsm_lba[CORE_LPSM_MAX]; /* their LBAs + 1 (0: not yet stored) */
         struct core_copy_stats copy_stats;
+        /*
+         * Failing media (core/media.h): CORE_MEDIA_F_* flags the data path
+         * loads once per request, and the model (its own lock).
+         */
+        _Atomic uint32_t media_flags;
+        struct core_media *media;
         atomic_int refs;
         struct core_ns *next; /* registry */
 };
@@ -328,8 +343,8 @@ struct core_lba_range {
  * The first run of blocks in [lba, lba + nlb) that may return an
  * unrecovered read error (NVMe Get LBA Status and log 0Eh, SCSI GET LBA
  * STATUS report type 10h), clipped to that window: 1 and *out, or 0 when
- * there is none.  Slate's backends have no failing media yet (issue 15
- * adds them, through here), so today there never is one.
+ * there is none.  Answers from the failing-media model (core/media.h): the
+ * marked ranges and every LBA of a FAILED element.
  */
 int core_ns_unrecoverable(struct core_ns *ns, uint64_t lba, uint64_t nlb,
                           struct core_lba_range *out);
@@ -524,6 +539,8 @@ enum core_ns_event_type {
         CORE_NS_EV_IDENTITY,        /* identification data (INQUIRY, Identify) changed */
         CORE_NS_EV_PROVISIONING,    /* limit/threshold changed (new_val: CORE_PROV_CHG_*) */
         CORE_NS_EV_SPACE_THRESHOLD, /* allocated space crossed the soft threshold upward */
+        CORE_NS_EV_MEDIA, /* unrecoverable set or an element changed (core/media.h CORE_MEDIA_CHG_*)
+                           */
         CORE_NS_EV_MAX
 };
 

@@ -18,6 +18,7 @@
 
 #include "backend/backend.h"
 #include "core/atomic.h"
+#include "core/media.h"
 #include "core/ns.h"
 #include "core/provision.h"
 #include "core/req.h"
@@ -72,6 +73,8 @@ static void order_leave(struct core_req *req);
 static void fire_cb(struct rt_defer *d)
 {
         struct core_req *req = (struct core_req *)((char *)d - offsetof(struct core_req, defer));
+        if (req->media_heal)
+                core_media_done(req, req->status);
         order_leave(req);
         account_end(req);
         req->cb(req);
@@ -250,6 +253,8 @@ static bool order_enter(struct core_req *req)
 
 static void finish(struct core_req *req, enum core_status st)
 {
+        if (req->media_heal)
+                core_media_done(req, st); /* before the host hears: its next read sees the heal */
         order_leave(req);
         if (req->prov_bytes || req->prov_frees)
                 core_prov_done(req, st);
@@ -548,6 +553,7 @@ void core_req_submit(struct core_req *req)
         req->prov_bytes = 0;
         req->stage = ST_START;
         req->counted = false;
+        req->media_heal = false;
         if (!ns) {
                 core_req_complete(req, CORE_E_INTERNAL);
                 return;
@@ -654,6 +660,14 @@ void core_req_submit(struct core_req *req)
         if (req->nlb == 0 && medium) {
                 core_req_complete(req, CORE_OK); /* nothing to transfer */
                 return;
+        }
+        /* Failing media (core/media.c): one load when nothing is bad. */
+        if (atomic_load_explicit(&ns->media_flags, memory_order_acquire)) {
+                st = core_media_check(req);
+                if (st != CORE_OK) {
+                        core_req_complete(req, st);
+                        return;
+                }
         }
         /*
          * Provisioning (core/provision.c): a write that may allocate

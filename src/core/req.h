@@ -130,6 +130,7 @@ struct core_req {
         bool prov_pool;      /* prov_bytes are reserved in the namespace's pool too */
         uint64_t prov_bytes; /* space reserved against the provisioning limit (provision.c) */
         bool counted;        /* started in the statistics; ends when the callback runs */
+        bool media_heal;     /* clears unrecoverable marks when it succeeds (core/media.c) */
         uint64_t t_submit;   /* rt_now_ns() at submission, for the latency histogram */
         struct {             /* the backend I/O in flight (for retries and checks) */
                 struct backend *be;

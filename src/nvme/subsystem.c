@@ -54,6 +54,7 @@ static struct nvme_subsys *subsys_alloc(const char *nqn, const char *serial, con
         snprintf(s->fr, sizeof(s->fr), "%s", "0.1.0");
         s->refs = 1;
         nvme_dst_init(&s->dst);
+        s->pel = nvme_pel_new(); /* NULL: no Persistent Event log events are kept */
         return s;
 }
 
@@ -96,6 +97,7 @@ static void subsys_put_locked(struct nvme_subsys *s)
         if (--s->refs > 0)
                 return;
         nvme_dst_fini(&s->dst);
+        nvme_pel_free(s->pel);
         free(s->hosts);
         free(s);
 }
@@ -480,6 +482,7 @@ void nvme_ctrl_put(struct nvme_ctrl *ctrl)
         pthread_mutex_unlock(&nvme_lock);
         core_host_put(ctrl->host);
         pthread_mutex_destroy(&ctrl->lock);
+        free(ctrl->pel_ctx);
         free(ctrl->queues);
         free(ctrl);
 }
