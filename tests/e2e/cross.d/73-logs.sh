@@ -35,7 +35,18 @@ logs_drain_ua() { for _ in 1 2 3 4; do sg_turs "$1" >/dev/null 2>&1; done; }
 # A log page, raw: logs_raw DEV PAGE[,SUBPAGE] OUT
 logs_raw() { sg_logs -p "$2" -r "$1" >"$3"; }
 # Big-endian field of a raw page: logs_be FILE OFFSET LEN
-logs_be() { python3 -c "import sys; d=open('$1','rb').read(); print(int.from_bytes(d[$2:$2+$3],'big'))"; }
+logs_be() { echo $((16#$(od -An -tx1 -j "$2" -N "$3" "$1" | tr -d ' \n')0 / 16)); }
+# Poll CMD once a second, at most SECS times (each poll may itself be slow in the VM).
+logs_wait() {
+	local n=$1
+	shift
+	while [ "$n" -gt 0 ]; do
+		"$@" >/dev/null 2>&1 && return 0
+		sleep 1
+		n=$((n - 1))
+	done
+	"$@"
+}
 
 logs_all() {
 	sg_logs -a "$SD" >"$state/logs-a.txt" 2>&1
@@ -145,7 +156,7 @@ logs_senddiag() {
 	sg_senddiag --test "$SD" || { echo "default self-test failed"; return 1; }
 	echo "default self-test: passed"
 	sg_senddiag --selftest=2 "$SD" || return 1
-	wait_for 600 logs_st_done "$SD" || return 1
+	logs_wait 300 logs_st_done "$SD" || return 1
 	sg_logs -p 0x10 "$SD" | head -20
 	echo "newest self-test (code result): $(logs_st_newest "$SD")"
 	[ "$(logs_st_newest "$SD")" = "2 0" ]
@@ -180,7 +191,7 @@ logs_abort() {
 	fi
 	cat "$state/st-busy.txt"
 	sg_senddiag --selftest=4 "$LOGS_SD" || return 1
-	wait_for 60 logs_st_done "$LOGS_SD" || return 1
+	logs_wait 60 logs_st_done "$LOGS_SD" || return 1
 	sg_logs -p 0x10 "$LOGS_SD" | head -12
 	echo "after abort: $(logs_st_newest "$LOGS_SD")"
 	[ "$(logs_st_newest "$LOGS_SD")" = "2 1" ]
@@ -202,12 +213,12 @@ logs_nvme_dst() {
 	echo "$id" | python3 -c 'import json,sys; d=json.load(sys.stdin); print("oacs=%#x dsto=%s edstt=%s lpa=%#x" % (d["oacs"], d.get("dsto"), d.get("edstt"), d["lpa"]))'
 	[ $(($(echo "$id" | python3 -c 'import json,sys; print(json.load(sys.stdin)["oacs"])') & 0x10)) = 16 ] || return 1
 	nvme device-self-test "$NVCTRL" -n 1 -s 1 || return 1
-	wait_for 600 logs_dst_idle || return 1
+	logs_wait 300 logs_dst_idle || return 1
 	nvme self-test-log "$NVCTRL" | head -20
 	echo "short: $(logs_dst_newest)"
 	[ "$(logs_dst_newest)" = "1 0 0" ] || return 1
 	nvme device-self-test "$NVCTRL" -n 1 -s 2 || return 1
-	wait_for 600 logs_dst_idle || return 1
+	logs_wait 300 logs_dst_idle || return 1
 	echo "extended: $(logs_dst_newest)"
 	[ "$(logs_dst_newest)" = "2 0 0" ]
 }
@@ -225,7 +236,7 @@ logs_nvme_abort() {
 	fi
 	cat "$state/dst-busy.txt"
 	nvme device-self-test "$NVCTRL" -s 0xf || return 1
-	wait_for 60 logs_dst_idle || return 1
+	logs_wait 60 logs_dst_idle || return 1
 	echo "after abort: $(logs_dst_newest)"
 	[ "$(logs_dst_newest)" = "2 1 0" ]
 }
