@@ -4,8 +4,9 @@
  * here.  A test reads the medium through core_req_submit into one buffer
  * allocated when it starts, one piece at a time; between pieces it yields
  * the reactor (rt_defer) or, when paced, waits on a timer.  When a piece
- * fails it reads that piece again one block at a time to find the first
- * block that cannot be read, and ends there.
+ * fails it takes the first block that cannot be read from the core's
+ * answer (req->info, as the media model gives it), or else reads that
+ * piece again one block at a time to find it, and ends there.
  *
  * Its reads are the core's own (no nexus: reservations do not stop them;
  * CORE_REQ_SELFTEST: not counted as host I/O in the statistics, so the
@@ -209,6 +210,15 @@ static void req_done(struct core_req *req)
                 enum core_selftest_result a = state_abort(req->status);
                 if (a != CORE_STR_OK) {
                         end_with(t, a);
+                        return;
+                }
+                /* The core said which block (the media model does): no need to look. */
+                if (req->info_valid && req->info >= req->lba && req->info - req->lba < req->nlb) {
+                        struct core_selftest_outcome o = {.result = CORE_STR_FAILED,
+                                                          .fail_lba = req->info,
+                                                          .status = req->status,
+                                                          .segment = 1};
+                        finish(t, &o);
                         return;
                 }
                 if (req->nlb == 1) {

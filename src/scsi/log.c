@@ -43,6 +43,7 @@
  */
 #include <string.h>
 
+#include "core/media.h"
 #include "core/selftest.h"
 
 #include "slate/spec/scsi.h"
@@ -278,6 +279,12 @@ static int ie_page(struct scsi_cmd *cmd, uint16_t ppc, uint8_t *p)
         enum core_exception e = core_ns_last_exception(cmd->ns);
         if (ppc > 0x0000)
                 return -1;
+        /* None recorded, but an element of the medium has failed (core/media.h): say so. */
+        for (uint32_t id = 1; e == CORE_EXC_NONE && id <= core_media_elements(cmd->ns); id++) {
+                struct core_elem_info ei;
+                if (!core_media_element_info(cmd->ns, id, &ei) && ei.state == CORE_ELEM_FAILED)
+                        e = CORE_EXC_MEDIA_FAILURE;
+        }
         if ((unsigned)e >= sizeof(codes) / sizeof(codes[0]))
                 e = CORE_EXC_NONE;
         uint32_t n = param(p, 0x0000, PC_BINARY, 3);

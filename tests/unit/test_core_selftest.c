@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "backend/backend.h"
+#include "core/media.h"
 #include "core/ns.h"
 #include "core/req.h"
 #include "core/selftest.h"
@@ -253,6 +254,30 @@ static void test_failure_reports_first_bad_lba(void **st)
         del("bad");
 }
 
+/* A failed element of the media model (core/media.h): the test stops at its first LBA. */
+static void test_failed_element(void **st)
+{
+        (void)st;
+        char err[256];
+        struct core_ns *ns = mk("elem", "mem", 16 * MIB, 0);
+        assert_int_equal(core_media_configure(ns, 4, 2048, err, sizeof(err)), 0);
+        assert_int_equal(run(ns, CORE_ST_EXTENDED).result, CORE_STR_OK);
+        assert_int_equal(
+            core_media_set_element(ns, 2, CORE_ELEM_FAILED, -1, NULL, err, sizeof(err)), 0);
+        /* Element 2 holds stripe unit 1: LBAs 2048..4095 first. */
+        struct core_selftest_outcome o = run(ns, CORE_ST_EXTENDED);
+        assert_int_equal(o.result, CORE_STR_FAILED);
+        assert_int_equal(o.fail_lba, 2048);
+        assert_int_equal(o.status, CORE_E_UNRECOVERED_READ);
+        o = run(ns, CORE_ST_SHORT);
+        assert_int_equal(o.result, CORE_STR_FAILED);
+        assert_int_equal(core_media_lba_element(ns, o.fail_lba), 2);
+        assert_int_equal(core_media_set_element(ns, 2, CORE_ELEM_OK, -1, NULL, err, sizeof(err)),
+                         0);
+        assert_int_equal(run(ns, CORE_ST_EXTENDED).result, CORE_STR_OK);
+        del("elem");
+}
+
 static void test_busy_and_abort(void **st)
 {
         (void)st;
@@ -382,6 +407,7 @@ int main(void)
             cmocka_unit_test(test_extended_reads_everything),
             cmocka_unit_test(test_short_reads_a_sample),
             cmocka_unit_test(test_failure_reports_first_bad_lba),
+            cmocka_unit_test(test_failed_element),
             cmocka_unit_test(test_busy_and_abort),
             cmocka_unit_test(test_log_keeps_twenty_newest_first),
             cmocka_unit_test(test_misaligned_counted),
