@@ -29,8 +29,8 @@
  *   write commands, logical blocks received and transmitted, and their
  *   processing intervals, from the core's statistics of the namespace
  *   (every command of it, whichever protocol brought it), in a time
- *   interval of 1 us (parameter 0003h).  The weighted counts are not
- *   kept (0); idle time and the FUA statistics are not reported.
+ *   interval of 1 us (parameter 0003h).  The weighted counts and the idle
+ *   time (0002h) are not measured (0); the FUA statistics are not reported.
  * - Informational Exceptions (2Fh, SPC-5 7.3.14): the ASC/ASCQ of the
  *   namespace's most recent exception (core_ns_last_exception): a failed
  *   self-test is 0Bh/03h WARNING - BACKGROUND SELF-TEST FAILED, a failed
@@ -261,7 +261,10 @@ static int gsp_page(struct scsi_cmd *cmd, uint16_t ppc, uint8_t *p)
                 slate_put_be(q + 40, 8, sum->lat_sum_ns[CORE_OPC_WRITE] / GSP_INTERVAL_NS);
                 /* Weighted counts (q + 48, q + 56): not kept, 0. */
         }
-        /* 0002h Idle Time is not reported. */
+        if (ppc <= 0x0002) {
+                /* 0002h Idle Time: not measured (0); present, as SPC-5 requires the parameter. */
+                n += param(p + n, 0x0002, PC_COUNTER, 8);
+        }
         /* 0003h Time Interval: EXPONENT 6, INTEGER 1: 1 x 10^-6 s. */
         n += param(p + n, 0x0003, PC_BINARY, 8);
         slate_put_be(p + n - 8, 4, 6);
