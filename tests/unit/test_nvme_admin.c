@@ -1815,6 +1815,87 @@ static bool aen_pending_within(struct nvme_ctrl *ctrl, uint32_t evt)
         return false;
 }
 
+/* ---- Device Self-test (selftest.c) and its log 06h ---- */
+
+static uint16_t dst(uint32_t nsid, uint32_t cdw10)
+{
+        static struct nvme_cmd c;
+        sqe_init(&c, &admin_q, NVME_ADM_DEVICE_SELF_TEST, nsid);
+        c.reactor = rt_get(0);
+        c.done = on_done;
+        cdw(&c, 10, cdw10);
+        w.done = false;
+        rt_msg_send(rt_get(0), parse_exec_fn, &c);
+        pthread_mutex_lock(&w.m);
+        while (!w.done)
+                pthread_cond_wait(&w.cv, &w.m);
+        pthread_mutex_unlock(&w.m);
+        return st(&c);
+}
+
+static const uint8_t *dst_log(void)
+{
+        static struct nvme_cmd c;
+        sqe_init(&c, &admin_q, NVME_ADM_GET_LOG_PAGE, 0xffffffff);
+        cdw(&c, 10, NVME_LOG_DEVICE_SELF_TEST | (140u << 16)); /* 564 bytes */
+        sgl_len(&c, NVME_DST_LOG_SIZE);
+        nvme_cmd_parse(&c);
+        assert_int_equal(st(&c), 0);
+        return buf;
+}
+
+static void wait_dst_idle(void)
+{
+        while (dst_log()[0] != 0)
+                usleep(1000);
+}
+
+static void test_device_self_test(void **s)
+{
+        (void)s;
+        /* Advertised: OACS bit 4, one operation per subsystem, an estimate. */
+        struct nvme_cmd c;
+        sqe_init(&c, &admin_q, NVME_ADM_IDENTIFY, 0);
+        sgl_len(&c, 4096);
+        cdw(&c, 10, NVME_CNS_CTRL);
+        nvme_cmd_parse(&c);
+        assert_int_equal(get_le16(&((struct nvme_id_ctrl *)buf)->oacs) & (1u << 4), 1u << 4);
+        assert_int_equal(((struct nvme_id_ctrl *)buf)->dsto, 1);
+        assert_true(get_le16(&((struct nvme_id_ctrl *)buf)->edstt) >= 1);
+        assert_int_equal(((struct nvme_id_ctrl *)buf)->lpa & 1, 1);
+
+        /* Malformed: reserved code, reserved bits, an inactive NSID. */
+        assert_int_equal(dst(1, 3), ST(0, NVME_SC_INVALID_FIELD));
+        assert_int_equal(dst(1, 0x101), ST(0, NVME_SC_INVALID_FIELD));
+        assert_int_equal(dst(77, 1), ST(0, NVME_SC_INVALID_NS));
+        /* Abort with nothing running: success, nothing logged. */
+        assert_int_equal(dst(1, 0xf), 0);
+        assert_int_equal(dst_log()[4], 0);
+
+        /* Short on NSID 1, then extended on every namespace: both pass. */
+        assert_int_equal(dst(1, 1), 0);
+        wait_dst_idle();
+        const uint8_t *l = dst_log();
+        assert_int_equal(l[4], 0x10); /* short, completed without error */
+        assert_int_equal(l[6], 0);    /* nothing failed: no NSID, LBA, status */
+        assert_int_equal(dst(0xffffffff, 2), 0);
+        wait_dst_idle();
+        l = dst_log();
+        assert_int_equal(l[4], 0x20);
+        assert_int_equal(l[4 + 28], 0x10); /* the short one, second newest */
+
+        /* Paced, so it runs: a second one is refused, an abort ends it. */
+        ns->selftest_rate_mibps = 1;
+        assert_int_equal(dst(1, 2), 0);
+        assert_int_equal(dst_log()[0], 2); /* an extended one in progress */
+        assert_int_equal(dst(1, 1), ST(1, NVME_SC_DST_IN_PROGRESS));
+        assert_int_equal(dst(1, 0xf), 0);
+        wait_dst_idle();
+        l = dst_log();
+        assert_int_equal(l[4], 0x21); /* extended, aborted by a Device Self-test command */
+        ns->selftest_rate_mibps = 0;
+}
+
 static void test_sanitize(void **s)
 {
         (void)s;
@@ -2071,6 +2152,7 @@ int main(void)
             cmocka_unit_test(test_provisioning),
             cmocka_unit_test(test_copy),
             cmocka_unit_test(test_copy_cross_namespace_option),
+            cmocka_unit_test(test_device_self_test),
             cmocka_unit_test(test_sanitize),
             cmocka_unit_test(test_discovery),
             cmocka_unit_test(test_write_protect_feature),

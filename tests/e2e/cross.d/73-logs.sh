@@ -19,6 +19,10 @@
 #   - NVMe: `nvme device-self-test -s 1` / `-s 2` and `nvme self-test-log`
 #     (binary, decoded here) show the results; Self-test Code Fh aborts;
 #     the per-namespace SMART log counts the namespace's reads;
+#   - a self-test over a failed element (`slatectl element stbad 2 failed`)
+#     reports its first LBA: sg_logs -p 0x10 (first segment failed, ADDRESS
+#     OF FIRST FAILURE, MEDIUM ERROR 11h) and 2Fh (0Bh/03h); nvme
+#     self-test-log (failed segment, NSID, Failing LBA, SCT 2h / SC 81h);
 #   - malformed LOG SENSE / SEND DIAGNOSTIC / Device Self-test get
 #     ILLEGAL REQUEST, INVALID FIELD IN CDB and Invalid Field in Command.
 
@@ -281,6 +285,75 @@ logs_malformed() {
 	echo "malformed LOG SENSE / SEND DIAGNOSTIC / Device Self-test refused"
 }
 check logs-malformed-refused logs_malformed
+
+# A self-test on a namespace with a failed element (the media model, core/media.h):
+# "stbad", 16 MiB, 4 elements interleaved by 2048 blocks, element 2 failed:
+# its first LBA is 2048.  LUN 4 of $XIQN and NSID 5 of $XNQN.
+LOGS_BAD=
+logs_bad_setup() {
+	local hctl h c t
+	ctl namespace_create name=stbad backend=mem size=16M elements=4 element_interleave=2048 || return 1
+	ctl iscsi_lun_map target="$XIQN" lun=4 namespace=stbad || return 1
+	ctl nvmf_ns_attach nqn="$XNQN" namespace=stbad nsid=5 || return 1
+	logs_drain_ua "$SD"
+	hctl=$(logs_hctl)
+	h=${hctl%%:*} c=$(echo "$hctl" | cut -d: -f2) t=$(echo "$hctl" | cut -d: -f3)
+	echo "$c $t 4" >"/sys/class/scsi_host/host$h/scan"
+	wait_for 10 logs_sd_lun 4 || { echo "LUN 4 did not appear"; return 1; }
+	LOGS_BAD=$(logs_sd_lun 4)
+	ctl element stbad 2 failed || return 1
+	logs_drain_ua "$LOGS_BAD"
+	echo "LUN 4 (element 2 of 4 failed): $LOGS_BAD"
+}
+check logs-failed-element-setup logs_bad_setup
+
+logs_bad_scsi() {
+	[ -b "$LOGS_BAD" ] || return 1
+	# The default self-test fails: HARDWARE ERROR, LOGICAL UNIT FAILED SELF-TEST.
+	if sg_senddiag --test "$LOGS_BAD" >"$state/st-default.txt" 2>&1; then
+		echo "default self-test passed over a failed element"
+		return 1
+	fi
+	cat "$state/st-default.txt"
+	sg_senddiag --selftest=2 "$LOGS_BAD" || return 1
+	logs_wait 120 logs_st_done "$LOGS_BAD" || return 1
+	sg_logs -p 0x10 "$LOGS_BAD" | head -12
+	logs_raw "$LOGS_BAD" 0x10 "$state/stbad.bin" || return 1
+	local res addr key asc
+	res=$(logs_st_newest "$LOGS_BAD") addr=$(logs_be "$state/stbad.bin" 12 8)
+	key=$(logs_be "$state/stbad.bin" 20 1) asc=$(logs_be "$state/stbad.bin" 21 1)
+	echo "newest: code/result $res, first failure at LBA $addr, sense key $key, ASC $asc"
+	[ "$res" = "2 5" ] && [ "$addr" = 2048 ] && [ "$key" = 3 ] && [ "$asc" = 17 ] || return 1
+	sg_logs -p 0x2f "$LOGS_BAD"
+	logs_raw "$LOGS_BAD" 0x2f "$state/iebad.bin" || return 1
+	[ "$(logs_be "$state/iebad.bin" 8 1)" = 11 ] && [ "$(logs_be "$state/iebad.bin" 9 1)" = 3 ]
+}
+check logs-failed-element-scsi-selftest logs_bad_scsi
+
+logs_bad_nvme() {
+	nvme device-self-test "$NVCTRL" -n 5 -s 2 || return 1
+	logs_wait 120 logs_dst_idle || return 1
+	nvme self-test-log "$NVCTRL" | head -16
+	local nsid flba sct sc
+	nsid=$(od -An -tu4 -j16 -N4 "$state/dst.bin" | tr -d ' ')
+	flba=$(od -An -tu8 -j20 -N8 "$state/dst.bin" | tr -d ' ')
+	sct=$(od -An -tu1 -j28 -N1 "$state/dst.bin" | tr -d ' ')
+	sc=$(od -An -tu1 -j29 -N1 "$state/dst.bin" | tr -d ' ')
+	echo "newest: $(logs_dst_newest) (code result valid-bits), NSID $nsid, failing LBA $flba, SCT $sct SC $sc"
+	[ "$(logs_dst_newest)" = "2 7 15" ] && [ "$nsid" = 5 ] && [ "$flba" = 2048 ] &&
+		[ "$sct" = 2 ] && [ "$sc" = 129 ]
+}
+check logs-failed-element-nvme-self-test logs_bad_nvme
+
+logs_bad_teardown() {
+	ctl element stbad 2 ok || return 1
+	[ -n "$LOGS_BAD" ] && echo 1 >"/sys/block/${LOGS_BAD#/dev/}/device/delete"
+	ctl iscsi_lun_unmap target="$XIQN" lun=4 || return 1
+	ctl nvmf_ns_detach nqn="$XNQN" nsid=5 || return 1
+	logs_drain_ua "$SD"
+	ctl namespace_delete name=stbad
+}
+check logs-failed-element-removed logs_bad_teardown
 
 logs_teardown() {
 	[ -n "$LOGS_SD" ] && echo 1 >"/sys/block/${LOGS_SD#/dev/}/device/delete"
