@@ -100,7 +100,7 @@ struct rpc_method {
         const char *name;
         int (*fn)(struct rpc_ctx *c);
         const char *desc;
-        struct param_spec params[16]; /* terminated by name == NULL */
+        struct param_spec params[24]; /* terminated by name == NULL */
 };
 
 static const struct rpc_method rpc_methods[];
