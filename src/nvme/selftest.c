@@ -252,6 +252,8 @@ void nvme_dst_log(struct nvme_ctrl *ctrl, uint8_t *p)
         }
         pthread_mutex_unlock(&d->lock);
         unsigned n = core_selftest_log_read(&d->log, e);
+        for (unsigned i = n; i < CORE_SELFTEST_LOG_MAX; i++)
+                p[4 + 28 * i] = 0x0f; /* Self-test Result Fh: entry not used */
         for (unsigned i = 0; i < n; i++) {
                 uint8_t *q = p + 4 + 28 * i;
                 q[0] = (uint8_t)((e[i].kind == CORE_ST_SHORT ? STC_SHORT : STC_EXTENDED) << 4 |

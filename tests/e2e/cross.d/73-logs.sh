@@ -203,7 +203,8 @@ logs_abort() {
 check logs-senddiag-abort logs_abort
 
 # NVMe Device Self-test log, binary: current operation at 0, then 28-byte results from 4.
-logs_dst() { nvme self-test-log "$NVCTRL" -o binary >"$state/dst.bin" 2>/dev/null; }
+# (nvme-cli 2.3's `self-test-log -o binary` prints nothing: the raw page comes from get-log.)
+logs_dst() { nvme get-log "$NVCTRL" --log-id=6 --log-len=564 --raw-binary >"$state/dst.bin" 2>/dev/null; }
 logs_dst_idle() { logs_dst && [ "$(od -An -tu1 -j0 -N1 "$state/dst.bin" | tr -d ' ')" = 0 ]; }
 logs_dst_newest() { # -> "code result nsid_valid"
 	local b v
@@ -249,12 +250,14 @@ check logs-nvme-device-self-test-abort logs_nvme_abort
 # SMART / Health per namespace (LPA bit 0): Host Read Commands at 48 (16 bytes LE).
 logs_smart_ns() {
 	local r0 r1
-	nvme smart-log "$NVCTRL" -n 4 -o binary >"$state/smart0.bin" || return 1
+	nvme smart-log "$NVCTRL" -n 4 | grep -i 'host_read_commands\|Host Read Commands' || return 1
+	nvme get-log "$NVCTRL" -n 4 --log-id=2 --log-len=512 --raw-binary >"$state/smart0.bin" || return 1
 	r0=$(od -An -tu8 -j48 -N8 "$state/smart0.bin" | tr -d ' ')
 	for _ in 1 2 3 4; do
 		sg_dd if="$LOGS_SD" iflag=sgio skip=64 bs=512 count=8 of=/dev/null 2>/dev/null || return 1
 	done
-	nvme smart-log "$NVCTRL" -n 4 -o binary >"$state/smart1.bin" || return 1
+	nvme get-log "$NVCTRL" -n 4 --log-id=2 --log-len=512 --raw-binary >"$state/smart1.bin" || return 1
+	nvme smart-log "$NVCTRL" -n 4 | grep -i 'host_read_commands\|Host Read Commands'
 	r1=$(od -An -tu8 -j48 -N8 "$state/smart1.bin" | tr -d ' ')
 	echo "NSID 4 host read commands $r0 -> $r1 (4 reads sent over iSCSI to the same namespace)"
 	[ $((r1 - r0)) = 4 ]
