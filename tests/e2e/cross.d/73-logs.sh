@@ -247,18 +247,18 @@ logs_nvme_abort() {
 }
 check logs-nvme-device-self-test-abort logs_nvme_abort
 
-# SMART / Health per namespace (LPA bit 0): Host Read Commands at 48 (16 bytes LE).
+# SMART / Health per namespace (LPA bit 0): Host Read Commands at 64 (16 bytes LE).
 logs_smart_ns() {
 	local r0 r1
 	nvme smart-log "$NVCTRL" -n 4 | grep -i 'host_read_commands\|Host Read Commands' || return 1
 	nvme get-log "$NVCTRL" -n 4 --log-id=2 --log-len=512 --raw-binary >"$state/smart0.bin" || return 1
-	r0=$(od -An -tu8 -j48 -N8 "$state/smart0.bin" | tr -d ' ')
+	r0=$(od -An -tu8 -j64 -N8 "$state/smart0.bin" | tr -d ' ')
 	for _ in 1 2 3 4; do
 		sg_dd if="$LOGS_SD" iflag=sgio skip=64 bs=512 count=8 of=/dev/null 2>/dev/null || return 1
 	done
 	nvme get-log "$NVCTRL" -n 4 --log-id=2 --log-len=512 --raw-binary >"$state/smart1.bin" || return 1
 	nvme smart-log "$NVCTRL" -n 4 | grep -i 'host_read_commands\|Host Read Commands'
-	r1=$(od -An -tu8 -j48 -N8 "$state/smart1.bin" | tr -d ' ')
+	r1=$(od -An -tu8 -j64 -N8 "$state/smart1.bin" | tr -d ' ')
 	echo "NSID 4 host read commands $r0 -> $r1 (4 reads sent over iSCSI to the same namespace)"
 	[ $((r1 - r0)) = 4 ]
 }
