@@ -170,9 +170,9 @@ check nvme-element-failed-lba-status md_element_failed
 md_pel() {
 	local bin=$state/md-pel.bin
 	nvme persistent-event-log "$NVCTRL" -a 1 || return 1
-	nvme persistent-event-log "$NVCTRL" -a 0 -l 65536 >"$state/md-pel.txt" 2>&1 || { cat "$state/md-pel.txt"; return 1; }
+	nvme persistent-event-log "$NVCTRL" -a 0 -l 4096 >"$state/md-pel.txt" 2>&1 || { cat "$state/md-pel.txt"; return 1; }
 	grep -i 'Total Number of Events\|Event Type\|Hardware Error\|SMART' "$state/md-pel.txt" | head -12
-	nvme persistent-event-log "$NVCTRL" -a 0 -l 65536 -b >"$bin" || return 1
+	nvme persistent-event-log "$NVCTRL" -a 0 -l 4096 -b >"$bin" || return 1
 	python3 - "$bin" <<'PY' || return 1
 import struct, sys
 b = open(sys.argv[1], "rb").read()
@@ -225,7 +225,7 @@ md_depop() {
 	wait_for 30 md_ksize_is $((before * 3 / 4)) || return 1
 	echo "kernel size $(md_ksize) sectors"
 	nvme persistent-event-log "$NVCTRL" -a 1 >/dev/null || return 1
-	nvme persistent-event-log "$NVCTRL" -a 0 -l 65536 -b >"$state/md-pel2.bin" || return 1
+	nvme persistent-event-log "$NVCTRL" -a 0 -l 4096 -b >"$state/md-pel2.bin" || return 1
 	nvme persistent-event-log "$NVCTRL" -a 2 >/dev/null
 	python3 - "$state/md-pel2.bin" $((before * 3 / 4)) <<'PY'
 import struct, sys
