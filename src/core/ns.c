@@ -25,6 +25,7 @@
 #include <uuid/uuid.h>
 
 #include "core/atomic.h"
+#include "core/media.h"
 #include "core/pool.h"
 #include "core/provision.h"
 #include "core/sanitize.h"
@@ -114,9 +115,16 @@ static json_t *meta_body(struct core_ns *ns)
         json_t *prov = core_prov_to_json(ns); /* optional: absent = no limit, no threshold */
         if (prov)
                 json_object_set_new(b, "provision", prov);
+        /* Optional: absent = never stopped. */
+        if (core_ns_start_stop_cycles(ns))
+                json_object_set_new(b, "start_stop_cycles",
+                                    json_integer((json_int_t)core_ns_start_stop_cycles(ns)));
         /* Optional: absent = the backend's default (core/atomic.h). */
         json_object_set_new(b, "atomic_write_max",
                             json_integer((json_int_t)atomic_load(&ns->atomic_max_bytes)));
+        json_t *media = core_media_to_json(ns); /* optional: absent = never used */
+        if (media)
+                json_object_set_new(b, "media", media);
         return b;
 }
 
@@ -241,6 +249,13 @@ static int load_meta(struct core_ns *ns, char *err, size_t errlen)
                 snprintf(err, errlen, "metadata %s: bad provisioning limits", ns->meta_path);
                 goto out;
         }
+        json_t *ssc = json_object_get(body, "start_stop_cycles");
+        if (ssc && (!json_is_integer(ssc) || json_integer_value(ssc) < 0)) {
+                snprintf(err, errlen, "metadata %s: bad start_stop_cycles", ns->meta_path);
+                goto out;
+        }
+        if (ssc)
+                atomic_store(&ns->start_stop_cycles, (uint64_t)json_integer_value(ssc));
         json_t *awm = json_object_get(body, "atomic_write_max");
         if (awm && (!json_is_integer(awm) || json_integer_value(awm) < 0 ||
                     json_integer_value(awm) > CORE_ATOMIC_MAX_BYTES ||
@@ -250,6 +265,11 @@ static int load_meta(struct core_ns *ns, char *err, size_t errlen)
         }
         if (awm)
                 atomic_store(&ns->atomic_max_bytes, (uint32_t)json_integer_value(awm));
+        json_t *media = json_object_get(body, "media");
+        if (media && core_media_from_json(ns, media)) {
+                snprintf(err, errlen, "metadata %s: bad media state", ns->meta_path);
+                goto out;
+        }
         rc = 1;
 out:
         free(text);
@@ -267,10 +287,26 @@ static void ns_free(struct core_ns *ns)
         if (ns->scsi_state && ns->scsi_state_free)
                 ns->scsi_state_free(ns->scsi_state);
         core_sanitize_free(ns);
+        core_selftest_log_fini(&ns->selftest_log);
+        core_media_free(ns);
         core_stats_fini(&ns->stats);
         pthread_mutex_destroy(&ns->lock);
         pthread_mutex_destroy(&ns->rmw_lock);
         free(ns);
+}
+
+unsigned core_ns_lpsm(const struct core_ns *ns, uint64_t *lba)
+{
+        uint64_t n = atomic_load_explicit(&ns->lpsm_n, memory_order_acquire);
+        unsigned k = 0;
+        for (unsigned i = 0; i < n && i < CORE_LPSM_MAX; i++) {
+                /* 0: counted, its LBA not stored yet (a write being submitted right now). */
+                uint64_t v = atomic_load_explicit(&ns->lpsm_lba[i], memory_order_acquire);
+                if (!v)
+                        break;
+                lba[k++] = v - 1;
+        }
+        return k;
 }
 
 int core_ns_create(const struct core_ns_params *p, struct core_ns **out, char *err, size_t errlen)
@@ -314,8 +350,15 @@ int core_ns_create(const struct core_ns_params *p, struct core_ns **out, char *e
                 free(ns);
                 return -ENOMEM;
         }
+        if (core_media_init(ns) < 0) {
+                core_stats_fini(&ns->stats);
+                free(ns);
+                return -ENOMEM;
+        }
         pthread_mutex_init(&ns->lock, NULL);
         pthread_mutex_init(&ns->rmw_lock, NULL);
+        core_selftest_log_init(&ns->selftest_log);
+        (void)core_power_on_hours(); /* starts the power-on clock */
         atomic_init(&ns->refs, 1);
         snprintf(ns->name, sizeof(ns->name), "%s", p->name);
         snprintf(ns->backend_name, sizeof(ns->backend_name), "%s", ops->name);
@@ -323,6 +366,7 @@ int core_ns_create(const struct core_ns_params *p, struct core_ns **out, char *e
         ns->thin = p->thin;
         ns->removable = p->removable;
         ns->san_rate_mibps = p->sanitize_rate_mibps;
+        ns->selftest_rate_mibps = p->selftest_rate_mibps;
         ns->pr.holder = -1;
         atomic_init(&ns->wp, p->write_protect ? CORE_WP_CONFIG : 0);
         atomic_init(&ns->ready, CORE_NS_READY);
@@ -377,8 +421,10 @@ int core_ns_create(const struct core_ns_params *p, struct core_ns **out, char *e
         if (!loaded) {
                 uuid_generate_random(ns->uuid);
                 ns->num_blocks = p->size_bytes / bs;
-        } else if (p->size_bytes && p->size_bytes / ns->block_size > ns->num_blocks) {
-                ns->num_blocks = p->size_bytes / ns->block_size; /* grow on request */
+        } else if (p->size_bytes && p->size_bytes / ns->block_size > ns->num_blocks &&
+                   !core_media_depopulated(ns)) {
+                /* Grow on request; not after a depopulation (core_media_restore undoes it). */
+                ns->num_blocks = p->size_bytes / ns->block_size;
         }
         if (ns->num_blocks == 0 && !(persistent && !loaded && p->size_bytes == 0)) {
                 snprintf(err, errlen, "size must be at least one block");
@@ -465,6 +511,14 @@ int core_ns_create(const struct core_ns_params *p, struct core_ns **out, char *e
         if (rc)
                 goto fail;
         ns->fdp_off = p->fdp_off;
+        /* The element model: given replaces saved (refused while elements are failed). */
+        if (p->elements_set || p->element_interleave) {
+                uint32_t ne = p->elements_set ? p->elements : core_media_elements(ns);
+                rc = core_media_configure(ns, ne, p->element_interleave, err, errlen);
+                if (rc)
+                        goto fail;
+        }
+        core_media_resume(ns);
 
         pthread_mutex_lock(&reg_lock);
         ns->next = registry;
@@ -617,16 +671,4 @@ int core_ns_mem_fits(uint64_t bytes, char *err, size_t errlen)
                  "RAM and swap)",
                  (unsigned long long)(bytes >> 20), (unsigned long long)(have >> 20));
         return -ENOMEM;
-}
-
-int core_ns_unrecoverable(struct core_ns *ns, uint64_t lba, uint64_t nlb,
-                          struct core_lba_range *out)
-{
-        /*
-         * No backend can lose a block today: a read error is an I/O error
-         * of the moment, nothing is remembered.  Failing media (issue 15)
-         * will record ranges per namespace and answer from them here.
-         */
-        (void)ns, (void)lba, (void)nlb, (void)out;
-        return 0;
 }

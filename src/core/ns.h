@@ -27,6 +27,7 @@
 #include "backend/backend.h"
 #include "core/pr.h"
 #include "core/flash.h"
+#include "core/selftest.h"
 #include "core/stats.h"
 
 #define CORE_NS_NAME_MAX 64
@@ -82,6 +83,7 @@ struct core_ns_params {
          */
         bool adopt;
         uint32_t sanitize_rate_mibps; /* pace sanitize operations (MiB/s); 0 = backend speed */
+        uint32_t selftest_rate_mibps; /* pace self-tests (MiB/s); 0 = backend speed */
         /* Provisioning (provision.c), bytes; 0 = not given: a reopen keeps the saved values. */
         uint64_t provision_limit;     /* hard limit of allocated space */
         uint64_t provision_threshold; /* soft threshold of allocated space */
@@ -97,6 +99,14 @@ struct core_ns_params {
         struct core_flash_params flash;
         /* fdp = false (NVMe, src/nvme/fdp.c): no Flexible Data Placement even with the model. */
         bool fdp_off;
+        /*
+         * Failing media (core/media.h): physical elements (0..64, 0 = no
+         * model) and blocks per stripe unit (0 = saved, else the default).
+         * Not set: the saved model.
+         */
+        bool elements_set;
+        uint32_t elements;
+        uint32_t element_interleave;
 };
 
 /*
@@ -160,6 +170,14 @@ struct core_prov_limits {
 
 struct core_pool;
 struct core_atomic;
+struct core_media;
+
+/*
+ * The misaligned writes a namespace remembers (SCSI LPS Misalignment log
+ * page 15h/03h MAX_LPSM): the first ones since slated started; later ones
+ * are still counted in the statistics (core_stats_misaligned_count).
+ */
+#define CORE_LPSM_MAX 64u
 
 /* Plain-command counters of the atomic-write ordering (one per reactor, modulo). */
 #define CORE_NS_ORDER_SLOTS 16
@@ -253,6 +271,21 @@ struct core_ns {
         struct core_pool *_Atomic pool; /* the directory's pool (pool.c); NULL = none */
         struct core_ns *pool_next;      /* the pool's member list (pool.c) */
         struct core_stats stats;        /* I/O counted by the core (core/stats.h) */
+        /*
+         * Health (log pages): the running self-test and the results of the
+         * last ones (core/selftest.h; selftest under lock), the pacing of
+         * self-tests (config, not persisted; 0 = unpaced), the most recent
+         * informational exception (enum core_exception), the START STOP
+         * UNIT cycles (persisted), and the first CORE_LPSM_MAX misaligned
+         * writes (core_ns_lpsm).
+         */
+        struct core_selftest *selftest;
+        struct core_selftest_log selftest_log;
+        uint32_t selftest_rate_mibps;
+        _Atomic uint8_t exception;
+        _Atomic uint64_t start_stop_cycles;
+        _Atomic uint64_t lpsm_n;                  /* misaligned writes since start */
+        _Atomic uint64_t lpsm_lba[CORE_LPSM_MAX]; /* their LBAs + 1 (0: not yet stored) */
         struct core_copy_stats copy_stats;
         /*
          * Placement ids and hint counters (always), the flash model (NULL =
@@ -261,6 +294,12 @@ struct core_ns {
         struct core_placements *placements;
         struct core_flash *flash;
         bool fdp_off; /* core_ns_params.fdp_off; set at create */
+        /*
+         * Failing media (core/media.h): CORE_MEDIA_F_* flags the data path
+         * loads once per request, and the model (its own lock).
+         */
+        _Atomic uint32_t media_flags;
+        struct core_media *media;
         atomic_int refs;
         struct core_ns *next; /* registry */
 };
@@ -332,11 +371,22 @@ struct core_lba_range {
  * The first run of blocks in [lba, lba + nlb) that may return an
  * unrecovered read error (NVMe Get LBA Status and log 0Eh, SCSI GET LBA
  * STATUS report type 10h), clipped to that window: 1 and *out, or 0 when
- * there is none.  Slate's backends have no failing media yet (issue 15
- * adds them, through here), so today there never is one.
+ * there is none.  Answers from the failing-media model (core/media.h): the
+ * marked ranges and every LBA of a FAILED element.
  */
 int core_ns_unrecoverable(struct core_ns *ns, uint64_t lba, uint64_t nlb,
                           struct core_lba_range *out);
+
+/*
+ * The misaligned writes remembered (at most CORE_LPSM_MAX, oldest first) into
+ * lba; returns how many.  Any thread.
+ */
+unsigned core_ns_lpsm(const struct core_ns *ns, uint64_t *lba);
+/* START STOP UNIT cycles: stops of a started namespace (persisted, any thread). */
+static inline uint64_t core_ns_start_stop_cycles(const struct core_ns *ns)
+{
+        return atomic_load_explicit(&ns->start_stop_cycles, memory_order_relaxed);
+}
 
 /* Persist identity/geometry/reservations (call with ns->lock held or unshared). */
 int core_ns_save_meta(struct core_ns *ns);
@@ -517,6 +567,8 @@ enum core_ns_event_type {
         CORE_NS_EV_IDENTITY,        /* identification data (INQUIRY, Identify) changed */
         CORE_NS_EV_PROVISIONING,    /* limit/threshold changed (new_val: CORE_PROV_CHG_*) */
         CORE_NS_EV_SPACE_THRESHOLD, /* allocated space crossed the soft threshold upward */
+        CORE_NS_EV_MEDIA, /* unrecoverable set or an element changed (core/media.h CORE_MEDIA_CHG_*)
+                           */
         CORE_NS_EV_MAX
 };
 

@@ -19,6 +19,7 @@
 #include "backend/backend.h"
 #include "core/atomic.h"
 #include "core/fault.h"
+#include "core/media.h"
 #include "core/ns.h"
 #include "core/provision.h"
 #include "core/req.h"
@@ -81,6 +82,8 @@ static void order_leave(struct core_req *req);
 static void fire_cb(struct rt_defer *d)
 {
         struct core_req *req = (struct core_req *)((char *)d - offsetof(struct core_req, defer));
+        if (req->media_heal)
+                core_media_done(req, req->status);
         order_leave(req);
         account_end(req);
         req->cb(req);
@@ -259,6 +262,8 @@ static bool order_enter(struct core_req *req)
 
 static void finish(struct core_req *req, enum core_status st)
 {
+        if (req->media_heal)
+                core_media_done(req, st); /* before the host hears: its next read sees the heal */
         order_leave(req);
         if (req->prov_bytes || req->prov_frees)
                 core_prov_done(req, st);
@@ -520,6 +525,44 @@ static void fault_timer_fn(struct rt_timer *t)
                 submit_run(req);
 }
 
+/*
+ * SBC-4 4.6.2: a request whose first LBA is not the first of a physical
+ * block, or whose length is not a whole number of physical blocks, is
+ * misaligned.  Counted once at submission (whatever its outcome), for its
+ * namespace and host; a misaligned write that transfers data (not a
+ * deallocation, whose granularity VPD B0h states apart) is also
+ * remembered for the SCSI LPS Misalignment log page (core_ns_lpsm).
+ */
+static void count_misaligned(struct core_req *req, bool writes)
+{
+        struct core_ns *ns = req->ns;
+        uint64_t mask = ((uint64_t)1 << ns->phys_exp) - 1;
+        uint64_t lba = req->lba;
+        bool mis = false;
+        if (!mask || req->op == CORE_OP_FLUSH)
+                return;
+        if (req->op == CORE_OP_WRITE_SCATTERED) {
+                for (uint32_t i = 0; i < req->nr_ranges && req->ranges && !mis; i++)
+                        if ((req->ranges[i].lba | req->ranges[i].nlb) & mask) {
+                                mis = true;
+                                lba = req->ranges[i].lba;
+                        }
+        } else {
+                mis = ((req->lba | req->nlb) & mask) != 0;
+        }
+        if (!mis)
+                return;
+        enum core_op_class c = core_op_class_of(req->op);
+        core_stats_misaligned(&ns->stats, c);
+        if (req->host)
+                core_stats_misaligned(&req->host->stats, c);
+        if (!writes || req->op == CORE_OP_DEALLOCATE)
+                return;
+        uint64_t i = atomic_fetch_add_explicit(&ns->lpsm_n, 1, memory_order_relaxed);
+        if (i < CORE_LPSM_MAX)
+                atomic_store_explicit(&ns->lpsm_lba[i], lba + 1, memory_order_release);
+}
+
 void core_req_submit(struct core_req *req)
 {
         struct core_ns *ns = req->ns;
@@ -532,20 +575,24 @@ void core_req_submit(struct core_req *req)
         req->prov_bytes = 0;
         req->stage = ST_START;
         req->counted = false;
+        req->media_heal = false;
         if (!ns) {
                 core_req_complete(req, CORE_E_INTERNAL);
                 return;
         }
-        req->counted = true;
-        req->t_submit = rt_now_ns();
-        core_stats_start(&ns->stats);
-        if (req->host)
-                core_stats_start(&req->host->stats);
         bool medium = req->op != CORE_OP_FLUSH;
         bool writes = req->op == CORE_OP_WRITE || req->op == CORE_OP_WRITE_ZEROES ||
                       req->op == CORE_OP_WRITE_SCATTERED || req->op == CORE_OP_COMPARE_AND_WRITE ||
                       req->op == CORE_OP_ORWRITE || req->op == CORE_OP_WRITE_SAME ||
                       req->op == CORE_OP_DEALLOCATE;
+        if (!(req->flags & CORE_REQ_SELFTEST)) {
+                req->counted = true;
+                req->t_submit = rt_now_ns();
+                core_stats_start(&ns->stats);
+                if (req->host)
+                        core_stats_start(&req->host->stats);
+                count_misaligned(req, writes);
+        }
         /* The namespace's state, the same rules for every personality (core/state.c). */
         unsigned chk = CORE_CHK_STARTED;
         if (!(req->flags & CORE_REQ_SANITIZE))
@@ -635,6 +682,14 @@ void core_req_submit(struct core_req *req)
         if (req->nlb == 0 && medium) {
                 core_req_complete(req, CORE_OK); /* nothing to transfer */
                 return;
+        }
+        /* Failing media (core/media.c): one load when nothing is bad. */
+        if (atomic_load_explicit(&ns->media_flags, memory_order_acquire)) {
+                st = core_media_check(req);
+                if (st != CORE_OK) {
+                        core_req_complete(req, st);
+                        return;
+                }
         }
         /*
          * Fault injection (core/fault.h): a host's request may be made to

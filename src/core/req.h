@@ -67,6 +67,11 @@ enum core_op {
  * independently atomic pieces.
  */
 #define CORE_REQ_ATOMIC (1u << 4)
+/*
+ * Issued by the self-test engine (core/selftest.c): the core's own read,
+ * not counted in the I/O statistics (hosts' read counts stay theirs).
+ */
+#define CORE_REQ_SELFTEST (1u << 11)
 
 #define CORE_REQ_MAX_IOV 8
 
@@ -133,6 +138,7 @@ struct core_req {
         bool prov_pool;      /* prov_bytes are reserved in the namespace's pool too */
         uint64_t prov_bytes; /* space reserved against the provisioning limit (provision.c) */
         bool counted;        /* started in the statistics; ends when the callback runs */
+        bool media_heal;     /* clears unrecoverable marks when it succeeds (core/media.c) */
         uint64_t t_submit;   /* rt_now_ns() at submission, for the latency histogram */
         struct {             /* the backend I/O in flight (for retries and checks) */
                 struct backend *be;

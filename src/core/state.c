@@ -94,6 +94,14 @@ void core_ns_set_ready(struct core_ns *ns, enum core_ns_ready r, core_origin_t o
 {
         pthread_mutex_lock(&ns->lock);
         uint8_t old = atomic_exchange_explicit(&ns->ready, (uint8_t)r, memory_order_acq_rel);
+        if (old == CORE_NS_READY && r == CORE_NS_STOPPED) {
+                /* One start-stop cycle (SCSI log page 0Eh): counted when a started unit stops. */
+                atomic_fetch_add(&ns->start_stop_cycles, 1);
+                int rc = core_ns_save_meta(ns);
+                if (rc)
+                        LOG_WARN("core", "namespace %s: start-stop count not saved: %s", ns->name,
+                                 strerror(-rc));
+        }
         pthread_mutex_unlock(&ns->lock);
         if (old != r)
                 publish(ns, CORE_NS_EV_READY, origin, old, r);

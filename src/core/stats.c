@@ -101,6 +101,8 @@ void core_stats_sum(const struct core_stats *s, struct core_stats_sum *out)
                 }
                 for (unsigned e = 0; e < CORE_STATUS_MAX; e++)
                         out->errors[e] += RD(sh->errors[e]);
+                for (unsigned c = 0; c < CORE_OPC_MAX; c++)
+                        out->misaligned[c] += RD(sh->misaligned[c]);
 #undef RD
         }
 }
@@ -118,6 +120,14 @@ uint64_t core_stats_ops(const struct core_stats *s, enum core_op_class c)
         uint64_t n = 0;
         for (unsigned i = 0; i < s->nshards; i++)
                 n += atomic_load_explicit(&s->shard[i].ops[c], memory_order_relaxed);
+        return n;
+}
+
+uint64_t core_stats_misaligned_count(const struct core_stats *s, enum core_op_class c)
+{
+        uint64_t n = 0;
+        for (unsigned i = 0; i < s->nshards; i++)
+                n += atomic_load_explicit(&s->shard[i].misaligned[c], memory_order_relaxed);
         return n;
 }
 
@@ -162,6 +172,17 @@ void core_stats_start(struct core_stats *s)
         bool shared;
         struct core_stats_shard *sh = shard_of(s, &shared);
         add(&sh->submitted, 1, shared);
+}
+
+void core_stats_misaligned(struct core_stats *s, enum core_op_class c)
+{
+        if (!s || !s->shard)
+                return;
+        if ((unsigned)c >= CORE_OPC_MAX)
+                c = CORE_OPC_OTHER;
+        bool shared;
+        struct core_stats_shard *sh = shard_of(s, &shared);
+        add(&sh->misaligned[c], 1, shared);
 }
 
 void core_stats_end(struct core_stats *s, enum core_op_class c, enum core_status st, uint64_t bytes,

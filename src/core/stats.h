@@ -56,6 +56,8 @@ struct core_stats_shard {
         _Atomic uint64_t lat_sum_ns[CORE_OPC_MAX];
         _Atomic uint64_t lat[CORE_OPC_MAX][CORE_LAT_BUCKETS];
         _Atomic uint64_t errors[CORE_STATUS_MAX]; /* completions with a status other than CORE_OK */
+        /* Submitted with an LBA or length not a whole number of physical blocks. */
+        _Atomic uint64_t misaligned[CORE_OPC_MAX];
 } __attribute__((aligned(64)));
 
 struct core_stats {
@@ -72,6 +74,7 @@ struct core_stats_sum {
         uint64_t lat_sum_ns[CORE_OPC_MAX];
         uint64_t lat[CORE_OPC_MAX][CORE_LAT_BUCKETS];
         uint64_t errors[CORE_STATUS_MAX];
+        uint64_t misaligned[CORE_OPC_MAX];
 };
 
 /* Allocate the shards (control path).  0 or -ENOMEM. */
@@ -86,6 +89,8 @@ uint64_t core_stats_ok(const struct core_stats *s, enum core_op_class c);
  * have changed the medium ends (ROD token invalidation, scsi/xcopy.c).
  */
 uint64_t core_stats_ops(const struct core_stats *s, enum core_op_class c);
+/* Misaligned submissions of one class (see core_stats_misaligned). */
+uint64_t core_stats_misaligned_count(const struct core_stats *s, enum core_op_class c);
 /* Outstanding requests of a sum (never negative: shards are read one after another). */
 uint64_t core_stats_outstanding(const struct core_stats_sum *sum);
 
@@ -101,6 +106,15 @@ uint64_t core_stats_outstanding(const struct core_stats_sum *sum);
 void core_stats_start(struct core_stats *s);
 void core_stats_end(struct core_stats *s, enum core_op_class c, enum core_status st, uint64_t bytes,
                     uint64_t lat_ns);
+
+/*
+ * A request that is not aligned to the namespace's physical block (SBC-4
+ * 4.6.2: its first LBA is not the first of a physical block, or its length
+ * is not a multiple of the logical blocks per physical block), counted at
+ * submission by core_req_submit for its namespace and host, whatever its
+ * outcome.  Data path: no lock, no allocation.
+ */
+void core_stats_misaligned(struct core_stats *s, enum core_op_class c);
 
 /*
  * A host, as the core counts it: the transport ("iscsi", "nvme") and its

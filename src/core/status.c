@@ -27,6 +27,8 @@ static const char *const names[CORE_STATUS_MAX] = {
     [CORE_E_SPACE_ALLOC_FAILED] = "space-allocation-failed",
     [CORE_E_COPY_LIMIT] = "copy-limit-exceeded",
     [CORE_E_COPY_INCOMPATIBLE] = "copy-incompatible-format",
+    [CORE_E_UNRECOVERED_READ] = "unrecovered-read-error",
+    [CORE_E_DEPOP_IN_PROGRESS] = "depopulation-in-progress",
 };
 
 const char *core_status_name(enum core_status s)

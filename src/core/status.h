@@ -33,6 +33,8 @@ enum core_status {
         CORE_E_SPACE_ALLOC_FAILED,     /* the write needs space beyond the provisioning limit */
         CORE_E_COPY_LIMIT,             /* a copy beyond CORE_COPY_MAX_* (core/copy.h) */
         CORE_E_COPY_INCOMPATIBLE,      /* copy between namespaces of different formats */
+        CORE_E_UNRECOVERED_READ,       /* an unrecoverable block was read (info = its LBA) */
+        CORE_E_DEPOP_IN_PROGRESS,      /* an element depopulation runs (core/media.h) */
         CORE_STATUS_MAX
 };
 

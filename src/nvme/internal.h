@@ -44,6 +44,9 @@
 #define NVME_EVT_RESV         (1u << 2) /* Reservation Log Page Available */
 #define NVME_EVT_SANITIZED    (1u << 3) /* Sanitize Operation Completed (log 81h) */
 #define NVME_EVT_PROV         (1u << 4) /* vendor: provisioning soft threshold (log C0h) */
+#define NVME_EVT_LBA_STATUS   (1u << 5) /* LBA Status Information Alert (log 0Eh) */
+
+struct nvme_pel;
 
 #define NVME_RESV_LOG_MAX 64 /* queued reservation notifications per controller */
 
@@ -60,6 +63,22 @@ struct nvme_streams_ns {
 };
 /* Flexible Data Placement (fdp.c): reclaim unit handles per endurance group (= namespace). */
 #define NVME_FDP_NRUH 8
+/*
+ * The subsystem's device self-test operation (selftest.c): one at a time,
+ * the namespaces it covers tested one after another by the core's engine,
+ * and the log of the last ones (06h).  Under lock.
+ */
+struct nvme_dst {
+        pthread_mutex_t lock;
+        bool running;
+        enum core_selftest_kind kind;
+        uint32_t nsids[NVME_MAX_NSID];
+        unsigned n, cur, done;
+        int abort;              /* enum core_selftest_result to end with; 0 = go on */
+        struct core_ns *cur_ns; /* the namespace being tested (the engine holds it) */
+        struct rt_reactor *reactor;
+        struct core_selftest_log log;
+};
 
 struct nvme_subsys {
         char nqn[NVMF_NQN_SIZE];
@@ -95,6 +114,8 @@ struct nvme_subsys {
         pthread_mutex_t fdp_lock;
         struct nvme_fdp_event fdp_hostev[NVME_FDP_EVENTS_MAX];
         uint64_t fdp_hostev_n;
+        struct nvme_dst dst;  /* device self-test (selftest.c) */
+        struct nvme_pel *pel; /* the Persistent Event log (pel.c) */
 };
 
 struct nvme_ctrl {
@@ -150,6 +171,9 @@ struct nvme_ctrl {
         unsigned resv_head, resv_n;
         uint64_t resv_count, resv_lost;
         uint8_t resv_mask[NVME_MAX_NSID + 1];
+        /* Persistent Event log reporting context (pel.c), under lock. */
+        uint8_t *pel_ctx;
+        uint32_t pel_ctx_len;
 
         /* Streams directive (directive.c), under streams_lock. */
         pthread_mutex_t streams_lock;
@@ -262,6 +286,8 @@ enum nvme_parse_result nvme_io_rw_parse(struct nvme_cmd *cmd);
 enum nvme_parse_result nvme_io_flush_parse(struct nvme_cmd *cmd);
 enum nvme_parse_result nvme_io_write_zeroes_parse(struct nvme_cmd *cmd);
 enum nvme_parse_result nvme_io_verify_parse(struct nvme_cmd *cmd);
+enum nvme_parse_result nvme_io_write_uncor_parse(struct nvme_cmd *cmd);
+void nvme_io_write_uncor_exec(struct nvme_cmd *cmd);
 enum nvme_parse_result nvme_io_compare_parse(struct nvme_cmd *cmd);
 enum nvme_parse_result nvme_io_dsm_parse(struct nvme_cmd *cmd);
 void nvme_io_dsm_exec(struct nvme_cmd *cmd);
@@ -320,6 +346,15 @@ void nvme_sanitize_exec(struct nvme_cmd *cmd);
 void nvme_sanitize_log(struct nvme_ctrl *ctrl, struct nvme_sanitize_log *log);
 /* Does a namespace attached to s have a sanitize in progress? */
 bool nvme_subsys_sanitizing(struct nvme_subsys *s);
+/* Keep s alive beyond its list and controllers (a background operation); release drops it. */
+void nvme_subsys_hold(struct nvme_subsys *s);
+void nvme_subsys_release(struct nvme_subsys *s);
+/* Device Self-test (selftest.c) and its log page 06h (NVME_DST_LOG_SIZE bytes into p). */
+void nvme_dst_init(struct nvme_dst *d);
+void nvme_dst_fini(struct nvme_dst *d);
+enum nvme_parse_result nvme_dst_parse(struct nvme_cmd *cmd);
+void nvme_dst_exec(struct nvme_cmd *cmd);
+void nvme_dst_log(struct nvme_ctrl *ctrl, uint8_t *p);
 
 /* lbastatus.c: Get LBA Status (Base 2.0 5.20) and the LBA Status Information log (0Eh). */
 enum nvme_parse_result nvme_get_lba_status_parse(struct nvme_cmd *cmd);
@@ -365,6 +400,17 @@ void nvme_io_mgmt_send_do(struct nvme_cmd *cmd);
 enum nvme_parse_result nvme_io_mgmt_recv_parse(struct nvme_cmd *cmd);
 enum nvme_parse_result nvme_io_mgmt_send_parse(struct nvme_cmd *cmd);
 void nvme_io_mgmt_send_exec(struct nvme_cmd *cmd);
+/* pel.c: the Persistent Event log (0Dh). */
+struct nvme_pel *nvme_pel_new(void);
+void nvme_pel_free(struct nvme_pel *p);
+/* Record an event of type etype with len bytes of event data (any thread). */
+void nvme_pel_record(struct nvme_subsys *s, uint8_t etype, uint16_t cntlid, const void *data,
+                     uint16_t len);
+/* Get Log Page 0Dh with LSP action lsp into cmd->buf (len bytes from offset lpo). */
+enum nvme_parse_result nvme_pel_log_page(struct nvme_cmd *cmd, uint8_t lsp, uint32_t len,
+                                         uint64_t lpo);
+/* The SMART / Health log of subsystem s (ctrl: its host counters, or NULL). */
+void nvme_smart_build(struct nvme_subsys *s, struct nvme_ctrl *ctrl, struct nvme_smart_log *l);
 
 /* ---- Logs and events (log.c, admin.c) ---- */
 void nvme_effects_log_build(struct nvme_effects_log *log);

@@ -1,10 +1,11 @@
 /*
  * Get Log Page (NVMe Base 2.0 5.16): 01h Error Information, 02h SMART /
- * Health Information, 03h Firmware Slot Information, 04h Changed Namespace
- * List, 05h Commands Supported and Effects (from the opcode tables), 0Eh
- * LBA Status Information (lbastatus.c), 09h Endurance Group Information and
- * 20h..23h Flexible Data Placement
- * (fdp.c, LSI = endurance group), 80h Reservation Notification
+ * Health Information (controller-wide, or per namespace: LPA bit 0), 03h
+ * Firmware Slot Information, 04h Changed Namespace List, 05h Commands
+ * Supported and Effects (from the opcode tables), 06h Device Self-test
+ * (selftest.c), 09h Endurance Group Information and 20h..23h Flexible Data
+ * Placement (fdp.c, LSI = endurance group), 0Dh Persistent Event (pel.c),
+ * 0Eh LBA Status Information (lbastatus.c), 80h Reservation Notification
  * (resv.c), 81h Sanitize Status (sanitize.c), C0h the vendor-specific
  * provisioning status (the page of the provisioning threshold event,
  * admin.c), and 70h Discovery on discovery controllers.  NUMDL/NUMDU give
@@ -14,6 +15,7 @@
  */
 #include <string.h>
 
+#include "core/media.h"
 #include "nvme/internal.h"
 
 static void put_u128(uint8_t *p, uint64_t v)
@@ -22,10 +24,40 @@ static void put_u128(uint8_t *p, uint64_t v)
         slate_put_le(p, 8, v);
 }
 
-static void smart_log(struct nvme_ctrl *ctrl, struct nvme_smart_log *l)
+/*
+ * LPA bit 0: the SMART / Health log per namespace.  With an NSID of an
+ * active namespace, Data Units Read/Written and Host Read/Write Commands
+ * are that namespace's, counted by the core for every command it executed
+ * on it (whichever host and protocol sent it: the namespace is shared), and
+ * Media and Data Integrity Errors its medium's (core/media.h) plus its
+ * failed backend reads and writes; the other fields are the controller's
+ * (temperature, spare, power, errors).
+ */
+static void smart_log_ns(struct core_ns *ns, struct nvme_smart_log *l)
 {
-        struct nvme_subsys *s = ctrl->subsys;
-        uint64_t rbytes = 0, wbytes = 0;
+        struct core_stats_sum sum;
+        struct core_media_stats ms;
+        core_stats_sum(&ns->stats, &sum);
+        core_media_get_stats(ns, &ms);
+        put_u128(l->data_units_read, (sum.bytes[CORE_OPC_READ] / 512 + 999) / 1000);
+        put_u128(l->data_units_written, (sum.bytes[CORE_OPC_WRITE] / 512 + 999) / 1000);
+        put_u128(l->host_reads, sum.ops[CORE_OPC_READ]);
+        put_u128(l->host_writes, sum.ops[CORE_OPC_WRITE]);
+        put_u128(l->media_errors, ms.media_errors + sum.errors[CORE_E_MEDIUM_ERROR] +
+                                      sum.errors[CORE_E_WRITE_ERROR]);
+}
+
+/*
+ * SMART / Health.  Media and Data Integrity Errors: the unrecovered reads
+ * and failed-element writes of the attached namespaces' media (core/media.h,
+ * whichever host met them: the medium's count), plus backend I/O errors
+ * this controller saw.  A FAILED element sets critical warning bit 2 (NVM
+ * subsystem reliability degraded).
+ */
+void nvme_smart_build(struct nvme_subsys *s, struct nvme_ctrl *ctrl, struct nvme_smart_log *l)
+{
+        uint64_t rbytes = 0, wbytes = 0, media = 0;
+        bool failed = false;
         struct core_stats_sum sum;
         for (uint32_t i = 1; i <= NVME_MAX_NSID; i++) {
                 struct core_ns *ns = nvme_ns_lookup(s, i);
@@ -34,12 +66,28 @@ static void smart_log(struct nvme_ctrl *ctrl, struct nvme_smart_log *l)
                 core_stats_sum(&ns->stats, &sum);
                 rbytes += sum.bytes[CORE_OPC_READ];
                 wbytes += sum.bytes[CORE_OPC_WRITE];
+                struct core_media_stats ms;
+                core_media_get_stats(ns, &ms);
+                media += ms.media_errors;
+                for (uint32_t e = 1; e <= core_media_elements(ns); e++) {
+                        struct core_elem_info ei;
+                        if (!core_media_element_info(ns, e, &ei) && ei.state == CORE_ELEM_FAILED)
+                                failed = true;
+                }
                 core_ns_put(ns);
         }
-        pthread_mutex_lock(&ctrl->lock);
-        uint64_t errs = ctrl->err_count;
-        uint16_t over = ctrl->temp_over, under = ctrl->temp_under;
-        pthread_mutex_unlock(&ctrl->lock);
+        uint64_t errs = 0;
+        uint16_t over = NVME_WCTEMP, under = 0;
+        if (ctrl) {
+                pthread_mutex_lock(&ctrl->lock);
+                errs = ctrl->err_count;
+                over = ctrl->temp_over;
+                under = ctrl->temp_under;
+                pthread_mutex_unlock(&ctrl->lock);
+                media += atomic_load(&ctrl->media_errors);
+        }
+        if (failed)
+                l->critical_warning |= 1u << 2; /* reliability degraded */
 
         if (NVME_TEMP_KELVIN > over || NVME_TEMP_KELVIN < under)
                 l->critical_warning |= 1u << 1; /* temperature threshold */
@@ -49,11 +97,11 @@ static void smart_log(struct nvme_ctrl *ctrl, struct nvme_smart_log *l)
         /* Data units: thousands of 512-byte units, rounded up (Base 2.0 fig. 207). */
         put_u128(l->data_units_read, (rbytes / 512 + 999) / 1000);
         put_u128(l->data_units_written, (wbytes / 512 + 999) / 1000);
-        put_u128(l->host_reads, atomic_load(&ctrl->host_reads));
-        put_u128(l->host_writes, atomic_load(&ctrl->host_writes));
+        put_u128(l->host_reads, ctrl ? atomic_load(&ctrl->host_reads) : 0);
+        put_u128(l->host_writes, ctrl ? atomic_load(&ctrl->host_writes) : 0);
         put_u128(l->power_cycles, 1);
         put_u128(l->power_on_hours, nvme_uptime_s() / 3600);
-        put_u128(l->media_errors, atomic_load(&ctrl->media_errors));
+        put_u128(l->media_errors, media);
         put_u128(l->num_err_log_entries, errs);
         put_le16(&l->temp_sensor[0], NVME_TEMP_KELVIN);
 }
@@ -131,6 +179,7 @@ enum nvme_parse_result nvme_get_log_parse(struct nvme_cmd *cmd)
                 return nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD,
                                    NVME_SQE_OFF_CDW(14) + 2, 7);
         uint32_t len = (uint32_t)(numd * 4);
+        uint8_t lsp = (cdw10 >> 8) & 0x7f;
         bool disc = ctrl->subsys->discovery;
         if (disc != (lid == NVME_LOG_DISCOVERY))
                 return nvme_reject(cmd, NVME_SCT_CMD_SPECIFIC, NVME_SC_INVALID_LOG_PAGE,
@@ -147,6 +196,9 @@ enum nvme_parse_result nvme_get_log_parse(struct nvme_cmd *cmd)
                         nvme_ctrl_log_read(ctrl, lid);
                 return NVME_PARSE_DONE;
         }
+
+        if (lid == NVME_LOG_PERSISTENT_EVENT) /* its own buffer: larger than a page */
+                return nvme_pel_log_page(cmd, lsp, len, lpo);
 
         union {
                 uint8_t raw[4096];
@@ -166,7 +218,15 @@ enum nvme_parse_result nvme_get_log_parse(struct nvme_cmd *cmd)
                 size = sizeof(page.err);
                 break;
         case NVME_LOG_SMART:
-                smart_log(ctrl, &page.smart);
+                nvme_smart_build(ctrl->subsys, ctrl, &page.smart);
+                if (nvme_nsid(cmd) && nvme_nsid(cmd) != 0xffffffffu) {
+                        struct core_ns *ns = nvme_ns_lookup(ctrl->subsys, nvme_nsid(cmd));
+                        if (!ns)
+                                return nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_INVALID_NS, 4,
+                                                   -1);
+                        smart_log_ns(ns, &page.smart);
+                        core_ns_put(ns);
+                }
                 size = sizeof(page.smart);
                 break;
         case NVME_LOG_FW_SLOT:
@@ -192,6 +252,10 @@ enum nvme_parse_result nvme_get_log_parse(struct nvme_cmd *cmd)
                         return nvme_invalid_field(cmd, NVME_SQE_OFF_CDW(14) + 3);
                 nvme_effects_log_build(&page.effects);
                 size = sizeof(page.effects);
+                break;
+        case NVME_LOG_DEVICE_SELF_TEST:
+                nvme_dst_log(ctrl, page.raw);
+                size = NVME_DST_LOG_SIZE;
                 break;
         case NVME_LOG_SANITIZE:
                 nvme_sanitize_log(ctrl, &page.san);

@@ -33,6 +33,9 @@ static const struct nvme_op admin_ops[256] = {
                               NVME_OPF_DISC | SAN_OK, 0, nvme_aer_parse, nvme_aer_exec},
     [NVME_ADM_KEEP_ALIVE] = {"keep-alive", NVME_ADM_KEEP_ALIVE, NVME_DIR_NONE,
                              NVME_OPF_DISC | SAN_OK, 0, nvme_keep_alive_parse, NULL},
+    /* Reads the namespaces' media in the background (core/selftest.c); one at a time. */
+    [NVME_ADM_DEVICE_SELF_TEST] = {"device-self-test", NVME_ADM_DEVICE_SELF_TEST, NVME_DIR_NONE, 0,
+                                   CSE_SUBSYS, nvme_dst_parse, nvme_dst_exec},
     /* Changes every block of every namespace of the subsystem; one at a time (CSE). */
     [NVME_ADM_SANITIZE] = {"sanitize", NVME_ADM_SANITIZE, NVME_DIR_NONE, 0,
                            NVME_EFFECTS_LBCC | CSE_SUBSYS, nvme_sanitize_parse, nvme_sanitize_exec},
@@ -52,6 +55,10 @@ static const struct nvme_op io_ops[256] = {
     [NVME_IO_WRITE] = {"write", NVME_IO_WRITE, NVME_DIR_H2C, 0, NVME_EFFECTS_LBCC, nvme_io_rw_parse,
                        NULL},
     [NVME_IO_READ] = {"read", NVME_IO_READ, NVME_DIR_C2H, 0, 0, nvme_io_rw_parse, NULL},
+    /* Marks blocks unrecoverable in the core (core/media.h); a write heals them. */
+    [NVME_IO_WRITE_UNCOR] = {"write-uncorrectable", NVME_IO_WRITE_UNCOR, NVME_DIR_NONE, 0,
+                             NVME_EFFECTS_LBCC, nvme_io_write_uncor_parse,
+                             nvme_io_write_uncor_exec},
     [NVME_IO_COMPARE] = {"compare", NVME_IO_COMPARE, NVME_DIR_H2C, 0, 0, nvme_io_compare_parse,
                          NULL},
     [NVME_IO_WRITE_ZEROES] = {"write-zeroes", NVME_IO_WRITE_ZEROES, NVME_DIR_NONE, 0,

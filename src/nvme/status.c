@@ -39,6 +39,10 @@ static const struct nvme_status_map status_map[CORE_STATUS_MAX] = {
     [CORE_E_SPACE_ALLOC_FAILED] = {NVME_SCT_GENERIC, NVME_SC_CAP_EXCEEDED, true},
     [CORE_E_COPY_LIMIT] = {NVME_SCT_CMD_SPECIFIC, NVME_SC_CMD_SIZE_LIMIT, true},
     [CORE_E_COPY_INCOMPATIBLE] = {NVME_SCT_CMD_SPECIFIC, NVME_SC_INCOMPATIBLE_NS, true},
+    /* Media and Data Integrity Errors: Unrecovered Read Error; rereading cannot help (DNR). */
+    [CORE_E_UNRECOVERED_READ] = {NVME_SCT_MEDIA, NVME_SC_READ_ERROR, true},
+    /* No NVMe status for depopulation: Namespace Not Ready, retry later (no DNR). */
+    [CORE_E_DEPOP_IN_PROGRESS] = {NVME_SCT_GENERIC, NVME_SC_NS_NOT_READY, false},
 };
 
 static const struct nvme_status_map internal_error = {NVME_SCT_GENERIC, NVME_SC_INTERNAL, false};
@@ -170,8 +174,12 @@ void nvme_status_from_core(struct nvme_cmd *cmd, enum core_status st)
 {
         const struct nvme_status_map *m = nvme_status_map(st);
         nvme_set_status(cmd, m->sct, m->sc, m->dnr);
+        /* Media errors name the failing block (core/media.h: info = its LBA). */
+        uint64_t lba = cmd->req.lba;
+        if ((st == CORE_E_UNRECOVERED_READ || st == CORE_E_WRITE_ERROR) && cmd->req.info_valid)
+                lba = cmd->req.info;
         if (st != CORE_OK && cmd->queue)
-                nvme_ctrl_log_error(cmd->queue->ctrl, cmd, NVME_LOC_NONE, cmd->req.lba);
+                nvme_ctrl_log_error(cmd->queue->ctrl, cmd, NVME_LOC_NONE, lba);
 }
 
 /* Completion (here, beside the status, so a transport's tests link without the dispatcher). */

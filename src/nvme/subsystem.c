@@ -54,6 +54,8 @@ static struct nvme_subsys *subsys_alloc(const char *nqn, const char *serial, con
         snprintf(s->fr, sizeof(s->fr), "%s", "0.1.0");
         pthread_mutex_init(&s->fdp_lock, NULL);
         s->refs = 1;
+        nvme_dst_init(&s->dst);
+        s->pel = nvme_pel_new(); /* NULL: no Persistent Event log events are kept */
         return s;
 }
 
@@ -98,8 +100,24 @@ static void subsys_put_locked(struct nvme_subsys *s)
         if (--s->refs > 0)
                 return;
         pthread_mutex_destroy(&s->fdp_lock);
+        nvme_dst_fini(&s->dst);
+        nvme_pel_free(s->pel);
         free(s->hosts);
         free(s);
+}
+
+void nvme_subsys_hold(struct nvme_subsys *s)
+{
+        pthread_mutex_lock(&nvme_lock);
+        s->refs++;
+        pthread_mutex_unlock(&nvme_lock);
+}
+
+void nvme_subsys_release(struct nvme_subsys *s)
+{
+        pthread_mutex_lock(&nvme_lock);
+        subsys_put_locked(s);
+        pthread_mutex_unlock(&nvme_lock);
 }
 
 static bool nqn_ok(const char *nqn)
@@ -475,6 +493,7 @@ void nvme_ctrl_put(struct nvme_ctrl *ctrl)
         nvme_streams_reset(ctrl); /* streams go back to the namespaces' placement tables */
         pthread_mutex_destroy(&ctrl->streams_lock);
         pthread_mutex_destroy(&ctrl->lock);
+        free(ctrl->pel_ctx);
         free(ctrl->queues);
         free(ctrl);
 }

@@ -46,6 +46,8 @@ void scsi_sense_copy_aborted(struct scsi_cmd *cmd, uint8_t asc, uint8_t ascq, ui
                              int field, bool sd);
 /* The ASC/ASCQ a core status maps to, when it maps to CHECK CONDITION (false otherwise). */
 bool scsi_core_sense_code(enum core_status st, uint8_t *asc, uint8_t *ascq);
+/* The sense key a core status maps to (NO SENSE when it is not a CHECK CONDITION). */
+uint8_t scsi_core_sense_key(enum core_status st);
 /* Map a core status (and req->info) to SAM status + sense. */
 void scsi_status_from_core(struct scsi_cmd *cmd, enum core_status st, uint64_t info,
                            bool info_valid);
@@ -150,6 +152,8 @@ struct scsi_lu_state {
                 _Atomic uint64_t read_cmds, write_cmds, blocks_received, blocks_transmitted;
                 _Atomic uint64_t read_fua, write_fua;
         } group_stats[SCSI_GROUP_STATS_MAX]; /* log pages 19h/01h-1Fh, groups 1..31 */
+        /* A foreground SEND DIAGNOSTIC self-test waiting for the core's (diag.c). */
+        struct scsi_cmd *diag_waiter;
 };
 
 /* Returns the LU's state, allocating it on first use; NULL only on ENOMEM. */
@@ -295,6 +299,14 @@ int scsi_group_stats_page(struct scsi_cmd *cmd, uint16_t ppc, uint8_t *p);
 
 /* log.c: LOG SENSE (SPC-5 6.8) from the table of log pages. */
 enum scsi_parse_result scsi_log_sense(struct scsi_cmd *cmd);
+
+/* diag.c: SEND DIAGNOSTIC self-tests (core/selftest.h) and RECEIVE DIAGNOSTIC RESULTS. */
+enum scsi_parse_result scsi_diag_send_parse(struct scsi_cmd *cmd);
+void scsi_diag_send_exec(struct scsi_cmd *cmd);
+/* The diagnostic pages of a SEND DIAGNOSTIC parameter list (in buf): checked, status set. */
+void scsi_diag_pages(struct scsi_cmd *cmd);
+void scsi_diag_send_abort(struct scsi_cmd *cmd);
+enum scsi_parse_result scsi_diag_receive(struct scsi_cmd *cmd);
 
 /* sanitize.c: SANITIZE (SBC-4 5.30) and the LU's sanitize state. */
 enum scsi_parse_result scsi_sanitize_parse(struct scsi_cmd *cmd);

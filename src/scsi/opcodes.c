@@ -23,6 +23,7 @@
 #define T_IO    30
 
 #define T_SANITIZE 3600 /* a whole-medium overwrite */
+#define T_SELFTEST 3600 /* a foreground extended self-test reads the whole medium */
 
 /* INQUIRY, REQUEST SENSE, REPORT LUNS: also the commands SBC-4 4.11.3 lets
  * run while a sanitize is in progress. */
@@ -143,6 +144,24 @@ static const struct scsi_op ops[256] = {
          scsi_spc_start_stop,
          NULL,
          {0x1b, 0x01, 0x00, 0x0f, 0xf7, CTL}},
+    /* The self-tests run on the medium: NOT READY while stopped. */
+    [SCSI_OP_RECEIVE_DIAGNOSTIC] = {.name = "RECEIVE DIAGNOSTIC RESULTS",
+                                    .opcode = 0x1c,
+                                    .cdb_len = 6,
+                                    .dir = SCSI_DIR_IN,
+                                    .timeout = T_SHORT,
+                                    .parse = scsi_diag_receive,
+                                    .usage = {0x1c, 0x01, 0xff, 0xff, 0xff, CTL}},
+    [SCSI_OP_SEND_DIAGNOSTIC] = {.name = "SEND DIAGNOSTIC",
+                                 .opcode = 0x1d,
+                                 .cdb_len = 6,
+                                 .dir = SCSI_DIR_OUT,
+                                 .flags = SCSI_OPF_MEDIUM,
+                                 .timeout = T_SELFTEST,
+                                 .parse = scsi_diag_send_parse,
+                                 .exec = scsi_diag_send_exec,
+                                 .abort = scsi_diag_send_abort,
+                                 .usage = {0x1d, 0xf7, 0x00, 0xff, 0xff, CTL}},
     [SCSI_OP_PREVENT_ALLOW] = {"PREVENT ALLOW MEDIUM REMOVAL",
                                0x1e,
                                0,

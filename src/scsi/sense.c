@@ -197,7 +197,18 @@ static const struct status_map core_map[CORE_STATUS_MAX] = {
     /* EXTENDED COPY / WRITE USING TOKEN: the parameter list asked for what we cannot do. */
     [CORE_E_COPY_LIMIT] = {SAM_STAT_CHECK_CONDITION, SK_ILLEGAL_REQUEST, 0x26, 0x00},
     [CORE_E_COPY_INCOMPATIBLE] = {SAM_STAT_CHECK_CONDITION, SK_ILLEGAL_REQUEST, 0x26, 0x00},
+    /* SBC-4 4.18 (core/media.h): UNRECOVERED READ ERROR, the LBA in the INFORMATION field. */
+    [CORE_E_UNRECOVERED_READ] = {SAM_STAT_CHECK_CONDITION, SK_MEDIUM_ERROR, 0x11, 0x00},
+    /* SBC-4 4.37 depopulation: NOT READY, DEPOPULATION IN PROGRESS. */
+    [CORE_E_DEPOP_IN_PROGRESS] = {SAM_STAT_CHECK_CONDITION, SK_NOT_READY, 0x04, 0x24},
 };
+
+uint8_t scsi_core_sense_key(enum core_status st)
+{
+        if ((unsigned)st >= CORE_STATUS_MAX)
+                st = CORE_E_INTERNAL;
+        return core_map[st].key;
+}
 
 bool scsi_core_sense_code(enum core_status st, uint8_t *asc, uint8_t *ascq)
 {

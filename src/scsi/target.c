@@ -695,6 +695,12 @@ int scsi_fuzz_one(const uint8_t *cdb, size_t len)
                 memmove(buf, cdb + cl, n);
                 scsi_xcopy_fuzz_params(&cmd, n);
                 scsi_scatter_fuzz_params(&cmd, n);
+                /* SEND DIAGNOSTIC's diagnostic pages (SELFTEST=0, SELF-TEST CODE 000b). */
+                if (((const struct scsi_op *)cmd.op)->exec == scsi_diag_send_exec &&
+                    !(cmd.cdb[1] & 0xe4)) {
+                        cmd.data_out_len = n;
+                        scsi_diag_pages(&cmd);
+                }
         }
         if (cmd.data_in_len > cmd.buf_len || cmd.data_out_len > cmd.buf_len ||
             cmd.sense_len > SCSI_SENSE_MAX)

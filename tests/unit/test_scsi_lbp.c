@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "slate/byteorder.h"
+#include "core/selftest.h"
 #include "scsi/internal.h"
 
 #define MIB (1u << 20)
@@ -125,26 +126,29 @@ static void log_sense(uint8_t page, uint8_t subpage, uint16_t ppc, uint16_t allo
 static void test_log_sense(void **state)
 {
         (void)state;
-        /* Supported log pages: 00h and 0Ch. */
+        /* Supported log pages (subpage 00h only): 00h, 0Ch and the health pages (scsi/log.c). */
         log_sense(0x00, 0x00, 0, 512);
         assert_int_equal(cmd.status, SAM_STAT_GOOD);
         assert_int_equal(buf[0] & 0x3f, 0x00);
-        assert_int_equal(slate_be16(buf + 2), 2);
-        assert_int_equal(buf[4], 0x00);
-        assert_int_equal(buf[5], 0x0c);
-        /* Pages and subpages: 00/00, 00/FF, 0C/00, then the group statistics 19/01..19/1F
-         * (streams.c), in subpage format. */
+        uint8_t pages[] = {0x00, 0x0c, 0x0d, 0x0e, 0x10, 0x19, 0x2f};
+        assert_int_equal(slate_be16(buf + 2), sizeof(pages));
+        assert_memory_equal(buf + 4, pages, sizeof(pages));
+        /* Pages and subpages, in subpage format and ascending order: 15h/03h and the group
+         * statistics 19h/01h..1Fh (streams.c) appear here only. */
         log_sense(0x00, 0xff, 0, 512);
         assert_int_equal(cmd.status, SAM_STAT_GOOD);
         assert_int_equal(buf[0] & 0x40, 0x40);
         assert_int_equal(buf[1], 0xff);
-        assert_int_equal(slate_be16(buf + 2), 6 + 2 * 31);
-        uint8_t want[6] = {0x00, 0x00, 0x00, 0xff, 0x0c, 0x00};
-        assert_memory_equal(buf + 4, want, 6);
+        uint8_t want[] = {0x00, 0x00, 0x00, 0xff, 0x0c, 0x00, 0x0d, 0x00,
+                          0x0e, 0x00, 0x10, 0x00, 0x15, 0x03, 0x19, 0x00};
+        assert_int_equal(slate_be16(buf + 2), sizeof(want) + 2 * 31 + 2);
+        assert_memory_equal(buf + 4, want, sizeof(want));
         for (unsigned g = 1; g <= 31; g++) {
-                assert_int_equal(buf[8 + 2 * g], 0x19);
-                assert_int_equal(buf[9 + 2 * g], g);
+                assert_int_equal(buf[4 + sizeof(want) + 2 * (g - 1)], 0x19);
+                assert_int_equal(buf[5 + sizeof(want) + 2 * (g - 1)], g);
         }
+        assert_int_equal(buf[4 + sizeof(want) + 62], 0x2f);
+        assert_int_equal(buf[5 + sizeof(want) + 62], 0x00);
         /* 0Ch/FFh: the subpages of page 0Ch. */
         log_sense(0x0c, 0xff, 0, 512);
         assert_int_equal(cmd.status, SAM_STAT_GOOD);
@@ -188,7 +192,7 @@ static void test_log_sense(void **state)
         assert_int_equal(cmd.data_in_len, 10);
 
         /* Pages we do not have, SP, reserved bits. */
-        log_sense(0x0d, 0x00, 0, 512);
+        log_sense(0x0f, 0x00, 0, 512);
         expect_sense(SK_ILLEGAL_REQUEST, 0x24, 0x00);
         assert_int_equal(slate_be16(cmd.sense + 16), 2);
         log_sense(0x0c, 0x01, 0, 512);
@@ -204,7 +208,8 @@ static void test_log_sense(void **state)
         /* A fully provisioned LU has no page 0Ch. */
         ns.thin = false;
         log_sense(0x00, 0x00, 0, 512);
-        assert_int_equal(slate_be16(buf + 2), 1);
+        assert_int_equal(slate_be16(buf + 2), sizeof(pages) - 1);
+        assert_int_equal(buf[5], 0x0d);
         log_sense(0x0c, 0x00, 0, 512);
         expect_sense(SK_ILLEGAL_REQUEST, 0x24, 0x00);
         ns.thin = true;
@@ -391,10 +396,186 @@ static void test_fuzz_mode_select(void **state)
         }
 }
 
+/* The health pages (scsi/log.c): each parameter as SPC-5/SBC-4 lay it out, from the core's state.
+ */
+static void test_health_pages(void **state)
+{
+        (void)state;
+        ns.phys_exp = 3;
+        /* 0Dh Temperature: 0000h and 0001h, 2-byte parameters, FFh = not available. */
+        log_sense(0x0d, 0x00, 0, 512);
+        assert_int_equal(cmd.status, SAM_STAT_GOOD);
+        assert_int_equal(buf[0], 0x80 | 0x0d); /* DS, SPF=0 */
+        assert_int_equal(slate_be16(buf + 2), 12);
+        uint8_t temp[12] = {0, 0, 3, 2, 0, 0xff, 0, 1, 3, 2, 0, 0xff};
+        assert_memory_equal(buf + 4, temp, 12);
+        log_sense(0x0d, 0x00, 2, 512);
+        expect_sense(SK_ILLEGAL_REQUEST, 0x24, 0x00);
+
+        /* 0Eh Start-Stop Cycle Counter: the core's count in parameter 0004h. */
+        atomic_store(&ns.start_stop_cycles, 3);
+        log_sense(0x0e, 0x00, 0, 512);
+        assert_int_equal(cmd.status, SAM_STAT_GOOD);
+        assert_int_equal(slate_be16(buf + 2), 10 + 10 + 8 + 8);
+        assert_int_equal(slate_be16(buf + 4), 0x0001);
+        assert_int_equal(buf[6], 0x01); /* ASCII format list */
+        assert_int_equal(buf[7], 6);
+        assert_memory_equal(buf + 8, "      ", 6);
+        assert_int_equal(slate_be16(buf + 32), 0x0004);
+        assert_int_equal(slate_be32(buf + 36), 3);
+        log_sense(0x0e, 0x00, 4, 512); /* from 0004h */
+        assert_int_equal(slate_be16(buf + 2), 8);
+        assert_int_equal(slate_be32(buf + 8), 3);
+        atomic_store(&ns.start_stop_cycles, 0);
+
+        /* 15h/03h LPS Misalignment: MAX_LPSM, count, then the LBAs. */
+        log_sense(0x15, 0x03, 0, 512);
+        assert_int_equal(cmd.status, SAM_STAT_GOOD);
+        assert_int_equal(buf[0], 0x80 | 0x40 | 0x15);
+        assert_int_equal(buf[1], 0x03);
+        assert_int_equal(slate_be16(buf + 2), 8);
+        assert_int_equal(slate_be16(buf + 8), CORE_LPSM_MAX);
+        assert_int_equal(slate_be16(buf + 10), 0);
+        atomic_store(&ns.lpsm_lba[0], 1001 + 1);
+        atomic_store(&ns.lpsm_lba[1], 8000 + 1);
+        atomic_store(&ns.lpsm_n, 2);
+        log_sense(0x15, 0x03, 0, 512);
+        assert_int_equal(slate_be16(buf + 2), 8 + 2 * 12);
+        assert_int_equal(slate_be16(buf + 10), 2);
+        assert_int_equal(slate_be16(buf + 12), 0x0001);
+        assert_int_equal(buf[15], 8);
+        assert_int_equal(slate_be64(buf + 16), 1001);
+        assert_int_equal(slate_be16(buf + 24), 0x0002);
+        assert_int_equal(slate_be64(buf + 28), 8000);
+        log_sense(0x15, 0x03, 2, 512); /* from the second LBA */
+        assert_int_equal(slate_be16(buf + 2), 12);
+        assert_int_equal(slate_be64(buf + 8), 8000);
+        log_sense(0x15, 0x00, 0, 512); /* 15h/00h is not there */
+        expect_sense(SK_ILLEGAL_REQUEST, 0x24, 0x00);
+        atomic_store(&ns.lpsm_n, 0);
+        atomic_store(&ns.lpsm_lba[0], 0);
+        atomic_store(&ns.lpsm_lba[1], 0);
+
+        /* 19h/00h: 0001h (64 bytes), 0002h (8), 0003h (8: 10^-6 s). */
+        log_sense(0x19, 0x00, 0, 512);
+        assert_int_equal(cmd.status, SAM_STAT_GOOD);
+        assert_int_equal(slate_be16(buf + 2), 0x44 + 12 + 12);
+        assert_int_equal(slate_be16(buf + 4), 0x0001);
+        assert_int_equal(buf[7], 0x40);
+        assert_int_equal(slate_be16(buf + 72), 0x0002);
+        assert_int_equal(slate_be16(buf + 84), 0x0003);
+        assert_int_equal(slate_be32(buf + 88), 6);
+        assert_int_equal(slate_be32(buf + 92), 1);
+        log_sense(0x19, 0x00, 4, 512);
+        expect_sense(SK_ILLEGAL_REQUEST, 0x24, 0x00);
+
+        /* 2Fh: no exception, then a failed self-test (0Bh/03h); temperature FFh. */
+        log_sense(0x2f, 0x00, 0, 512);
+        assert_int_equal(cmd.status, SAM_STAT_GOOD);
+        assert_int_equal(slate_be16(buf + 2), 7);
+        assert_int_equal(buf[8], 0);
+        assert_int_equal(buf[9], 0);
+        assert_int_equal(buf[10], 0xff);
+        core_ns_note_exception(&ns, CORE_EXC_SELFTEST_FAILED);
+        log_sense(0x2f, 0x00, 0, 512);
+        assert_int_equal(buf[8], 0x0b);
+        assert_int_equal(buf[9], 0x03);
+        core_ns_note_exception(&ns, CORE_EXC_NONE);
+
+        /* 10h: twenty 20-byte parameters, newest first, unused ones zero. */
+        core_selftest_log_init(&ns.selftest_log);
+        struct core_selftest_entry ok = {.kind = CORE_ST_SHORT, .background = true, .poh = 2};
+        struct core_selftest_entry bad = {.kind = CORE_ST_EXTENDED,
+                                          .background = false,
+                                          .poh = 3,
+                                          .o = {.result = CORE_STR_FAILED,
+                                                .fail_lba = 4242,
+                                                .status = CORE_E_MEDIUM_ERROR,
+                                                .segment = 1}};
+        core_selftest_log_add(&ns.selftest_log, &ok);
+        core_selftest_log_add(&ns.selftest_log, &bad);
+        log_sense(0x10, 0x00, 0, 512);
+        assert_int_equal(cmd.status, SAM_STAT_GOOD);
+        assert_int_equal(slate_be16(buf + 2), 400);
+        const uint8_t *p = buf + 4; /* 0001h: the failed foreground extended one */
+        assert_int_equal(slate_be16(p), 1);
+        assert_int_equal(p[3], 0x10);
+        assert_int_equal(p[4], 0x6 << 5 | 0x5); /* foreground extended, first segment failed */
+        assert_int_equal(p[5], 1);
+        assert_int_equal(slate_be16(p + 6), 3);
+        assert_int_equal(slate_be64(p + 8), 4242);
+        assert_int_equal(p[16], SK_MEDIUM_ERROR);
+        assert_int_equal(p[17], 0x11);
+        p += 20; /* 0002h: background short, passed, no address */
+        assert_int_equal(p[4], 0x1 << 5 | 0x0);
+        assert_int_equal(slate_be64(p + 8), UINT64_MAX);
+        p += 20; /* 0003h: unused */
+        assert_int_equal(slate_be16(p), 3);
+        assert_int_equal(p[4], 0);
+        log_sense(0x10, 0x00, 20, 512);
+        assert_int_equal(slate_be16(buf + 2), 20);
+        log_sense(0x10, 0x00, 21, 512);
+        expect_sense(SK_ILLEGAL_REQUEST, 0x24, 0x00);
+        core_selftest_log_fini(&ns.selftest_log);
+        memset(&ns.selftest_log, 0, sizeof(ns.selftest_log));
+        ns.phys_exp = 0;
+}
+
+/* SEND DIAGNOSTIC / RECEIVE DIAGNOSTIC RESULTS: the CDB checks (scsi/diag.c). */
+static void test_diag_cdb(void **state)
+{
+        (void)state;
+        uint8_t sd[6] = {0x1d, 0x04, 0, 0, 0, 0};
+        assert_int_equal(run(sd, 6, 0), SCSI_PARSE_EXEC); /* default self-test */
+        sd[1] = 0x24;                                     /* SELFTEST with a code */
+        assert_int_equal(run(sd, 6, 0), SCSI_PARSE_DONE);
+        expect_sense(SK_ILLEGAL_REQUEST, 0x24, 0x00);
+        sd[1] = 0x60; /* reserved code 011b */
+        assert_int_equal(run(sd, 6, 0), SCSI_PARSE_DONE);
+        expect_sense(SK_ILLEGAL_REQUEST, 0x24, 0x00);
+        sd[1] = 0x40; /* background extended with a parameter list */
+        sd[4] = 4;
+        assert_int_equal(run(sd, 6, 4), SCSI_PARSE_DONE);
+        expect_sense(SK_ILLEGAL_REQUEST, 0x24, 0x00);
+        assert_int_equal(slate_be16(cmd.sense + 16), 3);
+        sd[4] = 0;
+        assert_int_equal(run(sd, 6, 0), SCSI_PARSE_EXEC);
+        sd[1] = 0x08; /* reserved bit */
+        assert_int_equal(run(sd, 6, 0), SCSI_PARSE_DONE);
+        expect_sense(SK_ILLEGAL_REQUEST, 0x24, 0x00);
+        sd[1] = 0x00; /* a parameter list without PF */
+        sd[4] = 4;
+        assert_int_equal(run(sd, 6, 4), SCSI_PARSE_DONE);
+        sd[1] = 0x10; /* PF: the pages, checked once they arrive */
+        assert_int_equal(run(sd, 6, 4), SCSI_PARSE_EXEC);
+        assert_int_equal(cmd.data_out_len, 4);
+        memset(buf, 0, 8);
+        scsi_diag_pages(&cmd);
+        assert_int_equal(cmd.status, SAM_STAT_GOOD);
+        buf[0] = 0x80; /* a page we do not have */
+        scsi_diag_pages(&cmd);
+        expect_sense(SK_ILLEGAL_REQUEST, 0x26, 0x00);
+        buf[0] = 0;
+        buf[3] = 9; /* longer than the list */
+        scsi_diag_pages(&cmd);
+        expect_sense(SK_ILLEGAL_REQUEST, 0x26, 0x00);
+        uint8_t rd[6] = {0x1c, 0x01, 0x00, 0, 0x40, 0};
+        assert_int_equal(run(rd, 6, 0x40), SCSI_PARSE_DONE);
+        assert_int_equal(cmd.status, SAM_STAT_GOOD);
+        assert_int_equal(cmd.data_in_len, 5);
+        assert_int_equal(buf[0], 0x00);
+        assert_int_equal(slate_be16(buf + 2), 1);
+        rd[2] = 0x80;
+        run(rd, 6, 0x40);
+        expect_sense(SK_ILLEGAL_REQUEST, 0x24, 0x00);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test_setup_teardown(test_log_sense, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_health_pages, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_diag_cdb, setup, teardown),
             cmocka_unit_test_setup_teardown(test_vpd_threshold_exponent, setup, teardown),
             cmocka_unit_test_setup_teardown(test_mode_page, setup, teardown),
             cmocka_unit_test_setup_teardown(test_mode_select, setup, teardown),

@@ -23,6 +23,8 @@ enum scsi_opcode {
         SCSI_OP_RELEASE_6 = 0x17,
         SCSI_OP_MODE_SENSE_6 = 0x1a,
         SCSI_OP_START_STOP_UNIT = 0x1b,
+        SCSI_OP_RECEIVE_DIAGNOSTIC = 0x1c,
+        SCSI_OP_SEND_DIAGNOSTIC = 0x1d,
         SCSI_OP_PREVENT_ALLOW = 0x1e,
         SCSI_OP_READ_CAPACITY_10 = 0x25,
         SCSI_OP_READ_10 = 0x28,
