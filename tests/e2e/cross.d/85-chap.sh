@@ -1,8 +1,8 @@
 # tests/e2e/cross.d/85-chap.sh — sourced by tests/e2e/cross-linux.sh.
 # iSCSI CHAP with the Linux initiator (open-iscsi): a target of its own that
-# requires CHAP (mutual offered), then for each digest open-iscsi offers
-# (node.session.auth.chap_algs MD5, SHA1, SHA256, SHA3-256) a one-way and a
-# mutual login that work, a disk that reads; a wrong secret and no CHAP are
+# requires CHAP (mutual offered), then each digest open-iscsi offers
+# (node.session.auth.chap_algs MD5, SHA1, SHA256, SHA3-256) in a login that
+# works (MD5 and SHA256 one-way, SHA1 and SHA3-256 mutual), a disk that reads; a wrong secret and no CHAP are
 # refused; slated's log names the algorithm and never a secret.
 
 CIQN=${XIQN}-chap
@@ -52,9 +52,11 @@ chap_expect_alg() { # N MUTUAL: slated logged this algorithm for the last login
 	tail -n 40 "$log" | grep -q "authenticated by CHAP (algorithm $1${2:+, mutual})"
 }
 if check chap-setup chap_setup; then
-	for a in MD5:5 SHA1:6 SHA256:7 SHA3-256:8; do
-		check "chap-${a%%:*}-one-way" eval 'chap_try "${a%%:*}" "$CSEC" 0 CHAP && chap_expect_alg "${a#*:}" ""'
-		check "chap-${a%%:*}-mutual" eval 'chap_try "${a%%:*}" "$CSEC" 1 CHAP && chap_expect_alg "${a#*:}" 1'
+	# every digest once; one-way and mutual twice each (the VM is slow: 4 logins, not 8)
+	for a in MD5:5:0 SHA1:6:1 SHA256:7:0 SHA3-256:8:1; do
+		m=${a##*:} d=${a%:*}
+		check "chap-${d%%:*}-$([ "$m" = 1 ] && echo mutual || echo one-way)" \
+			eval 'chap_try "${d%%:*}" "$CSEC" "$m" CHAP && chap_expect_alg "${d#*:}" "${m#0}"'
 	done
 	check chap-wrong-secret eval '! chap_try SHA256 not-the-right-secret 0 CHAP'
 	check chap-none-refused eval '! chap_try SHA256 "$CSEC" 0 None'
