@@ -17,6 +17,7 @@
 #include "slate/spec/scsi.h"
 #include "scsi/internal.h"
 #include "scsi/pr.h"
+#include "core/media.h"
 #include "rt/log.h"
 
 /* ---- per-LU state ---- */
@@ -72,6 +73,7 @@ static const uint8_t ua_sense[SCSI_UA_MAX][2] = {
     [SCSI_UA_MEDIUM_CHANGED] = {0x28, 0x00},
     [SCSI_UA_INQUIRY_CHANGED] = {0x3f, 0x03},
     [SCSI_UA_THIN_THRESHOLD] = {0x38, 0x07},
+    [SCSI_UA_ELEMENT_CHANGED] = {0x0b, 0x14},
 };
 
 /* Consumes the highest-priority pending UA (lowest bit) into cmd's sense. */
@@ -190,6 +192,16 @@ static uint32_t event_ua(const struct core_ns_event *ev)
         case CORE_NS_EV_SPACE_THRESHOLD:
                 /* SBC-4 4.7.3.8.4, SITUA=0: every I_T nexus (origin NULL). */
                 return 1u << SCSI_UA_THIN_THRESHOLD;
+        case CORE_NS_EV_MEDIA:
+                /*
+                 * SBC-4 depopulation: an element's health or state changed
+                 * (failed, degraded, healed, depopulated, restored).  A change of
+                 * the marked ranges alone (WRITE LONG, media_mark, a healing
+                 * write) establishes none: GET LBA STATUS reports them.
+                 */
+                if (ev->new_val & (CORE_MEDIA_CHG_ELEMENT | CORE_MEDIA_CHG_DEPOP))
+                        return 1u << SCSI_UA_ELEMENT_CHANGED;
+                return 0;
         case CORE_NS_EV_RESERVATION:
                 if (ev->pr_events & CORE_PR_EV_RES_PREEMPTED)
                         b |= 1u << SCSI_UA_RESERVATIONS_PREEMPTED;

@@ -32,6 +32,7 @@ enum scsi_opcode {
         SCSI_OP_PREFETCH_10 = 0x34,
         SCSI_OP_SYNC_CACHE_10 = 0x35,
         SCSI_OP_READ_DEFECT_DATA_10 = 0x37,
+        SCSI_OP_WRITE_LONG_10 = 0x3f,
         SCSI_OP_WRITE_SAME_10 = 0x41,
         SCSI_OP_UNMAP = 0x42,
         SCSI_OP_SANITIZE = 0x48,
@@ -67,6 +68,10 @@ enum scsi_opcode {
 /* Service actions */
 #define SCSI_SAI_READ_CAPACITY_16    0x10
 #define SCSI_SAI_GET_LBA_STATUS      0x12
+#define SCSI_SAI_GET_PHYS_ELEM_STATUS 0x17 /* 9Eh: depopulation (SBC-4 5.8, 5.25, 5.26) */
+#define SCSI_SAI_REMOVE_ELEM_TRUNCATE 0x18
+#define SCSI_SAI_RESTORE_ELEM_REBUILD 0x19
+#define SCSI_SAO_WRITE_LONG_16       0x11   /* 9Fh service action */
 #define SCSI_SAO_WRITE_SCATTERED_16  0x12   /* 9Fh service action */
 #define SCSI_VL_WRITE_ATOMIC_32      0x000f /* 7Fh service actions (bytes 8-9) */
 #define SCSI_VL_WRITE_SCATTERED_32   0x0011
