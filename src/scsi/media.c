@@ -194,6 +194,8 @@ enum scsi_parse_result scsi_media_remove_parse(struct scsi_cmd *cmd)
                 scsi_sense_invalid_field(cmd, true, 10, 7);
                 return SCSI_PARSE_DONE;
         }
+        if (!scsi_check_state(cmd, CORE_CHK_WRITABLE)) /* it changes the medium */
+                return SCSI_PARSE_DONE;
         if (e.state == CORE_ELEM_DEPOPULATED) { /* already removed: nothing to do */
                 scsi_cmd_good(cmd);
                 return SCSI_PARSE_DONE;
@@ -246,7 +248,8 @@ void scsi_media_remove_exec(struct scsi_cmd *cmd)
 enum scsi_parse_result scsi_media_restore_parse(struct scsi_cmd *cmd)
 {
         cmd->xfer_len = 0;
-        if (reserved_sa_bits(cmd) || reserved_bytes(cmd, 2, 14))
+        if (reserved_sa_bits(cmd) || reserved_bytes(cmd, 2, 14) ||
+            !scsi_check_state(cmd, CORE_CHK_WRITABLE))
                 return SCSI_PARSE_DONE;
         return SCSI_PARSE_EXEC;
 }

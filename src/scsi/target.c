@@ -656,6 +656,10 @@ int scsi_fuzz_one(const uint8_t *cdb, size_t len)
                 ns.scsi_state = &st;
                 scsi_target_init(&tgt, "iqn.2024-01.org.slate:fuzz", 1);
                 atomic_store(&tgt.luns[0], &ns);
+                /* Physical elements, so the depopulation commands parse deep. */
+                char err[64];
+                if (core_media_init(&ns) == 0)
+                        core_media_configure(&ns, 4, 2048, err, sizeof(err));
                 init = true;
         }
         if (len < 1)
@@ -676,6 +680,8 @@ int scsi_fuzz_one(const uint8_t *cdb, size_t len)
         /* Thin provisioning and anchoring too, so UNMAP/WRITE SAME/GET LBA STATUS parse deep. */
         ns.thin = len > 1 && (cdb[len - 1] & 4);
         ns.be.can_anchor = len > 1 && (cdb[len - 1] & 8);
+        /* 8 logical blocks per physical block, so WRITE LONG's PBLOCK is accepted. */
+        ns.phys_exp = len > 1 && (cdb[len - 1] & 0x20) ? 3 : 0;
         atomic_store(&ns.wp, 0);
         atomic_store(&ns.ready, CORE_NS_READY);
         atomic_store(&ns.san_state, CORE_SAN_NEVER);
