@@ -6,6 +6,8 @@
  *   slatectl [-s SOCK] METHOD --json '{"name": "disk1", ...}'
  *   slatectl [-s SOCK] top [--once | --iterations N] [--interval SECS]
  *   slatectl [-s SOCK] progress NAME [--once] [--interval SECS]
+ *   slatectl [-s SOCK] element NAME ID ok|degraded|failed|depopulated [HEALTH]
+ *   slatectl [-s SOCK] media NAME [mark|clear LBA [BLOCKS]]
  *
  * key=value values that look like integers or booleans are sent as JSON
  * numbers/booleans (key:=JSON sends raw JSON, key=str forces nothing else).
@@ -203,6 +205,9 @@ static void usage(FILE *f)
                 "       slatectl [-s SOCK] METHOD --json '{...}'\n"
                 "       slatectl [-s SOCK] top [--once | --iterations N] [--interval SECS]\n"
                 "       slatectl [-s SOCK] progress NAME [--once] [--interval SECS]\n"
+                "       slatectl [-s SOCK] element NAME ID ok|degraded|failed|depopulated "
+                "[HEALTH]\n"
+                "       slatectl [-s SOCK] media NAME [mark|clear LBA [BLOCKS]]\n"
                 "  -s SOCK     slated RPC socket (default $SLATE_RPC_SOCK, else " DEFAULT_SOCK
                 " if it\n"
                 "              exists, else the service's " SERVICE_SOCK ")\n"
@@ -210,6 +215,9 @@ static void usage(FILE *f)
                 "  -j, --json  print the JSON result (default: tables for list methods)\n"
                 "  top         live per-namespace and per-host IOPS, bandwidth, latency (q quits)\n"
                 "  progress    a namespace's sanitize progress bar with an ETA, until it ends\n"
+                "  element     element_set with positional arguments (fail/heal/depopulate)\n"
+                "  media       a namespace's media state (elements, unrecoverable blocks,\n"
+                "              counters); mark/clear: media_mark\n"
                 "  key=value   integers/true/false/null become JSON values, the rest strings\n"
                 "  key:=JSON   a raw JSON value, e.g. luns:='[0,1]'\n"
                 "  aliases: ");
@@ -312,6 +320,41 @@ int main(int argc, char **argv)
                 return slatectl_progress(sock, argc - optind + 1, argv + optind - 1);
 
         json_t *params = json_object();
+        /* The failing-media conveniences: positional arguments to element_set / media_mark. */
+        const char *show_media = NULL;
+        if (strcmp(method, "element") == 0 || strcmp(method, "media") == 0) {
+                bool el = method[0] == 'e';
+                int n = argc - optind;
+                if ((el && (n < 3 || n > 4)) || (!el && n != 1 && n != 3 && n != 4) ||
+                    (!el && n > 1 && strcmp(argv[optind + 1], "mark") &&
+                     strcmp(argv[optind + 1], "clear"))) {
+                        usage(stderr);
+                        return 2;
+                }
+                json_object_set_new(params, "name", json_string(argv[optind]));
+                if (el) {
+                        json_object_set_new(params, "element", guess_value(argv[optind + 1]));
+                        json_object_set_new(params, "state", json_string(argv[optind + 2]));
+                        if (n == 4)
+                                json_object_set_new(params, "health",
+                                                    guess_value(argv[optind + 3]));
+                        snprintf(method, sizeof(method), "element_set");
+                } else if (n == 1) {
+                        show_media = argv[optind];
+                        json_object_clear(params);
+                        snprintf(method, sizeof(method), "namespace_list");
+                        json_out = true;
+                } else {
+                        json_object_set_new(params, "bad",
+                                            json_boolean(strcmp(argv[optind + 1], "mark") == 0));
+                        json_object_set_new(params, "lba", guess_value(argv[optind + 2]));
+                        if (n == 4)
+                                json_object_set_new(params, "blocks",
+                                                    guess_value(argv[optind + 3]));
+                        snprintf(method, sizeof(method), "media_mark");
+                }
+                optind = argc;
+        }
         for (int i = optind; i < argc; i++) {
                 const char *a = argv[i];
                 if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
@@ -380,6 +423,20 @@ int main(int argc, char **argv)
                         json_string_value(json_object_get(e, "message")),
                         (long long)json_integer_value(json_object_get(e, "code")));
                 rc = 1;
+        } else if (r && show_media) {
+                /* media NAME: that namespace's "media" member of namespace_list. */
+                json_t *m = NULL, *x;
+                size_t i;
+                json_array_foreach(
+                    r, i, x) if (strcmp(json_string_value(json_object_get(x, "name")) ?: "",
+                                        show_media) == 0) m = json_object_get(x, "media");
+                char *s = m ? json_dumps(m, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+                if (s)
+                        printf("%s\n", s);
+                else
+                        fprintf(stderr, "slatectl: media: no namespace %s\n", show_media);
+                rc = s ? 0 : 1;
+                free(s);
         } else if (r) {
                 if (json_out || slatectl_table(method, r) < 0) {
                         char *s =

@@ -17,6 +17,7 @@
 struct elem {
         uint8_t state; /* enum core_elem_state */
         uint8_t health;
+        bool tracked; /* FAILED: its LBAs were found by a scan (core_media_scan) */
 };
 
 struct core_media {
@@ -132,7 +133,7 @@ static uint64_t elem_blocks(const struct core_media *m, uint32_t k, uint64_t nsz
  * Whether lba is unrecoverable, and if so the end of the bad piece holding
  * it (a marked range or a failed stripe unit).
  */
-static bool bad_at(const struct core_media *m, uint64_t lba, uint64_t *end)
+static bool bad_at(const struct core_media *m, uint64_t lba, bool tracked_only, uint64_t *end)
 {
         /* Binary search: the last range starting at or before lba. */
         uint32_t lo = 0, hi = m->nr;
@@ -149,7 +150,8 @@ static bool bad_at(const struct core_media *m, uint64_t lba, uint64_t *end)
         }
         if (m->nfailed) {
                 uint32_t id = elem_of(m, lba);
-                if (id && m->elem[id - 1].state == CORE_ELEM_FAILED) {
+                if (id && m->elem[id - 1].state == CORE_ELEM_FAILED &&
+                    (!tracked_only || m->elem[id - 1].tracked)) {
                         *end = (lba / m->interleave + 1) * m->interleave;
                         return true;
                 }
@@ -158,13 +160,14 @@ static bool bad_at(const struct core_media *m, uint64_t lba, uint64_t *end)
 }
 
 /* The first failed element's LBA at or after lba (UINT64_MAX: none). */
-static uint64_t next_failed(const struct core_media *m, uint64_t lba)
+static uint64_t next_failed(const struct core_media *m, uint64_t lba, bool tracked_only)
 {
         if (!m->nfailed || !m->nlive)
                 return UINT64_MAX;
         uint64_t u0 = lba / m->interleave, best = UINT64_MAX;
         for (uint32_t k = 0; k < m->nlive; k++) {
-                if (m->elem[m->live_ids[k] - 1].state != CORE_ELEM_FAILED)
+                const struct elem *e = &m->elem[m->live_ids[k] - 1];
+                if (e->state != CORE_ELEM_FAILED || (tracked_only && !e->tracked))
                         continue;
                 uint64_t u = u0 + (k + m->nlive - u0 % m->nlive) % m->nlive;
                 uint64_t s = u * m->interleave;
@@ -177,10 +180,11 @@ static uint64_t next_failed(const struct core_media *m, uint64_t lba)
 }
 
 /* The first unrecoverable LBA in [lba, end): true and *first. */
-static bool first_bad(const struct core_media *m, uint64_t lba, uint64_t end, uint64_t *first)
+static bool first_bad(const struct core_media *m, uint64_t lba, uint64_t end, bool tracked_only,
+                      uint64_t *first)
 {
         uint64_t best = UINT64_MAX, e;
-        if (bad_at(m, lba, &e)) {
+        if (bad_at(m, lba, tracked_only, &e)) {
                 *first = lba;
                 return true;
         }
@@ -195,7 +199,7 @@ static bool first_bad(const struct core_media *m, uint64_t lba, uint64_t end, ui
         }
         if (lo < m->nr)
                 best = m->r[lo].lba;
-        uint64_t f = next_failed(m, lba);
+        uint64_t f = next_failed(m, lba, tracked_only);
         if (f < best)
                 best = f;
         if (best >= end)
@@ -204,8 +208,8 @@ static bool first_bad(const struct core_media *m, uint64_t lba, uint64_t end, ui
         return true;
 }
 
-int core_ns_unrecoverable(struct core_ns *ns, uint64_t lba, uint64_t nlb,
-                          struct core_lba_range *out)
+static int unrecoverable(struct core_ns *ns, uint64_t lba, uint64_t nlb, bool tracked_only,
+                         struct core_lba_range *out)
 {
         struct core_media *m = ns->media;
         if (!m ||
@@ -214,10 +218,10 @@ int core_ns_unrecoverable(struct core_ns *ns, uint64_t lba, uint64_t nlb,
         uint64_t end = nlb > UINT64_MAX - lba ? UINT64_MAX : lba + nlb, first, e;
         int found = 0;
         pthread_mutex_lock(&m->lock);
-        if (first_bad(m, lba, end, &first)) {
+        if (first_bad(m, lba, end, tracked_only, &first)) {
                 uint64_t cur = first;
                 /* Extend over adjacent bad pieces (ranges and failed units). */
-                while (cur < end && bad_at(m, cur, &e))
+                while (cur < end && bad_at(m, cur, tracked_only, &e))
                         cur = e;
                 out->lba = first;
                 out->nlb = (cur < end ? cur : end) - first;
@@ -225,6 +229,34 @@ int core_ns_unrecoverable(struct core_ns *ns, uint64_t lba, uint64_t nlb,
         }
         pthread_mutex_unlock(&m->lock);
         return found;
+}
+
+int core_ns_unrecoverable(struct core_ns *ns, uint64_t lba, uint64_t nlb,
+                          struct core_lba_range *out)
+{
+        return unrecoverable(ns, lba, nlb, false, out);
+}
+
+int core_media_unrecoverable_tracked(struct core_ns *ns, uint64_t lba, uint64_t nlb,
+                                     struct core_lba_range *out)
+{
+        return unrecoverable(ns, lba, nlb, true, out);
+}
+
+uint64_t core_media_untracked_blocks(struct core_ns *ns)
+{
+        struct core_media *m = ns->media;
+        if (!m)
+                return 0;
+        uint64_t n = 0, nsze = core_ns_blocks(ns);
+        pthread_mutex_lock(&m->lock);
+        for (uint32_t k = 0; k < m->nlive; k++) {
+                const struct elem *e = &m->elem[m->live_ids[k] - 1];
+                if (e->state == CORE_ELEM_FAILED && !e->tracked)
+                        n += elem_blocks(m, k, nsze);
+        }
+        pthread_mutex_unlock(&m->lock);
+        return n;
 }
 
 /* ---- The range list (lock held) ---- */
@@ -331,9 +363,9 @@ json_t *core_media_to_json(struct core_ns *ns)
         json_object_set_new(j, "interleave", json_integer(m->interleave));
         json_t *el = json_array();
         for (uint32_t i = 0; i < m->nelem; i++)
-                json_array_append_new(el, json_pack("{s:s, s:i}", "state",
-                                                    state_names[m->elem[i].state], "health",
-                                                    m->elem[i].health));
+                json_array_append_new(
+                    el, json_pack("{s:s, s:i, s:b}", "state", state_names[m->elem[i].state],
+                                  "health", m->elem[i].health, "tracked", m->elem[i].tracked));
         json_object_set_new(j, "element", el);
         json_t *ra = json_array();
         for (uint32_t i = 0; i < m->nr; i++)
@@ -392,6 +424,8 @@ int core_media_from_json(struct core_ns *ns, json_t *j)
                         return -EINVAL;
                 m->elem[i].state = (uint8_t)st;
                 m->elem[i].health = (uint8_t)h;
+                m->elem[i].tracked =
+                    json_is_true(json_object_get(json_array_get(el, i), "tracked"));
         }
         json_t *ra = json_object_get(j, "bad");
         size_t nr = json_is_array(ra) ? json_array_size(ra) : 0;
@@ -487,7 +521,7 @@ int core_media_configure(struct core_ns *ns, uint32_t elements, uint32_t interle
         m->nelem = elements;
         m->interleave = il;
         for (uint32_t i = 0; i < CORE_MEDIA_MAX_ELEMENTS; i++)
-                m->elem[i] = (struct elem){CORE_ELEM_OK, CORE_ELEM_HEALTH_OK};
+                m->elem[i] = (struct elem){CORE_ELEM_OK, CORE_ELEM_HEALTH_OK, false};
         m->generation++;
         refresh(ns);
         pthread_mutex_unlock(&m->lock);
@@ -569,6 +603,8 @@ int core_media_set_element(struct core_ns *ns, uint32_t id, enum core_elem_state
         struct elem *e = &m->elem[id - 1], old = *e;
         e->state = (uint8_t)state;
         e->health = health < 0 ? default_health(state) : (uint8_t)health;
+        if (state != CORE_ELEM_FAILED || old.state != CORE_ELEM_FAILED)
+                e->tracked = false; /* a new failure: its LBAs are untracked until a scan */
         uint8_t h = e->health;
         bool changed = e->state != old.state || e->health != old.health;
         if (changed) {
@@ -686,14 +722,14 @@ static bool req_first_bad(struct core_media *m, uint64_t lba, uint64_t nlb, bool
         if (!nlb)
                 return false;
         if (failed_only) {
-                uint64_t f = next_failed(m, lba);
+                uint64_t f = next_failed(m, lba, false);
                 if (f < lba + nlb) {
                         *first = f;
                         return true;
                 }
                 return false;
         }
-        return first_bad(m, lba, lba + nlb, first);
+        return first_bad(m, lba, lba + nlb, false, first);
 }
 
 enum core_status core_media_check(struct core_req *req)
@@ -801,6 +837,33 @@ void core_media_done(struct core_req *req, enum core_status st)
                 core_ns_put(ns);
         }
         pthread_attr_destroy(&a);
+}
+
+int core_media_scan(struct core_ns *ns, core_origin_t origin)
+{
+        struct core_media *m = ns->media;
+        if (!m)
+                return 0;
+        pthread_mutex_lock(&m->ctl);
+        pthread_mutex_lock(&m->lock);
+        int n = 0;
+        for (uint32_t i = 0; i < m->nelem; i++) {
+                if (m->elem[i].state == CORE_ELEM_FAILED && !m->elem[i].tracked) {
+                        m->elem[i].tracked = true;
+                        n++;
+                }
+        }
+        if (n)
+                m->generation++;
+        pthread_mutex_unlock(&m->lock);
+        int rc = n ? save(ns) : 0;
+        pthread_mutex_unlock(&m->ctl);
+        if (rc)
+                LOG_WARN("core", "namespace %s: scan result not saved: %s", ns->name,
+                         strerror(-rc));
+        if (n)
+                publish(ns, origin, 0, CORE_MEDIA_CHG_RANGES);
+        return n;
 }
 
 /* ---- Depopulation ---- */
@@ -1008,7 +1071,7 @@ int core_media_restore(struct core_ns *ns, core_origin_t origin, char *err, size
         pthread_mutex_lock(&m->lock);
         for (uint32_t i = 0; i < m->nelem; i++)
                 if (m->elem[i].state == CORE_ELEM_DEPOPULATED)
-                        m->elem[i] = (struct elem){CORE_ELEM_OK, CORE_ELEM_HEALTH_OK};
+                        m->elem[i] = (struct elem){CORE_ELEM_OK, CORE_ELEM_HEALTH_OK, false};
         m->full_blocks = 0;
         m->generation++;
         atomic_fetch_add(&m->restorations, 1);

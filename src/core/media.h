@@ -138,6 +138,19 @@ int core_media_set_element(struct core_ns *ns, uint32_t id, enum core_elem_state
  * metadata.  Publishes CORE_NS_EV_MEDIA when the set changed.
  */
 int core_media_mark(struct core_ns *ns, uint64_t lba, uint64_t nlb, bool bad, core_origin_t origin);
+/*
+ * Tracked and untracked (NVMe Get LBA Status 5.20, log 0Eh): marked ranges
+ * and the LBAs of FAILED elements a scan has found are "tracked"; a FAILED
+ * element's LBAs are "untracked" until core_media_scan (NVMe Get LBA
+ * Status ATYPE 10h) tracks them.  core_ns_unrecoverable reports both.
+ */
+/* Like core_ns_unrecoverable, tracked blocks only. */
+int core_media_unrecoverable_tracked(struct core_ns *ns, uint64_t lba, uint64_t nlb,
+                                     struct core_lba_range *out);
+/* Blocks of FAILED elements not yet tracked (NVMe ESTULB). */
+uint64_t core_media_untracked_blocks(struct core_ns *ns);
+/* Track every failed element's LBAs: the number of elements newly tracked (event if > 0). */
+int core_media_scan(struct core_ns *ns, core_origin_t origin);
 /* The marked ranges (not the failed elements' LBAs), up to max: the number copied. */
 uint32_t core_media_ranges(struct core_ns *ns, struct core_lba_range *out, uint32_t max);
 

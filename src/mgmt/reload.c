@@ -134,6 +134,9 @@ static int model_apply(struct model *m, const char *method, json_t *p, char *err
                                       psize(p, "atomic_write_max", 0));
                 if (json_object_get(p, "size"))
                         json_object_set_new(o, "size", json_integer(psize(p, "size", 0)));
+                /* The element model (core/media.h): applied live by namespace_set. */
+                json_object_set_new(o, "el", json_integer(pint(p, "elements", 0)));
+                json_object_set_new(o, "ei", json_integer(pint(p, "element_interleave", 0)));
                 json_object_set_new(m->ns, name, o);
         } else if (strcmp(method, "namespace_set") == 0 ||
                    strcmp(method, "namespace_resize") == 0) {
@@ -143,7 +146,8 @@ static int model_apply(struct model *m, const char *method, json_t *p, char *err
                 static const char *const keys[][2] = {
                     {"write_protect", "wp"},    {"write_cache", "wc"},
                     {"provision_limit", "pl"},  {"provision_threshold", "pt"},
-                    {"atomic_write_max", "aw"}, {"size", "size"}};
+                    {"atomic_write_max", "aw"}, {"size", "size"},
+                    {"elements", "el"},         {"element_interleave", "ei"}};
                 for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
                         json_t *v = json_object_get(p, keys[i][0]);
                         if (!v)
@@ -478,11 +482,11 @@ static void diff(struct plan *pl, struct model *run, struct model *want, json_t 
                 for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
                         ns_fixed(pl, k, np, op, fixed[i]);
                 json_t *set = json_pack("{s:s}", "name", k);
-                static const char *const mut[][2] = {{"wp", "write_protect"},
-                                                     {"wc", "write_cache"},
-                                                     {"pl", "provision_limit"},
-                                                     {"pt", "provision_threshold"},
-                                                     {"aw", "atomic_write_max"}};
+                static const char *const mut[][2] = {
+                    {"wp", "write_protect"},     {"wc", "write_cache"},
+                    {"pl", "provision_limit"},   {"pt", "provision_threshold"},
+                    {"aw", "atomic_write_max"},  {"el", "elements"},
+                    {"ei", "element_interleave"}};
                 for (size_t i = 0; i < sizeof(mut) / sizeof(mut[0]); i++)
                         if (!json_equal(json_object_get(n, mut[i][0]),
                                         json_object_get(o, mut[i][0])))
@@ -524,6 +528,12 @@ static void diff(struct plan *pl, struct model *run, struct model *want, json_t 
                         json_object_del(cp, "provision_limit");
                         json_object_del(cp, "provision_threshold");
                         json_object_del(cp, "atomic_write_max");
+                        json_object_del(cp, "elements");
+                        json_object_del(cp, "element_interleave");
+                        if (json_integer_value(json_object_get(w, "el")))
+                                json_object_set(cp, "elements", json_object_get(w, "el"));
+                        if (json_integer_value(json_object_get(w, "ei")))
+                                json_object_set(cp, "element_interleave", json_object_get(w, "ei"));
                         if (json_is_true(json_object_get(w, "wp")))
                                 json_object_set_new(cp, "write_protect", json_true());
                         if (json_integer_value(json_object_get(w, "pl")))

@@ -37,6 +37,7 @@
 #include <uuid/uuid.h>
 
 #include "core/atomic.h"
+#include "core/media.h"
 #include "core/ns.h"
 #include "mgmt/metrics.h"
 #include "iscsi/iscsi.h"
@@ -364,6 +365,9 @@ static int h_namespace_create(struct rpc_ctx *c)
             .provision_threshold = psize(c, "provision_threshold", 0),
             .atomic_write_max_set = json_object_get(c->params, "atomic_write_max") != NULL,
             .atomic_write_max = (uint32_t)psize(c, "atomic_write_max", 0),
+            .elements_set = json_object_get(c->params, "elements") != NULL,
+            .elements = (uint32_t)puint(c, "elements", 0),
+            .element_interleave = (uint32_t)puint(c, "element_interleave", 0),
         };
         if (strcmp(p.backend, "mem") != 0 && strcmp(p.backend, "file") != 0 &&
             strcmp(p.backend, "null") != 0)
@@ -459,9 +463,20 @@ static int h_namespace_set(struct rpc_ctx *c)
         json_t *pl = json_object_get(c->params, "provision_limit");
         json_t *pt = json_object_get(c->params, "provision_threshold");
         json_t *aw = json_object_get(c->params, "atomic_write_max");
-        if (!wp && !wc && !pl && !pt && !aw)
+        json_t *el = json_object_get(c->params, "elements");
+        json_t *ei = json_object_get(c->params, "element_interleave");
+        if (!wp && !wc && !pl && !pt && !aw && !el && !ei)
                 return inval(c, "give 'write_protect', 'write_cache', 'provision_limit', "
-                                "'provision_threshold' and/or 'atomic_write_max'");
+                                "'provision_threshold', 'atomic_write_max', 'elements' and/or "
+                                "'element_interleave'");
+        if (el || ei) {
+                char msg[256] = "";
+                uint32_t n = el ? (uint32_t)puint(c, "elements", 0) : core_media_elements(ns);
+                int rc = core_media_configure(ns, n, (uint32_t)puint(c, "element_interleave", 0),
+                                              msg, sizeof(msg));
+                if (rc < 0)
+                        return opfail(c, rc, "namespace_set", msg);
+        }
         if (aw) {
                 char msg[256] = "";
                 int rc = core_ns_set_atomic_max(ns, (uint32_t)psize(c, "atomic_write_max", 0), msg,
@@ -488,11 +503,13 @@ static int h_namespace_set(struct rpc_ctx *c)
                 core_ns_set_wce(ns, json_is_true(wc), NULL);
         LOG_INFO("mgmt", "namespace %s: write_protect(config)=%d write_cache=%d", ns->name,
                  (core_ns_wp(ns) & CORE_WP_CONFIG) != 0, atomic_load(&ns->wce));
-        c->result = json_pack("{s:s, s:b, s:b, s:I, s:I, s:I}", "name", ns->name, "write_protect",
-                              core_ns_wp(ns) != 0, "write_cache", atomic_load(&ns->wce),
-                              "provision_limit", (json_int_t)atomic_load(&ns->prov.limit),
-                              "provision_threshold", (json_int_t)atomic_load(&ns->prov.threshold),
-                              "atomic_write_max", (json_int_t)atomic_load(&ns->atomic_max_bytes));
+        c->result = json_pack(
+            "{s:s, s:b, s:b, s:I, s:I, s:I, s:i, s:i}", "name", ns->name, "write_protect",
+            core_ns_wp(ns) != 0, "write_cache", atomic_load(&ns->wce), "provision_limit",
+            (json_int_t)atomic_load(&ns->prov.limit), "provision_threshold",
+            (json_int_t)atomic_load(&ns->prov.threshold), "atomic_write_max",
+            (json_int_t)atomic_load(&ns->atomic_max_bytes), "elements",
+            (int)core_media_elements(ns), "element_interleave", (int)core_media_interleave(ns));
         return 0;
 }
 
@@ -537,7 +554,166 @@ json_t *mgmt_ns_params_json(struct core_ns *ns)
         if (o)
                 json_object_set_new(o, "atomic_write_max",
                                     json_integer((json_int_t)atomic_load(&ns->atomic_max_bytes)));
+        if (o && core_media_elements(ns)) {
+                json_object_set_new(o, "elements", json_integer(core_media_elements(ns)));
+                json_object_set_new(o, "element_interleave",
+                                    json_integer(core_media_interleave(ns)));
+        }
         return o;
+}
+
+static const char *const elem_state_names[] = {"ok", "degraded", "failed", "depopulated"};
+
+/* Failing media (core/media.h) as namespace_list shows it. */
+static json_t *mgmt_ns_media_json(struct core_ns *ns)
+{
+        struct core_media_stats st;
+        core_media_get_stats(ns, &st);
+        json_t *els = json_array();
+        for (uint32_t id = 1; id <= core_media_elements(ns); id++) {
+                struct core_elem_info ei;
+                if (core_media_element_info(ns, id, &ei))
+                        continue;
+                json_array_append_new(els, json_pack("{s:i, s:s, s:i, s:I, s:b}", "id", (int)ei.id,
+                                                     "state", elem_state_names[ei.state % 4],
+                                                     "health", (int)ei.health, "capacity_blocks",
+                                                     (json_int_t)ei.capacity_blocks, "restorable",
+                                                     ei.restorable));
+        }
+        /* The unrecoverable LBAs (marked and on failed elements), the first 64 runs. */
+        json_t *bad = json_array();
+        uint64_t lba = 0, n = core_ns_blocks(ns), total = 0;
+        struct core_lba_range r;
+        unsigned runs = 0;
+        while (lba < n && core_ns_unrecoverable(ns, lba, n - lba, &r) == 1 && r.nlb) {
+                if (runs++ < 64)
+                        json_array_append_new(bad, json_pack("{s:I, s:I}", "lba", (json_int_t)r.lba,
+                                                             "blocks", (json_int_t)r.nlb));
+                total += r.nlb;
+                lba = r.lba + r.nlb;
+        }
+        json_t *o = json_pack("{s:i, s:i, s:o, s:o, s:I, s:i, s:i}", "elements",
+                              (int)core_media_elements(ns), "element_interleave",
+                              (int)core_media_interleave(ns), "element", els, "unrecoverable", bad,
+                              "unrecoverable_blocks", (json_int_t)total, "unrecoverable_runs",
+                              (int)runs, "depopulating", (int)core_media_depop_element(ns));
+        json_object_set_new(
+            o, "stats",
+            json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:i}", "media_errors",
+                      (json_int_t)st.media_errors, "unrecovered_reads",
+                      (json_int_t)st.unrecovered_reads, "write_errors", (json_int_t)st.write_errors,
+                      "marks", (json_int_t)st.marks, "healed_blocks", (json_int_t)st.healed_blocks,
+                      "element_changes", (json_int_t)st.element_changes, "depopulations",
+                      (json_int_t)st.depopulations, "restorations", (json_int_t)st.restorations,
+                      "marked_ranges", (json_int_t)st.marked_ranges, "marked_blocks",
+                      (json_int_t)st.marked_blocks, "generation", (int)st.generation));
+        return o;
+}
+
+/* A depopulation the RPC waits for (core_media_depopulate's done, on the engine's thread). */
+struct depop_wait {
+        pthread_mutex_t m;
+        pthread_cond_t cv;
+        bool done, ok;
+};
+
+static void depop_waited(void *arg, bool ok)
+{
+        struct depop_wait *w = arg;
+        pthread_mutex_lock(&w->m);
+        w->done = true;
+        w->ok = ok;
+        pthread_cond_signal(&w->cv);
+        pthread_mutex_unlock(&w->m);
+}
+
+/*
+ * element_set: fail, degrade or heal one physical element; "depopulated"
+ * removes it (offline depopulation, the capacity shrinks: hosts are told)
+ * and waits for the end; "ok" on a depopulated element restores every
+ * depopulated element (RESTORE ELEMENTS AND REBUILD).
+ */
+static int h_element_set(struct rpc_ctx *c)
+{
+        struct core_ns *ns = core_ns_find(pstr(c, "name", NULL));
+        if (!ns)
+                return opfail(c, -ENOENT, "element_set", "no such namespace");
+        uint32_t id = (uint32_t)puint(c, "element", 0);
+        const char *state = pstr(c, "state", NULL);
+        json_t *hv = json_object_get(c->params, "health");
+        int health = hv ? (int)puint(c, "health", 0) : -1;
+        unsigned st = 0;
+        while (st < 4 && strcmp(elem_state_names[st], state))
+                st++;
+        if (st == 4)
+                return inval(c, "'state' must be ok, degraded, failed or depopulated");
+        char msg[256] = "";
+        int rc;
+        struct core_elem_info ei;
+        if (core_media_element_info(ns, id, &ei))
+                return opfail(c, -ENOENT, "element_set",
+                              core_media_elements(ns) ? "no such element"
+                                                      : "the namespace has no element model "
+                                                        "(namespace_set elements)");
+        if (st == CORE_ELEM_DEPOPULATED) {
+                struct depop_wait w = {.done = false};
+                pthread_mutex_init(&w.m, NULL);
+                pthread_cond_init(&w.cv, NULL);
+                rc = core_media_depopulate(ns, id, NULL, NULL, depop_waited, &w, msg, sizeof(msg));
+                if (rc == 0) {
+                        pthread_mutex_lock(&w.m);
+                        while (!w.done)
+                                pthread_cond_wait(&w.cv, &w.m);
+                        pthread_mutex_unlock(&w.m);
+                        if (!w.ok) {
+                                rc = -EIO;
+                                snprintf(msg, sizeof(msg), "depopulation failed (see the log)");
+                        }
+                }
+                pthread_cond_destroy(&w.cv);
+                pthread_mutex_destroy(&w.m);
+        } else if (ei.state == CORE_ELEM_DEPOPULATED && st == CORE_ELEM_OK) {
+                rc = core_media_restore(ns, NULL, msg, sizeof(msg));
+        } else {
+                rc = core_media_set_element(ns, id, (enum core_elem_state)st, health, NULL, msg,
+                                            sizeof(msg));
+        }
+        if (rc < 0)
+                return opfail(c, rc, "element_set", msg);
+        core_media_element_info(ns, id, &ei);
+        c->result = json_pack("{s:s, s:i, s:s, s:i, s:I, s:I}", "name", ns->name, "element",
+                              (int)id, "state", elem_state_names[ei.state % 4], "health",
+                              (int)ei.health, "capacity_blocks", (json_int_t)ei.capacity_blocks,
+                              "num_blocks", (json_int_t)core_ns_blocks(ns));
+        return 0;
+}
+
+/* media_mark: mark blocks unrecoverable (reads fail with a medium error) or clear the mark. */
+static int h_media_mark(struct rpc_ctx *c)
+{
+        struct core_ns *ns = core_ns_find(pstr(c, "name", NULL));
+        if (!ns)
+                return opfail(c, -ENOENT, "media_mark", "no such namespace");
+        uint64_t lba = puint(c, "lba", 0), n = puint(c, "blocks", 1);
+        bool bad = pbool(c, "bad", true);
+        if (n == 0 || !core_ns_range_ok(ns, lba, n))
+                return inval(c,
+                             "'lba' + 'blocks' (%" PRIu64 " + %" PRIu64 ") beyond the %" PRIu64
+                             " blocks of the namespace, or 'blocks' 0",
+                             lba, n, core_ns_blocks(ns));
+        int rc = core_media_mark(ns, lba, n, bad, NULL);
+        if (rc == -ENOSPC)
+                return opfail(c, rc, "media_mark",
+                              "too many separate unrecoverable ranges (at most 1024)");
+        if (rc < 0)
+                return opfail(c, rc, "media_mark", NULL);
+        struct core_media_stats st;
+        core_media_get_stats(ns, &st);
+        c->result =
+            json_pack("{s:s, s:I, s:I, s:b, s:I, s:I}", "name", ns->name, "lba", (json_int_t)lba,
+                      "blocks", (json_int_t)n, "bad", bad, "marked_ranges",
+                      (json_int_t)st.marked_ranges, "marked_blocks", (json_int_t)st.marked_blocks);
+        return 0;
 }
 
 static void ns_list_one(struct core_ns *ns, void *arg)
@@ -554,6 +730,7 @@ static void ns_list_one(struct core_ns *ns, void *arg)
         json_object_set_new(o, "eui64", json_string(eui));
         json_object_set_new(o, "write_cache", json_boolean(atomic_load(&ns->wce)));
         json_object_set_new(o, "state", mgmt_ns_state_json(ns));
+        json_object_set_new(o, "media", mgmt_ns_media_json(ns));
         struct core_prov_info pi;
         core_ns_provision_info(ns, &pi);
         json_object_set_new(
@@ -990,7 +1167,11 @@ static const struct rpc_method rpc_methods[] = {
       {.name = "atomic_write_max",
        .type = P_SIZE,
        .desc = "largest atomic write in bytes (a multiple of block_size, at most 1 MiB; "
-               "default 64K on file and mem, 0 on null); absent = keep the saved one"}}},
+               "default 64K on file and mem, 0 on null); absent = keep the saved one"},
+      UINT("elements", false, 0, CORE_MEDIA_MAX_ELEMENTS,
+           "physical elements of the failing-media model (0 = none; absent = keep the saved)"),
+      UINT("element_interleave", false, 0, UINT32_MAX,
+           "blocks per stripe unit of the element model (default 2048)")}},
     {"namespace_delete",
      h_namespace_delete,
      "Delete a namespace (refused while mapped to a LUN); the data file is kept",
@@ -1021,7 +1202,27 @@ static const struct rpc_method rpc_methods[] = {
       {.name = "atomic_write_max",
        .type = P_SIZE,
        .desc = "largest atomic write in bytes (multiple of block_size, <= 1 MiB); 0 = none; "
-               "hosts are told (inquiry data / namespace attributes changed)"}}},
+               "hosts are told (inquiry data / namespace attributes changed)"},
+      UINT("elements", false, 0, CORE_MEDIA_MAX_ELEMENTS,
+           "physical elements (0 = no model); refused while an element is failed or "
+           "depopulated"),
+      UINT("element_interleave", false, 0, UINT32_MAX, "blocks per stripe unit")}},
+    {"element_set",
+     h_element_set,
+     "Fail, degrade or heal a physical element, or depopulate it (capacity shrinks)",
+     {{.name = "name", .type = P_NAME, .required = true, .desc = "namespace name"},
+      UINT("element", true, 1, CORE_MEDIA_MAX_ELEMENTS, "element id (1-based)"),
+      STR("state", true, 15,
+          "ok | degraded | failed | depopulated (ok on a depopulated element restores all)"),
+      UINT("health", false, 0, 0xcf,
+           "SBC-4 physical element health 0..207 (default: 1 ok, 100 degraded, 207 failed)")}},
+    {"media_mark",
+     h_media_mark,
+     "Mark blocks unrecoverable (reads fail with a medium error) or clear the mark",
+     {{.name = "name", .type = P_NAME, .required = true, .desc = "namespace name"},
+      UINT("lba", true, 0, INT64_MAX, "first block"),
+      UINT("blocks", false, 1, INT64_MAX, "number of blocks (default 1)"),
+      BOOL("bad", "true marks (default), false clears")}},
     {"pool_set",
      h_pool_set,
      "Set the provisioning limit shared by the thin file namespaces in one directory",
