@@ -229,8 +229,10 @@ enum scsi_parse_result scsi_lbp_get_lba_status(struct scsi_cmd *cmd)
                         break;
                 if (rt == RT_UNRECOVERED) {
                         /* Straight to the next bad run: no provisioning walk. */
-                        if (!core_ns_unrecoverable(ns, lba, end - lba, &bad))
+                        if (!core_ns_unrecoverable(ns, lba, end - lba, &bad)) {
+                                lba = end; /* scanned to the end */
                                 break;
+                        }
                         lba = bad.lba;
                         run = bad.nlb;
                         is_bad = true;
@@ -261,6 +263,16 @@ enum scsi_parse_result scsi_lbp_get_lba_status(struct scsi_cmd *cmd)
                 lba += run;
         }
         slate_put_be(b, 4, 4 + (uint64_t)n * 16);
+        /*
+         * Byte 7: COMPLETION CONDITION (bits 3:1) -- 3h the end of the medium
+         * was reached, 1h the allocation length was; 0h when the run limit
+         * stopped the scan -- and RTP (bit 0): the REPORT TYPE was processed.
+         */
+        if (lba >= core_ns_blocks(ns))
+                b[7] = 3u << 1;
+        else if (n == cap)
+                b[7] = 1u << 1;
+        b[7] |= 0x01;
         scsi_cmd_data_in(cmd, 8 + n * 16, alloc);
         return SCSI_PARSE_DONE;
 }

@@ -470,9 +470,11 @@ static void test_get_lba_status_unrecovered(void **state)
 {
         char err[128];
         (void)state;
-        /* Nothing bad: report type 10h returns no descriptor. */
+        /* Nothing bad: report type 10h returns no descriptor; the whole medium was
+         * scanned (COMPLETION CONDITION 3h) and the report type processed (RTP). */
         lba_status(0, 0x10);
         assert_int_equal(slate_be32(buf), 4);
+        assert_int_equal(buf[7], (3 << 1) | 1);
         /* Element 2 of 4 fails (stripe 1: 2048-4095), LBA 100 is marked. */
         assert_int_equal(
             core_media_set_element(&ns, 2, CORE_ELEM_FAILED, -1, NULL, err, sizeof(err)), 0);
@@ -494,6 +496,13 @@ static void test_get_lba_status_unrecovered(void **state)
         expect_lbas(2, 101, 2048 - 101, 0);
         expect_lbas(3, 2048, 2048, 1);
         expect_lbas(4, 4096, NBLOCKS - 4096, 0);
+        assert_int_equal(buf[7], (3 << 1) | 1);
+        /* Two descriptors' room: the allocation length ends it (1h). */
+        uint8_t c2[16] = {0x9e, 0x12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 40, 0, 0};
+        run(c2, 16, 40);
+        assert_int_equal(cmd.status, SAM_STAT_GOOD);
+        assert_int_equal(slate_be32(buf), 4 + 2 * 16);
+        assert_int_equal(buf[7], (1 << 1) | 1);
         /* Report type 2 (mapped): the same on a fully provisioned LU; 1, 3, 4: none. */
         lba_status(0, 0x02);
         assert_int_equal(slate_be32(buf), 4 + 5 * 16);
