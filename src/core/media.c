@@ -658,6 +658,57 @@ int core_media_mark(struct core_ns *ns, uint64_t lba, uint64_t nlb, bool bad, co
         return rc;
 }
 
+struct mark_job {
+        struct core_ns *ns;
+        uint64_t lba, nlb;
+        bool bad;
+        core_origin_t origin;
+        struct rt_reactor *r;
+        void (*done)(void *arg, int rc);
+        void *arg;
+        int rc;
+};
+
+static void mark_done_on_reactor(void *arg)
+{
+        struct mark_job *j = arg;
+        j->done(j->arg, j->rc);
+        core_ns_put(j->ns);
+        free(j);
+}
+
+static void *mark_thread(void *arg)
+{
+        struct mark_job *j = arg;
+        j->rc = core_media_mark(j->ns, j->lba, j->nlb, j->bad, j->origin);
+        if (rt_msg_send(j->r, mark_done_on_reactor, j) != 0)
+                mark_done_on_reactor(j); /* the reactor is gone (shutdown) */
+        return NULL;
+}
+
+int core_media_mark_async(struct core_ns *ns, uint64_t lba, uint64_t nlb, bool bad,
+                          core_origin_t origin, struct rt_reactor *r,
+                          void (*done)(void *arg, int rc), void *arg)
+{
+        struct mark_job *j = calloc(1, sizeof(*j));
+        if (!j)
+                return -ENOMEM;
+        *j = (struct mark_job){ns, lba, nlb, bad, origin, r, done, arg, 0};
+        core_ns_get(ns);
+        pthread_t t;
+        pthread_attr_t a;
+        pthread_attr_init(&a);
+        pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+        int rc = pthread_create(&t, &a, mark_thread, j);
+        pthread_attr_destroy(&a);
+        if (rc) {
+                core_ns_put(ns);
+                free(j);
+                return -rc;
+        }
+        return 0;
+}
+
 uint32_t core_media_ranges(struct core_ns *ns, struct core_lba_range *out, uint32_t max)
 {
         struct core_media *m = ns->media;
@@ -868,6 +919,17 @@ int core_media_scan(struct core_ns *ns, core_origin_t origin)
 
 /* ---- Depopulation ---- */
 
+bool core_media_depopulated(struct core_ns *ns)
+{
+        struct core_media *m = ns->media;
+        if (!m)
+                return false;
+        pthread_mutex_lock(&m->lock);
+        bool d = m->full_blocks != 0 || m->depop_id != 0;
+        pthread_mutex_unlock(&m->lock);
+        return d;
+}
+
 uint32_t core_media_depop_element(struct core_ns *ns)
 {
         struct core_media *m = ns->media;
@@ -918,6 +980,11 @@ static bool depop_finish(struct core_ns *ns, core_origin_t origin)
                 atomic_fetch_add(&m->depopulations, 1);
         } else {
                 e->health = CORE_ELEM_HEALTH_DEPOP_ERR;
+                bool any = false;
+                for (uint32_t i = 0; i < m->nelem; i++)
+                        any |= m->elem[i].state == CORE_ELEM_DEPOPULATED;
+                if (!any)
+                        m->full_blocks = 0; /* nothing to restore */
         }
         m->generation++;
         refresh(ns);
@@ -941,7 +1008,6 @@ static void depop_done_on_reactor(void *arg)
 {
         struct depop_job *j = arg;
         j->done(j->arg, j->ok);
-        core_ns_put(j->ns);
         free(j);
 }
 
@@ -949,11 +1015,12 @@ static void *depop_thread(void *arg)
 {
         struct depop_job *j = arg;
         j->ok = depop_finish(j->ns, j->origin);
+        /* The engine's reference goes before done: the caller holds its own. */
+        core_ns_put(j->ns);
         if (j->done && j->r && rt_msg_send(j->r, depop_done_on_reactor, j) == 0)
                 return NULL;
         if (j->done)
                 j->done(j->arg, j->ok);
-        core_ns_put(j->ns);
         free(j);
         return NULL;
 }

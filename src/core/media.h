@@ -139,6 +139,15 @@ int core_media_set_element(struct core_ns *ns, uint32_t id, enum core_elem_state
  */
 int core_media_mark(struct core_ns *ns, uint64_t lba, uint64_t nlb, bool bad, core_origin_t origin);
 /*
+ * core_media_mark off the reactor (it saves the metadata, which fsyncs):
+ * 0, and done(arg, rc) later on reactor r with core_media_mark's result;
+ * or -errno now (no thread), and done is never called.  For Write
+ * Uncorrectable (NVMe) and WRITE LONG WR_UNCOR (SCSI).
+ */
+int core_media_mark_async(struct core_ns *ns, uint64_t lba, uint64_t nlb, bool bad,
+                          core_origin_t origin, struct rt_reactor *r,
+                          void (*done)(void *arg, int rc), void *arg);
+/*
  * Tracked and untracked (NVMe Get LBA Status 5.20, log 0Eh): marked ranges
  * and the LBAs of FAILED elements a scan has found are "tracked"; a FAILED
  * element's LBAs are "untracked" until core_media_scan (NVMe Get LBA
@@ -178,6 +187,11 @@ int core_media_depopulate(struct core_ns *ns, uint32_t id, core_origin_t origin,
  * while a depopulation runs; -ENOENT: nothing to restore) with err.
  */
 int core_media_restore(struct core_ns *ns, core_origin_t origin, char *err, size_t errlen);
+/*
+ * Whether an element is depopulated (the capacity is reduced): a reopen
+ * with a larger configured size keeps the reduced one.
+ */
+bool core_media_depopulated(struct core_ns *ns);
 /* Element id being depopulated, or 0. */
 uint32_t core_media_depop_element(struct core_ns *ns);
 

@@ -372,8 +372,10 @@ int core_ns_create(const struct core_ns_params *p, struct core_ns **out, char *e
         if (!loaded) {
                 uuid_generate_random(ns->uuid);
                 ns->num_blocks = p->size_bytes / bs;
-        } else if (p->size_bytes && p->size_bytes / ns->block_size > ns->num_blocks) {
-                ns->num_blocks = p->size_bytes / ns->block_size; /* grow on request */
+        } else if (p->size_bytes && p->size_bytes / ns->block_size > ns->num_blocks &&
+                   !core_media_depopulated(ns)) {
+                /* Grow on request; not after a depopulation (core_media_restore undoes it). */
+                ns->num_blocks = p->size_bytes / ns->block_size;
         }
         if (ns->num_blocks == 0 && !(persistent && !loaded && p->size_bytes == 0)) {
                 snprintf(err, errlen, "size must be at least one block");

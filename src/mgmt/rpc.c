@@ -585,7 +585,9 @@ static json_t *mgmt_ns_media_json(struct core_ns *ns)
         uint64_t lba = 0, n = core_ns_blocks(ns), total = 0;
         struct core_lba_range r;
         unsigned runs = 0;
-        while (lba < n && core_ns_unrecoverable(ns, lba, n - lba, &r) == 1 && r.nlb) {
+        /* Walk at most 4096 runs (a failed element of a large namespace has many). */
+        while (runs < 4096 && lba < n && core_ns_unrecoverable(ns, lba, n - lba, &r) == 1 &&
+               r.nlb) {
                 if (runs++ < 64)
                         json_array_append_new(bad, json_pack("{s:I, s:I}", "lba", (json_int_t)r.lba,
                                                              "blocks", (json_int_t)r.nlb));
@@ -597,6 +599,12 @@ static json_t *mgmt_ns_media_json(struct core_ns *ns)
                               (int)core_media_interleave(ns), "element", els, "unrecoverable", bad,
                               "unrecoverable_blocks", (json_int_t)total, "unrecoverable_runs",
                               (int)runs, "depopulating", (int)core_media_depop_element(ns));
+        /* false: more runs than were walked; the two counts above are lower bounds. */
+        json_object_set_new(o, "unrecoverable_complete",
+                            json_boolean(runs < 4096 || lba >= n ||
+                                         core_ns_unrecoverable(ns, lba, n - lba, &r) != 1));
+        json_object_set_new(o, "untracked_blocks",
+                            json_integer((json_int_t)core_media_untracked_blocks(ns)));
         json_object_set_new(
             o, "stats",
             json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:i}", "media_errors",

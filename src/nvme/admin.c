@@ -3,7 +3,8 @@
  * 5.2 Asynchronous Event Request, 5.25 Keep Alive) and the asynchronous
  * event machinery (Namespace Attribute Changed, Discovery Log Page Change,
  * Reservation Log Page Available, Sanitize Operation Completed, and the
- * vendor-specific provisioning soft threshold): events are raised from any thread, queued per
+ * vendor-specific provisioning soft threshold, LBA Status Information
+ * Alert): events are raised from any thread, queued per
  * controller, and delivered on the admin queue's reactor into parked AER
  * commands; a delivered event type stays masked until the host reads its
  * log page with RAE cleared (Base 2.0 5.2, 5.16 "Retain Asynchronous Event").
@@ -11,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/media.h"
 #include "nvme/internal.h"
 #include "rt/log.h"
 #include "rt/reactor.h"
@@ -55,6 +57,7 @@ static const struct {
      NVME_LOG_RESV_NOTIFY},
     {NVME_EVT_SANITIZED, NVME_AER_TYPE_IO_SPECIFIC, NVME_AER_IO_SANITIZE_DONE, NVME_LOG_SANITIZE},
     {NVME_EVT_PROV, NVME_AER_TYPE_VENDOR, NVME_AER_VS_PROV_THRESHOLD, NVME_LOG_VS_PROVISIONING},
+    {NVME_EVT_LBA_STATUS, NVME_AER_TYPE_NOTICE, NVME_AER_NOTICE_LBA_STATUS, NVME_LOG_LBA_STATUS},
 };
 
 /* On the admin reactor: pair pending, unmasked events with parked AERs. */
@@ -172,6 +175,8 @@ void nvme_ctrl_raise(struct nvme_ctrl *ctrl, uint32_t evt, uint32_t nsid)
                 enable |= NVME_EVT_SANITIZED;
         if (evt & NVME_EVT_PROV) /* vendor specific: no AEC bit either */
                 enable |= NVME_EVT_PROV;
+        if ((evt & NVME_EVT_LBA_STATUS) && (ctrl->aec & NVME_AEN_CFG_LBA_STATUS))
+                enable |= NVME_EVT_LBA_STATUS;
         ctrl->aen_pending |= enable;
         pthread_mutex_unlock(&ctrl->lock);
         if (enable)
@@ -279,6 +284,75 @@ static void on_sanitize_event(const struct core_ns_event *ev)
         pthread_mutex_unlock(&nvme_lock);
 }
 
+/*
+ * The unrecoverable blocks or an element changed (core/media.h): the LBA
+ * Status Information Alert (Base 2.0 5.27.1.x, AEC bit 13 LSIN), masked
+ * until the host reads log 0Eh with RAE cleared.
+ */
+static void lba_status_alert(struct nvme_ctrl *c, uint32_t nsid, const struct core_ns_event *ev)
+{
+        (void)ev;
+        nvme_ctrl_raise(c, NVME_EVT_LBA_STATUS, nsid);
+}
+
+/*
+ * Persistent Event log entries (pel.c) for a namespace event, in every
+ * subsystem the namespace is attached to (under nvme_lock).
+ */
+static void pel_record_event(const struct core_ns_event *ev)
+{
+        struct core_ns *ns = ev->ns;
+        pthread_mutex_lock(&nvme_lock);
+        for (struct nvme_subsys *s = nvme_subsystems; s; s = s->next) {
+                if (s->discovery || !s->pel)
+                        continue;
+                for (uint32_t nsid = 1; nsid <= NVME_MAX_NSID; nsid++) {
+                        if (atomic_load(&s->ns[nsid]) != ns)
+                                continue;
+                        if (ev->type == CORE_NS_EV_CAPACITY) {
+                                struct nvme_pel_change_ns d = {0};
+                                put_le64(&d.nsze, core_ns_blocks(ns));
+                                put_le64(&d.nscap, core_ns_blocks(ns));
+                                d.flbas = 0;
+                                d.nmic = 1;
+                                put_le32(&d.nsid, nsid);
+                                nvme_pel_record(s, NVME_PEL_CHANGE_NS, 0, &d, sizeof(d));
+                        } else if (ev->type == CORE_NS_EV_SANITIZE) {
+                                uint8_t d[12] = {0};
+                                bool start = ev->new_val == CORE_SAN_RUNNING;
+                                if (!start) { /* SANPROG FFFFh, SANSTAT 1h ok / 3h failed */
+                                        slate_put_le(d, 2, 0xffff);
+                                        slate_put_le(d + 2, 2,
+                                                     ev->new_val == CORE_SAN_DONE ? 1 : 3);
+                                }
+                                nvme_pel_record(
+                                    s, start ? NVME_PEL_SANITIZE_START : NVME_PEL_SANITIZE_DONE, 0,
+                                    d, start ? 12 : 8);
+                        } else if (ev->type == CORE_NS_EV_MEDIA &&
+                                   (ev->new_val & CORE_MEDIA_CHG_ELEMENT) && ev->old_val) {
+                                /* An element failed or degraded: hardware error, then SMART. */
+                                struct core_elem_info ei;
+                                if (core_media_element_info(ns, ev->old_val, &ei) ||
+                                    (ei.state != CORE_ELEM_FAILED &&
+                                     ei.state != CORE_ELEM_DEGRADED))
+                                        continue;
+                                uint8_t d[8] = {0};
+                                slate_put_le(d, 2, NVME_PEL_HWERR_MEDIA_INTEGRITY);
+                                /* Additional information: the NSID and element id. */
+                                slate_put_le(d + 4, 2, nsid);
+                                d[6] = (uint8_t)ev->old_val;
+                                d[7] = (uint8_t)ei.state;
+                                nvme_pel_record(s, NVME_PEL_NSS_HW_ERROR, 0, d, sizeof(d));
+                                struct nvme_smart_log sl;
+                                memset(&sl, 0, sizeof(sl));
+                                nvme_smart_build(s, NULL, &sl);
+                                nvme_pel_record(s, NVME_PEL_SMART_SNAPSHOT, 0, &sl, sizeof(sl));
+                        }
+                }
+        }
+        pthread_mutex_unlock(&nvme_lock);
+}
+
 /* Namespace events from the core, whoever caused them: an NVMe host, an iSCSI host, management. */
 static void on_ns_event(const struct core_ns_event *ev, void *arg)
 {
@@ -289,8 +363,16 @@ static void on_ns_event(const struct core_ns_event *ev, void *arg)
                 break;
         case CORE_NS_EV_SANITIZE:
                 on_sanitize_event(ev);
+                pel_record_event(ev);
+                break;
+        case CORE_NS_EV_MEDIA:
+                each_ctrl_of_ns(ev, lba_status_alert);
+                pel_record_event(ev);
                 break;
         case CORE_NS_EV_CAPACITY:
+                each_ctrl_of_ns(ev, ns_changed);
+                pel_record_event(ev);
+                break;
         case CORE_NS_EV_WRITE_PROTECT:
         case CORE_NS_EV_IDENTITY:
                 each_ctrl_of_ns(ev, ns_changed);

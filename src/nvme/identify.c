@@ -41,7 +41,8 @@ static void id_ctrl(struct nvme_ctrl *ctrl, struct nvme_id_ctrl *id)
         id->mdts = (uint8_t)mdts_shift();
         put_le16(&id->cntlid, ctrl->cntlid);
         put_le32(&id->ver, NVME_VS_1_4);
-        put_le32(&id->oaes, disc ? NVME_AEN_CFG_DISC_CHANGE : NVME_AEN_CFG_NS_ATTR);
+        put_le32(&id->oaes,
+                 disc ? NVME_AEN_CFG_DISC_CHANGE : NVME_AEN_CFG_NS_ATTR | NVME_AEN_CFG_LBA_STATUS);
         put_le32(&id->ctratt, 1u << 0); /* 128-bit host identifier */
         id->cntrltype = disc ? NVME_CTRL_TYPE_DISC : NVME_CTRL_TYPE_IO;
         id->acl = 3;
@@ -49,7 +50,8 @@ static void id_ctrl(struct nvme_ctrl *ctrl, struct nvme_id_ctrl *id)
         id->frmw = (1u << 1) | 1u; /* one slot, read-only */
         if (!disc)                 /* unrecoverable blocks (lbastatus.c) */
                 put_le16(&id->oacs, NVME_OACS_GET_LBA_STATUS);
-        id->lpa = disc ? (1u << 2) : (1u << 1) | (1u << 2); /* effects log; extended data */
+        /* effects log; extended data; Persistent Event log (pel.c) */
+        id->lpa = disc ? (1u << 2) : (1u << 1) | (1u << 2) | (1u << 4);
         id->elpe = NVME_ERRLOG_ENTRIES - 1;
         id->npss = 0;
         put_le16(&id->wctemp, NVME_WCTEMP);
@@ -60,10 +62,10 @@ static void id_ctrl(struct nvme_ctrl *ctrl, struct nvme_id_ctrl *id)
         put_le16(&id->maxcmd, NVME_TRANSPORT_QUEUE_DEPTH);
         if (!disc) {
                 put_le32(&id->nn, NVME_MAX_NSID);
-                put_le16(&id->oncs, NVME_ONCS_COMPARE | NVME_ONCS_DSM | NVME_ONCS_WRITE_ZEROES |
-                                        NVME_ONCS_SAVE_SELECT | NVME_ONCS_RESERVATIONS |
-                                        NVME_ONCS_VERIFY | NVME_ONCS_COPY | NVME_ONCS_COPY_SA |
-                                        NVME_ONCS_ALL_FAST);
+                put_le16(&id->oncs, NVME_ONCS_COMPARE | NVME_ONCS_WRITE_UNCOR | NVME_ONCS_DSM |
+                                        NVME_ONCS_WRITE_ZEROES | NVME_ONCS_SAVE_SELECT |
+                                        NVME_ONCS_RESERVATIONS | NVME_ONCS_VERIFY | NVME_ONCS_COPY |
+                                        NVME_ONCS_COPY_SA | NVME_ONCS_ALL_FAST);
                 /* Copy (copy.c): every format; 2h/3h once enabled by Host Behavior Support. */
                 put_le16(&id->ocfs, 0xf);
                 id->vwc = 0x01 | (0x2 << 1); /* present; Flush to FFFFFFFFh not supported */

@@ -44,6 +44,9 @@
 #define NVME_EVT_RESV         (1u << 2) /* Reservation Log Page Available */
 #define NVME_EVT_SANITIZED    (1u << 3) /* Sanitize Operation Completed (log 81h) */
 #define NVME_EVT_PROV         (1u << 4) /* vendor: provisioning soft threshold (log C0h) */
+#define NVME_EVT_LBA_STATUS   (1u << 5) /* LBA Status Information Alert (log 0Eh) */
+
+struct nvme_pel;
 
 #define NVME_RESV_LOG_MAX 64 /* queued reservation notifications per controller */
 
@@ -72,6 +75,7 @@ struct nvme_subsys {
         /* Namespaces: readers (any reactor) use nvme_ns_lookup(). */
         _Atomic(struct core_ns *) ns[NVME_MAX_NSID + 1];
         atomic_uint ns_lookups;
+        struct nvme_pel *pel; /* the Persistent Event log (pel.c) */
 };
 
 struct nvme_ctrl {
@@ -127,6 +131,9 @@ struct nvme_ctrl {
         unsigned resv_head, resv_n;
         uint64_t resv_count, resv_lost;
         uint8_t resv_mask[NVME_MAX_NSID + 1];
+        /* Persistent Event log reporting context (pel.c), under lock. */
+        uint8_t *pel_ctx;
+        uint32_t pel_ctx_len;
 
         struct nvme_ctrl *next; /* subsys->ctrls, under nvme_lock */
 };
@@ -235,6 +242,8 @@ enum nvme_parse_result nvme_io_rw_parse(struct nvme_cmd *cmd);
 enum nvme_parse_result nvme_io_flush_parse(struct nvme_cmd *cmd);
 enum nvme_parse_result nvme_io_write_zeroes_parse(struct nvme_cmd *cmd);
 enum nvme_parse_result nvme_io_verify_parse(struct nvme_cmd *cmd);
+enum nvme_parse_result nvme_io_write_uncor_parse(struct nvme_cmd *cmd);
+void nvme_io_write_uncor_exec(struct nvme_cmd *cmd);
 enum nvme_parse_result nvme_io_compare_parse(struct nvme_cmd *cmd);
 enum nvme_parse_result nvme_io_dsm_parse(struct nvme_cmd *cmd);
 void nvme_io_dsm_exec(struct nvme_cmd *cmd);
@@ -296,6 +305,18 @@ bool nvme_subsys_sanitizing(struct nvme_subsys *s);
 enum nvme_parse_result nvme_get_lba_status_parse(struct nvme_cmd *cmd);
 /* Fill p[0..cap) with the LBA Status Information log; returns its length (LSLPLEN). */
 uint32_t nvme_lba_status_log(struct nvme_ctrl *ctrl, uint8_t *p, uint32_t cap);
+
+/* pel.c: the Persistent Event log (0Dh). */
+struct nvme_pel *nvme_pel_new(void);
+void nvme_pel_free(struct nvme_pel *p);
+/* Record an event of type etype with len bytes of event data (any thread). */
+void nvme_pel_record(struct nvme_subsys *s, uint8_t etype, uint16_t cntlid, const void *data,
+                     uint16_t len);
+/* Get Log Page 0Dh with LSP action lsp into cmd->buf (len bytes from offset lpo). */
+enum nvme_parse_result nvme_pel_log_page(struct nvme_cmd *cmd, uint8_t lsp, uint32_t len,
+                                         uint64_t lpo);
+/* The SMART / Health log of subsystem s (ctrl: its host counters, or NULL). */
+void nvme_smart_build(struct nvme_subsys *s, struct nvme_ctrl *ctrl, struct nvme_smart_log *l);
 
 /* ---- Logs and events (log.c, admin.c) ---- */
 void nvme_effects_log_build(struct nvme_effects_log *log);

@@ -8,10 +8,15 @@
  * read back as zeroes, DLFEAT 001b).  Parse checks the
  * NSID, the LBA range (overflow-safe core_ns_range_ok), MDTS and the SGL;
  * exec submits to the core and maps the core status with status.c.
+ * Write Uncorrectable marks its blocks unrecoverable in the core
+ * (core/media.h): reads of them fail with Unrecovered Read Error until a
+ * write replaces their data.
  */
+#include <errno.h>
 #include <string.h>
 
 #include "core/atomic.h"
+#include "core/media.h"
 #include "nvme/internal.h"
 #include "rt/reactor.h"
 
@@ -152,6 +157,62 @@ enum nvme_parse_result nvme_io_verify_parse(struct nvme_cmd *cmd)
         return range_only_parse(cmd, CORE_OP_VERIFY, false);
 }
 
+/*
+ * Write Uncorrectable (NVM Command Set 1.0 3.3.6): SLBA, NLB; no data.
+ * The write command group for reservations, refused like a write on a
+ * write-protected, sanitizing or depopulating namespace.
+ */
+enum nvme_parse_result nvme_io_write_uncor_parse(struct nvme_cmd *cmd)
+{
+        uint64_t lba, bytes;
+        uint32_t nlb;
+        if (!io_ns(cmd))
+                return NVME_PARSE_DONE;
+        if (!io_range(cmd, CORE_OP_WRITE, &lba, &nlb, &bytes))
+                return NVME_PARSE_DONE;
+        return NVME_PARSE_EXEC;
+}
+
+static void write_uncor_done(void *arg, int rc)
+{
+        struct nvme_cmd *cmd = arg;
+        if (rc == -ERANGE) /* the capacity shrank meanwhile */
+                nvme_status_from_core(cmd, CORE_E_LBA_RANGE);
+        else if (rc == -ENOSPC) /* too many separate ranges: the device cannot track more */
+                nvme_status_from_core(cmd, CORE_E_NO_RESOURCES);
+        else if (rc)
+                nvme_status_from_core(cmd, CORE_E_WRITE_ERROR);
+        else
+                nvme_set_status(cmd, 0, 0, false);
+        nvme_cmd_complete(cmd);
+}
+
+void nvme_io_write_uncor_exec(struct nvme_cmd *cmd)
+{
+        struct core_ns *ns = cmd->ns;
+        uint64_t lba = (uint64_t)nvme_cdw(cmd, 10) | ((uint64_t)nvme_cdw(cmd, 11) << 32);
+        uint32_t nlb = (nvme_cdw(cmd, 12) & 0xffff) + 1;
+        io_req_init(cmd, CORE_OP_WRITE, lba, nlb); /* for the error log's LBA */
+        enum core_status st = core_ns_check(ns, CORE_CHK_SANITIZING | CORE_CHK_STARTED |
+                                                    CORE_CHK_SANITIZE_FAILED | CORE_CHK_WRITABLE);
+        if (st == CORE_OK && (atomic_load(&ns->media_flags) & CORE_MEDIA_F_DEPOP))
+                st = CORE_E_DEPOP_IN_PROGRESS;
+        if (st == CORE_OK &&
+            core_ns_pr_conflict(ns, nvme_ctrl_pr_id(cmd->queue->ctrl), false, true))
+                st = CORE_E_RESERVATION_CONFLICT;
+        if (st == CORE_OK && !core_ns_range_ok(ns, lba, nlb))
+                st = CORE_E_LBA_RANGE;
+        if (st == CORE_OK) {
+                int rc = core_media_mark_async(ns, lba, nlb, true, cmd->queue->ctrl, cmd->reactor,
+                                               write_uncor_done, cmd);
+                if (rc == 0)
+                        return;
+                st = CORE_E_NO_RESOURCES;
+        }
+        nvme_status_from_core(cmd, st);
+        nvme_cmd_complete_deferred(cmd);
+}
+
 enum nvme_parse_result nvme_io_flush_parse(struct nvme_cmd *cmd)
 {
         /* VWC bits 2:1 = 10b: NSID FFFFFFFFh is not supported for Flush. */
@@ -272,8 +333,9 @@ static void io_done(struct core_req *req)
                         atomic_fetch_add_explicit(&ctrl->host_reads, 1, memory_order_relaxed);
                 else if (req->op == CORE_OP_WRITE)
                         atomic_fetch_add_explicit(&ctrl->host_writes, 1, memory_order_relaxed);
-        } else if (ctrl &&
-                   (req->status == CORE_E_MEDIUM_ERROR || req->status == CORE_E_WRITE_ERROR)) {
+        } else if (ctrl && (req->status == CORE_E_MEDIUM_ERROR ||
+                            (req->status == CORE_E_WRITE_ERROR && !req->info_valid))) {
+                /* Backend failures; the media model's errors the core counts (SMART: log.c). */
                 atomic_fetch_add_explicit(&ctrl->media_errors, 1, memory_order_relaxed);
         }
         nvme_cmd_complete(cmd);

@@ -2,29 +2,41 @@
  * Get LBA Status (NVMe Base 2.0 5.20) and the LBA Status Information log
  * page (0Eh, 5.16.1.15): which blocks may return an unrecovered read
  * error, so a host can read them while it still can and rewrite them.
- * Both answer from the core's core_ns_unrecoverable(), the one list the
- * SCSI personality would answer GET LBA STATUS report type 10h from.
- * Slate's backends have no failing media yet, so the honest answer today
- * is an empty list; the command and log are complete for when they have.
+ * Both answer from the core's failing-media model (core/media.h), the one
+ * list the SCSI personality answers GET LBA STATUS report type 10h from.
  *
- * Choices where the standard leaves one: ATYPE 10h (scan, then report)
- * and 11h (report tracked blocks) answer the same, since the core tracks
- * every such block it knows of and a scan of our media finds nothing new
- * (like VERIFY, core/req.c); RL 0h examines to the end of the namespace;
- * the log has one element per namespace that has such blocks and
- * recommends ATYPE 11h for it.
+ * Tracked and untracked: blocks marked unrecoverable (Write
+ * Uncorrectable, WRITE LONG, media_mark) are tracked; the blocks of a
+ * physical element that failed are untracked until a scan finds them.
+ * ATYPE 11h reports the tracked blocks; ATYPE 10h scans (the failed
+ * elements' blocks become tracked: core_media_scan) and reports them all.
+ * The log page lists, per namespace, the ranges that hold such blocks
+ * (tracked or not), recommends ATYPE 10h while some are untracked and 11h
+ * otherwise, gives the untracked count as ESTULB, and its generation
+ * counter LSGC is the sum of the namespaces' media generations (each
+ * change of their unrecoverable blocks or elements moves it); a change
+ * raises the LBA Status Information Alert (admin.c).
+ *
+ * Choices where the standard leaves one: RL 0h examines to the end of the
+ * namespace; a scan tracks every failed element at once.
  */
 #include <string.h>
 
+#include "core/media.h"
 #include "nvme/internal.h"
 
 /* Longest run one descriptor can carry (NLB is 32 bits). */
 #define DESC_MAX_NLB 0xffffffffull
 
 /* The next descriptor's range at or after lba, below end; false when none. */
-static bool next_range(struct core_ns *ns, uint64_t lba, uint64_t end, struct core_lba_range *r)
+static bool next_range(struct core_ns *ns, uint64_t lba, uint64_t end, bool tracked,
+                       struct core_lba_range *r)
 {
-        if (lba >= end || core_ns_unrecoverable(ns, lba, end - lba, r) != 1)
+        if (lba >= end)
+                return false;
+        int found = tracked ? core_media_unrecoverable_tracked(ns, lba, end - lba, r)
+                            : core_ns_unrecoverable(ns, lba, end - lba, r);
+        if (found != 1)
                 return false;
         if (r->nlb > DESC_MAX_NLB)
                 r->nlb = DESC_MAX_NLB;
@@ -56,6 +68,9 @@ enum nvme_parse_result nvme_get_lba_status_parse(struct nvme_cmd *cmd)
                 return NVME_PARSE_DONE;
 
         uint64_t end = rl == 0 || rl > nsze - slba ? nsze : slba + rl;
+        bool tracked = atype == NVME_LBAS_ATYPE_TRACKED;
+        if (!tracked) /* 10h: the scan finds the failed elements' blocks */
+                core_media_scan(cmd->ns, cmd->queue->ctrl);
         uint32_t cap = len >= sizeof(struct nvme_lba_status_hdr)
                            ? (uint32_t)((len - sizeof(struct nvme_lba_status_hdr)) /
                                         sizeof(struct nvme_lba_status_desc))
@@ -66,7 +81,7 @@ enum nvme_parse_result nvme_get_lba_status_parse(struct nvme_cmd *cmd)
         uint32_t n = 0;
         uint64_t lba = slba;
         memset(cmd->buf, 0, len);
-        while (n < cap && next_range(cmd->ns, lba, end, &r)) {
+        while (n < cap && next_range(cmd->ns, lba, end, tracked, &r)) {
                 put_le64(&d[n].dslba, r.lba);
                 put_le32(&d[n].nlb, (uint32_t)r.nlb);
                 d[n].status = 0; /* may return unrecovered read errors */
@@ -75,7 +90,8 @@ enum nvme_parse_result nvme_get_lba_status_parse(struct nvme_cmd *cmd)
         }
         struct nvme_lba_status_hdr h = {0};
         put_le32(&h.nlsd, n);
-        h.cmpc = next_range(cmd->ns, lba, end, &r) ? NVME_LBAS_CMPC_MNDW : NVME_LBAS_CMPC_RL;
+        h.cmpc =
+            next_range(cmd->ns, lba, end, tracked, &r) ? NVME_LBAS_CMPC_MNDW : NVME_LBAS_CMPC_RL;
         memcpy(cmd->buf, &h, len < sizeof(h) ? len : sizeof(h));
         return NVME_PARSE_DONE;
 }
@@ -83,8 +99,8 @@ enum nvme_parse_result nvme_get_lba_status_parse(struct nvme_cmd *cmd)
 uint32_t nvme_lba_status_log(struct nvme_ctrl *ctrl, uint8_t *p, uint32_t cap)
 {
         struct nvme_lba_status_log_hdr *h = (struct nvme_lba_status_log_hdr *)p;
-        uint32_t off = sizeof(*h), elements = 0;
-        uint64_t blocks = 0;
+        uint32_t off = sizeof(*h), elements = 0, gen = 0;
+        uint64_t untracked = 0;
 
         memset(p, 0, cap);
         for (uint32_t nsid = 1; nsid <= NVME_MAX_NSID; nsid++) {
@@ -93,14 +109,18 @@ uint32_t nvme_lba_status_log(struct nvme_ctrl *ctrl, uint8_t *p, uint32_t cap)
                         continue;
                 uint64_t nsze = core_ns_blocks(ns), lba = 0;
                 uint32_t el = off, nrld = 0;
+                struct core_media_stats ms;
+                core_media_get_stats(ns, &ms);
+                gen += ms.generation;
+                uint64_t ns_untracked = core_media_untracked_blocks(ns);
+                untracked += ns_untracked;
                 struct core_lba_range r;
-                while (next_range(ns, lba, nsze, &r)) {
-                        blocks += r.nlb;
+                while (next_range(ns, lba, nsze, false, &r)) {
                         lba = r.lba + r.nlb;
                         uint32_t at = el + sizeof(struct nvme_lba_status_ns_element) +
                                       nrld * sizeof(struct nvme_lba_range_desc);
                         if (at + sizeof(struct nvme_lba_range_desc) > cap)
-                                continue; /* no room: counted in ESTULB only */
+                                break; /* no room for more */
                         struct nvme_lba_range_desc *rd = (struct nvme_lba_range_desc *)(p + at);
                         put_le64(&rd->rslba, r.lba);
                         put_le32(&rd->rnlb, (uint32_t)r.nlb);
@@ -113,14 +133,13 @@ uint32_t nvme_lba_status_log(struct nvme_ctrl *ctrl, uint8_t *p, uint32_t cap)
                     (struct nvme_lba_status_ns_element *)(p + el);
                 put_le32(&e->neid, nsid);
                 put_le32(&e->nrld, nrld);
-                e->ratype = NVME_LBAS_ATYPE_TRACKED;
+                e->ratype = ns_untracked ? NVME_LBAS_ATYPE_SCAN : NVME_LBAS_ATYPE_TRACKED;
                 off = el + sizeof(*e) + nrld * sizeof(struct nvme_lba_range_desc);
                 elements++;
         }
         put_le32(&h->lslplen, off);
         put_le32(&h->nlslne, elements);
-        put_le32(&h->estulb, blocks > UINT32_MAX ? UINT32_MAX : (uint32_t)blocks);
-        /* LSGC changes with the content; the content has never changed (see the top). */
-        put_le16(&h->lsgc, 0);
+        put_le32(&h->estulb, untracked > UINT32_MAX ? UINT32_MAX : (uint32_t)untracked);
+        put_le16(&h->lsgc, (uint16_t)gen); /* moves with every change (see the top) */
         return off;
 }

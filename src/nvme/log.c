@@ -2,7 +2,8 @@
  * Get Log Page (NVMe Base 2.0 5.16): 01h Error Information, 02h SMART /
  * Health Information, 03h Firmware Slot Information, 04h Changed Namespace
  * List, 05h Commands Supported and Effects (from the opcode tables), 0Eh
- * LBA Status Information (lbastatus.c), 80h Reservation Notification
+ * LBA Status Information (lbastatus.c), 0Dh Persistent Event (pel.c), 80h
+ * Reservation Notification
  * (resv.c), 81h Sanitize Status (sanitize.c), C0h the vendor-specific
  * provisioning status (the page of the provisioning threshold event,
  * admin.c), and 70h Discovery on discovery controllers.  NUMDL/NUMDU give
@@ -12,6 +13,7 @@
  */
 #include <string.h>
 
+#include "core/media.h"
 #include "nvme/internal.h"
 
 static void put_u128(uint8_t *p, uint64_t v)
@@ -20,10 +22,17 @@ static void put_u128(uint8_t *p, uint64_t v)
         slate_put_le(p, 8, v);
 }
 
-static void smart_log(struct nvme_ctrl *ctrl, struct nvme_smart_log *l)
+/*
+ * SMART / Health.  Media and Data Integrity Errors: the unrecovered reads
+ * and failed-element writes of the attached namespaces' media (core/media.h,
+ * whichever host met them: the medium's count), plus backend I/O errors
+ * this controller saw.  A FAILED element sets critical warning bit 2 (NVM
+ * subsystem reliability degraded).
+ */
+void nvme_smart_build(struct nvme_subsys *s, struct nvme_ctrl *ctrl, struct nvme_smart_log *l)
 {
-        struct nvme_subsys *s = ctrl->subsys;
-        uint64_t rbytes = 0, wbytes = 0;
+        uint64_t rbytes = 0, wbytes = 0, media = 0;
+        bool failed = false;
         struct core_stats_sum sum;
         for (uint32_t i = 1; i <= NVME_MAX_NSID; i++) {
                 struct core_ns *ns = nvme_ns_lookup(s, i);
@@ -32,12 +41,28 @@ static void smart_log(struct nvme_ctrl *ctrl, struct nvme_smart_log *l)
                 core_stats_sum(&ns->stats, &sum);
                 rbytes += sum.bytes[CORE_OPC_READ];
                 wbytes += sum.bytes[CORE_OPC_WRITE];
+                struct core_media_stats ms;
+                core_media_get_stats(ns, &ms);
+                media += ms.media_errors;
+                for (uint32_t e = 1; e <= core_media_elements(ns); e++) {
+                        struct core_elem_info ei;
+                        if (!core_media_element_info(ns, e, &ei) && ei.state == CORE_ELEM_FAILED)
+                                failed = true;
+                }
                 core_ns_put(ns);
         }
-        pthread_mutex_lock(&ctrl->lock);
-        uint64_t errs = ctrl->err_count;
-        uint16_t over = ctrl->temp_over, under = ctrl->temp_under;
-        pthread_mutex_unlock(&ctrl->lock);
+        uint64_t errs = 0;
+        uint16_t over = NVME_WCTEMP, under = 0;
+        if (ctrl) {
+                pthread_mutex_lock(&ctrl->lock);
+                errs = ctrl->err_count;
+                over = ctrl->temp_over;
+                under = ctrl->temp_under;
+                pthread_mutex_unlock(&ctrl->lock);
+                media += atomic_load(&ctrl->media_errors);
+        }
+        if (failed)
+                l->critical_warning |= 1u << 2; /* reliability degraded */
 
         if (NVME_TEMP_KELVIN > over || NVME_TEMP_KELVIN < under)
                 l->critical_warning |= 1u << 1; /* temperature threshold */
@@ -47,11 +72,11 @@ static void smart_log(struct nvme_ctrl *ctrl, struct nvme_smart_log *l)
         /* Data units: thousands of 512-byte units, rounded up (Base 2.0 fig. 207). */
         put_u128(l->data_units_read, (rbytes / 512 + 999) / 1000);
         put_u128(l->data_units_written, (wbytes / 512 + 999) / 1000);
-        put_u128(l->host_reads, atomic_load(&ctrl->host_reads));
-        put_u128(l->host_writes, atomic_load(&ctrl->host_writes));
+        put_u128(l->host_reads, ctrl ? atomic_load(&ctrl->host_reads) : 0);
+        put_u128(l->host_writes, ctrl ? atomic_load(&ctrl->host_writes) : 0);
         put_u128(l->power_cycles, 1);
         put_u128(l->power_on_hours, nvme_uptime_s() / 3600);
-        put_u128(l->media_errors, atomic_load(&ctrl->media_errors));
+        put_u128(l->media_errors, media);
         put_u128(l->num_err_log_entries, errs);
         put_le16(&l->temp_sensor[0], NVME_TEMP_KELVIN);
 }
@@ -129,6 +154,7 @@ enum nvme_parse_result nvme_get_log_parse(struct nvme_cmd *cmd)
                 return nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD,
                                    NVME_SQE_OFF_CDW(14) + 2, 7);
         uint32_t len = (uint32_t)(numd * 4);
+        uint8_t lsp = (cdw10 >> 8) & 0x7f;
         bool disc = ctrl->subsys->discovery;
         if (disc != (lid == NVME_LOG_DISCOVERY))
                 return nvme_reject(cmd, NVME_SCT_CMD_SPECIFIC, NVME_SC_INVALID_LOG_PAGE,
@@ -145,6 +171,9 @@ enum nvme_parse_result nvme_get_log_parse(struct nvme_cmd *cmd)
                         nvme_ctrl_log_read(ctrl, lid);
                 return NVME_PARSE_DONE;
         }
+
+        if (lid == NVME_LOG_PERSISTENT_EVENT) /* its own buffer: larger than a page */
+                return nvme_pel_log_page(cmd, lsp, len, lpo);
 
         union {
                 uint8_t raw[4096];
@@ -164,7 +193,7 @@ enum nvme_parse_result nvme_get_log_parse(struct nvme_cmd *cmd)
                 size = sizeof(page.err);
                 break;
         case NVME_LOG_SMART:
-                smart_log(ctrl, &page.smart);
+                nvme_smart_build(ctrl->subsys, ctrl, &page.smart);
                 size = sizeof(page.smart);
                 break;
         case NVME_LOG_FW_SLOT:

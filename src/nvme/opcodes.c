@@ -47,6 +47,10 @@ static const struct nvme_op io_ops[256] = {
     [NVME_IO_WRITE] = {"write", NVME_IO_WRITE, NVME_DIR_H2C, 0, NVME_EFFECTS_LBCC, nvme_io_rw_parse,
                        NULL},
     [NVME_IO_READ] = {"read", NVME_IO_READ, NVME_DIR_C2H, 0, 0, nvme_io_rw_parse, NULL},
+    /* Marks blocks unrecoverable in the core (core/media.h); a write heals them. */
+    [NVME_IO_WRITE_UNCOR] = {"write-uncorrectable", NVME_IO_WRITE_UNCOR, NVME_DIR_NONE, 0,
+                             NVME_EFFECTS_LBCC, nvme_io_write_uncor_parse,
+                             nvme_io_write_uncor_exec},
     [NVME_IO_COMPARE] = {"compare", NVME_IO_COMPARE, NVME_DIR_H2C, 0, 0, nvme_io_compare_parse,
                          NULL},
     [NVME_IO_WRITE_ZEROES] = {"write-zeroes", NVME_IO_WRITE_ZEROES, NVME_DIR_NONE, 0,

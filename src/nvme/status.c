@@ -174,8 +174,12 @@ void nvme_status_from_core(struct nvme_cmd *cmd, enum core_status st)
 {
         const struct nvme_status_map *m = nvme_status_map(st);
         nvme_set_status(cmd, m->sct, m->sc, m->dnr);
+        /* Media errors name the failing block (core/media.h: info = its LBA). */
+        uint64_t lba = cmd->req.lba;
+        if ((st == CORE_E_UNRECOVERED_READ || st == CORE_E_WRITE_ERROR) && cmd->req.info_valid)
+                lba = cmd->req.info;
         if (st != CORE_OK && cmd->queue)
-                nvme_ctrl_log_error(cmd->queue->ctrl, cmd, NVME_LOC_NONE, cmd->req.lba);
+                nvme_ctrl_log_error(cmd->queue->ctrl, cmd, NVME_LOC_NONE, lba);
 }
 
 /* Completion (here, beside the status, so a transport's tests link without the dispatcher). */

@@ -53,6 +53,7 @@ static struct nvme_subsys *subsys_alloc(const char *nqn, const char *serial, con
         snprintf(s->model, sizeof(s->model), "%s", model && *model ? model : "Slate NVMe");
         snprintf(s->fr, sizeof(s->fr), "%s", "0.1.0");
         s->refs = 1;
+        s->pel = nvme_pel_new(); /* NULL: no Persistent Event log events are kept */
         return s;
 }
 
@@ -94,6 +95,7 @@ static void subsys_put_locked(struct nvme_subsys *s)
 {
         if (--s->refs > 0)
                 return;
+        nvme_pel_free(s->pel);
         free(s->hosts);
         free(s);
 }
@@ -464,6 +466,7 @@ void nvme_ctrl_put(struct nvme_ctrl *ctrl)
         pthread_mutex_unlock(&nvme_lock);
         core_host_put(ctrl->host);
         pthread_mutex_destroy(&ctrl->lock);
+        free(ctrl->pel_ctx);
         free(ctrl->queues);
         free(ctrl);
 }

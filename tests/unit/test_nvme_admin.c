@@ -549,7 +549,8 @@ static void test_features(void **s)
         getfeat(0x7d, 0, &status);
         assert_int_equal(status, ST(0, NVME_SC_INVALID_FIELD));
         assert_int_equal(setfeat(NVME_FEAT_ASYNC_EVENT, 0xffffffff, false, NULL), 0);
-        assert_int_equal(getfeat(NVME_FEAT_ASYNC_EVENT, 0, &status), NVME_AEN_CFG_NS_ATTR);
+        assert_int_equal(getfeat(NVME_FEAT_ASYNC_EVENT, 0, &status),
+                         NVME_AEN_CFG_NS_ATTR | NVME_AEN_CFG_LBA_STATUS);
 }
 
 static uint32_t getfeat_ns(uint8_t fid, uint8_t sel, uint32_t nsid, uint16_t *status)

@@ -34,6 +34,7 @@ enum {
         NVME_IO_FLUSH = 0x00,
         NVME_IO_WRITE = 0x01,
         NVME_IO_READ = 0x02,
+        NVME_IO_WRITE_UNCOR = 0x04, /* Write Uncorrectable (NVM Command Set 1.0 3.3.6) */
         NVME_IO_COMPARE = 0x05,
         NVME_IO_WRITE_ZEROES = 0x08,
         NVME_IO_DSM = 0x09,
@@ -315,6 +316,7 @@ _Static_assert(offsetof(struct nvme_id_ctrl, psd) == 2048, "psd");
 
 /* OAES / AEC bits */
 #define NVME_AEN_CFG_NS_ATTR     (1u << 8)
+#define NVME_AEN_CFG_LBA_STATUS  (1u << 13) /* LBA Status Information Notices (LSIN) */
 #define NVME_AEN_CFG_DISC_CHANGE (1u << 31)
 
 /* ONCS bits */
@@ -322,6 +324,7 @@ _Static_assert(offsetof(struct nvme_id_ctrl, psd) == 2048, "psd");
 #define NVME_OACS_GET_LBA_STATUS (1u << 9)
 
 #define NVME_ONCS_COMPARE      (1u << 0)
+#define NVME_ONCS_WRITE_UNCOR  (1u << 1)
 #define NVME_ONCS_DSM          (1u << 2)
 #define NVME_ONCS_WRITE_ZEROES (1u << 3)
 #define NVME_ONCS_SAVE_SELECT  (1u << 4)
@@ -434,6 +437,7 @@ enum {
         NVME_LOG_FW_SLOT = 0x03,
         NVME_LOG_CHANGED_NS = 0x04,
         NVME_LOG_CMD_EFFECTS = 0x05,
+        NVME_LOG_PERSISTENT_EVENT = 0x0d,
         NVME_LOG_LBA_STATUS = 0x0e,
         NVME_LOG_DISCOVERY = 0x70,
         NVME_LOG_RESV_NOTIFY = 0x80,
@@ -640,7 +644,82 @@ enum { NVME_AER_VS_PROV_THRESHOLD = 0x01 };
 enum { NVME_AER_IO_RESV_LOG_AVAILABLE = 0x00 };
 /* I/O command set specific information (NVM): 01h Sanitize Operation Completed, LID 81h */
 enum { NVME_AER_IO_SANITIZE_DONE = 0x01 };
-enum { NVME_AER_NOTICE_NS_CHANGED = 0x00, NVME_AER_NOTICE_DISC_CHANGED = 0xf0 };
+enum {
+        NVME_AER_NOTICE_NS_CHANGED = 0x00,
+        NVME_AER_NOTICE_LBA_STATUS = 0x05, /* LBA Status Information Alert (log 0Eh) */
+        NVME_AER_NOTICE_DISC_CHANGED = 0xf0
+};
+
+/*
+ * Persistent Event log (0Dh, Base 2.0 5.16.1.14): a 512-byte header, then
+ * events, each a 24-byte event header and EL bytes of event data.  LSP
+ * (CDW10 bits 11:8) is the action: read, establish a reporting context
+ * and read, release the context.
+ */
+enum {
+        NVME_PEL_ACT_READ = 0,
+        NVME_PEL_ACT_ESTABLISH = 1,
+        NVME_PEL_ACT_RELEASE = 2,
+};
+enum {
+        NVME_PEL_SMART_SNAPSHOT = 0x01,
+        NVME_PEL_TIMESTAMP_CHANGE = 0x03,
+        NVME_PEL_POWER_ON_RESET = 0x04,
+        NVME_PEL_NSS_HW_ERROR = 0x05,
+        NVME_PEL_CHANGE_NS = 0x06,
+        NVME_PEL_SANITIZE_START = 0x09,
+        NVME_PEL_SANITIZE_DONE = 0x0a,
+};
+/* NVM Subsystem Hardware Error Event codes (Base 2.0 fig. 224) used here. */
+enum { NVME_PEL_HWERR_MEDIA_INTEGRITY = 0x0a }; /* Media and Data Integrity Status */
+struct nvme_pel_hdr {
+        uint8_t lid;
+        uint8_t rsvd1[3];
+        le32 tnev;  /* events in the log */
+        le64 tll;   /* bytes of the log, this header included */
+        uint8_t rv; /* log revision */
+        uint8_t rsvd17;
+        le16 lhl; /* header length after byte 19 */
+        le64 ts;  /* timestamp (Set Features Timestamp format) */
+        uint8_t poh[16];
+        le64 pcc; /* power cycle count */
+        le16 vid, ssvid;
+        char sn[20];
+        char mn[40];
+        char subnqn[256];
+        le16 gen; /* generation number */
+        le32 rci; /* reporting context information */
+        uint8_t rsvd378[102];
+        uint8_t seb[32]; /* supported events bitmap */
+} __attribute__((packed));
+_Static_assert(sizeof(struct nvme_pel_hdr) == 512, "persistent event log header");
+struct nvme_pel_event {
+        uint8_t etype;
+        uint8_t etype_rev;
+        uint8_t ehl; /* bytes of this header after byte 2 (21) */
+        uint8_t ehai;
+        le16 cntlid;
+        le64 ets; /* event timestamp */
+        le16 pelpid;
+        uint8_t rsvd14[4];
+        le16 vsil; /* vendor specific information length */
+        le16 el;   /* bytes after this header (vendor info and event data) */
+} __attribute__((packed));
+_Static_assert(sizeof(struct nvme_pel_event) == 24, "persistent event header");
+/* Change Namespace event data (fig. 227). */
+struct nvme_pel_change_ns {
+        le32 nsmgt_cdw10;
+        uint8_t rsvd4[4];
+        le64 nsze;
+        uint8_t rsvd16[8];
+        le64 nscap;
+        uint8_t flbas, dps, nmic, rsvd35;
+        le32 anagrpid;
+        le16 nvmsetid;
+        le16 rsvd42;
+        le32 nsid;
+} __attribute__((packed));
+_Static_assert(sizeof(struct nvme_pel_change_ns) == 48, "change namespace event");
 
 /* ---- Features (Base 2.0 5.27.1) ---- */
 enum {
