@@ -342,16 +342,33 @@ enum scsi_parse_result scsi_media_write_long(struct scsi_cmd *cmd)
         return SCSI_PARSE_EXEC;
 }
 
-void scsi_media_write_long_exec(struct scsi_cmd *cmd)
+/* core_media_mark's result as the command's status. */
+static void write_long_status(struct scsi_cmd *cmd, int rc)
 {
-        int rc = core_media_mark(cmd->ns, cmd->lba, cmd->nlb, true, cmd->nexus);
         if (rc == -ERANGE) /* the capacity shrank since parse */
                 scsi_status_from_core(cmd, CORE_E_LBA_RANGE, 0, false);
-        else if (rc == -ENOSPC) /* the list of marked ranges is full */
-                scsi_status_from_core(cmd, CORE_E_NO_RESOURCES, 0, false);
+        else if (rc == -ENOSPC) /* the list of marked ranges is full: INSUFFICIENT RESOURCES */
+                scsi_sense_set(cmd, SK_ILLEGAL_REQUEST, 0x55, 0x03);
         else if (rc)
                 scsi_status_from_core(cmd, CORE_E_INTERNAL, 0, false);
         else
                 scsi_cmd_good(cmd);
-        scsi_cmd_finish_deferred(cmd);
+}
+
+static void write_long_done(void *arg, int rc)
+{
+        struct scsi_cmd *cmd = arg;
+        write_long_status(cmd, rc);
+        cmd->done(cmd);
+}
+
+/* The mark is persisted (an fsync) off the reactor; the command ends when it is. */
+void scsi_media_write_long_exec(struct scsi_cmd *cmd)
+{
+        int rc = core_media_mark_async(cmd->ns, cmd->lba, cmd->nlb, true, cmd->nexus, cmd->reactor,
+                                       write_long_done, cmd);
+        if (rc) {
+                write_long_status(cmd, rc);
+                scsi_cmd_finish_deferred(cmd);
+        }
 }

@@ -175,16 +175,36 @@ check media-write-long-wr-uncor media_write_long
 media_write_long_refused() {
 	local out=$state/wl-bad.txt rc=0
 	: >"$out"
-	# WR_UNCOR=0 (a vendor-specific long block) and PBLOCK on one logical block per
-	# physical block: INVALID FIELD IN CDB; an LBA past the end: LBA OUT OF RANGE.
+	# WR_UNCOR=0 (a vendor-specific long block): INVALID FIELD IN CDB (byte 1 bit 6);
+	# an LBA past the end: LBA OUT OF RANGE.
 	sg_write_long --lba=100 --xfer_len=512 -v "$MEDIA_SD" >>"$out" 2>&1 && { echo "WR_UNCOR=0 accepted"; rc=1; }
-	sg_write_long --wr_uncor --pblock --lba=100 -v "$MEDIA_SD" >>"$out" 2>&1 && { echo "PBLOCK accepted"; rc=1; }
 	sg_write_long --16 --wr_uncor --lba=$MEDIA_BLOCKS -v "$MEDIA_SD" >>"$out" 2>&1 && { echo "LBA past the end accepted"; rc=1; }
-	grep -iE 'invalid field|out of range|sense key' "$out"
-	[ "$rc" = 0 ] && [ "$(grep -ci 'invalid field in cdb' "$out")" -ge 2 ] &&
+	grep -iE 'invalid field|out of range|byte 1 bit' "$out"
+	[ "$rc" = 0 ] && grep -qi 'invalid field in cdb' "$out" && grep -qi 'byte 1 bit 6' "$out" &&
 		grep -qi 'lba out of range' "$out" && [ -z "$(media_bad)" ] || { cat "$out"; return 1; }
 }
 check media-write-long-refused media_write_long_refused
+
+# PBLOCK: the whole physical block holding the LBA (LOGICAL BLOCKS PER PHYSICAL
+# BLOCK EXPONENT of READ CAPACITY(16)); refused on a LU with one block per physical block.
+media_write_long_pblock() {
+	local exp per first out=$state/wl-pblock.txt
+	exp=$(sg_readcap -l "$MEDIA_SD" 2>&1 | sed -n 's/.*Logical blocks per physical block exponent=\([0-9]*\).*/\1/p')
+	echo "LOGICAL BLOCKS PER PHYSICAL BLOCK EXPONENT $exp"
+	[ -n "$exp" ] || return 1
+	if [ "$exp" = 0 ]; then
+		! sg_write_long --wr_uncor --pblock --lba=100 -v "$MEDIA_SD" >"$out" 2>&1 || return 1
+		grep -i 'byte 1 bit 5' "$out"
+		return
+	fi
+	per=$((1 << exp)) first=$((100 / (1 << exp) * (1 << exp)))
+	sg_write_long --wr_uncor --pblock --lba=100 "$MEDIA_SD" || return 1
+	media_bad | tee "$out"
+	[ "$(tr '\n' ' ' <"$out")" = "$first $per " ] || { echo "want $first $per"; return 1; }
+	dd if=/dev/zero of="$MEDIA_SD" bs=512 seek="$first" count="$per" oflag=direct 2>/dev/null || return 1
+	[ -z "$(media_bad)" ]
+}
+check media-write-long-pblock media_write_long_pblock
 
 media_cdb_refused() {
 	local out=$state/cdb-bad.txt
