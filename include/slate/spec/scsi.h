@@ -68,9 +68,9 @@ enum scsi_opcode {
 /* Service actions */
 #define SCSI_SAI_READ_CAPACITY_16    0x10
 #define SCSI_SAI_GET_LBA_STATUS      0x12
-#define SCSI_SAI_GET_PHYS_ELEM_STATUS 0x17 /* 9Eh: depopulation (SBC-4 5.8, 5.25, 5.26) */
-#define SCSI_SAI_REMOVE_ELEM_TRUNCATE 0x18
-#define SCSI_SAI_RESTORE_ELEM_REBUILD 0x19
+#define SCSI_SAI_GET_ELEM_STATUS     0x17   /* 9Eh: depopulation (GET PHYSICAL ELEMENT STATUS) */
+#define SCSI_SAI_REMOVE_ELEM_TRUNC   0x18   /* REMOVE ELEMENT AND TRUNCATE */
+#define SCSI_SAI_RESTORE_ELEMENTS    0x19   /* RESTORE ELEMENTS AND REBUILD */
 #define SCSI_SAO_WRITE_LONG_16       0x11   /* 9Fh service action */
 #define SCSI_SAO_WRITE_SCATTERED_16  0x12   /* 9Fh service action */
 #define SCSI_VL_WRITE_ATOMIC_32      0x000f /* 7Fh service actions (bytes 8-9) */
