@@ -810,6 +810,9 @@ enum core_status core_media_check(struct core_req *req)
         } else if (rd) {
                 if (req_first_bad(m, req->lba, req->nlb, false, &first))
                         st = CORE_E_UNRECOVERED_READ;
+        } else if (req->op == CORE_OP_DEALLOCATE) {
+                /* A hint: never an error, even on a failed element; it heals marks. */
+                any = req_first_bad(m, req->lba, req->nlb, false, &first);
         } else {
                 if (req_first_bad(m, req->lba, req->nlb, true, &first))
                         st = CORE_E_WRITE_ERROR;

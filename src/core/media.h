@@ -24,8 +24,8 @@
  * does on a disk).  A write touching a FAILED element's LBA finishes with
  * CORE_E_WRITE_ERROR, info = the first such LBA: the element is gone, no
  * reassignment can save the write (our choice; the standards leave it to
- * the device).  While a depopulation runs, every medium command finishes
- * with CORE_E_DEPOP_IN_PROGRESS.  With no bad block, failed element or
+ * the device); a deallocation there is not an error (a hint).  While a depopulation runs, every
+ * medium command finishes with CORE_E_DEPOP_IN_PROGRESS.  With no bad block, failed element or
  * depopulation the cost is one atomic load (ns->media_flags).
  *
  * Every change (a mark, a heal, an element's state, a depopulation or

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "core/atomic.h"
+#include "core/media.h"
 #include "core/ns.h"
 #include "nvme/internal.h"
 #include "rt/reactor.h"
@@ -2051,6 +2052,170 @@ static void test_reset_and_fini(void **s)
         assert_int_equal(nvme_ns_in_use(ns), 0);
 }
 
+/* ---- Failing media (core/media.h): Write Uncorrectable, logs 0Eh and 0Dh, SMART ---- */
+
+static uint16_t get_log(uint8_t lid, uint8_t lsp, uint32_t len, uint32_t lpo)
+{
+        struct nvme_cmd c;
+        sqe_init(&c, &admin_q, NVME_ADM_GET_LOG_PAGE, 0);
+        cdw(&c, 10, lid | ((uint32_t)lsp << 8) | ((len / 4 - 1) << 16));
+        cdw(&c, 12, lpo);
+        sgl_len(&c, len);
+        memset(buf, 0xee, len);
+        nvme_cmd_parse(&c);
+        return st(&c);
+}
+
+static void test_media(void **s)
+{
+        (void)s;
+        struct nvme_ctrl *ctrl = admin_q.ctrl;
+        struct nvme_cmd c;
+        char err[256];
+        /* Advertised: ONCS Write Uncorrectable, OAES LBA Status Information, LPA PEL. */
+        sqe_init(&c, &admin_q, NVME_ADM_IDENTIFY, 0);
+        sgl_len(&c, 4096);
+        cdw(&c, 10, NVME_CNS_CTRL);
+        nvme_cmd_parse(&c);
+        assert_int_equal(st(&c), 0);
+        const struct nvme_id_ctrl *id = (const struct nvme_id_ctrl *)buf;
+        assert_true(get_le16(&id->oncs) & NVME_ONCS_WRITE_UNCOR);
+        assert_true(get_le32(&id->oaes) & NVME_AEN_CFG_LBA_STATUS);
+        assert_true(id->lpa & (1u << 4));
+        /* Enable the LBA Status Information notices; clear what is pending. */
+        assert_int_equal(setfeat(NVME_FEAT_ASYNC_EVENT,
+                                 NVME_AEN_CFG_NS_ATTR | NVME_AEN_CFG_LBA_STATUS, false, NULL),
+                         0);
+        assert_int_equal(get_log(NVME_LOG_LBA_STATUS, 0, 4096, 0), 0);
+        uint16_t lsgc0 = (uint16_t)slate_get_le(buf + 14, 2);
+        pthread_mutex_lock(&ctrl->lock);
+        ctrl->aen_pending &= ~NVME_EVT_LBA_STATUS;
+        pthread_mutex_unlock(&ctrl->lock);
+        uint64_t media0 = 0;
+        assert_int_equal(get_log(NVME_LOG_SMART, 0, 512, 0), 0);
+        media0 = slate_get_le(((struct nvme_smart_log *)buf)->media_errors, 8);
+
+        /* Write Uncorrectable, then a read fails with Unrecovered Read Error at that LBA. */
+        assert_int_equal(run_io(NVME_IO_WRITE_UNCOR, 100, 2, 0), 0);
+        /* The host that made the change is not told; a management change tells everyone. */
+        pthread_mutex_lock(&ctrl->lock);
+        assert_false(ctrl->aen_pending & NVME_EVT_LBA_STATUS);
+        pthread_mutex_unlock(&ctrl->lock);
+        assert_int_equal(core_media_mark(ns, 4000, 1, true, NULL), 0);
+        assert_true(aen_pending_within(ctrl, NVME_EVT_LBA_STATUS));
+        assert_int_equal(core_media_mark(ns, 4000, 1, false, NULL), 0);
+        assert_int_equal(run_io(NVME_IO_READ, 99, 3, 0), ST(2, NVME_SC_READ_ERROR));
+        const struct nvme_error_log *e = last_error(ctrl);
+        assert_int_equal(get_le64(&e->lba), 100);
+        assert_int_equal(get_le32(&e->nsid), 1);
+        assert_int_equal((get_le16(&e->status) >> 1) & 0x7ff, ST(2, NVME_SC_READ_ERROR));
+        assert_int_equal(run_io(NVME_IO_READ, 98, 2, 0), 0); /* the neighbours read */
+        /* Get LBA Status 11h lists it (tracked); the log has it and LSGC moved. */
+        assert_int_equal(get_lba_status(1, 0, 15, 0x11, 0), 0);
+        assert_int_equal(slate_get_le(buf, 4), 1);
+        assert_int_equal(slate_get_le(buf + 8, 8), 100);
+        assert_int_equal(slate_get_le(buf + 16, 4), 2);
+        assert_int_equal(get_log(NVME_LOG_LBA_STATUS, 0, 4096, 0), 0);
+        assert_int_not_equal(slate_get_le(buf + 14, 2), lsgc0);
+        assert_int_equal(slate_get_le(buf + 4, 4), 1);    /* one namespace element */
+        assert_int_equal(slate_get_le(buf + 8, 4), 0);    /* nothing untracked */
+        assert_int_equal(buf[24], 0x11);                  /* RATYPE */
+        assert_int_equal(slate_get_le(buf + 32, 8), 100); /* the range */
+        /* A write heals; reads work again. */
+        memset(buf, 0x3c, 8192);
+        assert_int_equal(run_io(NVME_IO_WRITE, 100, 2, 0), 0);
+        assert_int_equal(run_io(NVME_IO_READ, 100, 2, 0), 0);
+        assert_int_equal(buf[4096], 0x3c);
+        /* Malformed: past the end, bad NSID. */
+        assert_int_equal(run_io(NVME_IO_WRITE_UNCOR, ns->num_blocks - 1, 2, 0),
+                         ST(0, NVME_SC_LBA_RANGE));
+        io_nsid = 9;
+        assert_int_equal(run_io(NVME_IO_WRITE_UNCOR, 0, 1, 0), ST(0, NVME_SC_INVALID_NS));
+        io_nsid = 1;
+
+        /* A failed element: untracked until a scan (ATYPE 10h). */
+        assert_int_equal(core_media_configure(ns, 4, 256, err, sizeof(err)), 0);
+        assert_int_equal(
+            core_media_set_element(ns, 2, CORE_ELEM_FAILED, -1, NULL, err, sizeof(err)), 0);
+        assert_int_equal(run_io(NVME_IO_READ, 256, 1, 0), ST(2, NVME_SC_READ_ERROR));
+        assert_int_equal(run_io(NVME_IO_WRITE, 257, 1, 0), ST(2, NVME_SC_WRITE_FAULT));
+        assert_int_equal(get_log(NVME_LOG_LBA_STATUS, 0, 4096, 0), 0);
+        assert_int_equal(slate_get_le(buf + 8, 4), ns->num_blocks / 4); /* ESTULB */
+        assert_int_equal(buf[24], 0x10);
+        assert_int_equal(get_lba_status(1, 0, 15, 0x11, 0), 0);
+        assert_int_equal(slate_get_le(buf, 4), 0);
+        assert_int_equal(get_lba_status(1, 0, 255, 0x10, 0), 0);
+        assert_int_equal(slate_get_le(buf, 4), 16); /* every 4th of 64 stripe units */
+        assert_int_equal(buf[4], NVME_LBAS_CMPC_RL);
+        assert_int_equal(slate_get_le(buf + 8, 8), 256);
+        assert_int_equal(slate_get_le(buf + 16, 4), 256);
+        assert_int_equal(slate_get_le(buf + 24, 8), 256 + 4 * 256);
+        assert_int_equal(get_log(NVME_LOG_LBA_STATUS, 0, 4096, 0), 0);
+        assert_int_equal(slate_get_le(buf + 8, 4), 0);
+        assert_int_equal(buf[24], 0x11);
+        /* SMART: the failed commands counted, reliability degraded while an element is failed. */
+        assert_int_equal(get_log(NVME_LOG_SMART, 0, 512, 0), 0);
+        const struct nvme_smart_log *sl = (const struct nvme_smart_log *)buf;
+        assert_int_equal(slate_get_le(sl->media_errors, 8), media0 + 3);
+        assert_true(sl->critical_warning & (1u << 2));
+
+        /* Persistent Event log: no context, bad action, then establish / read / release. */
+        assert_int_equal(get_log(NVME_LOG_PERSISTENT_EVENT, 0, 512, 0),
+                         ST(0, NVME_SC_CMD_SEQ_ERROR));
+        assert_int_equal(get_log(NVME_LOG_PERSISTENT_EVENT, 3, 512, 0),
+                         ST(0, NVME_SC_INVALID_FIELD));
+        assert_int_equal(get_log(NVME_LOG_PERSISTENT_EVENT, 1, 4096, 0), 0);
+        const struct nvme_pel_hdr *h = (const struct nvme_pel_hdr *)buf;
+        assert_int_equal(h->lid, NVME_LOG_PERSISTENT_EVENT);
+        uint32_t tnev = get_le32(&h->tnev);
+        uint64_t tll = get_le64(&h->tll);
+        assert_true(tnev >= 2);
+        assert_true(tll <= 4096);
+        assert_true(h->seb[0] & (1u << NVME_PEL_NSS_HW_ERROR));
+        assert_memory_equal(h->subnqn, SUBNQN, strlen(SUBNQN));
+        uint32_t off = 512, hw = 0, snap_after_hw = 0;
+        uint8_t prev = 0;
+        for (uint32_t i = 0; i < tnev; i++) {
+                const struct nvme_pel_event *ev = (const struct nvme_pel_event *)(buf + off);
+                assert_int_equal(ev->ehl, 21);
+                if (ev->etype == NVME_PEL_NSS_HW_ERROR &&
+                    slate_get_le(buf + off + 24, 2) == NVME_PEL_HWERR_MEDIA_INTEGRITY)
+                        hw++;
+                if (ev->etype == NVME_PEL_SMART_SNAPSHOT && prev == NVME_PEL_NSS_HW_ERROR) {
+                        assert_int_equal(get_le16(&ev->el), 512);
+                        snap_after_hw++;
+                }
+                prev = ev->etype;
+                off += 24 + get_le16(&ev->el);
+        }
+        assert_int_equal(off, tll);
+        assert_int_equal(hw, 1);
+        assert_int_equal(snap_after_hw, 1);
+        /* The context is a snapshot: new events wait for the next one. */
+        assert_int_equal(
+            core_media_set_element(ns, 3, CORE_ELEM_DEGRADED, -1, NULL, err, sizeof(err)), 0);
+        assert_int_equal(get_log(NVME_LOG_PERSISTENT_EVENT, 0, 512, 0), 0);
+        assert_int_equal(get_le32(&h->tnev), tnev);
+        assert_int_equal(get_log(NVME_LOG_PERSISTENT_EVENT, 0, 512, 512), 0); /* by offset */
+        assert_int_equal(buf[0], NVME_PEL_NSS_HW_ERROR);
+        assert_int_equal(get_log(NVME_LOG_PERSISTENT_EVENT, 0, 512, 8192),
+                         ST(0, NVME_SC_INVALID_FIELD)); /* past the end */
+        assert_int_equal(get_log(NVME_LOG_PERSISTENT_EVENT, 1, 512, 0), 0);
+        assert_int_equal(get_le32(&h->tnev), tnev + 2);
+        assert_int_equal(get_log(NVME_LOG_PERSISTENT_EVENT, 2, 512, 0), 0);
+        assert_int_equal(get_log(NVME_LOG_PERSISTENT_EVENT, 0, 512, 0),
+                         ST(0, NVME_SC_CMD_SEQ_ERROR));
+
+        /* Back as it was. */
+        assert_int_equal(core_media_set_element(ns, 2, CORE_ELEM_OK, -1, NULL, err, sizeof(err)),
+                         0);
+        assert_int_equal(core_media_set_element(ns, 3, CORE_ELEM_OK, -1, NULL, err, sizeof(err)),
+                         0);
+        assert_int_equal(core_media_configure(ns, 0, 0, err, sizeof(err)), 0);
+        assert_int_equal(run_io(NVME_IO_READ, 256, 1, 0), 0);
+        setfeat(NVME_FEAT_ASYNC_EVENT, NVME_AEN_CFG_NS_ATTR, false, NULL);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -2068,6 +2233,7 @@ int main(void)
             cmocka_unit_test(test_fused),
             cmocka_unit_test(test_thin),
             cmocka_unit_test(test_lba_status),
+            cmocka_unit_test(test_media),
             cmocka_unit_test(test_provisioning),
             cmocka_unit_test(test_copy),
             cmocka_unit_test(test_copy_cross_namespace_option),

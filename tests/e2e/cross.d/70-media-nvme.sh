@@ -7,6 +7,8 @@
 #     the kernel, which logs a medium error at that sector; the Error
 #     Information log has the entry (LBA, NSID, status) and the SMART
 #     media errors grow by exactly what the core counted;
+#   - with AEC bit 13 enabled, a mark reaches the kernel as the LBA Status
+#     Information Alert (it logs the notice it does not handle);
 #   - `nvme write-uncor` marks blocks, reads fail, a write heals them and
 #     reads return the new data;
 #   - `slatectl element shared 2 failed`: its LBAs are untracked (ATYPE
@@ -99,6 +101,22 @@ PY
 }
 check nvme-unrecovered-read md_mark_read
 
+# The LBA Status Information Alert (AEC bit 13): Linux does not enable it
+# itself; with it enabled (nvme set-feature), the kernel's parked
+# Asynchronous Event Request completes with it and the kernel logs the
+# notice it does not handle: type 2h, information 05h, log page 0Eh.
+md_dmesg_has() { dmesg | grep -q "$1"; }
+md_lsin_aen() {
+	nvme set-feature "$NVCTRL" -f 0x0b -v $((0x2100)) || return 1
+	nvme lba-status-log "$NVCTRL" >/dev/null || return 1 # RAE 0: unmasked
+	dmesg -C
+	ctl media shared mark 7 1 >/dev/null || return 1
+	wait_for 20 md_dmesg_has 'async event result 000e0502' || { dmesg | tail -5; return 1; }
+	dmesg | grep 'async event result'
+	ctl media shared clear 7 1 >/dev/null
+}
+check nvme-lba-status-alert md_lsin_aen
+
 md_write_uncor() {
 	local out=$state/md-lbas.bin
 	nvme write-uncor "$NVDEV" -n 1 -s 5000 -c 3 || return 1
@@ -170,9 +188,9 @@ check nvme-element-failed-lba-status md_element_failed
 md_pel() {
 	local bin=$state/md-pel.bin
 	nvme persistent-event-log "$NVCTRL" -a 1 || return 1
-	nvme persistent-event-log "$NVCTRL" -a 0 -l 65536 >"$state/md-pel.txt" 2>&1 || { cat "$state/md-pel.txt"; return 1; }
+	nvme persistent-event-log "$NVCTRL" -a 0 -l 4096 >"$state/md-pel.txt" 2>&1 || { cat "$state/md-pel.txt"; return 1; }
 	grep -i 'Total Number of Events\|Event Type\|Hardware Error\|SMART' "$state/md-pel.txt" | head -12
-	nvme persistent-event-log "$NVCTRL" -a 0 -l 65536 -b >"$bin" || return 1
+	nvme persistent-event-log "$NVCTRL" -a 0 -l 4096 -b >"$bin" || return 1
 	python3 - "$bin" <<'PY' || return 1
 import struct, sys
 b = open(sys.argv[1], "rb").read()
@@ -225,7 +243,7 @@ md_depop() {
 	wait_for 30 md_ksize_is $((before * 3 / 4)) || return 1
 	echo "kernel size $(md_ksize) sectors"
 	nvme persistent-event-log "$NVCTRL" -a 1 >/dev/null || return 1
-	nvme persistent-event-log "$NVCTRL" -a 0 -l 65536 -b >"$state/md-pel2.bin" || return 1
+	nvme persistent-event-log "$NVCTRL" -a 0 -l 4096 -b >"$state/md-pel2.bin" || return 1
 	nvme persistent-event-log "$NVCTRL" -a 2 >/dev/null
 	python3 - "$state/md-pel2.bin" $((before * 3 / 4)) <<'PY'
 import struct, sys
