@@ -80,6 +80,9 @@ enum scsi_dir { SCSI_DIR_NONE = 0, SCSI_DIR_IN, SCSI_DIR_OUT };
 #define SCSI_OPF_LBP (1u << 9)
 /* Offered only on an LU with atomic writes (core_ns_atomic_limits): WRITE ATOMIC. */
 #define SCSI_OPF_ATOMIC (1u << 10)
+/* Offered only on an LU with a physical element model (core_media_elements > 0):
+ * GET PHYSICAL ELEMENT STATUS, REMOVE ELEMENT AND TRUNCATE, RESTORE ELEMENTS AND REBUILD. */
+#define SCSI_OPF_ELEMENTS (1u << 11)
 
 struct scsi_op {
         const char *name;
@@ -296,6 +299,37 @@ void scsi_grouping_page_build(struct core_ns *ns, int pc, uint8_t *p);
 int scsi_grouping_page_select(struct scsi_cmd *cmd, const uint8_t *p, uint32_t off, bool *changed);
 /* Log page 19h/(cdb[3]) parameters from ppc on; -1 past the last. */
 int scsi_group_stats_page(struct scsi_cmd *cmd, uint16_t ppc, uint8_t *p);
+
+/*
+ * media.c: failing media (SBC-4/5): GET PHYSICAL ELEMENT STATUS, REMOVE
+ * ELEMENT AND TRUNCATE, RESTORE ELEMENTS AND REBUILD, WRITE LONG(10)/(16)
+ * with WR_UNCOR, on the core's media model (core/media.h).
+ */
+#define SCSI_DEPOP_TIME_S 60u /* VPD B1h DEPOPULATION TIME (nominal seconds) */
+/* Build the GET PHYSICAL ELEMENT STATUS parameter data (header and the
+ * descriptors of elements >= start that FILTER selects) into out (cap
+ * bytes); returns the full length (header + descriptors that fit). */
+size_t scsi_media_gpes_build(struct core_ns *ns, uint32_t start, uint8_t filter, uint8_t *out,
+                             size_t cap);
+enum scsi_parse_result scsi_media_gpes(struct scsi_cmd *cmd);
+enum scsi_parse_result scsi_media_remove_parse(struct scsi_cmd *cmd);
+void scsi_media_remove_exec(struct scsi_cmd *cmd);
+enum scsi_parse_result scsi_media_restore_parse(struct scsi_cmd *cmd);
+void scsi_media_restore_exec(struct scsi_cmd *cmd);
+/* A WRITE LONG(10)/(16) CDB, decoded. */
+struct scsi_write_long {
+        bool cor_dis, wr_uncor, pblock;
+        uint16_t xfer_len; /* BYTE TRANSFER LENGTH (ignored with WR_UNCOR) */
+        uint64_t lba;      /* first block to mark (the physical block's first with PBLOCK) */
+        uint32_t nlb;      /* 1, or the logical blocks per physical block with PBLOCK */
+};
+/* Decode and check a WRITE LONG CDB against ns: 0; -EINVAL with the field
+ * (*byte, *bit; bit < 0: none) for INVALID FIELD IN CDB; -ERANGE for LBA
+ * OUT OF RANGE.  Pure: no state. */
+int scsi_media_write_long_decode(const uint8_t *c, const struct core_ns *ns,
+                                 struct scsi_write_long *wl, uint16_t *byte, int *bit);
+enum scsi_parse_result scsi_media_write_long(struct scsi_cmd *cmd);
+void scsi_media_write_long_exec(struct scsi_cmd *cmd);
 
 /* log.c: LOG SENSE (SPC-5 6.8) from the table of log pages. */
 enum scsi_parse_result scsi_log_sense(struct scsi_cmd *cmd);

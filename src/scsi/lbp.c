@@ -1,13 +1,12 @@
 /*
  * SBC-4 logical block provisioning (4.7) on thin LUs: UNMAP (5.32) and
- * GET LBA STATUS (5.7).  Both are thin-only: a fully provisioned LU
- * (LBPME=0) answers UNMAP with INVALID COMMAND OPERATION CODE and reports
- * every block mapped.  Deallocation is the core's CORE_OP_DEALLOCATE
- * (blocks read back as zeroes: LBPRZ=1); the map is the core's
- * core_ns_lba_status() (the backing file's own allocation).  UNMAP with
- * ANCHOR anchors instead (4.7.3.4: space kept, reads zeroes) where the
- * core can (core_ns_can_anchor: ANC_SUP=1 in VPD B2h), and is INVALID
- * FIELD IN CDB elsewhere; GET LBA STATUS reports anchored blocks (2h).
+ * GET LBA STATUS (5.7, with the report types of SBC-5 including 10h,
+ * the LBAs that may return unrecovered errors: issue 15).  Both are thin-only: a fully provisioned
+ * LU (LBPME=0) answers UNMAP with INVALID COMMAND OPERATION CODE and reports every block mapped.
+ * Deallocation is the core's CORE_OP_DEALLOCATE (blocks read back as zeroes: LBPRZ=1); the map is
+ * the core's core_ns_lba_status() (the backing file's own allocation).  UNMAP with ANCHOR anchors
+ * instead (4.7.3.4: space kept, reads zeroes) where the core can (core_ns_can_anchor: ANC_SUP=1 in
+ * VPD B2h), and is INVALID FIELD IN CDB elsewhere; GET LBA STATUS reports anchored blocks (2h).
  */
 #include <string.h>
 
@@ -149,18 +148,57 @@ out:
 /* ---- GET LBA STATUS ---- */
 
 #define LBA_STATUS_MAX_DESC 512
+/* Runs looked at for one command at most (report types that skip runs). */
+#define LBA_STATUS_MAX_RUNS 4096
 
+/* REPORT TYPE (SBC-4 5.7.2 / SBC-5): which descriptors a report type returns. */
+enum {
+        RT_ALL = 0x00,
+        RT_NONZERO = 0x01, /* provisioning status other than 0h */
+        RT_MAPPED = 0x02,
+        RT_DEALLOCATED = 0x03,
+        RT_ANCHORED = 0x04,
+        RT_UNRECOVERED = 0x10, /* LBAs that may return unrecovered errors */
+};
+
+static bool rt_selects(uint8_t rt, uint8_t prov, bool bad)
+{
+        switch (rt) {
+        case RT_ALL:
+                return true;
+        case RT_NONZERO:
+                return prov != 0;
+        case RT_MAPPED:
+                return prov == 0;
+        case RT_DEALLOCATED:
+                return prov == 1;
+        case RT_ANCHORED:
+                return prov == 2;
+        default: /* RT_UNRECOVERED */
+                return bad;
+        }
+}
+
+/*
+ * GET LBA STATUS (16): from the starting LBA, one descriptor per run of
+ * blocks with the same provisioning status (core_ns_lba_status) and the
+ * same recoverability (core_ns_unrecoverable: marked ranges and the blocks
+ * of failed elements), ADDITIONAL STATUS 01h ("may contain unrecovered
+ * errors") on the bad runs; the report type filters them.  NUMBER OF
+ * LOGICAL BLOCKS is 32 bits: a longer run takes several descriptors.
+ */
 enum scsi_parse_result scsi_lbp_get_lba_status(struct scsi_cmd *cmd)
 {
         const uint8_t *c = cmd->cdb;
         struct core_ns *ns = cmd->ns;
         uint64_t lba = slate_be64(c + 2);
         uint32_t alloc = slate_be32(c + 10);
+        uint8_t rt = c[14];
         uint8_t *b = cmd->buf;
-        uint32_t n = 0, cap;
+        uint32_t n = 0, cap, runs = 0;
 
         cmd->xfer_len = alloc;
-        if (c[14]) { /* REPORT TYPE: only 00h (every status) */
+        if (rt > RT_ANCHORED && rt != RT_UNRECOVERED) {
                 scsi_sense_invalid_field(cmd, true, 14, 7);
                 return SCSI_PARSE_DONE;
         }
@@ -177,23 +215,64 @@ enum scsi_parse_result scsi_lbp_get_lba_status(struct scsi_cmd *cmd)
         if (cap > LBA_STATUS_MAX_DESC)
                 cap = LBA_STATUS_MAX_DESC;
         memset(b, 0, 8 + (size_t)cap * 16);
-        while (n < cap && lba < core_ns_blocks(ns)) {
+        while (n < cap && runs++ < LBA_STATUS_MAX_RUNS) {
                 /* PROVISIONING STATUS (SBC-4 table 63): mapped 0h, deallocated 1h, anchored 2h */
                 static const uint8_t prov[] = {[CORE_PROV_MAPPED] = 0x00,
                                                [CORE_PROV_DEALLOCATED] = 0x01,
                                                [CORE_PROV_ANCHORED] = 0x02};
-                enum core_prov st;
+                uint64_t end = core_ns_blocks(ns);
+                struct core_lba_range bad;
+                enum core_prov st = CORE_PROV_MAPPED;
                 uint64_t run;
-                if (core_ns_lba_status(ns, lba, UINT32_MAX, &st, &run))
+                bool is_bad = false;
+                if (lba >= end)
                         break;
-                uint8_t *d = b + 8 + (size_t)n * 16;
-                slate_put_be(d, 8, lba);
-                slate_put_be(d + 8, 4, run);
-                d[12] = prov[st];
+                if (rt == RT_UNRECOVERED) {
+                        /* Straight to the next bad run: no provisioning walk. */
+                        if (!core_ns_unrecoverable(ns, lba, end - lba, &bad)) {
+                                lba = end; /* scanned to the end */
+                                break;
+                        }
+                        lba = bad.lba;
+                        run = bad.nlb;
+                        is_bad = true;
+                        if (core_ns_lba_status(ns, lba, run, &st, &run))
+                                st = CORE_PROV_MAPPED, run = bad.nlb;
+                } else {
+                        if (core_ns_lba_status(ns, lba, UINT32_MAX, &st, &run))
+                                break;
+                        if (core_ns_unrecoverable(ns, lba, run, &bad)) {
+                                if (bad.lba == lba)
+                                        run = bad.nlb, is_bad = true;
+                                else
+                                        run = bad.lba - lba;
+                        }
+                }
+                if (run > UINT32_MAX)
+                        run = UINT32_MAX;
+                if (run == 0)
+                        break;
+                if (rt_selects(rt, prov[st], is_bad)) {
+                        uint8_t *d = b + 8 + (size_t)n * 16;
+                        slate_put_be(d, 8, lba);
+                        slate_put_be(d + 8, 4, run);
+                        d[12] = prov[st];
+                        d[13] = is_bad ? 0x01 : 0x00; /* ADDITIONAL STATUS */
+                        n++;
+                }
                 lba += run;
-                n++;
         }
         slate_put_be(b, 4, 4 + (uint64_t)n * 16);
+        /*
+         * Byte 7: COMPLETION CONDITION (bits 3:1) -- 3h the end of the medium
+         * was reached, 1h the allocation length was; 0h when the run limit
+         * stopped the scan -- and RTP (bit 0): the REPORT TYPE was processed.
+         */
+        if (lba >= core_ns_blocks(ns))
+                b[7] = 3u << 1;
+        else if (n == cap)
+                b[7] = 1u << 1;
+        b[7] |= 0x01;
         scsi_cmd_data_in(cmd, 8 + n * 16, alloc);
         return SCSI_PARSE_DONE;
 }

@@ -11,19 +11,22 @@
  * (84h) have sub-tables too (xcopy.c), and so do 9Fh SERVICE ACTION
  * OUT(16) and the 7Fh variable-length CDBs, whose service action is the
  * 16-bit field in bytes 8-9 (and whose CONTROL byte is byte 1).  WRITE
- * ATOMIC rows are offered only on LUs with atomic writes (SCSI_OPF_ATOMIC).
+ * ATOMIC rows are offered only on LUs with atomic writes (SCSI_OPF_ATOMIC),
+ * the depopulation rows only on LUs with physical elements (SCSI_OPF_ELEMENTS).
  * Commands of later issues are simply absent, so they are reported as
  * unsupported and never executed.
  */
 #include "slate/spec/scsi.h"
 #include "scsi/internal.h"
+#include "core/media.h"
 
 #define CTL     0x07 /* control byte usage: NACA, obsolete bits (we check them) */
 #define T_SHORT 10
 #define T_IO    30
 
-#define T_SANITIZE 3600 /* a whole-medium overwrite */
-#define T_SELFTEST 3600 /* a foreground extended self-test reads the whole medium */
+#define T_SANITIZE 3600              /* a whole-medium overwrite */
+#define T_SELFTEST 3600              /* a foreground extended self-test reads the whole medium */
+#define T_DEPOP    SCSI_DEPOP_TIME_S /* VPD B1h DEPOPULATION TIME */
 
 /* INQUIRY, REQUEST SENSE, REPORT LUNS: also the commands SBC-4 4.11.3 lets
  * run while a sanitize is in progress. */
@@ -261,6 +264,16 @@ static const struct scsi_op ops[256] = {
                                      scsi_sbc_read_defect,
                                      NULL,
                                      {0x37, 0, 0x1f, 0, 0, 0, 0, 0xff, 0xff, CTL}},
+    /* WR_UNCOR only (media.c): no data moves, so no data direction. */
+    [SCSI_OP_WRITE_LONG_10] = {.name = "WRITE LONG(10)",
+                               .opcode = 0x3f,
+                               .cdb_len = 10,
+                               .dir = SCSI_DIR_NONE,
+                               .flags = F_WRITE,
+                               .timeout = T_SHORT,
+                               .parse = scsi_media_write_long,
+                               .exec = scsi_media_write_long_exec,
+                               .usage = {0x3f, 0xe0, 0xff, 0xff, 0xff, 0xff, 0, 0xff, 0xff, CTL}},
     [SCSI_OP_WRITE_SAME_10] = {"WRITE SAME(10)",
                                0x41,
                                0,
@@ -534,7 +547,8 @@ static const struct scsi_op sai16_ops[] = {
      T_SHORT,
      scsi_lbp_get_lba_status,
      NULL,
-     {0x9e, 0x12, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0, CTL}},
+     {0x9e, 0x12, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+      CTL}},
     /* Streams (streams.c): STREAM CONTROL changes the LU's open streams. */
     {.name = "STREAM CONTROL",
      .opcode = 0x9e,
@@ -556,10 +570,61 @@ static const struct scsi_op sai16_ops[] = {
      .timeout = T_SHORT,
      .parse = scsi_get_stream_status,
      .usage = {0x9e, 0x16, 0, 0, 0xff, 0xff, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0, CTL}},
+    /*
+     * Depopulation (media.c), on LUs with an element model.  GET PHYSICAL
+     * ELEMENT STATUS only reports (no medium access: it runs stopped and
+     * during a depopulation); the other two change the medium like FORMAT
+     * UNIT does: write protection and reservations apply.
+     */
+    {.name = "GET PHYSICAL ELEMENT STATUS",
+     .opcode = 0x9e,
+     .sa = SCSI_SAI_GET_ELEM_STATUS,
+     .has_sa = true,
+     .cdb_len = 16,
+     .dir = SCSI_DIR_IN,
+     .flags = SCSI_OPF_PR_EXEMPT | SCSI_OPF_ELEMENTS,
+     .timeout = T_SHORT,
+     .parse = scsi_media_gpes,
+     .usage = {0x9e, 0x17, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xcf, CTL}},
+    {.name = "REMOVE ELEMENT AND TRUNCATE",
+     .opcode = 0x9e,
+     .sa = SCSI_SAI_REMOVE_ELEM_TRUNC,
+     .has_sa = true,
+     .cdb_len = 16,
+     .dir = SCSI_DIR_NONE,
+     .flags = F_WRITE | SCSI_OPF_ELEMENTS,
+     .timeout = T_DEPOP,
+     .parse = scsi_media_remove_parse,
+     .exec = scsi_media_remove_exec,
+     .usage = {0x9e, 0x18, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+               0, CTL}},
+    {.name = "RESTORE ELEMENTS AND REBUILD",
+     .opcode = 0x9e,
+     .sa = SCSI_SAI_RESTORE_ELEMENTS,
+     .has_sa = true,
+     .cdb_len = 16,
+     .dir = SCSI_DIR_NONE,
+     .flags = F_WRITE | SCSI_OPF_ELEMENTS,
+     .timeout = T_DEPOP,
+     .parse = scsi_media_restore_parse,
+     .exec = scsi_media_restore_exec,
+     .usage = {0x9e, 0x19, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, CTL}},
 };
 
-/* SERVICE ACTION OUT(16): WRITE SCATTERED(16) (atomic.c). */
+/* SERVICE ACTION OUT(16): WRITE LONG(16) (media.c), WRITE SCATTERED(16) (atomic.c). */
 static const struct scsi_op sao16_ops[] = {
+    {.name = "WRITE LONG(16)",
+     .opcode = 0x9f,
+     .sa = SCSI_SAO_WRITE_LONG_16,
+     .has_sa = true,
+     .cdb_len = 16,
+     .dir = SCSI_DIR_NONE,
+     .flags = F_WRITE,
+     .timeout = T_SHORT,
+     .parse = scsi_media_write_long,
+     .exec = scsi_media_write_long_exec,
+     .usage = {0x9f, 0xf1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0, 0, 0xff, 0xff, 0,
+               CTL}},
     {.name = "WRITE SCATTERED(16)",
      .opcode = 0x9f,
      .sa = SCSI_SAO_WRITE_SCATTERED_16,
@@ -826,6 +891,8 @@ const struct scsi_op *scsi_op_for_lu(const struct scsi_op *op, const struct core
         if (op && (op->flags & SCSI_OPF_LBP) && !(ns && ns->thin))
                 return NULL;
         if (op && (op->flags & SCSI_OPF_ATOMIC) && ns && !scsi_lu_has_atomic(ns))
+                return NULL;
+        if (op && (op->flags & SCSI_OPF_ELEMENTS) && !(ns && core_media_elements(ns)))
                 return NULL;
         return op;
 }

@@ -57,6 +57,7 @@ enum scsi_ua {
         SCSI_UA_MEDIUM_CHANGED,          /* 28h/00h (removable LU: medium loaded) */
         SCSI_UA_INQUIRY_CHANGED,         /* 3Fh/03h */
         SCSI_UA_THIN_THRESHOLD,          /* 38h/07h THIN PROVISIONING SOFT THRESHOLD REACHED */
+        SCSI_UA_ELEMENT_CHANGED,         /* 0Bh/14h WARNING - PHYSICAL ELEMENT STATUS CHANGE */
         SCSI_UA_MAX
 };
 

@@ -17,6 +17,7 @@
 #include "slate/spec/scsi.h"
 #include "scsi/internal.h"
 #include "scsi/pr.h"
+#include "core/media.h"
 #include "rt/log.h"
 
 /* ---- per-LU state ---- */
@@ -78,6 +79,7 @@ static const uint8_t ua_sense[SCSI_UA_MAX][2] = {
     [SCSI_UA_MEDIUM_CHANGED] = {0x28, 0x00},
     [SCSI_UA_INQUIRY_CHANGED] = {0x3f, 0x03},
     [SCSI_UA_THIN_THRESHOLD] = {0x38, 0x07},
+    [SCSI_UA_ELEMENT_CHANGED] = {0x0b, 0x14},
 };
 
 /* Consumes the highest-priority pending UA (lowest bit) into cmd's sense. */
@@ -196,6 +198,16 @@ static uint32_t event_ua(const struct core_ns_event *ev)
         case CORE_NS_EV_SPACE_THRESHOLD:
                 /* SBC-4 4.7.3.8.4, SITUA=0: every I_T nexus (origin NULL). */
                 return 1u << SCSI_UA_THIN_THRESHOLD;
+        case CORE_NS_EV_MEDIA:
+                /*
+                 * SBC-4 depopulation: an element's health or state changed
+                 * (failed, degraded, healed, depopulated, restored).  A change of
+                 * the marked ranges alone (WRITE LONG, media_mark, a healing
+                 * write) establishes none: GET LBA STATUS reports them.
+                 */
+                if (ev->new_val & (CORE_MEDIA_CHG_ELEMENT | CORE_MEDIA_CHG_DEPOP))
+                        return 1u << SCSI_UA_ELEMENT_CHANGED;
+                return 0;
         case CORE_NS_EV_RESERVATION:
                 if (ev->pr_events & CORE_PR_EV_RES_PREEMPTED)
                         b |= 1u << SCSI_UA_RESERVATIONS_PREEMPTED;
@@ -650,6 +662,10 @@ int scsi_fuzz_one(const uint8_t *cdb, size_t len)
                 ns.scsi_state = &st;
                 scsi_target_init(&tgt, "iqn.2024-01.org.slate:fuzz", 1);
                 atomic_store(&tgt.luns[0], &ns);
+                /* Physical elements, so the depopulation commands parse deep. */
+                char err[64];
+                if (core_media_init(&ns) == 0)
+                        core_media_configure(&ns, 4, 2048, err, sizeof(err));
                 init = true;
         }
         if (len < 1)
@@ -674,6 +690,8 @@ int scsi_fuzz_one(const uint8_t *cdb, size_t len)
         /* Thin provisioning and anchoring too, so UNMAP/WRITE SAME/GET LBA STATUS parse deep. */
         ns.thin = len > 1 && (cdb[len - 1] & 4);
         ns.be.can_anchor = len > 1 && (cdb[len - 1] & 8);
+        /* 8 logical blocks per physical block, so WRITE LONG's PBLOCK is accepted. */
+        ns.phys_exp = len > 1 && (cdb[len - 1] & 0x20) ? 3 : 0;
         atomic_store(&ns.wp, 0);
         atomic_store(&ns.ready, CORE_NS_READY);
         atomic_store(&ns.san_state, CORE_SAN_NEVER);

@@ -20,6 +20,7 @@
 #include "core/atomic.h"
 #include "slate/spec/scsi.h"
 #include "scsi/internal.h"
+#include "core/media.h"
 
 #define SLATE_VENDOR   "SLATE   "
 #define SLATE_PRODUCT  "slate-disk      "
@@ -363,6 +364,10 @@ int scsi_vpd_build(struct scsi_cmd *cmd, uint8_t page, uint8_t *out, uint32_t ca
                 /* WABEREQ 01b: a read after SANITIZE BLOCK ERASE succeeds (zeroes); thin only. */
                 if (ns->thin)
                         p[3] = 0x40;
+                /* DEPOPULATION TIME (SBC-4 6.6.2, bytes 12-15): the nominal seconds a
+                 * REMOVE ELEMENT AND TRUNCATE takes, on an LU with physical elements. */
+                if (core_media_elements(ns))
+                        slate_put_be(out + 12, 4, SCSI_DEPOP_TIME_S);
                 break;
         default:
                 return -1;

@@ -302,7 +302,7 @@ static void test_thin(void **state)
         put16(cdb, 0x9e, 0, 0);
         cdb[1] = 0x12;
         cdb[13] = 64;
-        cdb[14] = 1;
+        cdb[14] = 5; /* reserved (0-4 and 10h are defined) */
         run(cdb, 16, 64, 0);
         expect_sense(SK_ILLEGAL_REQUEST, 0x24, 0x00);
         ns.thin = false;

@@ -34,6 +34,7 @@ enum scsi_opcode {
         SCSI_OP_PREFETCH_10 = 0x34,
         SCSI_OP_SYNC_CACHE_10 = 0x35,
         SCSI_OP_READ_DEFECT_DATA_10 = 0x37,
+        SCSI_OP_WRITE_LONG_10 = 0x3f,
         SCSI_OP_WRITE_SAME_10 = 0x41,
         SCSI_OP_UNMAP = 0x42,
         SCSI_OP_SANITIZE = 0x48,
@@ -72,6 +73,10 @@ enum scsi_opcode {
 #define SCSI_SAI_GET_LBA_STATUS      0x12
 #define SCSI_SAI_STREAM_CONTROL      0x14
 #define SCSI_SAI_GET_STREAM_STATUS   0x16
+#define SCSI_SAI_GET_ELEM_STATUS     0x17   /* 9Eh: depopulation (GET PHYSICAL ELEMENT STATUS) */
+#define SCSI_SAI_REMOVE_ELEM_TRUNC   0x18   /* REMOVE ELEMENT AND TRUNCATE */
+#define SCSI_SAI_RESTORE_ELEMENTS    0x19   /* RESTORE ELEMENTS AND REBUILD */
+#define SCSI_SAO_WRITE_LONG_16       0x11   /* 9Fh service action */
 #define SCSI_SAO_WRITE_SCATTERED_16  0x12   /* 9Fh service action */
 #define SCSI_VL_WRITE_ATOMIC_32      0x000f /* 7Fh service actions (bytes 8-9) */
 #define SCSI_VL_WRITE_STREAM_32      0x0010
