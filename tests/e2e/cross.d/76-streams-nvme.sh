@@ -268,7 +268,13 @@ sn_io_mgmt() {
 	printf '\x02\x00' >"$state/pid.bin"
 	echo "pid.bin: $(od -An -tx1 "$state/pid.bin")"
 	if ! nvme io-mgmt-send "$FDPDEV" -m 1 -s 0 -l 2 -d "$state/pid.bin"; then
-		nvme error-log "$NVCTRL" -e 1 | head -20
+		# What nvme-cli passed to the kernel (struct nvme_passthru_cmd at each ioctl).
+		gdb -batch -ex 'set pagination off' -ex 'break ioctl' -ex run -ex 'x/18wx $rsi' \
+			-ex continue -ex 'x/18wx $rsi' -ex continue -ex 'x/18wx $rsi' \
+			--args nvme io-mgmt-send "$FDPDEV" -n $FDPNS -m 1 -s 0 -l 2 -d "$state/pid.bin" 2>&1 |
+			grep -v '^\[' | tail -30
+		nvme io-passthru "$FDPDEV" --opcode=0x1d --namespace-id=$FDPNS --cdw10=1 --data-len=2 \
+			--write -i "$state/pid.bin" 2>&1 | tail -2
 		return 1
 	fi
 	local out
