@@ -82,17 +82,24 @@ struct core_flash {
         uint64_t neb;   /* erase blocks */
         uint64_t clock; /* units written (host + gc): the model's time */
         uint64_t gc_runs;
-        uint64_t unmodelled; /* units the model could not place (never expected) */
-        uint32_t *l2p;       /* nlog */
-        uint32_t *p2l;       /* neb * ppb */
-        struct eb *eb;       /* neb */
-        uint32_t *free;      /* stack of free erase blocks */
+        uint64_t unmodelled;     /* units the model could not place (never expected) */
+        uint32_t *l2p;           /* nlog */
+        uint32_t *p2l;           /* neb * ppb */
+        struct eb *eb;           /* neb */
+        uint32_t *free;          /* stack of free erase blocks */
+        uint32_t *bnext, *bprev; /* neb: greedy's lists of full erase blocks (not saved) */
+        uint32_t *bhead;         /* ppb + 1: the list of each valid count */
+        uint32_t bmin;
         uint64_t nfree;
         struct slot slot[NSLOTS];
         /* FDP events ring */
         struct core_flash_event ev[CORE_FLASH_EV_RING];
         uint64_t ev_seq; /* last sequence number given */
         unsigned max_placements;
+        bool dirty;                /* changed since the last save (under lock) */
+        _Atomic bool dirty_hint;   /* the same, read without the lock by a flush */
+        _Atomic bool save_queued;  /* queued for the saver thread */
+        pthread_mutex_t save_lock; /* one save at a time */
         char path[4200];
 };
 
@@ -304,11 +311,51 @@ static void eb_take(struct core_flash *m, uint32_t b, unsigned s)
         m->slot[s].st.ebs++;
 }
 
+/*
+ * Greedy's index: full erase blocks in doubly linked lists by their valid
+ * count (bhead[v]), bmin at or below the lowest non-empty list, so the
+ * victim is found without scanning every erase block.
+ */
+static void bucket_insert(struct core_flash *m, uint32_t b)
+{
+        uint32_t v = m->eb[b].valid;
+        m->bprev[b] = INV;
+        m->bnext[b] = m->bhead[v];
+        if (m->bhead[v] != INV)
+                m->bprev[m->bhead[v]] = b;
+        m->bhead[v] = b;
+        if (v < m->bmin)
+                m->bmin = v;
+}
+
+static void bucket_remove(struct core_flash *m, uint32_t b)
+{
+        uint32_t v = m->eb[b].valid;
+        if (m->bprev[b] != INV)
+                m->bnext[m->bprev[b]] = m->bnext[b];
+        else
+                m->bhead[v] = m->bnext[b];
+        if (m->bnext[b] != INV)
+                m->bprev[m->bnext[b]] = m->bprev[b];
+}
+
+/* An erase block is closed (written full, or its placement went away). */
+static void eb_close(struct core_flash *m, uint32_t b)
+{
+        m->eb[b].state = EB_FULL;
+        bucket_insert(m, b);
+}
+
 static void invalidate(struct core_flash *m, uint32_t p)
 {
         uint32_t b = p / m->ppb;
+        bool full = m->eb[b].state == EB_FULL;
         m->p2l[p] = INV;
+        if (full)
+                bucket_remove(m, b);
         m->eb[b].valid--;
+        if (full)
+                bucket_insert(m, b);
         m->slot[m->eb[b].owner].st.valid--;
 }
 
@@ -326,7 +373,7 @@ static bool slot_room(struct core_flash *m, unsigned s, bool gc)
                 if (sl->open != INV && m->eb[sl->open].wp < m->ppb)
                         return true;
                 if (sl->open != INV) {
-                        m->eb[sl->open].state = EB_FULL;
+                        eb_close(m, sl->open);
                         ev_push(m, CORE_FLASH_EV_RU_FULL, slot_placement(s), sl->open,
                                 m->erase_block, 0);
                         sl->open = INV;
@@ -363,6 +410,13 @@ static bool place(struct core_flash *m, unsigned s, uint32_t lu, bool gc)
 
 static uint32_t pick_victim(struct core_flash *m)
 {
+        if (m->gc == CORE_FLASH_GC_GREEDY) {
+                for (; m->bmin < m->ppb; m->bmin++)
+                        if (m->bhead[m->bmin] != INV)
+                                return m->bhead[m->bmin];
+                return INV; /* every full erase block is wholly valid: nothing to gain */
+        }
+        /* Cost-benefit: the score depends on age, so every full erase block is looked at. */
         uint32_t best = INV;
         double best_score = -1;
         uint32_t best_valid = UINT32_MAX;
@@ -399,6 +453,8 @@ static bool gc_one(struct core_flash *m)
         struct eb *e = &m->eb[b];
         unsigned owner = e->owner;
         uint64_t moved = 0, first_lu = UINT64_MAX;
+        bucket_remove(m, b);
+        e->state = EB_OPEN; /* being collected: out of the index, not a victim */
         for (uint32_t i = 0; i < m->ppb && e->valid; i++) {
                 uint32_t p = b * m->ppb + i;
                 uint32_t lu = m->p2l[p];
@@ -492,7 +548,7 @@ static void flash_close_slot(struct core_ns *ns, uint16_t id)
         pthread_mutex_lock(&m->lock);
         struct slot *sl = &m->slot[id];
         if (sl->open != INV) {
-                m->eb[sl->open].state = EB_FULL; /* partly written: the rest is reclaimed by GC */
+                eb_close(m, sl->open); /* partly written: the rest is reclaimed by GC */
                 sl->open = INV;
         }
         pthread_mutex_unlock(&m->lock);
@@ -557,6 +613,9 @@ void core_flash_account(struct core_req *req)
                 units_covered(m, req->lba << sh, bytes, &u0, &n);
                 model_dealloc(m, s, u0, n);
         }
+        m->dirty = true;
+        if (!atomic_load_explicit(&m->dirty_hint, memory_order_relaxed))
+                atomic_store_explicit(&m->dirty_hint, true, memory_order_relaxed);
         pthread_mutex_unlock(&m->lock);
 }
 
@@ -678,7 +737,11 @@ static void model_free(struct core_flash *m)
         free(m->p2l);
         free(m->eb);
         free(m->free);
+        free(m->bnext);
+        free(m->bprev);
+        free(m->bhead);
         pthread_mutex_destroy(&m->lock);
+        pthread_mutex_destroy(&m->save_lock);
         free(m);
 }
 
@@ -695,33 +758,42 @@ static void model_reset(struct core_flash *m)
         memset(m->slot, 0, sizeof(m->slot));
         for (unsigned s = 0; s < NSLOTS; s++)
                 m->slot[s].open = INV;
+        for (uint32_t v = 0; v <= m->ppb; v++)
+                m->bhead[v] = INV;
+        m->bmin = m->ppb;
         m->clock = m->gc_runs = m->unmodelled = m->ev_seq = 0;
 }
 
 /* Read what save wrote; checks geometry, checksum and the map's consistency.  0 or -errno. */
-static int model_load(struct core_flash *m, const char *path)
+/*
+ * Take a saved state (the bytes of <name>.flash) into m: geometry,
+ * checksum and the map's consistency are checked; 0, or -EINVAL (another
+ * geometry, a bad checksum or size) / -EBADMSG (inconsistent) and m is
+ * left for model_reset.
+ */
+static int model_load_buf(struct core_flash *m, const uint8_t *buf, size_t len)
 {
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
         struct flash_hdr h;
         int rc = -EINVAL;
-        uint32_t crc = RT_CRC32C_INIT, want;
         size_t l2p_len = m->nlog * sizeof(uint32_t), eb_len = m->neb * sizeof(struct eb);
-        if (read(fd, &h, sizeof(h)) != (ssize_t)sizeof(h) || memcmp(h.magic, FLASH_MAGIC, 8) ||
-            h.version != FLASH_VERSION || h.unit != m->unit || h.erase_block != m->erase_block ||
-            h.nlog != m->nlog || h.neb != m->neb || h.nslots != NSLOTS || h.ppb != m->ppb)
-                goto out; /* another geometry: start afresh */
-        crc = rt_crc32c_update(crc, &h, sizeof(h));
-        if (read(fd, m->slot, sizeof(m->slot)) != (ssize_t)sizeof(m->slot) ||
-            read(fd, m->l2p, l2p_len) != (ssize_t)l2p_len ||
-            read(fd, m->eb, eb_len) != (ssize_t)eb_len || read(fd, &want, 4) != 4)
-                goto out;
-        crc = rt_crc32c_update(crc, m->slot, sizeof(m->slot));
-        crc = rt_crc32c_update(crc, m->l2p, l2p_len);
-        crc = rt_crc32c_update(crc, m->eb, eb_len);
-        if (rt_crc32c_final(crc) != want)
-                goto out;
+        size_t body = sizeof(h) + sizeof(m->slot) + l2p_len + eb_len;
+        uint32_t want;
+        if (len != body + 4)
+                return rc;
+        memcpy(&h, buf, sizeof(h));
+        if (memcmp(h.magic, FLASH_MAGIC, 8) || h.version != FLASH_VERSION || h.unit != m->unit ||
+            h.erase_block != m->erase_block || h.nlog != m->nlog || h.neb != m->neb ||
+            h.nslots != NSLOTS || h.ppb != m->ppb)
+                return rc; /* another geometry: start afresh */
+        memcpy(&want, buf + body, 4);
+        if (rt_crc32c(buf, body) != want)
+                return rc;
+        const uint8_t *at = buf + sizeof(h);
+        memcpy(m->slot, at, sizeof(m->slot));
+        at += sizeof(m->slot);
+        memcpy(m->l2p, at, l2p_len);
+        at += l2p_len;
+        memcpy(m->eb, at, eb_len);
         /* Rebuild p2l, the free list and the valid counts; refuse anything inconsistent. */
         uint64_t nphys = m->neb * m->ppb;
         for (uint64_t i = 0; i < nphys; i++)
@@ -772,18 +844,63 @@ static int model_load(struct core_flash *m, const char *path)
                         goto bad;
         }
         free(cnt);
+        for (uint32_t v = 0; v <= m->ppb; v++)
+                m->bhead[v] = INV;
+        m->bmin = m->ppb;
+        for (uint32_t b = 0; b < m->neb; b++)
+                if (m->eb[b].state == EB_FULL)
+                        bucket_insert(m, b);
         m->clock = h.clock;
         m->gc_runs = h.gc_runs;
         m->unmodelled = h.unmodelled;
-        m->ev_seq = h.ev_seq;
-        m->op_percent = h.op_percent;
-        close(fd);
+        m->ev_seq = 0; /* the events themselves are not kept */
         return 0;
 bad:
         free(cnt);
-        rc = -EBADMSG;
+        return -EBADMSG;
 out:
+        return rc;
+}
+
+static int model_load(struct core_flash *m, const char *path)
+{
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        struct stat st;
+        int rc = fstat(fd, &st) ? -errno : 0;
+        size_t want = sizeof(struct flash_hdr) + sizeof(m->slot) + m->nlog * sizeof(uint32_t) +
+                      m->neb * sizeof(struct eb) + 4;
+        uint8_t *buf = NULL;
+        if (!rc && (uint64_t)st.st_size != want)
+                rc = -EINVAL;
+        if (!rc && !(buf = malloc(want)))
+                rc = -ENOMEM;
+        size_t got = 0;
+        while (!rc && got < want) {
+                ssize_t n = read(fd, buf + got, want - got);
+                if (n <= 0)
+                        rc = n < 0 ? -errno : -EINVAL;
+                else
+                        got += (size_t)n;
+        }
         close(fd);
+        if (!rc)
+                rc = model_load_buf(m, buf, want);
+        free(buf);
+        return rc;
+}
+
+int core_flash_load_state(struct core_ns *ns, const void *buf, size_t len)
+{
+        struct core_flash *m = ns->flash;
+        if (!m)
+                return -ENOENT;
+        pthread_mutex_lock(&m->lock);
+        int rc = model_load_buf(m, buf, len);
+        if (rc)
+                model_reset(m);
+        pthread_mutex_unlock(&m->lock);
         return rc;
 }
 
@@ -802,15 +919,23 @@ static int write_all(int fd, const void *p, size_t len, uint32_t *crc)
         return 0;
 }
 
+/*
+ * Save: a snapshot of the header, slots, map and erase blocks is taken
+ * under m->lock (memcpy: the map is 4 bytes per unit, ~1 ms per 256 MiB
+ * of map), then written and renamed into place without it, so a save
+ * holds the data path up only for the copy.  m->save_lock orders savers.
+ */
 static int model_save(struct core_flash *m)
 {
         if (!m->path[0])
                 return 0;
-        char tmp[4300];
-        snprintf(tmp, sizeof(tmp), "%s.tmp", m->path);
-        int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        if (fd < 0)
-                return -errno;
+        size_t l2p_len = m->nlog * sizeof(uint32_t), eb_len = m->neb * sizeof(struct eb);
+        size_t len = sizeof(struct flash_hdr) + sizeof(m->slot) + l2p_len + eb_len;
+        uint8_t *buf = malloc(len + 4);
+        if (!buf)
+                return -ENOMEM;
+        pthread_mutex_lock(&m->save_lock);
+        pthread_mutex_lock(&m->lock);
         struct flash_hdr h;
         memset(&h, 0, sizeof(h));
         memcpy(h.magic, FLASH_MAGIC, 8);
@@ -827,24 +952,36 @@ static int model_save(struct core_flash *m)
         h.ev_seq = m->ev_seq;
         h.nslots = NSLOTS;
         h.ppb = m->ppb;
-        uint32_t crc = RT_CRC32C_INIT;
-        int rc = write_all(fd, &h, sizeof(h), &crc);
+        uint8_t *p = buf;
+        memcpy(p, &h, sizeof(h));
+        p += sizeof(h);
+        memcpy(p, m->slot, sizeof(m->slot));
+        p += sizeof(m->slot);
+        memcpy(p, m->l2p, l2p_len);
+        p += l2p_len;
+        memcpy(p, m->eb, eb_len);
+        m->dirty = false;
+        pthread_mutex_unlock(&m->lock);
+        uint32_t crc = rt_crc32c(buf, len);
+        memcpy(buf + len, &crc, 4);
+
+        char tmp[4300];
+        snprintf(tmp, sizeof(tmp), "%s.tmp", m->path);
+        int rc = 0, fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd < 0)
+                rc = -errno;
         if (!rc)
-                rc = write_all(fd, m->slot, sizeof(m->slot), &crc);
-        if (!rc)
-                rc = write_all(fd, m->l2p, m->nlog * sizeof(uint32_t), &crc);
-        if (!rc)
-                rc = write_all(fd, m->eb, m->neb * sizeof(struct eb), &crc);
-        uint32_t fin = rt_crc32c_final(crc);
-        if (!rc)
-                rc = write_all(fd, &fin, 4, NULL);
+                rc = write_all(fd, buf, len + 4, NULL);
         if (!rc && fsync(fd))
                 rc = -errno;
-        close(fd);
+        if (fd >= 0)
+                close(fd);
         if (!rc && rename(tmp, m->path))
                 rc = -errno;
-        if (rc)
+        if (rc && fd >= 0)
                 unlink(tmp);
+        pthread_mutex_unlock(&m->save_lock);
+        free(buf);
         return rc;
 }
 
@@ -853,13 +990,77 @@ int core_flash_save(struct core_ns *ns)
         struct core_flash *m = ns->flash;
         if (!m)
                 return 0;
-        pthread_mutex_lock(&m->lock);
         int rc = model_save(m);
-        pthread_mutex_unlock(&m->lock);
         if (rc)
                 LOG_ERR("core", "namespace %s: saving flash model %s: %s", ns->name, m->path,
                         strerror(-rc));
         return rc;
+}
+
+/*
+ * Saving after a flush: the reactor only queues the namespace (a list
+ * under a mutex held for a push) for one saver thread,
+ * started on first use; the file is written there.  One pending save per
+ * namespace at a time (m->save_queued); a flush while one is pending adds
+ * nothing (the pending save takes the state as it is when it runs).
+ */
+static pthread_mutex_t saver_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t saver_cv = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t saver_done_cv = PTHREAD_COND_INITIALIZER;
+static struct core_ns *saver_q[256];
+static unsigned saver_n;
+static struct core_ns *saver_current; /* being saved (no reference: close waits for it) */
+static bool saver_started;
+
+static void *saver_main(void *arg)
+{
+        (void)arg;
+        pthread_mutex_lock(&saver_lock);
+        for (;;) {
+                while (!saver_n)
+                        pthread_cond_wait(&saver_cv, &saver_lock);
+                struct core_ns *ns = saver_q[--saver_n];
+                saver_current = ns;
+                pthread_mutex_unlock(&saver_lock);
+                atomic_store(&ns->flash->save_queued, false);
+                core_flash_save(ns);
+                pthread_mutex_lock(&saver_lock);
+                saver_current = NULL;
+                pthread_cond_broadcast(&saver_done_cv);
+        }
+        return NULL;
+}
+
+static void save_soon(struct core_ns *ns)
+{
+        struct core_flash *m = ns->flash;
+        if (!m->path[0] || atomic_exchange(&m->save_queued, true))
+                return;
+        pthread_mutex_lock(&saver_lock);
+        if (!saver_started) {
+                pthread_t t;
+                pthread_attr_t a;
+                pthread_attr_init(&a);
+                pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+                saver_started = pthread_create(&t, &a, saver_main, NULL) == 0;
+                pthread_attr_destroy(&a);
+        }
+        if (!saver_started || saver_n == sizeof(saver_q) / sizeof(saver_q[0])) {
+                atomic_store(&m->save_queued, false); /* saved at close instead */
+        } else {
+                saver_q[saver_n++] = ns;
+                pthread_cond_signal(&saver_cv);
+        }
+        pthread_mutex_unlock(&saver_lock);
+}
+
+void core_flash_flushed(struct core_ns *ns)
+{
+        struct core_flash *m = ns->flash;
+        if (m && atomic_load_explicit(&m->dirty_hint, memory_order_relaxed)) {
+                atomic_store_explicit(&m->dirty_hint, false, memory_order_relaxed);
+                save_soon(ns);
+        }
 }
 
 static struct core_flash *model_new(uint64_t capacity, uint32_t block_size,
@@ -896,6 +1097,7 @@ static struct core_flash *model_new(uint64_t capacity, uint32_t block_size,
         if (!m)
                 return NULL;
         pthread_mutex_init(&m->lock, NULL);
+        pthread_mutex_init(&m->save_lock, NULL);
         m->unit = unit;
         m->unit_shift = (uint32_t)__builtin_ctz(unit);
         m->erase_block = ebsz;
@@ -912,7 +1114,10 @@ static struct core_flash *model_new(uint64_t capacity, uint32_t block_size,
         m->p2l = malloc(neb * ppb * sizeof(uint32_t));
         m->eb = calloc(neb, sizeof(struct eb));
         m->free = malloc(neb * sizeof(uint32_t));
-        if (!m->l2p || !m->p2l || !m->eb || !m->free) {
+        m->bnext = malloc(neb * sizeof(uint32_t));
+        m->bprev = malloc(neb * sizeof(uint32_t));
+        m->bhead = malloc((ppb + 1) * sizeof(uint32_t));
+        if (!m->l2p || !m->p2l || !m->eb || !m->free || !m->bnext || !m->bprev || !m->bhead) {
                 model_free(m);
                 snprintf(err, errlen, "flash model: out of memory");
                 return NULL;
@@ -954,9 +1159,28 @@ int core_flash_open(struct core_ns *ns, const struct core_flash_params *p, char 
         return 0;
 }
 
+/*
+ * The saver holds no reference (a namespace_delete right after a flush
+ * must not find the namespace busy): a closing namespace leaves the queue
+ * and waits for a save of it that is running.
+ */
+static void saver_forget(struct core_ns *ns)
+{
+        pthread_mutex_lock(&saver_lock);
+        for (unsigned i = 0; i < saver_n;)
+                if (saver_q[i] == ns)
+                        saver_q[i] = saver_q[--saver_n];
+                else
+                        i++;
+        while (saver_current == ns)
+                pthread_cond_wait(&saver_done_cv, &saver_lock);
+        pthread_mutex_unlock(&saver_lock);
+}
+
 void core_flash_close(struct core_ns *ns)
 {
         if (ns->flash) {
+                saver_forget(ns);
                 core_flash_save(ns);
                 model_free(ns->flash);
                 ns->flash = NULL;

@@ -201,12 +201,27 @@ unsigned core_flash_events(const struct core_ns *ns, uint64_t *cursor, struct co
 /* At create/reopen (ns unshared): set the model up, load <state_dir>/<name>.flash if it matches. */
 int core_flash_open(struct core_ns *ns, const struct core_flash_params *p, char *err,
                     size_t errlen);
-/* Save the model (if any) to <state_dir>/<name>.flash (0 or -errno) and free it. */
+/*
+ * Save the model (if any) to <state_dir>/<name>.flash and free it.  Saved
+ * also after a flush (core_flash_flushed), so a kill -9 loses at most what
+ * was written since the last flush.
+ */
 void core_flash_close(struct core_ns *ns);
 /* Save now (control path, or a flush): 0, or -errno; nothing to do without the model. */
 int core_flash_save(struct core_ns *ns);
+/*
+ * A flush completed: if the model changed since its last save, queue a
+ * save on the saver thread (never blocks the caller).
+ */
+void core_flash_flushed(struct core_ns *ns);
 /* A request ended successfully: count it per placement and hint, feed the model. */
 void core_flash_account(struct core_req *req);
+/*
+ * Replace the model's state by a saved one (the bytes of <name>.flash, as
+ * the namespace's open reads them; the fuzz target drives it): 0, or
+ * -EINVAL / -EBADMSG and the model starts afresh; -ENOENT without a model.
+ */
+int core_flash_load_state(struct core_ns *ns, const void *buf, size_t len);
 /* The capacity changed (core_ns_resize): the model follows. */
 void core_flash_resize(struct core_ns *ns);
 

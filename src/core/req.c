@@ -67,8 +67,12 @@ static void account_end(struct core_req *req)
         if (req->host)
                 core_stats_end(&req->host->stats, c, req->status, bytes, lat);
         /* Placement/hint counters and the flash model (core/flash.c): one branch when unused. */
-        if (req->status == CORE_OK && (ns->flash || req->placement | req->hints))
-                core_flash_account(req);
+        if (req->status == CORE_OK && (ns->flash || req->placement | req->hints)) {
+                if (req->op == CORE_OP_FLUSH)
+                        core_flash_flushed(ns);
+                else
+                        core_flash_account(req);
+        }
 }
 
 static void order_leave(struct core_req *req);

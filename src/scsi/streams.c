@@ -387,7 +387,9 @@ enum scsi_parse_result scsi_get_stream_status(struct scsi_cmd *cmd)
 void scsi_streams_vpd_b7(const struct core_ns *ns, uint8_t *page)
 {
         uint32_t opt = CORE_SMALL_TRANSFER_BYTES >> ns->block_shift;
-        page[5] = 0x01; /* RSCS: permanent streams (GROUP NUMBER) are supported */
+        /* RSCS: permanent streams (GROUP NUMBER) are supported -- when there are any: a
+         * flash model with too few spare erase blocks leaves no placement id for them. */
+        page[5] = scsi_streams_perm(ns) ? 0x01 : 0;
         slate_put_be(page + 6, 2, scsi_streams_max(ns));
         /* OPTIMAL STREAM WRITE SIZE (blocks) and STREAM GRANULARITY SIZE (in those): the
          * flash model's erase block when there is one, else 1 MiB. */

@@ -456,6 +456,77 @@ static void test_config_reload(void **state)
         assert_int_equal(core_ns_delete("rl3"), 0);
 }
 
+/*
+ * The flash model's keys (namespace_create), flash_stats, and config_reload:
+ * the same keys again (a size as a string) change nothing, another value is
+ * refused as not live, flash_model false equals absent.
+ */
+static void test_flash(void **state)
+{
+        (void)state;
+        expect_error("namespace_create",
+                     "{\"name\":\"fl0\",\"backend\":\"mem\",\"size\":\"8M\",\"flash_model\":true,"
+                     "\"flash_gc\":\"lru\"}",
+                     -32602, "flash_gc");
+        expect_error(
+            "namespace_create",
+            "{\"name\":\"fl0\",\"backend\":\"mem\",\"size\":\"8M\",\"flash_op_percent\":5}", -32602,
+            "flash_model");
+        expect_error("namespace_create",
+                     "{\"name\":\"fl0\",\"backend\":\"mem\",\"size\":\"8M\",\"flash_model\":true,"
+                     "\"flash_op_percent\":401}",
+                     -32602, "flash_op_percent");
+        expect_error("namespace_create",
+                     "{\"name\":\"fl0\",\"backend\":\"mem\",\"size\":\"8M\",\"flash_model\":true,"
+                     "\"flash_erase_block\":\"6K\"}",
+                     -32000, "flash_erase_block");
+        assert_null(core_ns_find("fl0"));
+
+        char path[256], params[512];
+        snprintf(path, sizeof(path), "%s/flash.json", tmpdir);
+        write_text(path, "{\"config\": [{\"method\": \"namespace_create\", \"params\": {"
+                         "\"name\": \"fl1\", \"backend\": \"mem\", \"size\": \"16M\", "
+                         "\"block_size\": 4096, \"flash_model\": true, \"flash_erase_block\": "
+                         "\"256K\", \"flash_op_percent\": 10, \"flash_gc\": \"cost-benefit\"}},"
+                         "{\"method\": \"namespace_create\", \"params\": {\"name\": \"fl2\", "
+                         "\"backend\": \"mem\", \"size\": \"1M\", \"flash_model\": false}}]}");
+        char err[512];
+        if (mgmt_config_load_file(path, err, sizeof(err)) != 0)
+                fail_msg("%s", err);
+        json_t *r = call("flash_stats", "{\"name\":\"fl1\"}");
+        assert_int_equal(err_code(r), 0);
+        json_t *o = json_object_get(r, "result");
+        assert_true(json_is_true(json_object_get(o, "enabled")));
+        assert_int_equal(json_integer_value(json_object_get(o, "erase_block")), 262144);
+        assert_int_equal(json_integer_value(json_object_get(o, "op_percent")), 10);
+        assert_string_equal(json_string_value(json_object_get(o, "gc")), "cost-benefit");
+        /* 16 MiB + 10% spare in 256 KiB erase blocks, rounded up: 70.4 -> 71 */
+        assert_int_equal(json_integer_value(json_object_get(o, "erase_blocks_total")), 71);
+        json_decref(r);
+        r = call("flash_stats", "{\"name\":\"fl2\"}");
+        assert_int_equal(err_code(r), 0);
+        assert_true(json_is_false(json_object_get(json_object_get(r, "result"), "enabled")));
+        json_decref(r);
+        expect_error("flash_stats", "{\"name\":\"nope\"}", -32000, "no such namespace");
+        expect_error("flash_stats", "{\"name\":\"fl1\",\"placement\":65}", -32602, "placement");
+
+        snprintf(params, sizeof(params), "{\"path\": \"%s\"}", path);
+        assert_int_equal(reload_steps(params), 0); /* the same file: no change */
+        write_text(path, "{\"config\": [{\"method\": \"namespace_create\", \"params\": {"
+                         "\"name\": \"fl1\", \"backend\": \"mem\", \"size\": \"16M\", "
+                         "\"block_size\": 4096, \"flash_model\": true, \"flash_erase_block\": "
+                         "262144, \"flash_op_percent\": 20}},"
+                         "{\"method\": \"namespace_create\", \"params\": {\"name\": \"fl2\", "
+                         "\"backend\": \"mem\", \"size\": \"1M\"}}]}");
+        expect_error("config_reload", params, -32000, "flash_op_percent cannot change live");
+        r = call("flash_stats", "{\"name\":\"fl1\"}");
+        assert_int_equal(
+            json_integer_value(json_object_get(json_object_get(r, "result"), "op_percent")), 10);
+        json_decref(r);
+        assert_int_equal(core_ns_delete("fl1"), 0);
+        assert_int_equal(core_ns_delete("fl2"), 0);
+}
+
 /* namespace_resize and namespace_set: checks, the shrink rule, and config_save replay. */
 static void test_namespace_runtime(void **state)
 {
@@ -745,13 +816,21 @@ static int teardown(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-            cmocka_unit_test(test_parse_errors),      cmocka_unit_test(test_invalid_request),
-            cmocka_unit_test(test_unknown_method),    cmocka_unit_test(test_invalid_params),
-            cmocka_unit_test(test_oversize),          cmocka_unit_test(test_notification_and_batch),
-            cmocka_unit_test(test_rpc_list),          cmocka_unit_test(test_namespace_lifecycle),
-            cmocka_unit_test(test_config_file),       cmocka_unit_test(test_config_save_roundtrip),
-            cmocka_unit_test(test_namespace_runtime), cmocka_unit_test(test_config_reload),
-            cmocka_unit_test(test_provisioning),      cmocka_unit_test(test_socket),
+            cmocka_unit_test(test_parse_errors),
+            cmocka_unit_test(test_invalid_request),
+            cmocka_unit_test(test_unknown_method),
+            cmocka_unit_test(test_invalid_params),
+            cmocka_unit_test(test_oversize),
+            cmocka_unit_test(test_notification_and_batch),
+            cmocka_unit_test(test_rpc_list),
+            cmocka_unit_test(test_namespace_lifecycle),
+            cmocka_unit_test(test_config_file),
+            cmocka_unit_test(test_config_save_roundtrip),
+            cmocka_unit_test(test_namespace_runtime),
+            cmocka_unit_test(test_config_reload),
+            cmocka_unit_test(test_provisioning),
+            cmocka_unit_test(test_socket),
+            cmocka_unit_test(test_flash),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -615,6 +615,55 @@ static void test_rsoc_lists_them(void **state)
         }
 }
 
+/*
+ * A flash-model namespace whose geometry leaves no spare erase block to keep one open per
+ * placement (64 MiB, 1 MiB erase blocks, 7%): core_placement_max is 0, so no streams at all.
+ */
+static void test_no_placements(void **state)
+{
+        struct core_ns *n1;
+        char err[256];
+        (void)state;
+        struct core_ns_params p = {
+            .name = "s1",
+            .backend = "mem",
+            .size_bytes = 64u << 20,
+            .block_size = 512,
+            .flash = {.enable = true, .erase_block = 1u << 20, .op_percent = 7, .op_set = true}};
+        assert_int_equal(core_ns_create(&p, &n1, err, sizeof(err)), 0);
+        assert_int_equal(core_placement_max(n1), 0);
+        assert_int_equal(scsi_target_map_lun(&tgt, 1, n1), 0);
+        uint8_t inq[6] = {0x12, 0x01, 0xb7, 0x00, 0xff, 0};
+        memset(&cmd, 0, sizeof(cmd));
+        memcpy(cmd.cdb, inq, 6);
+        cmd.cdb_len = 6;
+        cmd.lun = 1;
+        cmd.nexus = &nx;
+        cmd.edtl = 255;
+        cmd.buf = buf;
+        cmd.buf_len = 2 * CORE_MAX_TRANSFER_BYTES;
+        atomic_store(&nx.ua[1], 0);
+        scsi_cmd_parse(&cmd);
+        assert_int_equal(cmd.status, SAM_STAT_GOOD);
+        assert_int_equal(buf[5] & 0x01, 0);       /* RSCS 0: no permanent streams */
+        assert_int_equal(slate_be16(buf + 6), 0); /* MAXIMUM NUMBER OF STREAMS */
+        /* A write with GROUP NUMBER 2 carries no placement. */
+        uint8_t c[10];
+        w10(c, 0, 1, 2);
+        memset(&cmd, 0, sizeof(cmd));
+        memcpy(cmd.cdb, c, 10);
+        cmd.cdb_len = 10;
+        cmd.lun = 1;
+        cmd.nexus = &nx;
+        cmd.edtl = 512;
+        cmd.buf = buf;
+        cmd.buf_len = 2 * CORE_MAX_TRANSFER_BYTES;
+        assert_int_equal(scsi_cmd_parse(&cmd), SCSI_PARSE_EXEC);
+        assert_int_equal(cmd.req.placement, 0);
+        assert_int_equal(scsi_target_unmap_lun(&tgt, 1), 0);
+        assert_int_equal(core_ns_delete("s1"), 0);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -622,7 +671,7 @@ int main(void)
             cmocka_unit_test(test_stream_control),  cmocka_unit_test(test_write_stream),
             cmocka_unit_test(test_group_number),    cmocka_unit_test(test_grouping_page),
             cmocka_unit_test(test_grouping_select), cmocka_unit_test(test_group_stats),
-            cmocka_unit_test(test_rsoc_lists_them),
+            cmocka_unit_test(test_rsoc_lists_them), cmocka_unit_test(test_no_placements),
         };
         return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

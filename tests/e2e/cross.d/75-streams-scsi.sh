@@ -19,9 +19,20 @@ ss_base=131072
 ss_read() { dd if="$SD" iflag=direct,skip_bytes,count_bytes skip=$(($1 * 512)) count=$(($2 * 512)) 2>/dev/null; }
 # Group N's "number of write commands" (LOG SENSE 19h/N, raw: page header 4 + parameter
 # header 4 + read commands 8 = offset 16), from sg_logs.
+# sg3_utils sends a command once; a unit attention pending on the nexus (a session the
+# initiator re-established under load: POWER ON) fails it once.  Retry like the kernel does.
+ss_retry() {
+	local i
+	for i in 1 2 3; do
+		"$@" && return 0
+		sleep 1
+	done
+	return 1
+}
+ss_logs_raw() { sg_logs -p "0x19,$1" --raw "$SD" >"$state/ss-log19.bin" 2>/dev/null && [ -s "$state/ss-log19.bin" ]; }
 ss_group_writes() {
-	sg_logs -p "0x19,$1" --raw "$SD" 2>/dev/null | od -An -tu1 -j16 -N8 |
-		awk '{v=0; for (i=1;i<=NF;i++) v=v*256+$i; print v}'
+	ss_retry ss_logs_raw "$1" || return 1
+	od -An -tu1 -j16 -N8 "$state/ss-log19.bin" | awk '{v=0; for (i=1;i<=NF;i++) v=v*256+$i; print v}'
 }
 
 ss_vpd() {
@@ -59,7 +70,14 @@ ss_ctl() {
 	sg_stream_ctl --get "$SD" | tee "$state/ss-get.txt"
 	n1=$(ss_status_count)
 	[ "$n1" = 6 ] || return 1
-	grep -Eq "Open stream id: *$id *\$" "$state/ss-get.txt" || return 1
+	# sg3_utils 1.46's sg_stream_ctl (1.09) takes PARAMETER DATA LENGTH as counting the 8-byte
+	# header too and lists one descriptor fewer; SBC-4, Linux sd and scsi_debug count only the
+	# descriptors.  So the new stream's descriptor is read with sg_raw, from STARTING STREAM
+	# IDENTIFIER $id: one descriptor, not permanent, STREAM IDENTIFIER $id.
+	ss_retry sg_raw -r 64 -o "$state/ss-gss.bin" "$SD" 9e 16 00 00 $(printf '%02x %02x' $((id >> 8)) $((id & 255))) \
+		00 00 00 00 00 00 00 40 00 00 || return 1
+	od -An -tx1 "$state/ss-gss.bin"
+	[ "$(od -An -tu1 -j0 -N16 "$state/ss-gss.bin" | tr -s ' ')" = " 0 0 0 8 0 0 0 6 0 0 0 $id 0 0 0 0" ] || return 1
 	sg_stream_ctl -v --close --id="$id" "$SD" || return 1
 	n1=$(ss_status_count)
 	echo "open streams after close: $n1"
@@ -107,19 +125,31 @@ ss_grpnum() {
 }
 check streams-sg_write_x-grpnum-group-stats ss_grpnum
 
+# Bytes the core counted against placement (KIND, KEY) (flash_stats RPC; 0 when none).
+ss_place_bytes() {
+	ctl --json flash_stats name=shared | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+print(sum(p["bytes_written"] for p in d["placements"] if p["kind"] == sys.argv[1] and p["key"] == int(sys.argv[2])))' "$1" "$2"
+}
+
 # The Linux sd driver sets GROUP NUMBER from the file's write-lifetime hint: for each hint
-# (2 short .. 5 extreme) one O_DIRECT write; the group == hint counter moves, the others not.
+# (2 short .. 5 extreme) one O_DIRECT write; the group == hint counter moves, the others not,
+# and the core counts the 64 KiB against permanent stream h's placement.
 ss_kernel_hint() {
-	local h g b a other0 other1
+	local h g b a other0 other1 pb pa
 	for h in 2 3 4 5; do
 		other0=$(ss_group_writes $((h == 5 ? 2 : h + 1)))
 		b=$(ss_group_writes $h)
+		pb=$(ss_place_bytes scsi_group $h)
 		"$SLATE_BUILD/tests/rw_hint" "$SD" $(((ss_base + 1024 + h * 128) * 512)) 65536 "$h" $((0x40 + h)) ||
 			return 1
 		a=$(ss_group_writes $h)
 		other1=$(ss_group_writes $((h == 5 ? 2 : h + 1)))
-		echo "hint $h: group $h write commands $b -> $a; group $((h == 5 ? 2 : h + 1)) $other0 -> $other1"
-		[ "$a" -gt "$b" ] && [ "$other0" = "$other1" ] || return 1
+		pa=$(ss_place_bytes scsi_group $h)
+		echo "hint $h: group $h write commands $b -> $a; group $((h == 5 ? 2 : h + 1)) $other0 -> $other1;" \
+			"core placement scsi_group/$h bytes $pb -> $pa"
+		[ "$a" -gt "$b" ] && [ "$other0" = "$other1" ] && [ "$((pa - pb))" = 65536 ] || return 1
 		cmp <(ss_read $((ss_base + 1024 + h * 128)) 128) <(head -c 65536 /dev/zero | tr '\0' "\\$(printf '%03o' $((0x40 + h)))") ||
 			return 1
 	done
