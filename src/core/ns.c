@@ -526,6 +526,8 @@ void core_ns_shutdown_all(void)
         pthread_mutex_unlock(&reg_lock);
         while (ns) {
                 struct core_ns *next = ns->next;
+                /* A personality may still hold it (an NVMe attachment): save the model now. */
+                core_flash_save(ns);
                 core_ns_put(ns);
                 ns = next;
         }

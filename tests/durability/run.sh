@@ -102,4 +102,6 @@ round kill-after-clean kill -g 6 -n 500
 slate_stop
 # Atomic writes: all old or all new after a crash at any moment (core/atomic.c).
 "$here/atomic.sh" || fail=1
+# The flash model's state across restarts (core/flash.c).
+"$here/flash.sh" || fail=1
 exit $fail
