@@ -28,6 +28,7 @@
 #include "mgmt/metrics.h"
 #include "mgmt/mgmt.h"
 #include "rt/bigbuf.h"
+#include "rt/limits.h"
 #include "rt/log.h"
 #include "rt/reactor.h"
 #include "rt/service.h"
@@ -70,12 +71,20 @@ static int make_dirs(const char *path)
                         return -errno;
                 *p = '/';
         }
-        if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+        /* The state dir holds every disk's data: its owner's only (0700). */
+        if (mkdir(buf, 0700) < 0 && errno != EEXIST)
                 return -errno;
         struct stat st;
         if (stat(buf, &st) < 0)
                 return -errno;
-        return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+        if (!S_ISDIR(st.st_mode))
+                return -ENOTDIR;
+        if ((st.st_mode & 077) && st.st_uid == geteuid()) {
+                if (chmod(buf, st.st_mode & 07700) == 0)
+                        LOG_INFO("main", "state dir %s: mode %04o made %04o (owner only)", buf,
+                                 (unsigned)(st.st_mode & 07777), (unsigned)(st.st_mode & 07700));
+        }
+        return 0;
 }
 
 /*
@@ -216,6 +225,8 @@ int main(int argc, char **argv)
                 }
                 rt_log_threshold = l;
         }
+        mgmt_options_apply_limits(&opts);
+        rt_limits_raise_nofile();
         if (!xfer_pool_mib)
                 xfer_pool_mib = opts.xfer_pool_mib ? opts.xfer_pool_mib : RT_BIGBUF_DEFAULT_MIB;
         rt_bigbuf_configure((uint64_t)xfer_pool_mib << 20);

@@ -12,7 +12,7 @@
 # status is non-zero if anything failed.  Logs: build-asan/test-logs/.
 #
 # Usage: tests/run-all.sh [group...]   groups: build unit conformance robust
-#                                      robust_nvme metrics reload durability service e2e
+#                                      robust_nvme limits metrics reload durability service e2e
 #                                      e2e_nvme e2e_cross package fuzz
 #                                      (default: all)
 # Environment: FUZZ_SECS (per fuzzer, default 30), GROUP_TIMEOUT_<group>.
@@ -25,7 +25,7 @@ export SLATE_LOGDIR=$root/build-asan/test-logs
 mkdir -p "$SLATE_LOGDIR"
 . tests/lib.sh
 
-groups=${*:-build unit conformance robust robust_nvme metrics reload durability service e2e e2e_nvme e2e_cross package fuzz}
+groups=${*:-build unit conformance robust robust_nvme limits metrics reload durability service e2e e2e_nvme e2e_cross package fuzz}
 npass=0
 nfail=0
 nskip=0
@@ -173,6 +173,7 @@ for g in $groups; do
 	conformance) run_group conformance "$(gtimeout conformance 900)" tests/conformance/run.sh ;;
 	robust) run_group robust "$(gtimeout robust 600)" tests/robust/run.sh ;;
 	robust_nvme) run_group robust_nvme "$(gtimeout robust_nvme 600)" tests/robust/nvme-tcp.sh ;;
+	limits) run_group limits "$(gtimeout limits 300)" tests/limits/run.sh ;;
 	metrics) run_group metrics "$(gtimeout metrics 600)" tests/metrics/run.sh ;;
 	reload) run_group reload "$(gtimeout reload 600)" tests/reload/run.sh ;;
 	durability) run_group durability "$(gtimeout durability 600)" tests/durability/run.sh ;;

@@ -314,6 +314,10 @@ int main(int argc, char **argv)
         for (char *p = method; *p; p++)
                 if (*p == '-')
                         *p = '_';
+        /* "slatectl fault set|clear|list ..." is fault_set|fault_clear|fault_list. */
+        if (strcmp(method, "fault") == 0 && optind < argc && strchr(argv[optind], '=') == NULL &&
+            argv[optind][0] != '-')
+                snprintf(method, sizeof(method), "fault_%.100s", argv[optind++]);
         if (strcmp(method, "top") == 0)
                 return slatectl_top(sock, argc - optind + 1, argv + optind - 1);
         if (strcmp(method, "progress") == 0)

@@ -201,6 +201,23 @@ static const struct col ctrl_cols[] = {
     {"KATO MS", "kato_ms", c_any},    {"READS", "host_reads", c_any},
     {"WRITES", "host_writes", c_any}, {NULL, NULL, NULL},
 };
+static const struct col fault_cols[] = {
+    {"ID", "id", c_any},
+    {"KIND", "kind", c_any},
+    {"NAMESPACE", "namespace", c_any},
+    {"HOST", "host", c_any},
+    {"TRANSPORT", "transport", c_any},
+    {"OPS", "ops", c_any},
+    {"STATUS", "status", c_any},
+    {"LATENCY US", "latency_us", c_any},
+    {"PER MILLE", "per_mille", c_any},
+    {"EVERY", "every", c_any},
+    {"AFTER", "after", c_any},
+    {"ARMED", "armed", c_any},
+    {"SEEN", "seen", c_any},
+    {"HITS", "hits", c_any},
+    {NULL, NULL, NULL},
+};
 static const struct col step_cols[] = {
     {"METHOD", "method", c_any},
     {"PARAMS", "params_text", c_any},
@@ -269,10 +286,15 @@ int slatectl_table(const char *method, json_t *r)
                 const char *method;
                 const struct col *cols;
         } tables[] = {
-            {"namespace_list", ns_cols},           {"pool_list", pool_cols},
-            {"iscsi_target_list", target_cols},    {"iscsi_portal_list", addr_cols},
-            {"iscsi_session_list", session_cols},  {"nvmf_subsystem_list", subsys_cols},
-            {"nvmf_listener_list", listener_cols}, {"nvmf_ctrl_list", ctrl_cols},
+            {"namespace_list", ns_cols},
+            {"pool_list", pool_cols},
+            {"iscsi_target_list", target_cols},
+            {"iscsi_portal_list", addr_cols},
+            {"iscsi_session_list", session_cols},
+            {"nvmf_subsystem_list", subsys_cols},
+            {"nvmf_listener_list", listener_cols},
+            {"nvmf_ctrl_list", ctrl_cols},
+            {"fault_list", fault_cols},
         };
         for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++) {
                 if (strcmp(method, tables[i].method) == 0 && json_is_array(r)) {

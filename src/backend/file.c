@@ -62,7 +62,7 @@ static int file_open(struct backend *be, const struct backend_params *p)
         if (!f)
                 return -ENOMEM;
         int flags = O_RDWR | O_CLOEXEC | (p->create ? O_CREAT : 0);
-        f->fd_buf = open(p->path, flags, 0644);
+        f->fd_buf = open(p->path, flags, 0600); /* a disk: its owner's only */
         if (f->fd_buf < 0) {
                 int rc = -errno;
                 free(f);

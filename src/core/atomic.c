@@ -997,7 +997,7 @@ int core_atomic_open(struct core_ns *ns, char *err, size_t errlen)
                 core_atomic_close(ns);
                 return -ENOMEM;
         }
-        a->jfd = open(a->jpath, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        a->jfd = open(a->jpath, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
         a->dfd = open(ns->path, O_RDWR | O_CLOEXEC);
         int rc = 0;
         if (a->jfd < 0 || a->dfd < 0) {

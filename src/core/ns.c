@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysinfo.h>
 #include <unistd.h>
 #include <uuid/uuid.h>
 
@@ -160,7 +161,7 @@ int core_ns_save_meta(struct core_ns *ns)
         char tmp[4200];
         snprintf(tmp, sizeof(tmp), "%s.tmp", ns->meta_path);
         int rc = 0;
-        int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
         if (fd < 0) {
                 rc = -errno;
                 goto out;
@@ -351,7 +352,7 @@ int core_ns_create(const struct core_ns_params *p, struct core_ns **out, char *e
                         snprintf(ns->path, sizeof(ns->path), "%s/%s.img", state_dir, p->name);
                 snprintf(ns->meta_path, sizeof(ns->meta_path), "%s/%s.meta.json", state_dir,
                          p->name);
-                if (mkdir(state_dir, 0755) && errno != EEXIST) {
+                if (mkdir(state_dir, 0700) && errno != EEXIST) {
                         rc = -errno;
                         snprintf(err, errlen, "state dir %s: %s", state_dir, strerror(errno));
                         goto fail;
@@ -369,6 +370,24 @@ int core_ns_create(const struct core_ns_params *p, struct core_ns **out, char *e
                 rc = -EINVAL;
                 goto fail;
         }
+        if (persistent && !loaded) {
+                /* Data without its identity: never a silent new disk over old data. */
+                struct stat st;
+                if (stat(ns->path, &st) == 0 && (S_ISBLK(st.st_mode) || st.st_size > 0)) {
+                        if (!p->adopt) {
+                                snprintf(err, errlen,
+                                         "%s holds data but namespace %s has no metadata (%s): "
+                                         "refusing to give it a new identity; create it with "
+                                         "adopt=true to export that data as a new disk",
+                                         ns->path, p->name, ns->meta_path);
+                                rc = -EEXIST;
+                                goto fail;
+                        }
+                        LOG_WARN("core",
+                                 "namespace %s: adopting %s, which holds data, with a new identity",
+                                 p->name, ns->path);
+                }
+        }
         if (!loaded) {
                 uuid_generate_random(ns->uuid);
                 ns->num_blocks = p->size_bytes / bs;
@@ -383,6 +402,9 @@ int core_ns_create(const struct core_ns_params *p, struct core_ns **out, char *e
                 goto fail;
         }
 
+        if (strcmp(ops->name, "mem") == 0 &&
+            (rc = core_ns_mem_fits(ns->num_blocks * (uint64_t)bs, err, errlen)))
+                goto fail;
         struct backend_params bp = {
             .path = ns->path,
             .size_bytes = ns->num_blocks * (uint64_t)ns->block_size,
@@ -597,4 +619,20 @@ uint32_t core_ns_dealloc_granularity(const struct core_ns *ns)
         if (!unit && !ns->phys_exp)
                 return 0;
         return gran > phys ? gran : phys; /* never less than a physical block */
+}
+
+int core_ns_mem_fits(uint64_t bytes, char *err, size_t errlen)
+{
+        /* RAM it is: never more than the machine has (RAM and swap), or the OOM killer decides. */
+        struct sysinfo si;
+        if (sysinfo(&si) != 0)
+                return 0;
+        uint64_t have = ((uint64_t)si.totalram + si.totalswap) * si.mem_unit;
+        if (bytes <= have)
+                return 0;
+        snprintf(err, errlen,
+                 "a mem namespace of %llu MiB is larger than this machine's memory (%llu MiB of "
+                 "RAM and swap)",
+                 (unsigned long long)(bytes >> 20), (unsigned long long)(have >> 20));
+        return -ENOMEM;
 }

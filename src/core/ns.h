@@ -73,6 +73,13 @@ struct core_ns_params {
         bool thin;          /* sparse file (informational until thin provisioning lands) */
         bool write_protect; /* software write protect at start */
         bool removable;     /* SCSI: removable medium (RMB=1, eject/load, PREVENT) */
+        /*
+         * file backend: the data file (or block device) exists with data but
+         * the namespace has no metadata (a first export, or metadata lost):
+         * give it a new identity anyway.  Without it that is refused, so a
+         * host never silently sees a different disk with the old data.
+         */
+        bool adopt;
         uint32_t sanitize_rate_mibps; /* pace sanitize operations (MiB/s); 0 = backend speed */
         /* Provisioning (provision.c), bytes; 0 = not given: a reopen keeps the saved values. */
         uint64_t provision_limit;     /* hard limit of allocated space */
@@ -308,6 +315,14 @@ int64_t core_ns_allocated_bytes(struct core_ns *ns);
  * SCSI reports it as OPTIMAL UNMAP GRANULARITY, NVMe as NPWG/NPDG/NPDA.
  */
 uint32_t core_ns_dealloc_granularity(const struct core_ns *ns);
+
+/*
+ * Whether a mem namespace of bytes fits this machine's memory (RAM and
+ * swap): 0, or -ENOMEM with the sizes in err.  Creating and growing one
+ * beyond it is refused (untouched blocks cost nothing, but a host may
+ * write them all).
+ */
+int core_ns_mem_fits(uint64_t bytes, char *err, size_t errlen);
 
 /* ---- Unrecoverable blocks ---- */
 

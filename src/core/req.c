@@ -18,6 +18,7 @@
 
 #include "backend/backend.h"
 #include "core/atomic.h"
+#include "core/fault.h"
 #include "core/media.h"
 #include "core/ns.h"
 #include "core/provision.h"
@@ -503,6 +504,19 @@ void core_req_init(struct core_req *req, struct core_ns *ns, enum core_op op, ui
         req->cb_arg = cb_arg;
 }
 
+static void submit_run(struct core_req *req);
+
+/* The injected latency is over: finish with the injected status, or run. */
+static void fault_timer_fn(struct rt_timer *t)
+{
+        struct core_req *req =
+            (struct core_req *)((char *)t - offsetof(struct core_req, fault_timer));
+        if (req->fault_status != CORE_OK)
+                core_req_complete(req, req->fault_status);
+        else
+                submit_run(req);
+}
+
 void core_req_submit(struct core_req *req)
 {
         struct core_ns *ns = req->ns;
@@ -628,6 +642,33 @@ void core_req_submit(struct core_req *req)
                         return;
                 }
         }
+        /*
+         * Fault injection (core/fault.h): a host's request may be made to
+         * fail, or to wait on a reactor timer first.  The core's own I/O
+         * (sanitize) is never hit.  One atomic load when no rule is set.
+         */
+        if (core_fault_on() && !(req->flags & CORE_REQ_SANITIZE)) {
+                uint32_t lat_us;
+                if (core_fault_io(req, &req->fault_status, &lat_us)) {
+                        if (lat_us) {
+                                req->fault_timer.fn = fault_timer_fn;
+                                rt_timer_arm_us(req->reactor, &req->fault_timer, lat_us);
+                                return;
+                        }
+                        if (req->fault_status != CORE_OK) {
+                                core_req_complete(req, req->fault_status);
+                                return;
+                        }
+                }
+        }
+        submit_run(req);
+}
+
+/* The rest of core_req_submit: space reservation, then the op. */
+static void submit_run(struct core_req *req)
+{
+        struct core_ns *ns = req->ns;
+        enum core_status st;
         /*
          * Provisioning (core/provision.c): a write that may allocate
          * reserves its space against the limit; a deallocation (hole

@@ -135,6 +135,8 @@ struct core_req {
                 int iovcnt;
                 bool fua, direct;
         } bio;
+        struct rt_timer fault_timer;   /* fault injection's added latency (core/fault.h) */
+        enum core_status fault_status; /* what the injected fault finishes with (CORE_OK: run) */
         void *scratch; /* per-request bounce buffer owned by the issuer (compare/orwrite) */
         uint32_t scratch_len;
 };

@@ -191,6 +191,9 @@ int core_ns_resize(struct core_ns *ns, uint64_t num_blocks, bool force, char *er
                 goto out;
         if (num_blocks > old) {
                 /* The backend first: no request may see blocks it cannot reach. */
+                if (strcmp(ns->backend_name, "mem") == 0 &&
+                    (rc = core_ns_mem_fits(bytes, err, errlen)))
+                        goto out;
                 rc = ns->be.ops->resize(&ns->be, bytes);
                 if (rc) {
                         snprintf(err, errlen, "backend %s cannot grow to %llu bytes: %s",

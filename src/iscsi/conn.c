@@ -27,8 +27,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "core/fault.h"
 #include "iscsi/internal.h"
 #include "rt/crc.h"
+#include "rt/limits.h"
 #include "rt/log.h"
 
 /* ------------------------------------------------------------------ */
@@ -44,7 +46,10 @@ void iscsi_conn_warn(struct iscsi_conn *c, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(msg, sizeof(msg), fmt, ap);
         va_end(ap);
-        LOG_WARN(ISCSI_MOD, "%s: protocol violation: %s", c->peer, msg);
+        /* A garbage flood must not flood the log: one budget for all connections. */
+        static struct rt_log_ratelimit rl = RT_LOG_RATELIMIT_INIT("iSCSI protocol violations");
+        if (rt_log_ratelimit(&rl, ISCSI_MOD))
+                LOG_WARN(ISCSI_MOD, "%s: protocol violation: %s", c->peer, msg);
 }
 
 static uint32_t min_u32(uint32_t a, uint32_t b)
@@ -1019,6 +1024,14 @@ static int rx_header(struct iscsi_conn *c)
                 c->rx_dst = (uint8_t *)c->text_in + c->text_in_len;
                 return HDR_OK;
         }
+        /* Fault injection (core/fault.h): a drop rule may close this connection now. */
+        if (core_fault_on() && !c->rx_fault_asked && c->sess &&
+            c->sess->type == ISCSI_SESS_NORMAL) {
+                c->rx_fault_asked = true;
+                if (core_fault_conn_pdu("iscsi", c->sess->initiator, c->peer,
+                                        op == ISCSI_OP_SCSI_CMD))
+                        return -ECONNABORTED;
+        }
         if (c->rx_unknown_op) {
                 rc = hdr_ctl(c, ISCSI_OP_REJECT, true, 0, true);
                 if (rc == HDR_OK && c->rx_task)
@@ -1456,10 +1469,13 @@ static void rx_process(struct iscsi_conn *c)
                         int rc = rx_header(c);
                         if (rc == HDR_PARK)
                                 return; /* resumed by rx_kick() when a task frees */
+                        c->rx_fault_asked = false;
                         if (rc < 0) {
                                 if (rc == -EMSGSIZE)
                                         iscsi_conn_warn(c, "text request too long");
-                                iscsi_conn_close(c, "protocol error");
+                                iscsi_conn_close(c, rc == -ECONNABORTED
+                                                        ? "fault injection: connection dropped"
+                                                        : "protocol error");
                                 return;
                         }
                         c->rx_off = 0;
@@ -1523,6 +1539,7 @@ static void rx_process(struct iscsi_conn *c)
                 case ISCSI_RX_DISPATCH:
                         c->rx_off = 0;
                         c->rx_state = ISCSI_RX_BHS;
+                        c->last_rx_ns = rt_now_ns();
                         rx_dispatch(c);
                         break;
                 case ISCSI_RX_STOP:
@@ -1542,12 +1559,30 @@ out:
 /* Connections started and not yet freed (iscsi_conn_live). */
 static atomic_uint live_conns;
 
+/*
+ * The connection object is its own anonymous mapping: zero-filled pages the
+ * kernel backs on first touch, so the parts an idle connection never uses
+ * (the read-ahead, the scratch buffer) cost no memory until bytes arrive.
+ */
+static struct iscsi_conn *conn_alloc(void)
+{
+        void *p = mmap(NULL, sizeof(struct iscsi_conn), PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        return p == MAP_FAILED ? NULL : p;
+}
+
+static void conn_release(struct iscsi_conn *c)
+{
+        munmap(c, sizeof(*c));
+}
+
 struct iscsi_conn *iscsi_conn_new(int fd)
 {
-        struct iscsi_conn *c = calloc(1, sizeof(*c));
+        struct iscsi_conn *c = conn_alloc();
         if (!c)
                 return NULL;
         c->fd = fd;
+        c->admit.bucket = -1;
         c->ev_in.fn = ev_in_fn;
         c->ev_out.fn = ev_out_fn;
         c->rx_defer.fn = rx_defer_fn;
@@ -1555,24 +1590,33 @@ struct iscsi_conn *iscsi_conn_new(int fd)
         c->mrdsl_out = ISCSI_LOGIN_MRDSL;
         c->text_ttt = ISCSI_RESERVED_TAG;
         snprintf(c->peer, sizeof(c->peer), "fd%d", fd);
-        c->text_in = malloc(ISCSI_TEXT_MAX);
-        c->text_out.buf = malloc(ISCSI_TEXT_MAX);
+        c->text_in = c->text_in_buf;
+        c->text_out.buf = c->text_out_buf;
         c->text_out.cap = ISCSI_TEXT_MAX;
-        c->nr_tasks = ISCSI_QUEUE_DEPTH + ISCSI_TASK_RESERVE;
-        c->tasks = calloc(c->nr_tasks, sizeof(*c->tasks));
+        /* No tasks yet: a connection still logging in costs its login buffers only. */
+        return c;
+}
+
+int iscsi_conn_tasks_init(struct iscsi_conn *c)
+{
+        if (c->tasks)
+                return 0;
+        uint32_t n = ISCSI_QUEUE_DEPTH + ISCSI_TASK_RESERVE;
+        c->tasks = calloc(n, sizeof(*c->tasks));
         /* One lazily backed region: untouched task buffers cost no memory. */
-        c->region_len = (size_t)c->nr_tasks * ISCSI_TASK_BUF_LEN;
-        c->region = mmap(NULL, c->region_len, PROT_READ | PROT_WRITE,
-                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (!c->text_in || !c->text_out.buf || !c->tasks || c->region == MAP_FAILED) {
-                if (c->region != MAP_FAILED && c->region)
-                        munmap(c->region, c->region_len);
+        size_t len = (size_t)n * ISCSI_TASK_BUF_LEN;
+        void *region = mmap(NULL, len, PROT_READ | PROT_WRITE,
+                            MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (!c->tasks || region == MAP_FAILED) {
+                if (region != MAP_FAILED)
+                        munmap(region, len);
                 free(c->tasks);
-                free(c->text_in);
-                free(c->text_out.buf);
-                free(c);
-                return NULL;
+                c->tasks = NULL;
+                return -ENOMEM;
         }
+        c->region = region;
+        c->region_len = len;
+        c->nr_tasks = n;
         for (uint32_t i = c->nr_tasks; i-- > 0;) {
                 struct iscsi_task *t = &c->tasks[i];
                 t->conn = c;
@@ -1582,13 +1626,55 @@ struct iscsi_conn *iscsi_conn_new(int fd)
                 c->free_tasks = t;
         }
         c->nr_free = c->nr_tasks;
-        return c;
+        return 0;
+}
+
+/*
+ * The connection's guard (rt/limits.h): a login not finished by the login
+ * timeout closes the connection; a discovery session idle (no PDU, nothing
+ * outstanding) for the idle timeout is closed too.  Normal sessions in full
+ * feature phase are left to the host's NOP-Outs and TCP keep-alive.
+ */
+static void guard_fn(struct rt_timer *t)
+{
+        struct iscsi_conn *c =
+            (struct iscsi_conn *)((char *)t - offsetof(struct iscsi_conn, guard));
+        char why[64];
+        if (c->state == ISCSI_CONN_LOGIN) {
+                uint32_t login = atomic_load(&rt_limits.login_timeout_ms);
+                if (!login) { /* no limit (a reload may have lifted it): look again later */
+                        uint32_t idle = atomic_load(&rt_limits.idle_timeout_ms);
+                        rt_timer_arm(c->r, &c->guard, idle ? idle : RT_LOGIN_TIMEOUT_DEFAULT_MS);
+                        return;
+                }
+                snprintf(why, sizeof(why), "login not finished in %u ms", login);
+                iscsi_conn_close(c, why);
+                return;
+        }
+        if (c->state != ISCSI_CONN_FULL || !c->sess || c->sess->tgt)
+                return; /* closing, logging out, or a normal session */
+        uint32_t idle = atomic_load(&rt_limits.idle_timeout_ms);
+        if (!idle)
+                return;
+        uint64_t now = rt_now_ns(), quiet_ms = (now - c->last_rx_ns) / 1000000u;
+        if (quiet_ms >= idle && c->nr_free == c->nr_tasks) {
+                snprintf(why, sizeof(why), "discovery session idle for %u ms", idle);
+                iscsi_conn_close(c, why);
+                return;
+        }
+        rt_timer_arm(c->r, &c->guard, quiet_ms >= idle ? idle : idle - quiet_ms);
 }
 
 void iscsi_conn_start(void *arg)
 {
         struct iscsi_conn *c = arg;
         c->r = rt_current();
+        c->last_rx_ns = rt_now_ns();
+        c->guard.fn = guard_fn;
+        uint32_t login_ms = atomic_load(&rt_limits.login_timeout_ms);
+        uint32_t idle_ms = atomic_load(&rt_limits.idle_timeout_ms);
+        if (login_ms || idle_ms) /* with no login limit, the first check comes after idle_ms */
+                rt_timer_arm(c->r, &c->guard, login_ms ? login_ms : idle_ms);
         atomic_fetch_add(&live_conns, 1);
         rt_sock_peer_name(c->fd, c->peer, sizeof(c->peer));
         socklen_t sl = sizeof(c->local);
@@ -1600,6 +1686,9 @@ void iscsi_conn_start(void *arg)
 
 static void conn_free(struct iscsi_conn *c)
 {
+        if (c->r)
+                rt_timer_cancel(c->r, &c->guard);
+        rt_conn_release(&c->admit);
         if (c->sess)
                 iscsi_session_release(c->sess);
         else if (c->login.tgt)
@@ -1609,11 +1698,10 @@ static void conn_free(struct iscsi_conn *c)
         if (c->fd >= 0)
                 close(c->fd);
         bool started = c->r != NULL;
-        munmap(c->region, c->region_len);
+        if (c->region)
+                munmap(c->region, c->region_len);
         free(c->tasks);
-        free(c->text_in);
-        free(c->text_out.buf);
-        free(c);
+        conn_release(c);
         if (started)
                 atomic_fetch_sub(&live_conns, 1);
 }
@@ -1650,7 +1738,9 @@ void iscsi_conn_close(struct iscsi_conn *c, const char *reason)
         c->rx_state = ISCSI_RX_STOP;
         c->close_defer.fn = close_defer_fn;
         snprintf(c->close_reason, sizeof(c->close_reason), "%s", reason);
-        LOG_INFO(ISCSI_MOD, "%s: connection closed (%s)", c->peer, reason);
+        static struct rt_log_ratelimit rl = RT_LOG_RATELIMIT_INIT("iSCSI connections closed");
+        if (rt_log_ratelimit(&rl, ISCSI_MOD))
+                LOG_INFO(ISCSI_MOD, "%s: connection closed (%s)", c->peer, reason);
         if (c->fd >= 0)
                 shutdown(c->fd, SHUT_RDWR);
         /* Queued PDUs will never go out: release what they hold. */

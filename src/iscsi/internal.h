@@ -25,6 +25,7 @@
 #include "iscsi/iscsi.h"
 #include "rt/bigbuf.h"
 #include "rt/listener.h"
+#include "rt/limits.h"
 #include "rt/reactor.h"
 #include "rt/rxbuf.h"
 #include "rt/sock.h"
@@ -132,6 +133,12 @@ struct iscsi_neg {
         char target_name[ISCSI_NAME_MAX];
         bool have_initiator, have_target, have_type;
         bool auth_offered, auth_none_ok;
+        bool offer_none, offer_chap; /* AuthMethod values offered (login.c answers) */
+        /* CHAP keys of the current request (security stage), "" when absent. */
+        char chap_a[256], chap_n[256], chap_i[8];
+        char chap_r[160];   /* a digest, 0x-hex or 0b-base64 */
+        char chap_c[2100];  /* a challenge of up to 1024 bytes (RFC 7143 12.1.3) */
+        bool chap_too_long; /* a value above did not fit: authentication fails */
         bool mrdsl_declared;
         uint16_t status; /* login status on a fatal negotiation error, else 0 */
         struct iscsi_textbuf *out;
@@ -148,6 +155,33 @@ int iscsi_neg_declare(struct iscsi_neg *n);
 /* Parse a whole login text and answer every key. */
 int iscsi_neg_text(struct iscsi_neg *n, const char *buf, size_t len);
 
+/* ---- chap.c: CHAP (RFC 7143 12.1.3) ---- */
+
+#define ISCSI_CHAP_MD5       5
+#define ISCSI_CHAP_SHA1      6
+#define ISCSI_CHAP_SHA256    7
+#define ISCSI_CHAP_SHA3_256  8
+#define ISCSI_CHAP_MAX_MD    64 /* longest digest */
+#define ISCSI_CHAP_CHALLENGE 32 /* bytes of our challenges */
+#define ISCSI_SECRET_MAX     256
+
+/* Credentials of a target or of discovery sessions; user "" = no CHAP. */
+struct iscsi_auth {
+        char user[ISCSI_SECRET_MAX], secret[ISCSI_SECRET_MAX];
+        char mutual_user[ISCSI_SECRET_MAX], mutual_secret[ISCSI_SECRET_MAX];
+};
+
+/* The first algorithm of a CHAP_A list we support, or -1. */
+int iscsi_chap_pick(const char *list);
+/* H(id || secret || challenge) with algorithm alg into out (ISCSI_CHAP_MAX_MD). */
+int iscsi_chap_response(int alg, uint8_t id, const char *secret, const uint8_t *chal, size_t clen,
+                        uint8_t *out, unsigned *outlen);
+int iscsi_chap_random(uint8_t *buf, size_t len);
+/* A binary value (0x hex or 0b base64) into out: its length, or -EINVAL. */
+int iscsi_chap_decode(const char *s, uint8_t *out, size_t max);
+void iscsi_chap_encode(const uint8_t *in, size_t len, char *out, size_t outlen);
+bool iscsi_chap_equal(const uint8_t *a, const uint8_t *b, size_t len);
+
 /* ---- target.c ---- */
 
 struct iscsi_tgt {
@@ -155,7 +189,11 @@ struct iscsi_tgt {
         char name[ISCSI_NAME_MAX];
         struct scsi_target scsi;
         atomic_uint nr_sessions;
+        struct iscsi_auth auth; /* under iscsi_lock */
 };
+
+/* The credentials a login to tgt (NULL: a discovery session) must present (a copy). */
+void iscsi_auth_get(const struct iscsi_tgt *tgt, struct iscsi_auth *out);
 
 struct iscsi_portal {
         struct iscsi_portal *next;
@@ -309,8 +347,21 @@ enum iscsi_conn_state {
         ISCSI_CONN_CLOSING = 3, /* tearing down: waiting for polls and tasks */
 };
 
+enum iscsi_chap_state {
+        ISCSI_CHAP_OFF = 0, /* no CHAP in this login */
+        ISCSI_CHAP_WAIT_A,  /* AuthMethod=CHAP answered: the initiator's CHAP_A next */
+        ISCSI_CHAP_WAIT_NR, /* challenge sent: CHAP_N and CHAP_R next */
+        ISCSI_CHAP_DONE,    /* the initiator proved it (and we did, when asked) */
+};
+
 struct iscsi_login_state {
         bool started;
+        bool auth_answered;
+        enum iscsi_chap_state chap;
+        int chap_alg;
+        uint8_t chap_id;
+        uint8_t chap_c[ISCSI_CHAP_CHALLENGE];
+        struct iscsi_auth auth; /* what this login must present */
         uint8_t isid[6];
         uint16_t tsih;
         uint32_t itt;
@@ -336,6 +387,7 @@ struct iscsi_conn {
         struct sockaddr_storage local;
         char close_reason[64];
         bool warned;
+        bool rx_fault_asked; /* this header was shown to the fault hook (a parked one comes back) */
 
         /* Receive state machine. */
         enum iscsi_rx_state rx_state;
@@ -348,8 +400,6 @@ struct iscsi_conn {
         uint32_t rx_crc;
         bool rx_unknown_op;
         struct iscsi_task *rx_task;
-        struct rt_rxbuf ra; /* read-ahead for headers and small data (rx_fill) */
-        uint8_t scratch[4096];
 
         /* Send queue. */
         struct rt_txq txq;
@@ -387,9 +437,28 @@ struct iscsi_conn {
         bool rx_defer_armed;
         bool logout_rsp_sent;
         uint32_t text_gen;
+        /* rt/limits.h: the login deadline, then a discovery session's idle check. */
+        struct rt_timer guard;
+        uint64_t last_rx_ns;       /* when the last PDU arrived */
+        struct rt_conn_slot admit; /* counted against the connection caps */
+
+        /*
+         * Buffers last: the connection is its own mapping (conn.c conn_alloc),
+         * so pages an idle connection never touches cost nothing.
+         */
+        struct rt_rxbuf ra; /* read-ahead for headers and small data (rx_fill) */
+        uint8_t scratch[4096];
+        char text_in_buf[ISCSI_TEXT_MAX];  /* behind text_in */
+        char text_out_buf[ISCSI_TEXT_MAX]; /* behind text_out.buf */
 };
 
 struct iscsi_conn *iscsi_conn_new(int fd);
+/*
+ * The task table and its (lazily backed) buffers, made when a login
+ * completes: full feature phase needs them, a connection still logging in
+ * does not (an idle connection costs its login buffers only).  0 or -ENOMEM.
+ */
+int iscsi_conn_tasks_init(struct iscsi_conn *c);
 void iscsi_conn_start(void *arg); /* rt_msg_send target: runs on the conn's reactor */
 /* Serve connected socket fd on reactor r (takes the fd on success).  0 or -errno. */
 int iscsi_conn_attach(int fd, struct rt_reactor *r);

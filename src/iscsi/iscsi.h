@@ -28,6 +28,22 @@ int iscsi_lun_unmap(const char *iqn, uint32_t lun, char *err, size_t errlen);
 /* Is ns exported anywhere? (namespace_delete refuses while it is) */
 int iscsi_ns_in_use(const struct core_ns *ns);
 
+/*
+ * CHAP credentials a login must present (README "Security"): of target, or
+ * of discovery sessions when target is NULL.  user "" or NULL switches CHAP
+ * off; a user needs a secret of 12 to 255 bytes (RFC 7143 9.2.1: at least
+ * 96 bits); mutual_user/mutual_secret (optional) are what the target
+ * answers a mutual challenge with, and must differ from the initiator's.
+ * Takes effect for logins that start afterwards.  0 or -errno with err.
+ */
+int iscsi_auth_set(const char *target, const char *user, const char *secret,
+                   const char *mutual_user, const char *mutual_secret, char *err, size_t errlen);
+/*
+ * Every CHAP setting as a list of iscsi_target_auth params (discovery's
+ * without "target"); the secrets only when with_secrets (new reference).
+ */
+struct json_t *iscsi_auth_json(bool with_secrets);
+
 /* Describe state as JSON for the RPCs (new references). */
 struct json_t *iscsi_portals_json(void);
 struct json_t *iscsi_targets_json(void);

@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "iscsi/internal.h"
@@ -81,10 +82,120 @@ static uint16_t login_first_checks(struct iscsi_conn *c)
         return 0;
 }
 
+static uint16_t auth_fail(struct iscsi_conn *c, const char *why)
+{
+        const struct iscsi_neg *n = &c->login.neg;
+        LOG_WARN(ISCSI_MOD, "%s: CHAP authentication of initiator %s (CHAP_N '%s') failed: %s",
+                 c->peer, n->initiator_name[0] ? n->initiator_name : "?", n->chap_n, why);
+        return ISCSI_LOGIN_AUTH_FAILED;
+}
+
+/*
+ * The security stage (RFC 7143 12.1.3): answer AuthMethod with what the
+ * target (or, for discovery, the discovery credentials) requires, then run
+ * CHAP: the initiator's CHAP_A picks the digest, we send CHAP_I and CHAP_C,
+ * the initiator answers CHAP_N and CHAP_R (and, for mutual CHAP, CHAP_I and
+ * CHAP_C of its own, which we answer with CHAP_N and CHAP_R).  Returns 0 or
+ * the login status to fail with.
+ */
+static uint16_t login_auth(struct iscsi_conn *c)
+{
+        struct iscsi_login_state *L = &c->login;
+        struct iscsi_neg *n = &L->neg;
+        bool required = L->auth.user[0] != 0;
+        if (n->chap_too_long)
+                return auth_fail(c, "a CHAP value too long or empty");
+        if (n->auth_offered && !L->auth_answered) {
+                L->auth_answered = true;
+                if (required) {
+                        if (!n->offer_chap)
+                                return auth_fail(c, "the target requires CHAP, not offered");
+                        L->chap = ISCSI_CHAP_WAIT_A;
+                        return iscsi_text_add(n->out, "AuthMethod", "CHAP")
+                                   ? ISCSI_LOGIN_OUT_OF_RESOURCES
+                                   : 0;
+                }
+                if (!n->offer_none) /* only CHAP offered, and we hold no secret for it */
+                        return ISCSI_LOGIN_AUTH_FAILED;
+                n->auth_none_ok = true;
+                return iscsi_text_add(n->out, "AuthMethod", "None") ? ISCSI_LOGIN_OUT_OF_RESOURCES
+                                                                    : 0;
+        }
+        if (L->chap == ISCSI_CHAP_OFF || L->chap == ISCSI_CHAP_DONE) {
+                if (n->chap_a[0] || n->chap_n[0] || n->chap_r[0] || n->chap_c[0] || n->chap_i[0])
+                        return auth_fail(c, "CHAP keys outside a CHAP exchange");
+                return 0;
+        }
+        if (L->chap == ISCSI_CHAP_WAIT_A) {
+                if (!n->chap_a[0])
+                        return n->chap_n[0] || n->chap_r[0] ? auth_fail(c, "CHAP_R before CHAP_A")
+                                                            : 0;
+                L->chap_alg = iscsi_chap_pick(n->chap_a);
+                if (L->chap_alg < 0)
+                        return auth_fail(c, "no CHAP_A algorithm we support (5, 6, 7, 8)");
+                if (iscsi_chap_random(&L->chap_id, 1) ||
+                    iscsi_chap_random(L->chap_c, sizeof(L->chap_c)))
+                        return ISCSI_LOGIN_TARGET_ERROR;
+                char a[8], i[8], ch[2 * ISCSI_CHAP_CHALLENGE + 4];
+                snprintf(a, sizeof(a), "%d", L->chap_alg);
+                snprintf(i, sizeof(i), "%u", L->chap_id);
+                iscsi_chap_encode(L->chap_c, sizeof(L->chap_c), ch, sizeof(ch));
+                if (iscsi_text_add(n->out, "CHAP_A", a) || iscsi_text_add(n->out, "CHAP_I", i) ||
+                    iscsi_text_add(n->out, "CHAP_C", ch))
+                        return ISCSI_LOGIN_OUT_OF_RESOURCES;
+                L->chap = ISCSI_CHAP_WAIT_NR;
+                return 0;
+        }
+        /* ISCSI_CHAP_WAIT_NR */
+        if (!n->chap_n[0] || !n->chap_r[0])
+                return auth_fail(c, "no CHAP_N and CHAP_R after the challenge");
+        if (strcmp(n->chap_n, L->auth.user) != 0)
+                return auth_fail(c, "unknown CHAP_N");
+        uint8_t got[ISCSI_CHAP_MAX_MD], want[ISCSI_CHAP_MAX_MD];
+        unsigned wl = 0;
+        int gl = iscsi_chap_decode(n->chap_r, got, sizeof(got));
+        if (iscsi_chap_response(L->chap_alg, L->chap_id, L->auth.secret, L->chap_c,
+                                sizeof(L->chap_c), want, &wl))
+                return ISCSI_LOGIN_TARGET_ERROR;
+        if (gl != (int)wl || !iscsi_chap_equal(got, want, wl))
+                return auth_fail(c, "wrong CHAP_R");
+        bool mutual = L->auth.mutual_user[0] != 0;
+        if (n->chap_i[0] || n->chap_c[0]) {
+                /* The initiator asks us to prove ourselves. */
+                if (!mutual)
+                        return auth_fail(c, "mutual CHAP asked, no target secret configured");
+                char *end;
+                unsigned long id = strtoul(n->chap_i, &end, 0);
+                uint8_t chal[1024];
+                int cl = iscsi_chap_decode(n->chap_c, chal, sizeof(chal));
+                if (!n->chap_i[0] || *end || id > 255 || cl <= 0)
+                        return auth_fail(c, "malformed CHAP_I / CHAP_C");
+                if ((size_t)cl == sizeof(L->chap_c) &&
+                    iscsi_chap_equal(chal, L->chap_c, (size_t)cl))
+                        return auth_fail(c, "the initiator sent our own challenge back");
+                if (iscsi_chap_response(L->chap_alg, (uint8_t)id, L->auth.mutual_secret, chal,
+                                        (size_t)cl, want, &wl))
+                        return ISCSI_LOGIN_TARGET_ERROR;
+                char r[2 * ISCSI_CHAP_MAX_MD + 4];
+                iscsi_chap_encode(want, wl, r, sizeof(r));
+                if (iscsi_text_add(n->out, "CHAP_N", L->auth.mutual_user) ||
+                    iscsi_text_add(n->out, "CHAP_R", r))
+                        return ISCSI_LOGIN_OUT_OF_RESOURCES;
+        }
+        L->chap = ISCSI_CHAP_DONE;
+        LOG_INFO(ISCSI_MOD, "%s: initiator %s authenticated by CHAP (algorithm %d%s)", c->peer,
+                 n->initiator_name, L->chap_alg, n->chap_c[0] ? ", mutual" : "");
+        return 0;
+}
+
 static void login_complete(struct iscsi_conn *c, uint8_t flags)
 {
         struct iscsi_login_state *L = &c->login;
         struct iscsi_neg *n = &L->neg;
+        if (iscsi_conn_tasks_init(c) < 0) {
+                login_fail(c, ISCSI_LOGIN_OUT_OF_RESOURCES);
+                return;
+        }
         struct iscsi_session *s = iscsi_session_create(c, n, L->isid, L->tgt);
         if (!s) {
                 login_fail(c, ISCSI_LOGIN_OUT_OF_RESOURCES);
@@ -177,6 +288,9 @@ void iscsi_login_rx(struct iscsi_conn *c)
         }
         L->cur_stage = csg;
         L->neg.stage = csg;
+        L->neg.chap_a[0] = L->neg.chap_n[0] = L->neg.chap_i[0] = 0;
+        L->neg.chap_r[0] = L->neg.chap_c[0] = 0;
+        L->neg.chap_too_long = false;
 
         bool first = !L->neg.have_initiator && !L->neg.have_type;
         int rc = iscsi_neg_text(&L->neg, c->text_in, c->text_in_len);
@@ -205,8 +319,32 @@ void iscsi_login_rx(struct iscsi_conn *c)
                         }
                 }
         }
-        if (csg == ISCSI_STAGE_SECURITY && transit && L->neg.auth_offered && !L->neg.auth_none_ok) {
-                login_fail(c, ISCSI_LOGIN_AUTH_FAILED);
+        if (first)
+                iscsi_auth_get(L->tgt, &L->auth); /* NULL target: the discovery credentials */
+        if (csg == ISCSI_STAGE_SECURITY) {
+                uint16_t st = login_auth(c);
+                if (st) {
+                        login_fail(c, st);
+                        return;
+                }
+        }
+        /* Leaving the security stage needs the authentication done; skipping it, no CHAP required.
+         */
+        bool authed = L->chap == ISCSI_CHAP_DONE ||
+                      (!L->auth.user[0] && (!L->neg.auth_offered || L->neg.auth_none_ok));
+        if (csg == ISCSI_STAGE_SECURITY && transit && !authed) {
+                if (L->chap == ISCSI_CHAP_WAIT_A || L->chap == ISCSI_CHAP_WAIT_NR) {
+                        transit = false; /* CHAP goes on: we answer T=0 (RFC 7143 6.3) */
+                } else {
+                        login_fail(c, L->auth.user[0]
+                                          ? auth_fail(c, "left the security stage unauthenticated")
+                                          : ISCSI_LOGIN_AUTH_FAILED);
+                        return;
+                }
+        }
+        if (csg == ISCSI_STAGE_OPERATIONAL && L->auth.user[0] && L->chap != ISCSI_CHAP_DONE) {
+                /* Straight to the operational stage: no security stage, no CHAP. */
+                login_fail(c, auth_fail(c, "the target requires CHAP, the login skipped it"));
                 return;
         }
         if (csg == ISCSI_STAGE_OPERATIONAL || (transit && nsg == ISCSI_STAGE_FULL)) {

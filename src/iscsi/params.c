@@ -212,22 +212,44 @@ int iscsi_neg_key(struct iscsi_neg *n, const char *key, const char *val)
                 return 0;
         }
         if (!strcmp(key, "AuthMethod")) {
+                /* Recorded; login.c answers once it knows what the target requires. */
+                if (n->stage != ISCSI_STAGE_SECURITY)
+                        return answer(n, key, "Irrelevant");
                 char tmp[ISCSI_VALUE_MAX + 1];
                 snprintf(tmp, sizeof(tmp), "%s", val);
                 char *save = NULL;
                 n->auth_offered = true;
-                for (char *t = strtok_r(tmp, ",", &save); t; t = strtok_r(NULL, ",", &save))
-                        if (!strcmp(t, "None")) {
-                                n->auth_none_ok = true;
-                                return answer(n, key, "None");
-                        }
-                /* Only methods we do not implement (CHAP...): authentication fails. */
-                n->status = ISCSI_LOGIN_AUTH_FAILED;
-                return -EPROTO;
+                for (char *t = strtok_r(tmp, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+                        n->offer_none |= !strcmp(t, "None");
+                        n->offer_chap |= !strcmp(t, "CHAP");
+                }
+                return 0;
         }
         if (!strncmp(key, "CHAP_", 5)) {
-                n->status = ISCSI_LOGIN_AUTH_FAILED;
-                return -EPROTO;
+                /* Only in the security stage of a login; login.c checks the exchange. */
+                if (n->stage != ISCSI_STAGE_SECURITY) {
+                        n->status = ISCSI_LOGIN_AUTH_FAILED;
+                        return -EPROTO;
+                }
+                char *dst = NULL;
+                size_t cap = 0;
+                if (!strcmp(key, "CHAP_A"))
+                        dst = n->chap_a, cap = sizeof(n->chap_a);
+                else if (!strcmp(key, "CHAP_N"))
+                        dst = n->chap_n, cap = sizeof(n->chap_n);
+                else if (!strcmp(key, "CHAP_I"))
+                        dst = n->chap_i, cap = sizeof(n->chap_i);
+                else if (!strcmp(key, "CHAP_R"))
+                        dst = n->chap_r, cap = sizeof(n->chap_r);
+                else if (!strcmp(key, "CHAP_C"))
+                        dst = n->chap_c, cap = sizeof(n->chap_c);
+                else
+                        return answer(n, key, "NotUnderstood");
+                if (strlen(val) >= cap || !*val)
+                        n->chap_too_long = true;
+                else
+                        snprintf(dst, cap, "%s", val);
+                return 0;
         }
         /* Keys only a target may send. */
         if (!strcmp(key, "TargetAlias") || !strcmp(key, "TargetAddress") ||

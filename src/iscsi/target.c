@@ -207,6 +207,105 @@ int iscsi_ns_in_use(const struct core_ns *ns)
         return used;
 }
 
+static struct iscsi_auth discovery_auth; /* under iscsi_lock */
+
+void iscsi_auth_get(const struct iscsi_tgt *tgt, struct iscsi_auth *out)
+{
+        pthread_mutex_lock(&iscsi_lock);
+        *out = tgt ? tgt->auth : discovery_auth;
+        pthread_mutex_unlock(&iscsi_lock);
+}
+
+int iscsi_auth_set(const char *target, const char *user, const char *secret,
+                   const char *mutual_user, const char *mutual_secret, char *err, size_t errlen)
+{
+        struct iscsi_auth a = {0};
+        user = user ? user : "";
+        if (user[0]) {
+                if (strlen(user) >= ISCSI_SECRET_MAX) {
+                        ERR("chap_user longer than %d bytes", ISCSI_SECRET_MAX - 1);
+                        return -EINVAL;
+                }
+                if (!secret || strlen(secret) < 12 || strlen(secret) >= ISCSI_SECRET_MAX) {
+                        ERR("chap_secret must be 12 to %d bytes (RFC 7143: at least 96 bits)",
+                            ISCSI_SECRET_MAX - 1);
+                        return -EINVAL;
+                }
+                snprintf(a.user, sizeof(a.user), "%s", user);
+                snprintf(a.secret, sizeof(a.secret), "%s", secret);
+                if (mutual_user && mutual_user[0]) {
+                        if (strlen(mutual_user) >= ISCSI_SECRET_MAX || !mutual_secret ||
+                            strlen(mutual_secret) < 12 ||
+                            strlen(mutual_secret) >= ISCSI_SECRET_MAX) {
+                                ERR("mutual_user needs a mutual_secret of 12 to %d bytes",
+                                    ISCSI_SECRET_MAX - 1);
+                                return -EINVAL;
+                        }
+                        if (strcmp(mutual_secret, secret) == 0) {
+                                ERR("mutual_secret must differ from chap_secret (RFC 7143 "
+                                    "12.1.3)");
+                                return -EINVAL;
+                        }
+                        snprintf(a.mutual_user, sizeof(a.mutual_user), "%s", mutual_user);
+                        snprintf(a.mutual_secret, sizeof(a.mutual_secret), "%s", mutual_secret);
+                } else if (mutual_secret && mutual_secret[0]) {
+                        ERR("mutual_secret without mutual_user");
+                        return -EINVAL;
+                }
+        } else if ((secret && secret[0]) || (mutual_user && mutual_user[0])) {
+                ERR("chap_secret / mutual_user without chap_user");
+                return -EINVAL;
+        }
+        pthread_mutex_lock(&iscsi_lock);
+        struct iscsi_auth *dst = &discovery_auth;
+        if (target) {
+                struct iscsi_tgt *t = tgt_find(target);
+                if (!t) {
+                        pthread_mutex_unlock(&iscsi_lock);
+                        ERR("no target %s", target);
+                        return -ENOENT;
+                }
+                dst = &t->auth;
+        }
+        *dst = a;
+        pthread_mutex_unlock(&iscsi_lock);
+        LOG_INFO(ISCSI_MOD, "%s%s: CHAP %s", target ? "target " : "discovery sessions",
+                 target ? target : "",
+                 !a.user[0]         ? "off"
+                 : a.mutual_user[0] ? "required, mutual offered"
+                                    : "required");
+        return 0;
+}
+
+static json_t *auth_entry(const char *target, const struct iscsi_auth *a, bool with_secrets)
+{
+        json_t *o = json_object();
+        if (target)
+                json_object_set_new(o, "target", json_string(target));
+        json_object_set_new(o, "chap_user", json_string(a->user));
+        if (with_secrets)
+                json_object_set_new(o, "chap_secret", json_string(a->secret));
+        if (a->mutual_user[0]) {
+                json_object_set_new(o, "mutual_user", json_string(a->mutual_user));
+                if (with_secrets)
+                        json_object_set_new(o, "mutual_secret", json_string(a->mutual_secret));
+        }
+        return o;
+}
+
+json_t *iscsi_auth_json(bool with_secrets)
+{
+        json_t *arr = json_array();
+        pthread_mutex_lock(&iscsi_lock);
+        if (discovery_auth.user[0])
+                json_array_append_new(arr, auth_entry(NULL, &discovery_auth, with_secrets));
+        for (struct iscsi_tgt *t = targets; t; t = t->next)
+                if (t->auth.user[0])
+                        json_array_append_new(arr, auth_entry(t->name, &t->auth, with_secrets));
+        pthread_mutex_unlock(&iscsi_lock);
+        return arr;
+}
+
 json_t *iscsi_targets_json(void)
 {
         json_t *arr = json_array();
@@ -220,9 +319,12 @@ json_t *iscsi_targets_json(void)
                                                       json_pack("{s:i, s:s}", "lun", (json_int_t)l,
                                                                 "namespace", ns->name));
                 }
-                json_array_append_new(arr, json_pack("{s:s, s:o, s:i}", "name", t->name, "luns",
-                                                     luns, "sessions",
-                                                     (json_int_t)atomic_load(&t->nr_sessions)));
+                json_array_append_new(
+                    arr, json_pack("{s:s, s:o, s:i, s:s}", "name", t->name, "luns", luns,
+                                   "sessions", (json_int_t)atomic_load(&t->nr_sessions), "chap",
+                                   !t->auth.user[0]         ? "none"
+                                   : t->auth.mutual_user[0] ? "mutual"
+                                                            : "one-way"));
         }
         pthread_mutex_unlock(&iscsi_lock);
         return arr;
@@ -296,12 +398,27 @@ int iscsi_send_targets(struct iscsi_textbuf *tb, const char *what, const char *c
 /* A connection accepted on a portal, on the reactor it was handed to. */
 static void portal_accept(int fd)
 {
-        struct iscsi_conn *c = iscsi_conn_new(fd);
-        if (!c) {
-                LOG_WARN(ISCSI_MOD, "out of memory for a new connection");
+        struct rt_conn_slot slot;
+        char why[128];
+        if (rt_conn_admit(fd, &slot, why, sizeof(why)) < 0) {
+                static struct rt_log_ratelimit rl =
+                    RT_LOG_RATELIMIT_INIT("iSCSI connections refused");
+                if (rt_log_ratelimit(&rl, ISCSI_MOD)) {
+                        char peer[RT_ADDR_NAME_MAX];
+                        rt_sock_peer_name(fd, peer, sizeof(peer));
+                        LOG_WARN(ISCSI_MOD, "%s: connection refused: %s", peer, why);
+                }
                 close(fd);
                 return;
         }
+        struct iscsi_conn *c = iscsi_conn_new(fd);
+        if (!c) {
+                LOG_WARN(ISCSI_MOD, "out of memory for a new connection");
+                rt_conn_release(&slot);
+                close(fd);
+                return;
+        }
+        c->admit = slot;
         iscsi_conn_start(c);
 }
 

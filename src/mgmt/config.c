@@ -16,12 +16,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/ns.h"
 #include "mgmt/metrics.h"
 #include "iscsi/iscsi.h"
 #include "nvme/nvme.h"
 #include "nvmf/nvmf.h"
+#include "rt/limits.h"
 #include "rt/log.h"
 
 #define CONFIG_MAX_BYTES (16u << 20) /* a config larger than this is surely a mistake */
@@ -45,6 +48,8 @@ static const char default_config[] =
     "\"nsid\": 1, \"namespace\": \"disk0\"}},"
     "{\"method\": \"nvmf_listener_add\", \"params\": {\"addr\": \"127.0.0.1\", \"port\": 4420}}"
     "]}";
+
+static int check_top(json_t *root, char *err, size_t errlen);
 
 static json_t *load_text(const char *path, char *err, size_t errlen)
 {
@@ -72,6 +77,43 @@ static json_t *load_text(const char *path, char *err, size_t errlen)
 out:
         fclose(f);
         return root;
+}
+
+int mgmt_config_file_is_ours(const char *path, char *err, size_t errlen)
+{
+        struct stat st;
+        if (lstat(path, &st) < 0) {
+                if (errno == ENOENT)
+                        return 0;
+                snprintf(err, errlen, "%s: %s", path, strerror(errno));
+                return -errno;
+        }
+        if (S_ISLNK(st.st_mode)) {
+                snprintf(err, errlen, "%s is a symbolic link: refused (name the file itself)",
+                         path);
+                return -EPERM;
+        }
+        if (!S_ISREG(st.st_mode)) {
+                snprintf(err, errlen, "%s is not a regular file: refused", path);
+                return -EPERM;
+        }
+        if (st.st_uid != geteuid()) {
+                snprintf(err, errlen, "%s belongs to uid %u, not to slated (uid %u): refused", path,
+                         (unsigned)st.st_uid, (unsigned)geteuid());
+                return -EPERM;
+        }
+        if (st.st_size == 0)
+                return 0;
+        char msg[256];
+        json_t *root = load_text(path, msg, sizeof(msg));
+        int rc = root ? check_top(root, msg, sizeof(msg)) : -EINVAL;
+        json_decref(root);
+        if (rc < 0) {
+                snprintf(err, errlen, "%s is not a slated config file: refused to replace it",
+                         path);
+                return -EPERM;
+        }
+        return 0;
 }
 
 static int copy_opt_str(json_t *v, const char *key, char *dst, size_t dstlen, char *err,
@@ -153,6 +195,36 @@ static int parse_options(json_t *opts, struct mgmt_options *o, char *err, size_t
                                 rc = -EINVAL;
                         } else {
                                 o->xfer_pool_mib = (unsigned)json_integer_value(v);
+                                rc = 0;
+                        }
+                } else if (strcmp(key, "login_timeout_ms") == 0 ||
+                           strcmp(key, "idle_timeout_ms") == 0) {
+                        bool login = key[0] == 'l';
+                        if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+                            json_integer_value(v) > RT_TIMEOUT_MAX_MS) {
+                                snprintf(err, errlen,
+                                         "options.%s must be an integer in [0, %u] (0: no limit)",
+                                         key, RT_TIMEOUT_MAX_MS);
+                                rc = -EINVAL;
+                        } else {
+                                *(login ? &o->login_timeout_ms : &o->idle_timeout_ms) =
+                                    (uint32_t)json_integer_value(v);
+                                *(login ? &o->login_timeout_set : &o->idle_timeout_set) = true;
+                                rc = 0;
+                        }
+                } else if (strcmp(key, "max_connections") == 0 ||
+                           strcmp(key, "max_connections_per_host") == 0) {
+                        bool host = strcmp(key, "max_connections_per_host") == 0;
+                        if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+                            json_integer_value(v) > RT_MAX_CONNECTIONS_LIMIT) {
+                                snprintf(err, errlen,
+                                         "options.%s must be an integer in [0, %u] (0: no cap)",
+                                         key, RT_MAX_CONNECTIONS_LIMIT);
+                                rc = -EINVAL;
+                        } else {
+                                *(host ? &o->max_connections_per_host : &o->max_connections) =
+                                    (uint32_t)json_integer_value(v);
+                                *(host ? &o->max_conn_host_set : &o->max_conn_set) = true;
                                 rc = 0;
                         }
                 } else {
@@ -297,8 +369,28 @@ void mgmt_config_options_commit(json_t *root)
 {
         struct mgmt_options o;
         char msg[256];
-        if (parse_options(json_object_get(root, "options"), &o, msg, sizeof(msg)) == 0)
+        if (parse_options(json_object_get(root, "options"), &o, msg, sizeof(msg)) == 0) {
                 cfg_opts = o;
+                mgmt_options_apply_limits(&o);
+        }
+}
+
+void mgmt_options_apply_limits(const struct mgmt_options *o)
+{
+        uint32_t login = o->login_timeout_set ? o->login_timeout_ms : RT_LOGIN_TIMEOUT_DEFAULT_MS;
+        uint32_t idle = o->idle_timeout_set ? o->idle_timeout_ms : RT_IDLE_TIMEOUT_DEFAULT_MS;
+        uint32_t maxc = o->max_conn_set ? o->max_connections : RT_MAX_CONNECTIONS_DEFAULT;
+        uint32_t maxh = o->max_conn_host_set ? o->max_connections_per_host
+                                             : RT_MAX_CONNECTIONS_PER_HOST_DEFAULT;
+        bool changed = atomic_exchange(&rt_limits.login_timeout_ms, login) != login;
+        changed |= atomic_exchange(&rt_limits.idle_timeout_ms, idle) != idle;
+        changed |= atomic_exchange(&rt_limits.max_connections, maxc) != maxc;
+        changed |= atomic_exchange(&rt_limits.max_connections_per_host, maxh) != maxh;
+        if (changed)
+                LOG_INFO("mgmt",
+                         "limits: login timeout %u ms, discovery idle timeout %u ms, at most %u "
+                         "connections, %u from one host (0: none)",
+                         login, idle, maxc, maxh);
 }
 
 int mgmt_config_read_options(const char *path, struct mgmt_options *o, char *err, size_t errlen)
@@ -469,7 +561,7 @@ static void dump_pool(const struct core_pool_info *pi, void *arg)
                                                           (json_int_t)pi->limit)));
 }
 
-json_t *mgmt_config_dump(void)
+json_t *mgmt_config_dump(bool with_secrets)
 {
         json_t *out = json_array();
         json_t *nss = json_array();
@@ -518,6 +610,11 @@ json_t *mgmt_config_dump(void)
                 dump_luns(maps, iqn, json_object_get(t, "luns"));
         }
         json_array_extend(out, maps);
+        /* CHAP settings (secrets only when asked: config_save include_secrets) */
+        json_t *auth = iscsi_auth_json(with_secrets);
+        json_array_foreach(auth, i, t)
+            json_array_append_new(out, entry("iscsi_target_auth", json_incref(t)));
+        json_decref(auth);
 
         /* 4. portals last: hosts can connect only once everything behind them exists */
         json_array_foreach(portals, i, t)

@@ -35,11 +35,23 @@ struct mgmt_options {
         char http_listen[80]; /* metrics and status page: PORT, ADDR:PORT, [IPv6]:PORT */
         unsigned reactors;
         unsigned xfer_pool_mib; /* large-transfer buffer pool per reactor (rt/bigbuf.h) */
+        /* rt/limits.h; live on reload.  *_set: given (0 is "no limit"). */
+        bool login_timeout_set, idle_timeout_set, max_conn_set, max_conn_host_set;
+        uint32_t login_timeout_ms, idle_timeout_ms, max_connections, max_connections_per_host;
 };
 /* xfer_pool_mib: room for one largest transfer (32 MiB) at least; default 64. */
 #define MGMT_XFER_POOL_MIN_MIB 32u
 #define MGMT_XFER_POOL_MAX_MIB 65536u
 int mgmt_config_read_options(const char *path, struct mgmt_options *o, char *err, size_t errlen);
+/*
+ * Whether config_save may write path: it does not exist, or it is a regular
+ * file (not a symbolic link) of slated's own uid that is empty or a slated
+ * config file; otherwise -EPERM (or -errno) with the reason in err.
+ */
+int mgmt_config_file_is_ours(const char *path, char *err, size_t errlen);
+
+/* Put the options' connection limits into rt_limits (start-up; reload does it itself). */
+void mgmt_options_apply_limits(const struct mgmt_options *o);
 
 /*
  * Run one method of the RPC table (the one dispatcher shared by the socket
@@ -55,7 +67,7 @@ struct core_ns;
 struct json_t *mgmt_ns_params_json(struct core_ns *ns);
 
 /* The running state as a replayable config {"config":[...]} (new reference, NULL on ENOMEM). */
-struct json_t *mgmt_config_dump(void);
+struct json_t *mgmt_config_dump(bool with_secrets);
 
 /*
  * Live reconfiguration (reload.c): re-read path (NULL = the file slated was

@@ -50,8 +50,20 @@ struct model {
         json_t *portals;   /* [ {addr, port} ] */
         json_t *subsys;    /* nqn -> {"serial", "model", "any", "hosts": {h: true}, "ns": {..}} */
         json_t *listeners; /* [ {addr, port} ] */
+        json_t *auth;      /* iqn, or "" for discovery -> iscsi_target_auth params (no "target") */
         const char *log_level;
 };
+
+/* A copy of params with CHAP secrets masked, for the log and the result. */
+static json_t *redacted(json_t *params)
+{
+        json_t *c = json_deep_copy(params);
+        static const char *const keys[] = {"chap_secret", "mutual_secret"};
+        for (size_t i = 0; i < 2; i++)
+                if (json_object_get(c, keys[i]))
+                        json_object_set_new(c, keys[i], json_string("********"));
+        return c;
+}
 
 static void model_init(struct model *m)
 {
@@ -61,6 +73,7 @@ static void model_init(struct model *m)
         m->portals = json_array();
         m->subsys = json_object();
         m->listeners = json_array();
+        m->auth = json_object();
         m->log_level = NULL;
 }
 
@@ -72,6 +85,7 @@ static void model_fini(struct model *m)
         json_decref(m->portals);
         json_decref(m->subsys);
         json_decref(m->listeners);
+        json_decref(m->auth);
 }
 
 static const char *pstr(json_t *p, const char *k)
@@ -169,6 +183,20 @@ static int model_apply(struct model *m, const char *method, json_t *p, char *err
                 json_object_set_new(m->targets, pstr(p, "name"), json_object());
         } else if (strcmp(method, "iscsi_target_delete") == 0) {
                 json_object_del(m->targets, pstr(p, "name"));
+                json_object_del(m->auth, pstr(p, "name"));
+        } else if (strcmp(method, "iscsi_target_auth") == 0) {
+                const char *t = pstr(p, "target");
+                if (t && !json_object_get(m->targets, t))
+                        FAIL("iscsi_target_auth: no iSCSI target %s before it", t);
+                json_t *a = json_deep_copy(p);
+                json_object_del(a, "target");
+                const char *u = pstr(a, "chap_user");
+                if (u && u[0])
+                        json_object_set_new(m->auth, t ? t : "", a);
+                else {
+                        json_object_del(m->auth, t ? t : "");
+                        json_decref(a);
+                }
         } else if (strcmp(method, "iscsi_lun_map") == 0 || strcmp(method, "iscsi_lun_unmap") == 0) {
                 json_t *t = json_object_get(m->targets, pstr(p, "target"));
                 if (!t)
@@ -258,6 +286,11 @@ static int model_apply(struct model *m, const char *method, json_t *p, char *err
                 }
         } else if (strcmp(method, "log_set_level") == 0) {
                 m->log_level = pstr(p, "level");
+        } else if (strncmp(method, "fault_", 6) == 0) {
+                /* Our choice: fault rules are runtime state, never part of the configuration. */
+                FAIL("method %s: fault injection is not configuration (not saved, not reloaded); "
+                     "set it over RPC",
+                     method);
         } else {
                 FAIL("method %s cannot be applied by a reload (restart slated)", method);
         }
@@ -569,6 +602,17 @@ static void diff(struct plan *pl, struct model *run, struct model *want, json_t 
                          json_pack("{s:s, s:I, s:O}", "target", k, "lun",
                                    (json_int_t)strtoll(k2, NULL, 10), "namespace", v));
         }
+        /* CHAP: set where it changed, switched off where the file no longer has it (live) */
+        json_object_foreach(want->auth, k, n) if (!json_equal(n, json_object_get(run->auth, k)))
+        {
+                json_t *a = json_deep_copy(n);
+                if (k[0])
+                        json_object_set_new(a, "target", json_string(k));
+                step(pl, "iscsi_target_auth", a);
+        }
+        json_object_foreach(run->auth, k, o) if (!json_object_get(want->auth, k) &&
+                                                 (!k[0] || json_object_get(want->targets, k)))
+            step(pl, "iscsi_target_auth", k[0] ? json_pack("{s:s}", "target", k) : json_object());
         json_object_foreach(want->subsys, k, n)
         {
                 json_t *os = json_object_get(run->subsys, k);
@@ -632,7 +676,7 @@ static int reload(const char *path, bool dry_run, json_t **result, char *err, si
                 snprintf(err, errlen, "%s: %s", path, msg);
                 goto out;
         }
-        cur = mgmt_config_dump();
+        cur = mgmt_config_dump(true); /* the secrets too, to compare; never shown */
         if (!cur) {
                 snprintf(err, errlen, "out of memory");
                 rc = -ENOMEM;
@@ -666,7 +710,9 @@ static int reload(const char *path, bool dry_run, json_t **result, char *err, si
                 {
                         json_t *res = NULL;
                         int code;
-                        char *txt = json_dumps(json_object_get(x, "params"), JSON_COMPACT);
+                        json_t *shown = redacted(json_object_get(x, "params"));
+                        char *txt = json_dumps(shown, JSON_COMPACT);
+                        json_decref(shown);
                         LOG_INFO("mgmt", "reload: %s %s", pstr(x, "method"), txt ? txt : "");
                         free(txt);
                         rc = mgmt_rpc_call(pstr(x, "method"), json_object_get(x, "params"), &res,
@@ -686,8 +732,12 @@ static int reload(const char *path, bool dry_run, json_t **result, char *err, si
                          done == 1 ? "" : "s");
                 mgmt_config_options_commit(root);
         }
-        *result = json_pack("{s:s, s:b, s:I, s:O}", "path", path, "dry_run", dry_run, "changes",
-                            (json_int_t)json_array_size(pl.steps), "steps", pl.steps);
+        json_t *shown = json_array();
+        json_array_foreach(pl.steps, i, x) json_array_append_new(
+            shown, json_pack("{s:s, s:o}", "method", pstr(x, "method"), "params",
+                             redacted(json_object_get(x, "params"))));
+        *result = json_pack("{s:s, s:b, s:I, s:o}", "path", path, "dry_run", dry_run, "changes",
+                            (json_int_t)json_array_size(pl.steps), "steps", shown);
 out:
         if (rc < 0)
                 LOG_ERR("mgmt", "reload refused or stopped: %s", err);

@@ -37,6 +37,7 @@
 #include <uuid/uuid.h>
 
 #include "core/atomic.h"
+#include "core/fault.h"
 #include "core/media.h"
 #include "core/ns.h"
 #include "mgmt/metrics.h"
@@ -100,7 +101,7 @@ struct rpc_method {
         const char *name;
         int (*fn)(struct rpc_ctx *c);
         const char *desc;
-        struct param_spec params[16]; /* terminated by name == NULL */
+        struct param_spec params[24]; /* terminated by name == NULL (namespace_create has 16) */
 };
 
 static const struct rpc_method rpc_methods[];
@@ -360,6 +361,7 @@ static int h_namespace_create(struct rpc_ctx *c)
             .thin = pbool(c, "thin", true),
             .write_protect = pbool(c, "write_protect", false),
             .removable = pbool(c, "removable", false),
+            .adopt = pbool(c, "adopt", false),
             .sanitize_rate_mibps = (uint32_t)puint(c, "sanitize_rate_mibps", 0),
             .provision_limit = psize(c, "provision_limit", 0),
             .provision_threshold = psize(c, "provision_threshold", 0),
@@ -834,6 +836,21 @@ static int h_iscsi_target_create(struct rpc_ctx *c)
         return rc < 0 ? opfail(c, rc, "iscsi_target_create", msg) : 0;
 }
 
+static int h_iscsi_target_auth(struct rpc_ctx *c)
+{
+        char msg[256] = "";
+        const char *target = pstr(c, "target", NULL);
+        int rc = iscsi_auth_set(target, pstr(c, "chap_user", ""), pstr(c, "chap_secret", NULL),
+                                pstr(c, "mutual_user", NULL), pstr(c, "mutual_secret", NULL), msg,
+                                sizeof(msg));
+        if (rc == -EINVAL) {
+                snprintf(c->err, c->errlen, "invalid params: %s", msg);
+                c->code = RPC_INVALID_PARAMS;
+                return rc;
+        }
+        return rc < 0 ? opfail(c, rc, "iscsi_target_auth", msg) : 0;
+}
+
 static int h_iscsi_target_delete(struct rpc_ctx *c)
 {
         char msg[256] = "";
@@ -990,13 +1007,127 @@ static int h_nvmf_ctrl_list(struct rpc_ctx *c)
         return c->result ? 0 : opfail(c, -ENOMEM, "nvmf_ctrl_list", NULL);
 }
 
+/* ---- Fault injection (core/fault.h): rules, not persisted ---- */
+
+static int h_fault_set(struct rpc_ctx *c)
+{
+        struct core_fault_rule r;
+        char msg[256] = "";
+        core_fault_rule_init(&r);
+        const char *ns = pstr(c, "namespace", NULL);
+        if (ns) {
+                if (!core_ns_find(ns))
+                        return opfail(c, -ENOENT, "fault_set", "no such namespace");
+                snprintf(r.ns, sizeof(r.ns), "%s", ns);
+        }
+        const char *v;
+        if ((v = pstr(c, "host", NULL)))
+                snprintf(r.host, sizeof(r.host), "%s", v);
+        if ((v = pstr(c, "transport", NULL)))
+                snprintf(r.transport, sizeof(r.transport), "%s", v);
+        if ((v = pstr(c, "peer", NULL)))
+                snprintf(r.peer, sizeof(r.peer), "%s", v);
+        if ((v = pstr(c, "ops", NULL)) && core_fault_parse_ops(v, &r.ops, msg, sizeof(msg)) < 0)
+                return inval(c, "%s", msg);
+        if ((v = pstr(c, "status", NULL)) &&
+            core_fault_parse_status(v, &r.status, msg, sizeof(msg)) < 0)
+                return inval(c, "%s", msg);
+        r.lba_first = puint(c, "lba_first", 0);
+        r.lba_last = puint(c, "lba_last", UINT64_MAX);
+        r.per_mille = (uint32_t)puint(c, "per_mille", 1000);
+        r.every = (uint32_t)puint(c, "every", 0);
+        r.seed = puint(c, "seed", 0);
+        r.latency_us = (uint32_t)puint(c, "latency_us", 0);
+        r.drop = pbool(c, "drop", false);
+        r.after = puint(c, "after", 0);
+        /* A drop rule drops once unless told otherwise: the host must be able to come back. */
+        r.count = puint(c, "count", r.drop ? 1 : 0);
+        if (json_object_get(c->params, "per_mille") && json_object_get(c->params, "every"))
+                return inval(c, "give per_mille or every, not both");
+        uint32_t id;
+        int rc = core_fault_add(&r, &id, msg, sizeof(msg));
+        if (rc == -EINVAL)
+                return inval(c, "%s", msg);
+        if (rc < 0)
+                return opfail(c, rc, "fault_set", msg);
+        c->result = json_pack("{s:i}", "id", (json_int_t)id);
+        return c->result ? 0 : opfail(c, -ENOMEM, "fault_set", NULL);
+}
+
+static int h_fault_clear(struct rpc_ctx *c)
+{
+        json_t *idv = json_object_get(c->params, "id");
+        bool all = pbool(c, "all", false);
+        if ((idv != NULL) == all)
+                return inval(c, "give 'id' (one rule) or 'all=true'");
+        int rc = core_fault_clear(all ? 0 : (uint32_t)puint(c, "id", 0));
+        if (rc < 0)
+                return opfail(c, rc, "fault_clear", "no such fault rule");
+        c->result = json_pack("{s:i}", "cleared", (json_int_t)rc);
+        return c->result ? 0 : opfail(c, -ENOMEM, "fault_clear", NULL);
+}
+
+static void fault_one(const struct core_fault_rule *r, void *arg)
+{
+        static const char *const opn[] = {"read", "write", "flush", "other"};
+        char ops[40] = "";
+        if (r->ops == CORE_FAULT_OPS_ALL)
+                snprintf(ops, sizeof(ops), "all");
+        else
+                for (unsigned i = 0; i < 4; i++)
+                        if (r->ops & (1u << i)) {
+                                size_t n = strlen(ops);
+                                snprintf(ops + n, sizeof(ops) - n, "%s%s", n ? "," : "", opn[i]);
+                        }
+        json_t *o =
+            json_pack("{s:i, s:s, s:b, s:I, s:I, s:I}", "id", (json_int_t)r->id, "kind",
+                      r->drop ? "drop" : "io", "armed", r->armed, "seen", (json_int_t)r->seen,
+                      "hits", (json_int_t)r->hits, "count", (json_int_t)r->count);
+        if (!o)
+                return;
+        if (r->ns[0])
+                json_object_set_new(o, "namespace", json_string(r->ns));
+        if (r->host[0])
+                json_object_set_new(o, "host", json_string(r->host));
+        if (r->transport[0])
+                json_object_set_new(o, "transport", json_string(r->transport));
+        if (r->drop) {
+                if (r->peer[0])
+                        json_object_set_new(o, "peer", json_string(r->peer));
+                json_object_set_new(o, "after", json_integer((json_int_t)r->after));
+        } else {
+                json_object_set_new(o, "ops", json_string(ops));
+                json_object_set_new(o, "lba_first", json_integer((json_int_t)r->lba_first));
+                if (r->lba_last != UINT64_MAX)
+                        json_object_set_new(o, "lba_last", json_integer((json_int_t)r->lba_last));
+                if (r->every)
+                        json_object_set_new(o, "every", json_integer(r->every));
+                else
+                        json_object_set_new(o, "per_mille", json_integer(r->per_mille));
+                if (r->status != CORE_OK)
+                        json_object_set_new(o, "status", json_string(core_status_name(r->status)));
+                json_object_set_new(o, "latency_us", json_integer(r->latency_us));
+        }
+        json_array_append_new(arg, o);
+}
+
+static int h_fault_list(struct rpc_ctx *c)
+{
+        json_t *arr = json_array();
+        if (!arr)
+                return opfail(c, -ENOMEM, "fault_list", NULL);
+        core_fault_foreach(fault_one, arr);
+        c->result = arr;
+        return 0;
+}
+
 /* Write text to path atomically (temp file + rename) so a crash never leaves half a config. */
 static int write_file_atomic(const char *path, const char *text)
 {
         char tmp[4200];
         if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= sizeof(tmp))
                 return -ENAMETOOLONG;
-        int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd < 0)
                 return -errno;
         size_t len = strlen(text), off = 0;
@@ -1023,13 +1154,20 @@ static int write_file_atomic(const char *path, const char *text)
 
 static int h_config_save(struct rpc_ctx *c)
 {
-        json_t *cfg = mgmt_config_dump();
+        json_t *cfg = mgmt_config_dump(pbool(c, "include_secrets", false));
         if (!cfg)
                 return opfail(c, -ENOMEM, "config_save", NULL);
         const char *path = pstr(c, "path", NULL);
         if (!path) {
                 c->result = cfg;
                 return 0;
+        }
+        /* Never replace what is not ours: a symlink's target, a disk's metadata, a foreign file. */
+        char why[512];
+        int own = mgmt_config_file_is_ours(path, why, sizeof(why));
+        if (own < 0) {
+                json_decref(cfg);
+                return opfail(c, own, "config_save", why);
         }
         char *text = json_dumps(cfg, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
         size_t n = json_array_size(json_object_get(cfg, "config"));
@@ -1159,6 +1297,8 @@ static const struct rpc_method rpc_methods[] = {
            "block_size x 32768 (default 4096, or block_size if larger)"),
       STR("path", false, 4095, "file backend: data file (default <state_dir>/<name>.img)"),
       BOOL("thin", "sparse file (default true)"),
+      BOOL("adopt", "file backend: export an existing data file or block device that has no "
+                    "metadata yet, with a new identity (default false: refused)"),
       BOOL("write_protect", "software write protect at start (default false)"),
       BOOL("removable", "SCSI removable medium: RMB=1, START STOP UNIT eject/load, "
                         "PREVENT ALLOW MEDIUM REMOVAL (default false)"),
@@ -1244,6 +1384,16 @@ static const struct rpc_method rpc_methods[] = {
      h_iscsi_target_create,
      "Create an iSCSI target node",
      {IQN("name", "target name (iqn.YYYY-MM.reverse.domain:id or eui./naa.)")}},
+    {"iscsi_target_auth",
+     h_iscsi_target_auth,
+     "CHAP a login must pass: of a target, or without target of discovery sessions; without "
+     "chap_user it is switched off",
+     {STR("target", false, 223, "target name; absent: discovery sessions"),
+      STR("chap_user", false, 255, "the name the initiator presents (CHAP_N); absent: no CHAP"),
+      STR("chap_secret", false, 255, "the initiator's secret, 12-255 bytes; never logged"),
+      STR("mutual_user", false, 255, "mutual CHAP: the name the target answers with"),
+      STR("mutual_secret", false, 255,
+          "mutual CHAP: the target's secret, 12-255 bytes, not the initiator's")}},
     {"iscsi_target_delete",
      h_iscsi_target_delete,
      "Delete an iSCSI target node",
@@ -1322,7 +1472,9 @@ static const struct rpc_method rpc_methods[] = {
     {"config_save",
      h_config_save,
      "Return the running config as a replayable list of calls, or write it to a file",
-     {STR("path", false, 4095, "write here (atomically) instead of returning the config")}},
+     {STR("path", false, 4095, "write here (atomically) instead of returning the config"),
+      BOOL("include_secrets", "with the CHAP secrets (default false: iscsi_target_auth entries "
+                              "without them, which a replay refuses)")}},
     {"stats_get",
      h_stats_get,
      "Counters of every namespace and host (ops, bytes, latency sums and histograms, errors, "
@@ -1334,6 +1486,38 @@ static const struct rpc_method rpc_methods[] = {
      "difference; also done on SIGHUP",
      {STR("path", false, 4095, "config file to read instead"),
       BOOL("dry_run", "only compute and return the steps")}},
+    {"fault_set",
+     h_fault_set,
+     "Inject faults for host testing: fail or delay a namespace's/host's I/O, or drop a "
+     "host's connection (not persisted)",
+     {{.name = "namespace", .type = P_NAME, .desc = "only I/O to this namespace (default any)"},
+      STR("host", false, CORE_FAULT_NAME_MAX - 1,
+          "only this host: iSCSI initiator name or NVMe host NQN (default any)"),
+      STR("transport", false, 7, "only this transport: iscsi | nvme (default both)"),
+      STR("ops", false, 64, "comma list of read, write, flush, other, all (default all)"),
+      UINT("lba_first", false, 0, INT64_MAX, "first LBA of the range hit (default 0)"),
+      UINT("lba_last", false, 0, INT64_MAX, "last LBA of the range hit (default the end)"),
+      UINT("per_mille", false, 0, 1000, "fraction of selected I/Os hit, per mille (default 1000)"),
+      UINT("every", false, 1, UINT32_MAX, "hit every Nth selected I/O instead of a fraction"),
+      UINT("seed", false, 0, INT64_MAX, "seed of the fraction's PRNG (default: from the clock)"),
+      STR("status", false, 63,
+          "core status a hit finishes with: medium-error, write-error, not-ready, aborted, "
+          "internal-error, ... (default none: latency only)"),
+      UINT("latency_us", false, 0, CORE_FAULT_MAX_LATENCY_US,
+           "microseconds a hit waits before it runs/fails (on a reactor timer)"),
+      BOOL("drop", "drop the connection of a matching host instead (connection rule)"),
+      STR("peer", false, CORE_FAULT_PEER_MAX - 1,
+          "drop: only connections from this address (addr or addr:port)"),
+      UINT("after", false, 0, INT64_MAX,
+           "drop: after this many commands on matching connections (default 0: at the next PDU)"),
+      UINT("count", false, 0, INT64_MAX,
+           "disarm after this many hits; 0 = never (default 0, drop rules 1)")}},
+    {"fault_clear",
+     h_fault_clear,
+     "Remove one fault rule, or all",
+     {UINT("id", false, 1, UINT32_MAX, "the rule's id (fault_set / fault_list)"),
+      BOOL("all", "remove every rule")}},
+    {"fault_list", h_fault_list, "List fault rules with what they selected (seen) and hit", {}},
     {"rpc_list",
      h_rpc_list,
      "List RPC methods",

@@ -80,8 +80,13 @@ void nvmf_connect_do(struct nvme_cmd *cmd)
                              offsetof(struct nvmf_connect_data, subnqn));
                 return;
         }
-        if (!memchr(d->hostnqn, 0, sizeof(d->hostnqn)) || strlen(d->hostnqn) > NVMF_NQN_MAX_LEN ||
-            d->hostnqn[0] == 0) {
+        /*
+         * An empty Host NQN (spdk_nvme_perf sends one unless told a name) is
+         * admitted where the subsystem admits any host, as SPDK's target and
+         * Linux nvmet do; a subsystem with a host list refuses it as an
+         * unlisted host (nvme_subsys_host_allowed_locked).
+         */
+        if (!memchr(d->hostnqn, 0, sizeof(d->hostnqn)) || strlen(d->hostnqn) > NVMF_NQN_MAX_LEN) {
                 connect_fail(cmd, NVME_SCT_CMD_SPECIFIC, NVMF_SC_CONNECT_INVALID_PARAM, true,
                              offsetof(struct nvmf_connect_data, hostnqn));
                 return;
@@ -113,6 +118,11 @@ void nvmf_connect_do(struct nvme_cmd *cmd)
                                      0);
                         return;
                 }
+                if (d->hostnqn[0] == 0)
+                        LOG_INFO("nvme",
+                                 "controller %u of %s: host sent an empty Host NQN (admitted: "
+                                 "the subsystem allows any host)",
+                                 ctrl->cntlid, d->subnqn);
                 q->sqsize = sqsize;
                 q->is_discovery = ctrl->subsys->discovery;
                 nvme_ctrl_ka_start(ctrl);

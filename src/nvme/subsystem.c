@@ -85,6 +85,8 @@ bool nvme_subsys_host_allowed_locked(const struct nvme_subsys *s, const char *ho
 {
         if (s->allow_any)
                 return true;
+        if (!hostnqn[0]) /* an empty Host NQN is never a listed host */
+                return false;
         for (unsigned i = 0; i < s->nhosts; i++)
                 if (strcmp(s->hosts[i], hostnqn) == 0)
                         return true;

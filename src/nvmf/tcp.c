@@ -31,11 +31,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "core/fault.h"
 #include "nvme/nvme.h"
 #include "nvmf/tcp_internal.h"
 #include "rt/bigbuf.h"
 #include "rt/crc.h"
 #include "rt/listener.h"
+#include "rt/limits.h"
 #include "rt/log.h"
 #include "rt/reactor.h"
 #include "rt/rxbuf.h"
@@ -123,6 +125,8 @@ struct tcp_queue {
         enum q_state state;
         uint64_t gen;
         char peer[RT_ADDR_NAME_MAX];
+        char host[NVMF_NQN_MAX_LEN + 1]; /* the host NQN of a successful Connect, else "" */
+        bool rx_fault_asked; /* this PDU was shown to the fault hook (a stalled one comes back) */
         bool warned;
         bool fini_done;
 
@@ -139,11 +143,9 @@ struct tcp_queue {
         uint32_t rx_need, rx_got;
         uint32_t rx_dlen; /* data bytes of the current PDU (without digest) */
         uint8_t rx_ddgst[NVME_TCP_DIGEST_LEN];
-        uint8_t rx_scratch[NVME_TCP_TERM_MAX_PLEN];
         struct tcp_cmd *rx_cmd;
-        bool rx_stalled;       /* a capsule waits for a free command */
-        struct rt_rxbuf rx_ra; /* read-ahead for headers and small data */
-        bool rx_resume;        /* yielded with read-ahead bytes left: continue from kick_fn */
+        bool rx_stalled; /* a capsule waits for a free command */
+        bool rx_resume;  /* yielded with read-ahead bytes left: continue from kick_fn */
 
         /* Reactor plumbing. */
         struct rt_event rx_ev, tx_ev;
@@ -151,12 +153,15 @@ struct tcp_queue {
         struct rt_defer kick;
         bool kick_pending;
         struct rt_timer close_timer;
+        /* rt/limits.h: ICReq and Connect deadline, then a discovery queue's idle check. */
+        struct rt_timer guard;
+        uint64_t last_rx_ns;       /* when the last PDU arrived */
+        struct rt_conn_slot admit; /* counted against the connection caps */
 
         /* Send queue. */
         struct rt_txq txq;
         struct tx_item ic_it, term_it;
         uint8_t ic_buf[sizeof(struct nvme_tcp_icresp)];
-        uint8_t term_buf[NVME_TCP_TERM_MAX_PLEN];
 
         /* Command pool. */
         struct tcp_cmd *cmds;
@@ -174,6 +179,14 @@ struct tcp_queue {
         bool bw_armed;
 
         struct tcp_queue *reg_prev, *reg_next;
+
+        /*
+         * Buffers last: the queue is its own mapping (queue_alloc), so pages
+         * an idle connection never touches cost nothing.
+         */
+        uint8_t rx_scratch[NVME_TCP_TERM_MAX_PLEN];
+        uint8_t term_buf[NVME_TCP_TERM_MAX_PLEN];
+        struct rt_rxbuf rx_ra; /* read-ahead for headers and small data */
 };
 
 /* Registry of live queues (teardown from other threads, fini). */
@@ -184,6 +197,7 @@ static unsigned reg_count;
 
 static void queue_close(struct tcp_queue *q, const char *reason);
 static void rx_process(struct tcp_queue *q);
+static int queue_cmds_init(struct tcp_queue *q);
 static void tx_flush(struct tcp_queue *q);
 static void queue_kick(struct tcp_queue *q);
 
@@ -406,7 +420,10 @@ static void queue_warn(struct tcp_queue *q, const char *fmt, const char *what, u
         q->warned = true;
         char msg[160];
         snprintf(msg, sizeof(msg), fmt, what, a, b);
-        LOG_WARN(MOD, "%s qid %u: %s", q->peer, q->nq.qid, msg);
+        /* A garbage flood must not flood the log: one budget for all queues. */
+        static struct rt_log_ratelimit rl = RT_LOG_RATELIMIT_INIT("NVMe/TCP protocol errors");
+        if (rt_log_ratelimit(&rl, MOD))
+                LOG_WARN(MOD, "%s qid %u: %s", q->peer, q->nq.qid, msg);
 }
 
 /* Report a fatal transport error with a C2HTermReq, then close (3.6.2.4). */
@@ -447,6 +464,42 @@ static void close_timer_fn(struct rt_timer *t)
         queue_close(q, "C2HTermReq not delivered in time");
 }
 
+/*
+ * The queue's guard (rt/limits.h): no ICReq and Connect within the login
+ * timeout closes the connection; a discovery controller's queue with no PDU
+ * for the idle timeout is closed too (a persistent discovery host sends
+ * Keep Alive well within it).  I/O and admin queues of NVM subsystems are
+ * left to KATO.
+ */
+static void guard_fn(struct rt_timer *t)
+{
+        struct tcp_queue *q = container_of(t, struct tcp_queue, guard);
+        char why[64];
+        if (q->state == Q_CLOSING || q->state == Q_DEAD)
+                return;
+        if (!q->nq.ctrl) {
+                uint32_t login = atomic_load(&rt_limits.login_timeout_ms);
+                if (!login) { /* no limit (a reload may have lifted it): look again later */
+                        rt_timer_arm(q->nq.reactor, &q->guard, RT_LOGIN_TIMEOUT_DEFAULT_MS);
+                        return;
+                }
+                snprintf(why, sizeof(why), "no %s in %u ms",
+                         q->state == Q_WAIT_IC ? "ICReq" : "Connect", login);
+                queue_close(q, why);
+                return;
+        }
+        uint32_t idle = atomic_load(&rt_limits.idle_timeout_ms);
+        if (!q->nq.is_discovery || !idle)
+                return;
+        uint64_t quiet_ms = (rt_now_ns() - q->last_rx_ns) / 1000000u;
+        if (quiet_ms >= idle) {
+                snprintf(why, sizeof(why), "discovery queue idle for %u ms", idle);
+                queue_close(q, why);
+                return;
+        }
+        rt_timer_arm(q->nq.reactor, &q->guard, idle - quiet_ms);
+}
+
 static void queue_free(struct tcp_queue *q)
 {
         pthread_mutex_lock(&reg_lock);
@@ -463,7 +516,8 @@ static void queue_free(struct tcp_queue *q)
         if (q->bufs)
                 munmap(q->bufs, q->bufs_len);
         free(q->cmds);
-        free(q);
+        rt_conn_release(&q->admit);
+        munmap(q, sizeof(*q));
 }
 
 /* Free once nothing refers to the queue any more (called from callbacks' tails only). */
@@ -528,13 +582,15 @@ static void queue_close(struct tcp_queue *q, const char *reason)
 {
         if (q->state == Q_DEAD)
                 return;
-        if (q->nq.ctrl || q->state == Q_CLOSING)
-                LOG_INFO(MOD, "%s qid %u closed: %s", q->peer, q->nq.qid, reason);
-        else
+        static struct rt_log_ratelimit rl = RT_LOG_RATELIMIT_INIT("NVMe/TCP queues closed");
+        if (!q->nq.ctrl && q->state != Q_CLOSING)
                 LOG_DEBUG(MOD, "%s closed before Connect: %s", q->peer, reason);
+        else if (rt_log_ratelimit(&rl, MOD))
+                LOG_INFO(MOD, "%s qid %u closed: %s", q->peer, q->nq.qid, reason);
         q->state = Q_DEAD;
         q->rx = RX_STOP;
         rt_timer_cancel(q->nq.reactor, &q->close_timer);
+        rt_timer_cancel(q->nq.reactor, &q->guard);
         if (q->fd >= 0) {
                 shutdown(q->fd, SHUT_RDWR);
                 if (q->rx_armed) {
@@ -561,7 +617,7 @@ static void queue_close(struct tcp_queue *q, const char *reason)
         q->bw_head = q->bw_tail = lent;
         if (lent != TCP_POOL)
                 q->cmds[lent].bw_next = TCP_POOL; /* queue_big_granted releases it */
-        for (unsigned i = 0; i < TCP_POOL; i++) {
+        for (unsigned i = 0; q->cmds && i < TCP_POOL; i++) {
                 struct tcp_cmd *c = &q->cmds[i];
                 if (c->state == CMD_BUFWAIT) {
                         if (i == lent)
@@ -669,6 +725,7 @@ static void log_connect(struct tcp_queue *q, struct tcp_cmd *c, bool ok)
         uint16_t qid = get_le16(&cc->qid);
         if (ok) {
                 q->sqflow_off = (cc->cattr & (1u << 2)) != 0;
+                snprintf(q->host, sizeof(q->host), "%s", hostnqn);
                 LOG_INFO(MOD, "%s connected: host %s subsystem %s qid %u sqsize %u%s%s", q->peer,
                          hostnqn, subnqn, qid, get_le16(&cc->sqsize), q->hdgst ? " hdgst" : "",
                          q->ddgst ? " ddgst" : "");
@@ -1059,6 +1116,10 @@ static void handle_icreq(struct tcp_queue *q)
         q->hpda = ic->hpda;
         q->hdgst = ic->dgst & NVME_TCP_DGST_HDR;
         q->ddgst = ic->dgst & NVME_TCP_DGST_DATA;
+        if (queue_cmds_init(q) < 0) {
+                queue_close(q, "no memory for the queue's commands");
+                return;
+        }
         struct nvme_tcp_icresp *r = (struct nvme_tcp_icresp *)q->ic_buf;
         memset(r, 0, sizeof(*r));
         put_ch(r, NVME_TCP_PDU_ICRESP, 0, sizeof(*r), 0, sizeof(*r));
@@ -1120,6 +1181,15 @@ static int rx_psh_done(struct tcp_queue *q)
                         return -1;
                 }
         }
+        /* Fault injection (core/fault.h): a drop rule may close this connection now. */
+        if (core_fault_on() && q->host[0] && !q->rx_fault_asked) {
+                q->rx_fault_asked = true;
+                if (core_fault_conn_pdu("nvme", q->host, q->peer,
+                                        ch->pdu_type == NVME_TCP_PDU_CAPSULE_CMD)) {
+                        queue_close(q, "fault injection: connection dropped");
+                        return -1;
+                }
+        }
         switch (ch->pdu_type) {
         case NVME_TCP_PDU_ICREQ:
                 handle_icreq(q);
@@ -1155,7 +1225,7 @@ static int rx_psh_done(struct tcp_queue *q)
                 const struct nvme_tcp_data *d = (const struct nvme_tcp_data *)q->rx_hdr;
                 uint16_t ttag = get_le16(&d->ttag);
                 uint32_t datao = get_le32(&d->datao), datal = get_le32(&d->datal);
-                struct tcp_cmd *c = ttag < TCP_POOL ? &q->cmds[ttag] : NULL;
+                struct tcp_cmd *c = ttag < TCP_POOL && q->cmds ? &q->cmds[ttag] : NULL;
                 if (!c || c->state != CMD_H2C) {
                         queue_fatal(q, NVME_TCP_FES_INVALID_HEADER, NVME_TCP_OFF_TTAG,
                                     "H2CData for an unknown transfer tag");
@@ -1197,6 +1267,7 @@ static int rx_psh_done(struct tcp_queue *q)
 
 static void rx_pdu_done(struct tcp_queue *q)
 {
+        q->last_rx_ns = rt_now_ns();
         const struct nvme_tcp_ch *ch = (const struct nvme_tcp_ch *)q->rx_hdr;
         struct tcp_cmd *c = q->rx_cmd;
         uint8_t type = ch->pdu_type;
@@ -1299,6 +1370,8 @@ static void rx_process(struct tcp_queue *q)
                         break;
                 case RX_PSH:
                         rc = rx_psh_done(q);
+                        if (rc != 1)
+                                q->rx_fault_asked = false; /* the next PDU is asked anew */
                         break;
                 case RX_DATA:
                         rc = rx_data_done(q);
@@ -1327,12 +1400,12 @@ static void rx_process(struct tcp_queue *q)
 /* ------------------------------------------------------------------ */
 /* Queue creation                                                      */
 
-static struct tcp_queue *queue_new(int fd, struct rt_reactor *r)
+/*
+ * The command slots and their (lazily backed) buffers, made when the ICReq
+ * arrives: capsules flow only after it.  0 or -ENOMEM.
+ */
+static int queue_cmds_init(struct tcp_queue *q)
 {
-        struct tcp_queue *q = calloc(1, sizeof(*q));
-        if (!q)
-                return NULL;
-        q->fd = fd;
         q->cmds = calloc(TCP_POOL, sizeof(*q->cmds));
         q->bufs_len = (size_t)TCP_POOL * TCP_BUF_LEN;
         q->bufs = mmap(NULL, q->bufs_len, PROT_READ | PROT_WRITE,
@@ -1340,12 +1413,12 @@ static struct tcp_queue *queue_new(int fd, struct rt_reactor *r)
         if (q->bufs == MAP_FAILED)
                 q->bufs = NULL;
         if (!q->cmds || !q->bufs) {
-                q->fd = -1; /* the caller keeps its fd */
                 free(q->cmds);
                 if (q->bufs)
                         munmap(q->bufs, q->bufs_len);
-                free(q);
-                return NULL;
+                q->cmds = NULL;
+                q->bufs = NULL;
+                return -ENOMEM;
         }
         for (unsigned i = 0; i < TCP_POOL; i++) {
                 struct tcp_cmd *c = &q->cmds[i];
@@ -1355,6 +1428,25 @@ static struct tcp_queue *queue_new(int fd, struct rt_reactor *r)
                 q->free_stack[i] = (uint16_t)(TCP_POOL - 1 - i);
         }
         q->nfree = TCP_POOL;
+        return 0;
+}
+
+/* Zero-filled pages backed on first touch (see the end of struct tcp_queue). */
+static struct tcp_queue *queue_alloc(void)
+{
+        void *p = mmap(NULL, sizeof(struct tcp_queue), PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        return p == MAP_FAILED ? NULL : p;
+}
+
+static struct tcp_queue *queue_new(int fd, struct rt_reactor *r)
+{
+        struct tcp_queue *q = queue_alloc();
+        if (!q)
+                return NULL;
+        q->admit.bucket = -1;
+        q->fd = fd;
+        /* No commands until the ICReq: a silent connection costs the queue alone. */
         q->bw_head = q->bw_tail = TCP_POOL;
         q->nq.reactor = r;
         q->nq.teardown = tcp_teardown;
@@ -1363,6 +1455,14 @@ static struct tcp_queue *queue_new(int fd, struct rt_reactor *r)
         q->tx_ev.fn = tx_ev_fn;
         q->kick.fn = kick_fn;
         q->close_timer.fn = close_timer_fn;
+        q->guard.fn = guard_fn;
+        q->last_rx_ns = rt_now_ns();
+        {
+                uint32_t login = atomic_load(&rt_limits.login_timeout_ms);
+                uint32_t idle = atomic_load(&rt_limits.idle_timeout_ms);
+                if (login || idle)
+                        rt_timer_arm(r, &q->guard, login ? login : idle);
+        }
         q->state = Q_WAIT_IC;
         rx_next_pdu(q);
         rt_sock_tune(fd);
@@ -1393,11 +1493,26 @@ struct attach_msg {
 /* A queue pair for a connected socket, on its reactor r (takes fd). */
 static void queue_start(int fd, struct rt_reactor *r)
 {
+        struct rt_conn_slot slot;
+        char why[128];
+        if (rt_conn_admit(fd, &slot, why, sizeof(why)) < 0) {
+                static struct rt_log_ratelimit rl =
+                    RT_LOG_RATELIMIT_INIT("NVMe/TCP connections refused");
+                if (rt_log_ratelimit(&rl, MOD)) {
+                        char peer[RT_ADDR_NAME_MAX];
+                        rt_sock_peer_name(fd, peer, sizeof(peer));
+                        LOG_WARN(MOD, "%s: connection refused: %s", peer, why);
+                }
+                close(fd);
+                return;
+        }
         struct tcp_queue *q = queue_new(fd, r);
         if (!q) {
                 LOG_WARN(MOD, "no memory for a new queue pair; connection refused");
+                rt_conn_release(&slot);
                 close(fd);
         } else {
+                q->admit = slot;
                 rx_process(q);
         }
 }

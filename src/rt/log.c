@@ -72,3 +72,24 @@ int rt_log_parse_level(const char *s, enum rt_log_level *out)
         }
         return -1;
 }
+
+int rt_log_ratelimit(struct rt_log_ratelimit *rl, const char *mod)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        unsigned long long now =
+            (unsigned long long)ts.tv_sec * 1000 + (unsigned long long)ts.tv_nsec / 1000000;
+        unsigned long long w = atomic_load_explicit(&rl->window, memory_order_relaxed);
+        if (now - w >= RT_LOG_WINDOW_MS && atomic_compare_exchange_strong(&rl->window, &w, now)) {
+                atomic_store(&rl->in_window, 0);
+                unsigned n = atomic_exchange(&rl->suppressed, 0);
+                if (n)
+                        rt_log(RT_LOG_WARN, mod,
+                               "%u similar lines suppressed (%s; at most %u a second)", n,
+                               rl->what ? rl->what : "rate limit", RT_LOG_BURST);
+        }
+        if (atomic_fetch_add(&rl->in_window, 1) < RT_LOG_BURST)
+                return 1;
+        atomic_fetch_add(&rl->suppressed, 1);
+        return 0;
+}

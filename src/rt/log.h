@@ -5,6 +5,8 @@
 #ifndef RT_LOG_H
 #define RT_LOG_H
 
+#include <stdatomic.h>
+
 enum rt_log_level { RT_LOG_ERR = 0, RT_LOG_WARN = 1, RT_LOG_INFO = 2, RT_LOG_DEBUG = 3 };
 
 extern enum rt_log_level rt_log_threshold;
@@ -22,6 +24,30 @@ int rt_log_init(void);
 void rt_log(enum rt_log_level lvl, const char *mod, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 int rt_log_parse_level(const char *s, enum rt_log_level *out);
+
+/*
+ * A budget for lines a remote peer can cause (bad PDUs, refused logins,
+ * connections closed for protocol errors): at most RT_LOG_BURST lines per
+ * RT_LOG_WINDOW_MS for each limiter; the rest are counted and one line
+ * "N similar lines suppressed" is written when the next window opens with
+ * a line to write.  Shared by every reactor:
+ * a static zero-initialised limiter per kind of message, lock-free and
+ * approximate under races (a line more or less), never blocking.
+ */
+#define RT_LOG_BURST     10u
+#define RT_LOG_WINDOW_MS 1000u
+struct rt_log_ratelimit {
+        _Atomic unsigned long long window; /* start of the current window, ms */
+        _Atomic unsigned in_window;        /* lines allowed in it so far */
+        _Atomic unsigned suppressed;       /* lines dropped since the last summary */
+        const char *what;                  /* names the lines in the summary */
+};
+#define RT_LOG_RATELIMIT_INIT(w)                                                                   \
+        {                                                                                          \
+                .what = (w)                                                                        \
+        }
+/* Whether a line may be written now (false: counted as suppressed). */
+int rt_log_ratelimit(struct rt_log_ratelimit *rl, const char *mod);
 
 #define LOG_ERR(mod, ...)  rt_log(RT_LOG_ERR, mod, __VA_ARGS__)
 #define LOG_WARN(mod, ...) rt_log(RT_LOG_WARN, mod, __VA_ARGS__)

@@ -111,9 +111,14 @@ void rt_defer(struct rt_reactor *r, struct rt_defer *d)
 
 void rt_timer_arm(struct rt_reactor *r, struct rt_timer *t, uint64_t delay_ms)
 {
+        rt_timer_arm_us(r, t, delay_ms * 1000ull);
+}
+
+void rt_timer_arm_us(struct rt_reactor *r, struct rt_timer *t, uint64_t delay_us)
+{
         if (t->armed)
                 rt_timer_cancel(r, t);
-        t->deadline_ns = rt_now_ns() + delay_ms * 1000000ull;
+        t->deadline_ns = rt_now_ns() + delay_us * 1000ull;
         t->armed = true;
         struct rt_timer **pp = &r->timers, *prev = NULL;
         while (*pp && (*pp)->deadline_ns <= t->deadline_ns) {

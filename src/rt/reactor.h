@@ -73,6 +73,8 @@ void rt_defer_remote(struct rt_reactor *r, struct rt_defer *d);
 
 uint64_t rt_now_ns(void);
 void rt_timer_arm(struct rt_reactor *r, struct rt_timer *t, uint64_t delay_ms);
+/* The same with microseconds (fault injection's added latency, core/fault.h). */
+void rt_timer_arm_us(struct rt_reactor *r, struct rt_timer *t, uint64_t delay_us);
 void rt_timer_cancel(struct rt_reactor *r, struct rt_timer *t);
 
 /*

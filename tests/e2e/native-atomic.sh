@@ -58,7 +58,7 @@ fi
 
 cat >"$state/slate.json" <<JSON
 {"config": [
-  {"method": "namespace_create", "params": {"name": "nat0", "backend": "file", "path": "/dev/$sd", "size": "64M", "block_size": 4096, "atomic_write_max": "64K"}},
+  {"method": "namespace_create", "params": {"name": "nat0", "backend": "file", "path": "/dev/$sd", "adopt": true, "size": "64M", "block_size": 4096, "atomic_write_max": "64K"}},
   {"method": "nvmf_subsystem_create", "params": {"nqn": "$NQN"}},
   {"method": "nvmf_subsystem_add_host", "params": {"nqn": "$NQN", "host": "*"}},
   {"method": "nvmf_ns_attach", "params": {"nqn": "$NQN", "nsid": 1, "namespace": "nat0"}},

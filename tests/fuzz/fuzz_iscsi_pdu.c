@@ -13,12 +13,14 @@
 #include <stdlib.h>
 
 #include "core/ns.h"
+#include "iscsi/iscsi.h"
 #include "iscsi/internal.h"
 #include "rt/log.h"
 #include "rt/reactor.h"
 #include "stream.h"
 
-#define FUZZ_IQN "iqn.2024-01.org.slate:test"
+#define FUZZ_IQN      "iqn.2024-01.org.slate:test"
+#define FUZZ_IQN_CHAP "iqn.2024-01.org.slate:chap"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -43,6 +45,12 @@ static int setup_once(void)
                 return -1;
         if (iscsi_init() < 0 || iscsi_target_add(FUZZ_IQN, err, sizeof(err)) < 0 ||
             iscsi_lun_map(FUZZ_IQN, 0, "fz0", err, sizeof(err)) < 0)
+                return -1;
+        /* A second target that requires mutual CHAP (seed chap_login): the CHAP exchange. */
+        if (iscsi_target_add(FUZZ_IQN_CHAP, err, sizeof(err)) < 0 ||
+            iscsi_lun_map(FUZZ_IQN_CHAP, 0, "fz0", err, sizeof(err)) < 0 ||
+            iscsi_auth_set(FUZZ_IQN_CHAP, "fuzz", "fuzz-secret-123", "tgt", "target-secret-456",
+                           err, sizeof(err)) < 0)
                 return -1;
         return 0;
 }

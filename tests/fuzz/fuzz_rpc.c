@@ -4,8 +4,8 @@
  * JSON-RPC response (or nothing, for notifications) and never crash, leak
  * or hang.  Inputs that would touch the host outside the sandbox (a
  * "path" anywhere, the file backend, portals that bind real ports) are
- * parsed but not dispatched; everything created is torn down after each
- * input so runs stay independent.
+ * parsed but not dispatched; everything created (namespaces, targets,
+ * fault rules) is torn down after each input so runs stay independent.
  */
 #include <jansson.h>
 #include <stdint.h>
@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/fault.h"
 #include "core/ns.h"
 #include "iscsi/iscsi.h"
 #include "mgmt/mgmt.h"
@@ -88,6 +89,7 @@ static void reset_state(void)
         core_ns_foreach(collect_ns, names);
         json_array_foreach(names, i, x) core_ns_delete(json_string_value(x));
         json_decref(names);
+        core_fault_clear(0);
         rt_log_threshold = RT_LOG_ERR;
 }
 

@@ -42,6 +42,7 @@ write_config() {
   {"method": "$NVMF_RPC_SUBSYS", "params": {"nqn": "$SUBNQN"}},
   {"method": "$NVMF_RPC_HOST", "params": {"nqn": "$SUBNQN", "host": "$HOSTNQN"}},
   {"method": "$NVMF_RPC_NS", "params": {"nqn": "$SUBNQN", "nsid": 1, "namespace": "nvr0"}},
+  {"method": "$NVMF_RPC_SUBSYS", "params": {"nqn": "$SUBNQN-any"}},
   {"method": "$NVMF_RPC_LISTENER", "params": {"addr": "127.0.0.1", "port": $2}}
 ]}
 JSON

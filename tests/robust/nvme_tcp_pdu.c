@@ -437,6 +437,27 @@ static int case_connect_bad_host(struct conn *c, int cntlid)
 }
 
 /*
+ * An empty Host NQN (what spdk_nvme_perf sends unless told one): refused as
+ * an unlisted host (Connect Invalid Host, SC 84h) by a subsystem with a host
+ * list, admitted by one that admits any host (<subnqn>-any in nvme-tcp.sh).
+ */
+static int case_connect_empty_host_listed(struct conn *c, int cntlid)
+{
+        (void)cntlid;
+        return expect_status(do_connect(c, 0, 0xffff, subnqn, "", 1024, false), 0x84,
+                             "Connect with an empty Host NQN to a subsystem with a host list");
+}
+
+static int case_connect_empty_host_any(struct conn *c, int cntlid)
+{
+        (void)cntlid;
+        char any[256];
+        snprintf(any, sizeof(any), "%s-any", subnqn);
+        return expect_status(do_connect(c, 0, 0xffff, any, "", 1024, false), 0,
+                             "Connect with an empty Host NQN to a subsystem admitting any host");
+}
+
+/*
  * Four Asynchronous Event Requests parked (the fifth is over AERL: AER Limit
  * Exceeded), then the admin queue closes under them: the personality
  * completes them from nvme_queue_fini and the transport frees the queue.
@@ -700,6 +721,8 @@ static const struct tcase cases[] = {
     {"sgl_length", case_sgl_length},
     {"connect_bad_subnqn", case_connect_bad_subnqn},
     {"connect_bad_host", case_connect_bad_host},
+    {"connect_empty_host_listed", case_connect_empty_host_listed},
+    {"connect_empty_host_any", case_connect_empty_host_any},
     {"aer_teardown", case_aer_teardown},
     {"fused_cw", case_fused_cw},
     {"fused_bad", case_fused_bad},

@@ -142,4 +142,6 @@ else
 	slate_stop >/dev/null 2>&1
 	fail=1
 fi
+# Fault injection (fault_set): tests/robust/faults.sh, its own slated with one reactor.
+"$here/faults.sh" || fail=1
 exit $fail

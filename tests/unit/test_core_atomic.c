@@ -128,7 +128,8 @@ static struct core_ns *mk(const char *name, const char *backend, const char *pat
                                    .path = path,
                                    .size_bytes = 4 << 20,
                                    .atomic_write_max_set = set,
-                                   .atomic_write_max = max};
+                                   .atomic_write_max = max,
+                                   .adopt = true}; /* crash images are built without metadata */
         struct core_ns *ns = NULL;
         char err[256];
         int rc = core_ns_create(&p, &ns, err, sizeof(err));

@@ -192,11 +192,30 @@ static void test_unknown_and_auth(void **state)
         assert_string_equal(answer_of("Bogus"), "NotUnderstood");
         neg1("TargetAlias", "x");
         assert_string_equal(answer_of("TargetAlias"), "Reject");
+        /* AuthMethod and CHAP keys are recorded; login.c answers them (tests/limits chap). */
         neg_reset();
+        neg.stage = ISCSI_STAGE_SECURITY;
         assert_int_equal(neg1("AuthMethod", "CHAP,None"), 0);
-        assert_string_equal(answer_of("AuthMethod"), "None");
+        assert_true(neg.auth_offered && neg.offer_chap && neg.offer_none);
+        assert_null(answer_of("AuthMethod"));
+        assert_int_equal(neg1("CHAP_A", "7,6,5"), 0);
+        assert_string_equal(neg.chap_a, "7,6,5");
+        assert_int_equal(neg1("CHAP_R", "0x00112233"), 0);
+        assert_string_equal(neg.chap_r, "0x00112233");
+        assert_false(neg.chap_too_long);
+        char big[300];
+        memset(big, 'a', sizeof(big) - 1);
+        big[sizeof(big) - 1] = 0;
+        assert_int_equal(neg1("CHAP_N", big), 0); /* too long: authentication will fail */
+        assert_true(neg.chap_too_long);
         neg_reset();
-        assert_int_equal(neg1("AuthMethod", "CHAP"), -EPROTO);
+        neg.stage = ISCSI_STAGE_SECURITY;
+        assert_int_equal(neg1("AuthMethod", "CHAP"), 0);
+        assert_true(neg.offer_chap && !neg.offer_none);
+        /* CHAP keys outside the security stage fail the login. */
+        neg_reset();
+        neg.stage = ISCSI_STAGE_OPERATIONAL;
+        assert_int_equal(neg1("CHAP_A", "5"), -EPROTO);
         assert_int_equal(neg.status, ISCSI_LOGIN_AUTH_FAILED);
         neg_reset();
         neg1("SessionType", "Bad");

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -140,6 +141,10 @@ static void test_invalid_params(void **state)
                      -32602, "'size'");
         expect_error("namespace_create", "{\"name\":\"x\",\"backend\":\"mem\",\"size\":\"12Q\"}",
                      -32602, "'size'");
+        /* larger than RAM and swap (64 PiB): refused, and the message says why */
+        expect_error("namespace_create", "{\"name\":\"x\",\"backend\":\"mem\",\"size\":\"65536T\"}",
+                     -32000, "larger than this machine's memory");
+        assert_null(core_ns_find("x"));
         expect_error("namespace_create",
                      "{\"name\":\"x\",\"backend\":\"mem\",\"size\":\"99999999999999T\"}", -32602,
                      "'size'");
@@ -366,6 +371,53 @@ static void write_text(const char *path, const char *text)
         assert_non_null(f);
         fputs(text, f);
         fclose(f);
+}
+
+/* config_save replaces only what is its own: a missing, empty or config file, never a link or a
+ * foreign file. */
+static void test_config_save_refuses(void **state)
+{
+        (void)state;
+        char path[300], link[300], params[700];
+        struct stat st;
+        json_t *r;
+        /* a namespace's metadata (JSON, but not a config) */
+        snprintf(path, sizeof(path), "%s/x.meta.json", tmpdir);
+        write_text(path, "{\"body\": {\"uuid\": \"u\"}, \"crc32c\": 1}\n");
+        snprintf(params, sizeof(params), "{\"path\":\"%s\"}", path);
+        r = call("config_save", params);
+        assert_int_equal(err_code(r), -32000);
+        assert_non_null(strstr(err_msg(r), "not a slated config"));
+        json_decref(r);
+        assert_int_equal(stat(path, &st), 0);
+        assert_true(st.st_size < 60); /* untouched */
+        /* a text file */
+        snprintf(path, sizeof(path), "%s/notes.txt", tmpdir);
+        write_text(path, "hello\n");
+        snprintf(params, sizeof(params), "{\"path\":\"%s\"}", path);
+        r = call("config_save", params);
+        assert_int_equal(err_code(r), -32000);
+        json_decref(r);
+        /* a symbolic link to a config: the link is not followed nor replaced */
+        snprintf(path, sizeof(path), "%s/real.json", tmpdir);
+        write_text(path, "{\"config\": []}\n");
+        snprintf(link, sizeof(link), "%s/link.json", tmpdir);
+        unlink(link);
+        assert_int_equal(symlink(path, link), 0);
+        snprintf(params, sizeof(params), "{\"path\":\"%s\"}", link);
+        r = call("config_save", params);
+        assert_int_equal(err_code(r), -32000);
+        assert_non_null(strstr(err_msg(r), "symbolic link"));
+        json_decref(r);
+        assert_int_equal(lstat(link, &st), 0);
+        assert_true(S_ISLNK(st.st_mode));
+        /* a config file is replaced, owner-only */
+        snprintf(params, sizeof(params), "{\"path\":\"%s\"}", path);
+        r = call("config_save", params);
+        assert_int_equal(err_code(r), 0);
+        json_decref(r);
+        assert_int_equal(stat(path, &st), 0);
+        assert_int_equal(st.st_mode & 0777, 0600);
 }
 
 /* The number of steps config_reload reports (dry run or applied), or -code on error. */
@@ -606,6 +658,9 @@ static void test_provisioning(void **state)
         /* Deleted metadata would bring them back anyway: make the config do it. */
         snprintf(params, sizeof(params), "%s/pf.meta.json", tmpdir);
         assert_int_equal(unlink(params), 0);
+        snprintf(params, sizeof(params), "%s/pf.img",
+                 tmpdir); /* data without metadata is refused */
+        assert_int_equal(unlink(params), 0);
         if (mgmt_config_load_file(path, err, sizeof(err)) != 0)
                 fail_msg("reloading the saved config: %s", err);
         p = prov_of("pf");
@@ -745,13 +800,21 @@ static int teardown(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-            cmocka_unit_test(test_parse_errors),      cmocka_unit_test(test_invalid_request),
-            cmocka_unit_test(test_unknown_method),    cmocka_unit_test(test_invalid_params),
-            cmocka_unit_test(test_oversize),          cmocka_unit_test(test_notification_and_batch),
-            cmocka_unit_test(test_rpc_list),          cmocka_unit_test(test_namespace_lifecycle),
-            cmocka_unit_test(test_config_file),       cmocka_unit_test(test_config_save_roundtrip),
-            cmocka_unit_test(test_namespace_runtime), cmocka_unit_test(test_config_reload),
-            cmocka_unit_test(test_provisioning),      cmocka_unit_test(test_socket),
+            cmocka_unit_test(test_parse_errors),
+            cmocka_unit_test(test_invalid_request),
+            cmocka_unit_test(test_unknown_method),
+            cmocka_unit_test(test_invalid_params),
+            cmocka_unit_test(test_oversize),
+            cmocka_unit_test(test_notification_and_batch),
+            cmocka_unit_test(test_rpc_list),
+            cmocka_unit_test(test_namespace_lifecycle),
+            cmocka_unit_test(test_config_file),
+            cmocka_unit_test(test_config_save_roundtrip),
+            cmocka_unit_test(test_config_save_refuses),
+            cmocka_unit_test(test_namespace_runtime),
+            cmocka_unit_test(test_config_reload),
+            cmocka_unit_test(test_provisioning),
+            cmocka_unit_test(test_socket),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,0 +1,282 @@
+#!/bin/bash
+# tests/limits/run.sh — what a careless or hostile peer can hold (issue 11).
+#
+# Starts slated (build-asan) with short limits (options login_timeout_ms,
+# idle_timeout_ms), an iSCSI portal and an NVMe/TCP listener, then:
+#  - idle.py: silent TCP connections, a half-sent BHS, a login stopped midway,
+#    an ICReq without a Connect, idle iSCSI and NVMe discovery sessions are
+#    each closed by their timeout (not before), and a logged-in normal iSCSI
+#    session is left alone;
+#  - a garbage flood (many connections each sending an invalid PDU) leaves
+#    a bounded number of warnings in the log, with the summary line;
+#  - the open-file soft limit was raised to the hard limit at start;
+#  - 2000 idle connections cost slated < 10 kB each (RSS);
+#  - a per-host connection cap set by a live reload closes connections
+#    beyond it at accept and admits new ones once others close;
+#  - at the open-file limit (a second slated with 128 descriptors) no core
+#    spins and a client connects once descriptors are freed;
+#  - the state dir is 0700 (an existing 0755 one is tightened), a disk's data
+#    and metadata files 0600.
+# slated must be alive and its log free of sanitizer reports after each.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../lib.sh"
+
+LOGIN_MS=${LIMITS_LOGIN_MS:-2000}
+IDLE_MS=${LIMITS_IDLE_MS:-3000}
+logdir=$SLATE_LOGDIR/limits
+mkdir -p "$logdir"
+state=$(mktemp -d /tmp/slate-limits.XXXXXX)
+trap 'slate_stop >/dev/null 2>&1; rm -rf "$state"' EXIT
+daemon_log=$logdir/slated.log
+: >"$daemon_log"
+
+cat >"$state/slate.json" <<JSON
+{"options": {"login_timeout_ms": $LOGIN_MS, "idle_timeout_ms": $IDLE_MS},
+ "config": [
+  {"method": "namespace_create", "params": {"name": "lim0", "backend": "mem", "size": "16M", "block_size": 512}},
+  {"method": "namespace_create", "params": {"name": "limf", "backend": "file", "size": "4M", "block_size": 512}},
+  {"method": "iscsi_target_create", "params": {"name": "$SLATE_IQN"}},
+  {"method": "iscsi_lun_map", "params": {"target": "$SLATE_IQN", "lun": 0, "namespace": "lim0"}},
+  {"method": "iscsi_portal_add", "params": {"addr": "127.0.0.1", "port": 0}},
+  {"method": "nvmf_subsystem_create", "params": {"nqn": "nqn.2026-12.io.slate:limits"}},
+  {"method": "nvmf_ns_attach", "params": {"nqn": "nqn.2026-12.io.slate:limits", "nsid": 1, "namespace": "lim0"}},
+  {"method": "nvmf_listener_add", "params": {"addr": "127.0.0.1", "port": 0}}
+]}
+JSON
+# A low soft limit under a higher hard one, so the raise is visible.
+hard=$(ulimit -Hn)
+soft=1024
+[ "$hard" != unlimited ] && [ "$hard" -le "$soft" ] && soft=$((hard / 2))
+ulimit -Sn "$soft"
+mkdir -p "$state/run" && chmod 0755 "$state/run" # an old state dir: made owner-only at start
+if ! slate_start "$state/run" "$state/slate.json" 0 "$daemon_log" ||
+	[ -z "$SLATE_PORT" ] || [ -z "$SLATE_NVME_PORT" ]; then
+	slate_result FAIL limits.start "$daemon_log" "slated did not start"
+	exit 1
+fi
+pid=$SLATE_PID
+
+check_alive() { # NAME
+	if ! kill -0 "$pid" 2>/dev/null; then
+		slate_result FAIL "$1" "$daemon_log" "slated died"
+		return 1
+	elif ! slate_sanitizer_clean "$daemon_log"; then
+		slate_result FAIL "$1" "$daemon_log" "sanitizer report"
+		return 1
+	fi
+}
+
+# 1. Timeouts.
+out=$(timeout 120 python3 "$here/idle.py" "$SLATE_PORT" "$SLATE_NVME_PORT" "$SLATE_IQN" "$LOGIN_MS" "$IDLE_MS" 2>&1)
+echo "$out" >"$logdir/idle.log"
+echo "$out" | grep -E '^(PASS|FAIL) '
+echo "$out" | grep -qE '^(PASS|FAIL) ' || slate_result FAIL limits.idle "$logdir/idle.log" "idle.py reported nothing"
+check_alive limits.idle.alive && slate_result PASS limits.idle.alive
+
+# 2. A garbage flood logs a bounded number of warnings.
+before=$(grep -c 'protocol violation' "$daemon_log")
+t0=$(date +%s)
+python3 - "$SLATE_PORT" "$SLATE_NVME_PORT" <<'PY'
+import socket, sys
+for i in range(300):
+    port = int(sys.argv[1 + i % 2])
+    try:
+        s = socket.create_connection(("127.0.0.1", port), timeout=5)
+        # iSCSI: an undefined opcode; NVMe/TCP: an undefined PDU type
+        s.sendall((b"\x3f" if i % 2 == 0 else b"\x7f\x00\x08\x00\x08\x00\x00\x00") + b"\xff" * 47)
+        s.settimeout(2)
+        try:
+            s.recv(4096)
+        except OSError:
+            pass
+        s.close()
+    except OSError:
+        pass
+PY
+sleep 1.2
+# one more bad connection opens a new window, which writes the summary line
+python3 -c "import socket,sys; s=socket.create_connection(('127.0.0.1',$SLATE_PORT)); s.sendall(b'\x3f'+b'\xff'*47); s.settimeout(2)
+try: s.recv(64)
+except OSError: pass"
+secs=$(($(date +%s) - t0 + 1))
+after=$(grep -c 'protocol violation' "$daemon_log")
+lines=$((after - before))
+bound=$((secs * 2 * 10 + 20)) # two limiters (iSCSI, NVMe/TCP), 10 a second each, plus slack
+if [ "$lines" -gt "$bound" ]; then
+	slate_result FAIL limits.flood_log "$daemon_log" "$lines warning lines for 300 bad connections in ${secs}s (bound $bound)"
+elif ! grep -q 'similar lines suppressed' "$daemon_log"; then
+	slate_result FAIL limits.flood_log "$daemon_log" "no 'similar lines suppressed' summary after the flood ($lines lines)"
+elif check_alive limits.flood_log; then
+	slate_result PASS limits.flood_log
+fi
+
+# 3. The open-file limit.
+nofile=$(awk '/^Max open files/ {print $4}' "/proc/$pid/limits")
+if [ "$hard" = unlimited ] || [ "$nofile" = "$hard" ]; then
+	if [ "$hard" != "$soft" ] && ! grep -q 'open-file limit raised' "$daemon_log"; then
+		slate_result FAIL limits.nofile "$daemon_log" "soft limit $nofile but no log line about raising it"
+	else
+		slate_result PASS limits.nofile
+	fi
+else
+	slate_result FAIL limits.nofile "/proc/$pid/limits" "soft open-file limit $nofile, hard $hard"
+fi
+
+# 4. Idle connections cost little: 1000 of each kind, silent (before the login timeout).
+out=$(python3 - "$pid" "$SLATE_PORT" "$SLATE_NVME_PORT" <<'PY'
+import resource, socket, sys, time
+resource.setrlimit(resource.RLIMIT_NOFILE, (resource.getrlimit(resource.RLIMIT_NOFILE)[1],) * 2)
+pid, ports, n = int(sys.argv[1]), (int(sys.argv[2]), int(sys.argv[3])), 1000
+def rss():
+    for l in open("/proc/%d/status" % pid):
+        if l.startswith("VmRSS"):
+            return int(l.split()[1])
+r0 = rss()
+socks = [socket.create_connection(("127.0.0.1", ports[i % 2])) for i in range(2 * n)]
+time.sleep(0.5)
+r1 = rss()
+print("%.1f" % ((r1 - r0) / (2.0 * n)))
+PY
+)
+if [ -z "$out" ]; then
+	slate_result FAIL limits.idle_memory "" "could not measure"
+elif awk -v k="$out" 'BEGIN { exit !(k < 10) }'; then
+	echo "limits.idle_memory: $out kB per idle connection" >"$logdir/idle_memory.log"
+	slate_result PASS limits.idle_memory
+else
+	slate_result FAIL limits.idle_memory "" "$out kB per idle connection (5,000 must cost < 50 MB: < 10 kB each)"
+fi
+check_alive limits.idle_memory.alive && slate_result PASS limits.idle_memory.alive
+
+# 5. Connection caps, changed live by a reload: 5 from one host, the 6th is closed at accept;
+#    once some close, new ones are admitted again.
+sed -i 's/"options": {/"options": {"max_connections_per_host": 5, /' "$state/slate.json"
+if ! "$SLATE_BUILD/slatectl" -s "$state/run/slated.sock" config_reload >"$logdir/reload.out" 2>&1; then
+	slate_result FAIL limits.caps "$logdir/reload.out" "config_reload failed"
+else
+	out=$(python3 - "$SLATE_PORT" "$SLATE_NVME_PORT" <<'PY'
+import socket, sys, time
+iport, nport = int(sys.argv[1]), int(sys.argv[2])
+def closed_at_once(s):
+    s.settimeout(1.5)  # a refusal closes at once; the login timeout (2 s) must not count
+    try:
+        return s.recv(1) == b""
+    except socket.timeout:
+        return False
+    except OSError:
+        return True
+keep = [socket.create_connection(("127.0.0.1", iport if i % 2 else nport)) for i in range(5)]
+time.sleep(0.3)
+extra = [socket.create_connection(("127.0.0.1", p)) for p in (iport, nport)]
+bad = [i for i, s in enumerate(extra) if not closed_at_once(s)]
+if bad:
+    print("FAIL a connection beyond the per-host cap of 5 stayed open (%s)" % ("iSCSI" if 0 in bad else "NVMe/TCP"))
+    sys.exit()
+for s in keep[:2]:
+    s.close()
+ok = False
+for attempt in range(20):  # the target notices the closes on its own time
+    time.sleep(0.25)
+    again = socket.create_connection(("127.0.0.1", iport))
+    if not closed_at_once(again):
+        ok = True
+        break
+if not ok:
+    print("FAIL a connection was still refused 5 s after others closed")
+    sys.exit()
+print("PASS")
+PY
+)
+	if [ "$out" = PASS ] && grep -q "connection refused: 5 connections open from this host" "$daemon_log"; then
+		slate_result PASS limits.caps
+	elif [ "$out" = PASS ]; then
+		slate_result FAIL limits.caps "$daemon_log" "no log line for the refused connections"
+	else
+		slate_result FAIL limits.caps "$daemon_log" "${out#FAIL }"
+	fi
+fi
+check_alive limits.caps.alive && slate_result PASS limits.caps.alive
+
+# 6. Safe state: owner-only files.
+modes=$(stat -c '%a' "$state/run" "$state/run/limf.img" "$state/run/limf.meta.json" 2>&1 | tr '\n' ' ')
+if [ "$modes" = "700 600 600 " ]; then
+	slate_result PASS limits.file_modes
+else
+	slate_result FAIL limits.file_modes "$daemon_log" "state dir, data, metadata modes: $modes (want 700 600 600)"
+fi
+
+# 7. At the descriptor limit no core spins, and a client gets in once descriptors free up.
+#    A second slated whose hard open-file limit is 128; 160 connections exhaust it.
+slate_stop >/dev/null 2>&1
+fdlog=$logdir/fdlimit.log
+: >"$fdlog"
+sed -i 's/"max_connections_per_host": 5, //' "$state/slate.json"
+(
+	ulimit -Hn 128 -Sn 128
+	exec "$SLATE_BUILD/slated" --config "$state/slate.json" --state-dir "$state/run2" >>"$fdlog" 2>&1
+) &
+fdpid=$!
+for _ in $(seq 1 100); do grep -q ' ready: ' "$fdlog" && break; sleep 0.1; done
+slate_read_ports "$fdlog" 1
+if [ -z "${SLATE_PORT:-}" ]; then
+	slate_result FAIL limits.fd_exhausted "$fdlog" "second slated did not start"
+else
+	out=$(python3 - "$fdpid" "$SLATE_PORT" <<'PY'
+import os, socket, sys, time
+pid, port = int(sys.argv[1]), int(sys.argv[2])
+hz = os.sysconf("SC_CLK_TCK")
+def cpu():
+    f = open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()
+    return (int(f[11]) + int(f[12])) / hz
+socks = []
+for i in range(160):
+    try:
+        socks.append(socket.create_connection(("127.0.0.1", port), timeout=2))
+    except OSError:
+        break
+time.sleep(0.5)
+c0, t0 = cpu(), time.monotonic()
+time.sleep(3)
+busy = (cpu() - c0) / (time.monotonic() - t0)
+for s in socks:
+    s.close()
+ok = False
+for attempt in range(20):  # the listener retries after its pause
+    time.sleep(0.5)
+    try:
+        s = socket.create_connection(("127.0.0.1", port), timeout=2)
+        s.sendall(b"\x3f" + b"\xff" * 47)  # any answer (a Reject, or a close after it) means accepted
+        s.settimeout(3)
+        try:
+            s.recv(48)
+        except OSError:
+            pass
+        ok = True
+        break
+    except OSError:
+        pass
+print("%.2f %d %s" % (busy, len(socks), "in" if ok else "out"))
+PY
+)
+	busy=${out%% *}
+	rest=${out#* }
+	if [ -z "$out" ]; then
+		slate_result FAIL limits.fd_exhausted "$fdlog" "could not measure"
+	elif ! grep -q 'Too many open files' "$fdlog"; then
+		slate_result FAIL limits.fd_exhausted "$fdlog" "the descriptor limit was never reached (${rest% *} connections)"
+	elif awk -v b="$busy" 'BEGIN { exit !(b > 0.5) }'; then
+		slate_result FAIL limits.fd_exhausted "$fdlog" "slated used $busy of a core while out of descriptors (a spinning accept)"
+	elif [ "${rest#* }" != in ]; then
+		slate_result FAIL limits.fd_exhausted "$fdlog" "no client got in after descriptors were freed"
+	else
+		echo "cpu $busy of a core while out of descriptors" >"$logdir/fd_exhausted.log"
+		slate_result PASS limits.fd_exhausted
+	fi
+fi
+kill "$fdpid" 2>/dev/null
+wait "$fdpid" 2>/dev/null
+if grep -q 'ERROR: AddressSanitizer\|runtime error:' "$fdlog"; then
+	slate_result FAIL limits.fd_exhausted.clean "$fdlog" "sanitizer report"
+fi
+bash "$here/chap.sh"
