@@ -183,7 +183,7 @@ for g in $groups; do
 		run_group e2e_nvme "$(gtimeout e2e_nvme 1500)" tests/e2e/nvme-linux.sh
 		run_group e2e_native "$(gtimeout e2e_native 900)" tests/e2e/native-atomic.sh
 		;;
-	e2e_cross) run_group e2e_cross "$(gtimeout e2e_cross 1500)" tests/e2e/cross-linux.sh ;;
+	e2e_cross) run_group e2e_cross "$(gtimeout e2e_cross 1500)" tests/e2e/cross-parallel.sh ;;
 	package) run_group package "$(gtimeout package 1800)" tests/package/run.sh ;;
 	fuzz) run_group fuzz "$(gtimeout fuzz 1200)" bash -c group_fuzz ;;
 	*)

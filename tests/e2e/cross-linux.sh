@@ -24,10 +24,11 @@ cd "$(dirname "$0")/../.."
 
 # CROSS_PARTS=PATTERN (a shell pattern of part names, e.g. '90-*' or
 # '6[05]-*') runs only those parts (a part that uses another's helpers
-# needs that one too).
+# needs that one too); CROSS_NAME names the run's log directory and
+# CROSS_VM_TIMEOUT its VM's limit (make test runs the parts in two VMs).
 if [ "${1:-}" != --inside ]; then
 	# (a pattern could be expanded on its way into the VM: "all" is literal)
-	slate_vm_run e2e-cross 1200 tests/e2e/cross-linux.sh --inside "${CROSS_PARTS:-all}"
+	slate_vm_run "${CROSS_NAME:-e2e-cross}" "${CROSS_VM_TIMEOUT:-1200}" tests/e2e/cross-linux.sh --inside "${CROSS_PARTS:-all}"
 	exit
 fi
 parts=${2:-all}
