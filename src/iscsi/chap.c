@@ -5,6 +5,7 @@
  * iSCSI.  Hashes and randomness come from OpenSSL; nothing here logs a
  * secret.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -75,13 +76,11 @@ int iscsi_chap_decode(const char *s, uint8_t *out, size_t max)
                 if (n == 0 || n % 2 || n / 2 > max)
                         return -EINVAL;
                 for (size_t i = 0; i < n / 2; i++) {
-                        unsigned v;
-                        char b[3] = {s[2 * i], s[2 * i + 1], 0};
-                        char *end;
-                        v = (unsigned)strtoul(b, &end, 16);
-                        if (*end)
+                        if (!isxdigit((unsigned char)s[2 * i]) ||
+                            !isxdigit((unsigned char)s[2 * i + 1]))
                                 return -EINVAL;
-                        out[i] = (uint8_t)v;
+                        char b[3] = {s[2 * i], s[2 * i + 1], 0};
+                        out[i] = (uint8_t)strtoul(b, NULL, 16);
                 }
                 return (int)(n / 2);
         }
