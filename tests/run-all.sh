@@ -15,7 +15,7 @@
 #                                      robust_nvme limits metrics reload durability service e2e
 #                                      e2e_nvme e2e_cross package fuzz
 #                                      (default: all)
-# Environment: FUZZ_SECS (per fuzzer, default 30), GROUP_TIMEOUT_<group>.
+# Environment: FUZZ_SECS (per fuzzer, default 20), GROUP_TIMEOUT_<group>.
 set -u
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -138,7 +138,7 @@ PY
 
 # --- group: fuzz -------------------------------------------------------------
 group_fuzz() {
-	local secs=${FUZZ_SECS:-30} rc=0 f name corpus log work
+	local secs=${FUZZ_SECS:-20} rc=0 f name corpus log work
 	shopt -s nullglob
 	local bins=(build-fuzz/tests/fuzz_*)
 	[ ${#bins[@]} -gt 0 ] || return 0

@@ -290,6 +290,10 @@ md_restore() {
 	echo "restored: kernel size $(md_ksize) sectors"
 	ctl media shared clear 0 "$(md_nsze)" || return 1
 	ctl namespace_set name=shared elements=0 || return 1
+	# The iSCSI host learns the capacity back only by a rescan (the NVMe host by its event).
+	echo 1 >"/sys/block/${SD#/dev/}/device/rescan"
+	wait_for 10 test "$(blockdev --getsz "$SD")" = "$(md_nsze)" ||
+		{ echo "iSCSI host sees $(blockdev --getsz "$SD") sectors after the restore"; return 1; }
 	md_kread 1000 8 >/dev/null && [ "$(md_media 'm["unrecoverable_blocks"]')" = 0 ]
 }
 check media-restore-and-clean md_restore

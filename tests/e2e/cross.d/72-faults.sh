@@ -56,6 +56,9 @@ flt_fraction() {
 	# With the rule gone reads succeed again.
 	[ "$(flt_reads "$dev" 4)" = 0 ]
 }
+# Earlier parts may have changed the capacity: the iSCSI host sees it after a rescan.
+echo 1 >"/sys/block/${SD#/dev/}/device/rescan" 2>/dev/null
+sg_turs "$SD" >/dev/null 2>&1 || sg_turs "$SD" >/dev/null 2>&1
 # Prepare the region (zeroes are fine: the point is the status).
 dd if=/dev/zero of="$NVDEV" bs=1M count=1 seek=$((FLT_LBA / 2048)) oflag=direct 2>/dev/null
 check faults-iscsi-fraction-medium-error flt_fraction iscsi "$SD" iscsi 500
