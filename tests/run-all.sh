@@ -36,12 +36,14 @@ jobs_n=$(nproc 2>/dev/null || echo 2)
 # result lines; a group that exits non-zero without reporting a failure (or
 # is killed by its timeout) is itself counted as one failure.
 run_group() {
-	local name=$1 tmo=$2 out rc p f s
+	local name=$1 tmo=$2 out rc p f s t0
 	shift 2
 	out=$SLATE_LOGDIR/group-$name.out
 	echo "=== $name ==="
+	t0=$(date +%s)
 	timeout -k 20 "$tmo" "$@" 2>"$SLATE_LOGDIR/group-$name.err" | tee "$out"
 	rc=${PIPESTATUS[0]}
+	echo "--- $name: $(($(date +%s) - t0)) s"
 	p=$(grep -c '^PASS ' "$out")
 	f=$(grep -c '^FAIL ' "$out")
 	s=$(grep -c '^SKIP ' "$out")
@@ -137,25 +139,48 @@ PY
 }
 
 # --- group: fuzz -------------------------------------------------------------
+# One fuzzer per core at once (each is single-threaded); the result lines
+# come out in the targets' order when all are done.
+fuzz_one() {
+	local f=$1 secs=$2 name corpus log work
+	name=${f##*/fuzz_}
+	log=$SLATE_LOGDIR/fuzz_$name.log
+	# New inputs go to a scratch dir; the committed seeds stay read-only.
+	work=$SLATE_LOGDIR/fuzz-corpus-$name
+	mkdir -p "$work"
+	corpus=()
+	[ -d "tests/fuzz/corpus/$name" ] && corpus=("tests/fuzz/corpus/$name")
+	if (cd "$SLATE_LOGDIR" && timeout -k 10 $((secs + 120)) "$root/$f" -max_total_time="$secs" \
+		-rss_limit_mb=2048 -timeout=10 -print_final_stats=1 "$work" "${corpus[@]/#/$root/}") >"$log" 2>&1; then
+		echo "PASS fuzz.$name" >"$SLATE_LOGDIR/fuzz_$name.result"
+	else
+		slate_result FAIL "fuzz.$name" "$log" "crash/leak/timeout; reproducer in $SLATE_LOGDIR" >"$SLATE_LOGDIR/fuzz_$name.result"
+	fi
+}
 group_fuzz() {
-	local secs=${FUZZ_SECS:-20} rc=0 f name corpus log work
+	local secs=${FUZZ_SECS:-20} rc=0 f name running=0
 	shopt -s nullglob
-	local bins=(build-fuzz/tests/fuzz_*)
+	local bins=(build-fuzz/tests/fuzz_*) run=()
 	[ ${#bins[@]} -gt 0 ] || return 0
 	for f in "${bins[@]}"; do
 		[ -x "$f" ] && [ -f "$f" ] || continue
+		run+=("$f")
+		rm -f "$SLATE_LOGDIR/fuzz_${f##*/fuzz_}.result"
+		fuzz_one "$f" "$secs" &
+		running=$((running + 1))
+		if [ "$running" -ge "$jobs_n" ]; then
+			wait -n
+			running=$((running - 1))
+		fi
+	done
+	wait
+	for f in "${run[@]}"; do
 		name=${f##*/fuzz_}
-		log=$SLATE_LOGDIR/fuzz_$name.log
-		# New inputs go to a scratch dir; the committed seeds stay read-only.
-		work=$SLATE_LOGDIR/fuzz-corpus-$name
-		mkdir -p "$work"
-		corpus=()
-		[ -d "tests/fuzz/corpus/$name" ] && corpus=("tests/fuzz/corpus/$name")
-		if (cd "$SLATE_LOGDIR" && timeout -k 10 $((secs + 120)) "$root/$f" -max_total_time="$secs" \
-			-rss_limit_mb=2048 -timeout=10 -print_final_stats=1 "$work" "${corpus[@]/#/$root/}") >"$log" 2>&1; then
-			slate_result PASS "fuzz.$name"
+		if [ -s "$SLATE_LOGDIR/fuzz_$name.result" ]; then
+			cat "$SLATE_LOGDIR/fuzz_$name.result"
+			grep -q '^PASS ' "$SLATE_LOGDIR/fuzz_$name.result" || rc=1
 		else
-			slate_result FAIL "fuzz.$name" "$log" "crash/leak/timeout; reproducer in $SLATE_LOGDIR"
+			slate_result FAIL "fuzz.$name" "$SLATE_LOGDIR/fuzz_$name.log" "the fuzzer left no result"
 			rc=1
 		fi
 	done
@@ -164,7 +189,7 @@ group_fuzz() {
 
 # The group functions run under timeout(1) in a child bash.
 export root jobs_n
-export -f slate_result group_build group_unit group_fuzz
+export -f slate_result group_build group_unit fuzz_one group_fuzz
 
 for g in $groups; do
 	case $g in
