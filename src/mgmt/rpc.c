@@ -98,12 +98,17 @@ struct rpc_ctx {
         size_t errlen;
 };
 
+#define RPC_PARAMS_MAX 32
+
 struct rpc_method {
         const char *name;
         int (*fn)(struct rpc_ctx *c);
         const char *desc;
-        struct param_spec params[32]; /* terminated by name == NULL */
+        /* Ends at the first name == NULL or after RPC_PARAMS_MAX entries (a full table has no
+         * terminator). */
+        struct param_spec params[RPC_PARAMS_MAX];
 };
+#define param_end(m, ps) ((ps) == (m)->params + RPC_PARAMS_MAX || !(ps)->name)
 
 static const struct rpc_method rpc_methods[];
 static const size_t rpc_nmethods;
@@ -232,12 +237,12 @@ static int check_params(const struct rpc_method *m, struct rpc_ctx *c)
         json_object_foreach(c->params, key, v)
         {
                 const struct param_spec *ps = m->params;
-                while (ps->name && strcmp(ps->name, key) != 0)
+                while (!param_end(m, ps) && strcmp(ps->name, key) != 0)
                         ps++;
-                if (!ps->name)
+                if (param_end(m, ps))
                         return inval(c, "unknown param '%.64s' for %s", key, m->name);
         }
-        for (const struct param_spec *ps = m->params; ps->name; ps++) {
+        for (const struct param_spec *ps = m->params; !param_end(m, ps); ps++) {
                 v = json_object_get(c->params, ps->name);
                 if (!v || json_is_null(v)) {
                         if (ps->required)
@@ -1353,7 +1358,7 @@ static int h_config_reload(struct rpc_ctx *c)
 static json_t *method_json(const struct rpc_method *m)
 {
         json_t *ps = json_array();
-        for (const struct param_spec *p = m->params; p->name; p++)
+        for (const struct param_spec *p = m->params; !param_end(m, p); p++)
                 json_array_append_new(ps, json_pack("{s:s, s:s, s:b, s:s}", "name", p->name, "type",
                                                     ptype_name(p->type), "required", p->required,
                                                     "desc", p->desc));
