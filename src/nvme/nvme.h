@@ -180,6 +180,7 @@ void nvme_queue_fini(struct nvme_queue *q);
 int nvme_subsys_add(const char *nqn, const char *serial, const char *model, char *err,
                     size_t errlen);
 int nvme_subsys_del(const char *nqn, char *err, size_t errlen);
+void nvme_subsys_shutdown(void); /* after the reactors stopped: release every namespace */
 /* copy_cross_namespace: Copy formats 2h/3h enabled from controller creation (and reset) on. */
 int nvme_subsys_set_copy_xns(const char *nqn, bool on, char *err, size_t errlen);
 int nvme_subsys_allow_host(const char *nqn, const char *hostnqn /* "*" = any */, char *err,

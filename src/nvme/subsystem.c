@@ -389,6 +389,20 @@ int nvme_ns_detach(const char *nqn, uint32_t nsid, char *err, size_t errlen)
         return 0;
 }
 
+/*
+ * At shutdown, after the reactors have stopped: every subsystem lets go of its
+ * namespaces, so the last reference runs the namespace's close (metadata,
+ * atomic journal) as it does for a namespace only iSCSI exported.
+ */
+void nvme_subsys_shutdown(void)
+{
+        pthread_mutex_lock(&nvme_lock);
+        for (struct nvme_subsys *s = nvme_subsystems; s; s = s->next)
+                for (uint32_t nsid = 1; nsid <= NVME_MAX_NSID; nsid++)
+                        ns_slot_clear(s, nsid);
+        pthread_mutex_unlock(&nvme_lock);
+}
+
 int nvme_ns_in_use(const struct core_ns *ns)
 {
         int n = 0;
