@@ -322,13 +322,10 @@ void core_pi_insert(const struct core_pi_fmt *f, const void *src, struct core_pi
         for (size_t u = 0; u < units; u++) {
                 const uint8_t *s = (const uint8_t *)src + u * iv;
                 uint8_t *d = w.data + u * w.dstride, *md = w.md + u * w.mstride;
-                uint64_t crc;
-                if (f->guard == CORE_PI_GUARD_CRC16) {
-                        crc = crc16_t10dif_copy(0, d, (uint8_t *)s, iv); /* one pass */
-                } else {
-                        memcpy(d, s, iv);
-                        crc = crc_more(f->guard, crc_init(f->guard), d, iv);
-                }
+                /* memcpy then the CRC: ISA-L's crc16_t10dif_copy measured about half as
+                 * fast here (bench/pi). */
+                memcpy(d, s, iv);
+                uint64_t crc = crc_more(f->guard, crc_init(f->guard), d, iv);
                 memset(md, 0, w.po);
                 memset(md + w.po + ts, 0, f->md_size - w.po - ts);
                 if (w.po)
