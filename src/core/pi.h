@@ -32,10 +32,11 @@
  * (buf.data the data, buf.md the metadata of every interval in order).
  *
  * Reference tags: the caller gives the first interval's expected/generated
- * value; it increments by one per protection interval (modulo the tag's
- * width).  For type 1 that is the LBA's low bits (scaled by the intervals
- * per block: the Linux block layer's convention), for type 2 the command's
- * expected initial reference tag; type 3 reference tags are never checked.
+ * value (a command's first one: the LBA's low bits for type 1, the 32-byte
+ * CDB's expected initial reference tag or NVMe's ILBRT for type 2); it
+ * increments by one per protection interval, modulo the tag's width
+ * (SBC-4 4.22: each subsequent protection information interval's is the
+ * previous one plus one).  Type 3 reference tags are never checked.
  *
  * Escapes (checked before anything else; a tuple that escapes is not
  * checked at all): apptag FFFFh for types 1 and 2; apptag FFFFh and the
