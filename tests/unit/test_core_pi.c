@@ -203,145 +203,153 @@ static struct core_pi_check full(uint64_t ref, uint16_t app, uint64_t lba)
                                       .lba = lba};
 }
 
-static void test_types_and_checks(void **st)
+/* fn on every format of fmts with types 1..3 (those this build can do). */
+static void each_format(void (*fn)(struct ctx c, unsigned type))
 {
-        (void)st;
         for (unsigned i = 0; i < sizeof(fmts) / sizeof(fmts[0]); i++) {
                 for (unsigned type = 1; type <= 3; type++) {
                         struct ctx c;
                         if (!ctx_init(&c, i, type))
                                 continue;
-                        struct core_pi_buf b = {c.buf, NULL};
-                        const struct core_pi_tags t = {.ref = 1000, .app = 0x5a5a};
-                        struct core_pi_err e;
-                        size_t per = (size_t)1 << c.f.pi_exp, last = NB * per - 1;
-                        core_pi_generate(&c.f, b, NB, &t);
-                        struct core_pi_check k = full(1000, 0x5a5a, 77);
-                        assert_int_equal(core_pi_verify(&c.f, b, NB, &k, &e), CORE_OK);
-
-                        /* A flipped data bit in the last interval of block 4 (or of block 5). */
-                        size_t u = 4 * per + per - 1;
-                        iv_data(&c, u)[17] ^= 0x10;
-                        memset(&e, 0, sizeof(e));
-                        assert_int_equal(core_pi_verify(&c.f, b, NB, &k, &e), CORE_E_PI_GUARD);
-                        assert_int_equal(e.status, CORE_E_PI_GUARD);
-                        assert_int_equal(e.block, 4);
-                        assert_int_equal(e.interval, per - 1);
-                        assert_int_equal(e.lba, 81);
-                        assert_true(e.expected != e.actual);
-                        k.flags &= ~(unsigned)CORE_PI_CHK_GUARD; /* not checked: passes */
-                        assert_int_equal(core_pi_verify(&c.f, b, NB, &k, &e), CORE_OK);
-                        iv_data(&c, u)[17] ^= 0x10;
-                        k.flags |= CORE_PI_CHK_GUARD;
-
-                        /* Metadata outside the tuple: guarded only if before a PI placed last. */
-                        if (c.f.md_size > c.ts) {
-                                uint8_t *m = tuple(&c, 2) - c.po + (c.po ? 0 : c.ts);
-                                m[0] ^= 1;
-                                assert_int_equal(core_pi_verify(&c.f, b, NB, &k, &e),
-                                                 c.po ? CORE_E_PI_GUARD : CORE_OK);
-                                if (c.po)
-                                        assert_int_equal(e.block, 2 / per);
-                                m[0] ^= 1;
-                        }
-
-                        /* The application tag: wrong in block 3, ignored bits by the mask. */
-                        uint8_t *pi = tuple(&c, 3 * per);
-                        pi[app_off(&c) + 1] ^= 0x01; /* 5a5b */
-                        assert_int_equal(core_pi_verify(&c.f, b, NB, &k, &e), CORE_E_PI_APPTAG);
-                        assert_int_equal(e.block, 3);
-                        assert_int_equal(e.interval, 0);
-                        assert_int_equal(e.expected, 0x5a5a);
-                        assert_int_equal(e.actual, 0x5a5b);
-                        k.app_mask = 0xfffe;
-                        assert_int_equal(core_pi_verify(&c.f, b, NB, &k, &e), CORE_OK);
-                        k.app_mask = 0xffff;
-                        k.flags &= ~(unsigned)CORE_PI_CHK_APP;
-                        assert_int_equal(core_pi_verify(&c.f, b, NB, &k, &e), CORE_OK);
-                        k.flags |= CORE_PI_CHK_APP;
-                        pi[app_off(&c) + 1] ^= 0x01;
-
-                        /* The reference tag: the expected start off by one fails at block 0
-                         * for types 1 and 2; type 3 never checks it. */
-                        k.ref = 1001;
-                        assert_int_equal(core_pi_verify(&c.f, b, NB, &k, &e),
-                                         type == 3 ? CORE_OK : CORE_E_PI_REFTAG);
-                        if (type != 3) {
-                                assert_int_equal(e.block, 0);
-                                assert_int_equal(e.expected, 1001);
-                                assert_int_equal(e.actual, 1000);
-                        }
-                        k.ref = 1000;
-                        /* One tuple's reference tag wrong: the last interval. */
-                        pi = tuple(&c, last);
-                        pi[c.ts - 1] ^= 0x40;
-                        assert_int_equal(core_pi_verify(&c.f, b, NB, &k, &e),
-                                         type == 3 ? CORE_OK : CORE_E_PI_REFTAG);
-                        if (type != 3) {
-                                assert_int_equal(e.block, NB - 1);
-                                assert_int_equal(e.interval, per - 1);
-                                assert_int_equal(e.expected, 1000 + last);
-                        }
-                        pi[c.ts - 1] ^= 0x40;
-
-                        /* Guard first: a block failing all three reports the guard. */
-                        pi = tuple(&c, 5 * per);
-                        iv_data(&c, 5 * per)[0] ^= 0xff;
-                        pi[app_off(&c)] ^= 0x80;
-                        pi[c.ts - 1] ^= 0x01;
-                        assert_int_equal(core_pi_verify(&c.f, b, NB, &k, &e), CORE_E_PI_GUARD);
-                        assert_int_equal(e.block, 5);
-                        k.flags = CORE_PI_CHK_APP | CORE_PI_CHK_REF;
-                        assert_int_equal(core_pi_verify(&c.f, b, NB, &k, &e), CORE_E_PI_APPTAG);
-                        k.flags = CORE_PI_CHK_REF;
-                        assert_int_equal(core_pi_verify(&c.f, b, NB, &k, &e),
-                                         type == 3 ? CORE_OK : CORE_E_PI_REFTAG);
+                        fn(c, type);
                         free(c.buf);
                 }
+        }
+}
+
+/* One format and type (c.buf is freed by each_format). */
+static void types_and_checks_one(struct ctx c, unsigned type)
+{
+        struct core_pi_buf b = {c.buf, NULL};
+        const struct core_pi_tags t = {.ref = 1000, .app = 0x5a5a};
+        struct core_pi_err e;
+        size_t per = (size_t)1 << c.f.pi_exp, last = NB * per - 1;
+        core_pi_generate(&c.f, b, NB, &t);
+        struct core_pi_check k = full(1000, 0x5a5a, 77);
+        assert_int_equal(core_pi_verify(&c.f, b, NB, &k, &e), CORE_OK);
+
+        /* A flipped data bit in the last interval of block 4 (or of block 5). */
+        size_t u = 4 * per + per - 1;
+        iv_data(&c, u)[17] ^= 0x10;
+        memset(&e, 0, sizeof(e));
+        assert_int_equal(core_pi_verify(&c.f, b, NB, &k, &e), CORE_E_PI_GUARD);
+        assert_int_equal(e.status, CORE_E_PI_GUARD);
+        assert_int_equal(e.block, 4);
+        assert_int_equal(e.interval, per - 1);
+        assert_int_equal(e.lba, 81);
+        assert_true(e.expected != e.actual);
+        k.flags &= ~(unsigned)CORE_PI_CHK_GUARD; /* not checked: passes */
+        assert_int_equal(core_pi_verify(&c.f, b, NB, &k, &e), CORE_OK);
+        iv_data(&c, u)[17] ^= 0x10;
+        k.flags |= CORE_PI_CHK_GUARD;
+
+        /* Metadata outside the tuple: guarded only if before a PI placed last. */
+        if (c.f.md_size > c.ts) {
+                uint8_t *m = tuple(&c, 2) - c.po + (c.po ? 0 : c.ts);
+                m[0] ^= 1;
+                assert_int_equal(core_pi_verify(&c.f, b, NB, &k, &e),
+                                 c.po ? CORE_E_PI_GUARD : CORE_OK);
+                if (c.po)
+                        assert_int_equal(e.block, 2 / per);
+                m[0] ^= 1;
+        }
+
+        /* The application tag: wrong in block 3, ignored bits by the mask. */
+        uint8_t *pi = tuple(&c, 3 * per);
+        pi[app_off(&c) + 1] ^= 0x01; /* 5a5b */
+        assert_int_equal(core_pi_verify(&c.f, b, NB, &k, &e), CORE_E_PI_APPTAG);
+        assert_int_equal(e.block, 3);
+        assert_int_equal(e.interval, 0);
+        assert_int_equal(e.expected, 0x5a5a);
+        assert_int_equal(e.actual, 0x5a5b);
+        k.app_mask = 0xfffe;
+        assert_int_equal(core_pi_verify(&c.f, b, NB, &k, &e), CORE_OK);
+        k.app_mask = 0xffff;
+        k.flags &= ~(unsigned)CORE_PI_CHK_APP;
+        assert_int_equal(core_pi_verify(&c.f, b, NB, &k, &e), CORE_OK);
+        k.flags |= CORE_PI_CHK_APP;
+        pi[app_off(&c) + 1] ^= 0x01;
+
+        /* The reference tag: the expected start off by one fails at block 0
+         * for types 1 and 2; type 3 never checks it. */
+        k.ref = 1001;
+        assert_int_equal(core_pi_verify(&c.f, b, NB, &k, &e),
+                         type == 3 ? CORE_OK : CORE_E_PI_REFTAG);
+        if (type != 3) {
+                assert_int_equal(e.block, 0);
+                assert_int_equal(e.expected, 1001);
+                assert_int_equal(e.actual, 1000);
+        }
+        k.ref = 1000;
+        /* One tuple's reference tag wrong: the last interval. */
+        pi = tuple(&c, last);
+        pi[c.ts - 1] ^= 0x40;
+        assert_int_equal(core_pi_verify(&c.f, b, NB, &k, &e),
+                         type == 3 ? CORE_OK : CORE_E_PI_REFTAG);
+        if (type != 3) {
+                assert_int_equal(e.block, NB - 1);
+                assert_int_equal(e.interval, per - 1);
+                assert_int_equal(e.expected, 1000 + last);
+        }
+        pi[c.ts - 1] ^= 0x40;
+
+        /* Guard first: a block failing all three reports the guard. */
+        pi = tuple(&c, 5 * per);
+        iv_data(&c, 5 * per)[0] ^= 0xff;
+        pi[app_off(&c)] ^= 0x80;
+        pi[c.ts - 1] ^= 0x01;
+        assert_int_equal(core_pi_verify(&c.f, b, NB, &k, &e), CORE_E_PI_GUARD);
+        assert_int_equal(e.block, 5);
+        k.flags = CORE_PI_CHK_APP | CORE_PI_CHK_REF;
+        assert_int_equal(core_pi_verify(&c.f, b, NB, &k, &e), CORE_E_PI_APPTAG);
+        k.flags = CORE_PI_CHK_REF;
+        assert_int_equal(core_pi_verify(&c.f, b, NB, &k, &e),
+                         type == 3 ? CORE_OK : CORE_E_PI_REFTAG);
+}
+
+static void test_types_and_checks(void **st)
+{
+        (void)st;
+        each_format(types_and_checks_one);
+}
+
+/* One format and type (c.buf is freed by each_format). */
+static void escapes_one(struct ctx c, unsigned type)
+{
+        struct core_pi_buf b = {c.buf, NULL};
+        const struct core_pi_tags t = {.ref = 0, .app = 0x0001};
+        struct core_pi_err e;
+        core_pi_generate(&c.f, b, NB, &t);
+        struct core_pi_check k = full(0, 0x0001, 0);
+        /* Block 1's first tuple: apptag FFFFh, guard and reference tag wrong. */
+        uint8_t *pi = tuple(&c, (size_t)1 << c.f.pi_exp);
+        memset(pi, 0x00, app_off(&c));
+        pi[0] = 0x42;
+        pi[app_off(&c)] = pi[app_off(&c) + 1] = 0xff;
+        pi[c.ts - 1] ^= 0x01;
+        assert_int_equal(core_pi_verify(&c.f, b, NB, &k, &e),
+                         type == 3 ? CORE_E_PI_GUARD : CORE_OK);
+        if (type == 3) {
+                assert_int_equal(e.block, 1);
+                /* All ones in the storage+reference space too: escaped. */
+                memset(pi + app_off(&c) + 2, 0xff, c.ts - app_off(&c) - 2);
+                assert_int_equal(core_pi_verify(&c.f, b, NB, &k, &e), CORE_OK);
+                /* The reference tag all ones but not the storage tag: checked. */
+                if (c.f.sts) {
+                        pi[app_off(&c) + 2] = 0x7f;
+                        assert_int_equal(core_pi_verify(&c.f, b, NB, &k, &e), CORE_E_PI_GUARD);
+                }
+                /* Reference tag all ones, apptag not FFFFh: checked. */
+                memset(pi + app_off(&c) + 2, 0xff, c.ts - app_off(&c) - 2);
+                pi[app_off(&c) + 1] = 0xfe;
+                assert_int_equal(core_pi_verify(&c.f, b, NB, &k, &e), CORE_E_PI_GUARD);
         }
 }
 
 static void test_escapes(void **st)
 {
         (void)st;
-        for (unsigned i = 0; i < sizeof(fmts) / sizeof(fmts[0]); i++) {
-                for (unsigned type = 1; type <= 3; type++) {
-                        struct ctx c;
-                        if (!ctx_init(&c, i, type))
-                                continue;
-                        struct core_pi_buf b = {c.buf, NULL};
-                        const struct core_pi_tags t = {.ref = 0, .app = 0x0001};
-                        struct core_pi_err e;
-                        core_pi_generate(&c.f, b, NB, &t);
-                        struct core_pi_check k = full(0, 0x0001, 0);
-                        /* Block 1's first tuple: apptag FFFFh, guard and reference tag wrong. */
-                        uint8_t *pi = tuple(&c, (size_t)1 << c.f.pi_exp);
-                        memset(pi, 0x00, app_off(&c));
-                        pi[0] = 0x42;
-                        pi[app_off(&c)] = pi[app_off(&c) + 1] = 0xff;
-                        pi[c.ts - 1] ^= 0x01;
-                        assert_int_equal(core_pi_verify(&c.f, b, NB, &k, &e),
-                                         type == 3 ? CORE_E_PI_GUARD : CORE_OK);
-                        if (type == 3) {
-                                assert_int_equal(e.block, 1);
-                                /* All ones in the storage+reference space too: escaped. */
-                                memset(pi + app_off(&c) + 2, 0xff, c.ts - app_off(&c) - 2);
-                                assert_int_equal(core_pi_verify(&c.f, b, NB, &k, &e), CORE_OK);
-                                /* The reference tag all ones but not the storage tag: checked. */
-                                if (c.f.sts) {
-                                        pi[app_off(&c) + 2] = 0x7f;
-                                        assert_int_equal(core_pi_verify(&c.f, b, NB, &k, &e),
-                                                         CORE_E_PI_GUARD);
-                                }
-                                /* Reference tag all ones, apptag not FFFFh: checked. */
-                                memset(pi + app_off(&c) + 2, 0xff, c.ts - app_off(&c) - 2);
-                                pi[app_off(&c) + 1] = 0xfe;
-                                assert_int_equal(core_pi_verify(&c.f, b, NB, &k, &e),
-                                                 CORE_E_PI_GUARD);
-                        }
-                        free(c.buf);
-                }
-        }
+        each_format(escapes_one);
 }
 
 static void test_type0(void **st)
