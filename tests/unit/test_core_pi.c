@@ -527,6 +527,19 @@ static void test_status_rows(void **st)
                 assert_int_equal(m->sc, rows[i].sc);
                 assert_true(m->dnr);
                 assert_string_not_equal(core_status_name(rows[i].s), "unknown");
+                /* Fixed-format sense: VALID, the failing LBA in the INFORMATION field. */
+                struct scsi_cmd *cmd = calloc(1, sizeof(*cmd));
+                assert_non_null(cmd);
+                scsi_status_from_core(cmd, rows[i].s, 0x01020304, true);
+                assert_int_equal(cmd->status, SAM_STAT_CHECK_CONDITION);
+                assert_true(cmd->sense_len >= 18);
+                assert_int_equal(cmd->sense[0], 0xf0);
+                assert_int_equal(cmd->sense[2] & 0x0f, SK_ABORTED_COMMAND);
+                static const uint8_t info[4] = {1, 2, 3, 4};
+                assert_memory_equal(cmd->sense + 3, info, 4);
+                assert_int_equal(cmd->sense[12], 0x10);
+                assert_int_equal(cmd->sense[13], rows[i].ascq);
+                free(cmd);
         }
 }
 
