@@ -183,7 +183,8 @@ void nvme_status_from_core(struct nvme_cmd *cmd, enum core_status st)
          * info = its LBA). */
         uint64_t lba = cmd->req.lba;
         bool names_block = st == CORE_E_UNRECOVERED_READ || st == CORE_E_WRITE_ERROR ||
-                           st == CORE_E_PI_GUARD || st == CORE_E_PI_APPTAG || st == CORE_E_PI_REFTAG;
+                           st == CORE_E_PI_GUARD || st == CORE_E_PI_APPTAG ||
+                           st == CORE_E_PI_REFTAG;
         if (names_block && cmd->req.info_valid)
                 lba = cmd->req.info;
         if (st != CORE_OK && cmd->queue)
