@@ -79,6 +79,7 @@ static const char *const action_names[] = {"none", "overwrite", "block-erase", "
 /* ---- the background operation ---- */
 
 static void step(struct core_sanitize *s);
+static bool deallocates(const struct core_sanitize *s);
 
 static void save_locked(struct core_ns *ns)
 {
