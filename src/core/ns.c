@@ -479,6 +479,11 @@ int core_ns_create(const struct core_ns_params *p, struct core_ns **out, char *e
                 }
                 if (cerr[0])
                         snprintf(err, errlen, "namespace %s: %s", p->name, cerr);
+                if (!rc && ns->crypt) {
+                        ns->kek_passphrase = !(p->key_file && p->key_file[0]);
+                        snprintf(ns->kek_path, sizeof(ns->kek_path), "%s",
+                                 ns->kek_passphrase ? p->passphrase_file : p->key_file);
+                }
                 json_decref(crypt_j);
                 crypt_j = NULL;
                 if (rc)

@@ -313,8 +313,14 @@ struct core_ns {
          */
         _Atomic uint32_t media_flags;
         struct core_media *media;
-        /* Encryption at rest (core/crypt.h); NULL = stored in the clear.  Set at create. */
+        /*
+         * Encryption at rest (core/crypt.h); NULL = stored in the clear.  Set
+         * at create, with the path of the KEK's file (a key file, or a
+         * passphrase file when kek_passphrase): config_save writes it back.
+         */
         struct core_crypt *crypt;
+        char kek_path[4096];
+        bool kek_passphrase;
         atomic_int refs;
         struct core_ns *next; /* registry */
 };
