@@ -437,8 +437,7 @@ static bool can_offload(const struct core_copy *c, const struct core_copy_range 
 {
         /* Ciphertext is bound to its LBA and key (core/crypt.h): never copied as is. */
         return !c->no_offload && r->src->be.ops == r->dst->be.ops && r->src->be.ops->copy &&
-               !r->src->crypt && !r->dst->crypt &&
-               !dst_provisioned(r->dst) && workers_ready();
+               !r->src->crypt && !r->dst->crypt && !dst_provisioned(r->dst) && workers_ready();
 }
 
 static void step(struct core_copy *c)

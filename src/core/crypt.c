@@ -27,9 +27,9 @@
 #define CACHE_SLOTS   8u
 
 struct core_crypt {
-        pthread_mutex_t mu;          /* dkey and wrapped while a rekey writes them */
-        _Atomic uint64_t key_id;     /* identity of dkey, unique over the process */
-        _Atomic uint64_t erasures;   /* rekeys */
+        pthread_mutex_t mu;        /* dkey and wrapped while a rekey writes them */
+        _Atomic uint64_t key_id;   /* identity of dkey, unique over the process */
+        _Atomic uint64_t erasures; /* rekeys */
         uint8_t dkey[CORE_CRYPT_DKEY_BYTES];
         uint8_t kek[CORE_CRYPT_KEK_BYTES];
         bool passphrase;
@@ -93,8 +93,8 @@ static int read_secret(const char *path, uint8_t *buf, size_t cap, size_t *len, 
         if (st.st_mode & 077) {
                 close(fd);
                 snprintf(err, errlen,
-                         "key file %s: mode %03o lets others read it; chmod 600 (or 400) it",
-                         path, (unsigned)(st.st_mode & 0777));
+                         "key file %s: mode %03o lets others read it; chmod 600 (or 400) it", path,
+                         (unsigned)(st.st_mode & 0777));
                 return -EPERM;
         }
         size_t n = 0;
@@ -188,8 +188,9 @@ static int kek_load(struct core_crypt *c, const struct core_crypt_kek_src *src, 
         bool kf = src->key_file && src->key_file[0];
         bool pf = src->passphrase_file && src->passphrase_file[0];
         if (kf == pf) {
-                snprintf(err, errlen, "an encrypted namespace needs exactly one of key_file and "
-                                      "passphrase_file");
+                snprintf(err, errlen,
+                         "an encrypted namespace needs exactly one of key_file and "
+                         "passphrase_file");
                 return -EINVAL;
         }
         c->passphrase = pf;
@@ -278,8 +279,8 @@ int core_crypt_load(const struct core_crypt_kek_src *src, json_t *j, struct core
         const char *cipher = NULL, *kek = NULL, *salt = NULL, *wrapped = NULL;
         json_int_t iter = 0, erasures = 0;
         uint8_t k[CORE_CRYPT_DKEY_BYTES];
-        if (json_unpack(j, "{s:s, s:s, s:s, s:I, s:s, s?I}", "cipher", &cipher, "kek", &kek,
-                        "salt", &salt, "iterations", &iter, "wrapped_key", &wrapped, "erasures",
+        if (json_unpack(j, "{s:s, s:s, s:s, s:I, s:s, s?I}", "cipher", &cipher, "kek", &kek, "salt",
+                        &salt, "iterations", &iter, "wrapped_key", &wrapped, "erasures",
                         &erasures) ||
             strcmp(cipher, "aes-256-xts") != 0 ||
             (strcmp(kek, "key_file") != 0 && strcmp(kek, "passphrase") != 0) ||
@@ -311,8 +312,7 @@ int core_crypt_load(const struct core_crypt_kek_src *src, json_t *j, struct core
         }
         rc = wrap(c, false, c->wrapped, WRAPPED_BYTES, k);
         if (rc) {
-                snprintf(err, errlen,
-                         "wrong key: the %s does not unwrap this namespace's data key",
+                snprintf(err, errlen, "wrong key: the %s does not unwrap this namespace's data key",
                          want_pass ? "passphrase" : "key file");
                 goto fail;
         }
@@ -501,8 +501,7 @@ int core_crypt_iov(struct core_crypt *c, bool enc, uint64_t lba, uint32_t bs,
                                         back -= m;
                                         if (back) {
                                                 k--;
-                                                dst = (uint8_t *)iov[k].iov_base +
-                                                      iov[k].iov_len;
+                                                dst = (uint8_t *)iov[k].iov_base + iov[k].iov_len;
                                                 avail = iov[k].iov_len;
                                         }
                                 }

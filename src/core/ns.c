@@ -597,8 +597,8 @@ int core_ns_create(const struct core_ns_params *p, struct core_ns **out, char *e
         pthread_mutex_unlock(&reg_lock);
         char u[37];
         uuid_unparse_lower(ns->uuid, u);
-        LOG_INFO("core", "namespace %s: %s backend, %llu x %u-byte blocks, uuid %s%s%s%s",
-                 ns->name, ops->name, (unsigned long long)ns->num_blocks, ns->block_size, u,
+        LOG_INFO("core", "namespace %s: %s backend, %llu x %u-byte blocks, uuid %s%s%s%s", ns->name,
+                 ops->name, (unsigned long long)ns->num_blocks, ns->block_size, u,
                  core_ns_can_anchor(ns) ? ", can anchor" : "",
                  ns->crypt ? ", encrypted (aes-256-xts)" : "", loaded ? " (reopened)" : "");
         /* SBC-4 4.11, NVMe 8.21: an interrupted sanitize continues after power on. */

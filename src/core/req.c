@@ -876,8 +876,8 @@ void core_backend_done(struct core_req *req, int res)
         case ST_COMPARE: {
                 uint64_t done = (req->cur_lba - req->lba) << ns->block_shift, where;
                 uint64_t n = req->one_iov.iov_len;
-                if (ns->crypt &&
-                    core_crypt_buf(ns->crypt, false, req->cur_lba, ns->block_size, req->scratch, n)) {
+                if (ns->crypt && core_crypt_buf(ns->crypt, false, req->cur_lba, ns->block_size,
+                                                req->scratch, n)) {
                         finish(req, CORE_E_MEDIUM_ERROR);
                         return;
                 }
@@ -896,7 +896,8 @@ void core_backend_done(struct core_req *req, int res)
         }
         case ST_READ_FOR_RMW: {
                 uint8_t *media = req->scratch;
-                if (ns->crypt && core_crypt_buf(ns->crypt, false, req->lba, ns->block_size, media, len)) {
+                if (ns->crypt &&
+                    core_crypt_buf(ns->crypt, false, req->lba, ns->block_size, media, len)) {
                         finish(req, CORE_E_MEDIUM_ERROR);
                         return;
                 }
@@ -914,8 +915,8 @@ void core_backend_done(struct core_req *req, int res)
                         }
                         /* Write half of the data-out buffer: copy it flat into scratch. */
                         iov_to_flat(req, media, len, len);
-                        if (ns->crypt && core_crypt_buf(ns->crypt, true, req->lba, ns->block_size,
-                                                        media, len)) {
+                        if (ns->crypt &&
+                            core_crypt_buf(ns->crypt, true, req->lba, ns->block_size, media, len)) {
                                 finish(req, CORE_E_INTERNAL);
                                 return;
                         }
@@ -944,8 +945,8 @@ void core_backend_done(struct core_req *req, int res)
                                         media[off + k] |= p[k];
                                 off += n;
                         }
-                        if (ns->crypt && core_crypt_buf(ns->crypt, true, req->lba, ns->block_size,
-                                                        media, len)) {
+                        if (ns->crypt &&
+                            core_crypt_buf(ns->crypt, true, req->lba, ns->block_size, media, len)) {
                                 finish(req, CORE_E_INTERNAL);
                                 return;
                         }

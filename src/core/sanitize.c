@@ -437,7 +437,7 @@ uint32_t core_sanitize_estimate_s(struct core_ns *ns, enum core_sanitize_action 
                 if (!ns->crypt)
                         return UINT32_MAX;
                 if (!ns->thin)
-                        return 1; /* a key change and a flush */
+                        return 1;            /* a key change and a flush */
                 a = CORE_SANACT_BLOCK_ERASE; /* then a deallocation of every block */
         }
         if (a != CORE_SANACT_OVERWRITE && a != CORE_SANACT_BLOCK_ERASE)
