@@ -47,8 +47,7 @@ crypt_setup() {
 	(umask 077 && od -An -tx1 -N32 /dev/urandom | tr -d ' \n' >"$state/enc.key") || return 1
 	ctl namespace_create name=enc backend=file path="$state/enc.img" size=64M \
 		encrypt=true key_file="$state/enc.key" || return 1
-	ctl namespace_list --json 2>/dev/null | grep -q '"encrypt": *true' ||
-		ctl --json namespace_list | grep -q '"encrypt": *true' || return 1
+	ctl --json namespace_list | grep -q '"encrypt": *true' || return 1
 	ctl nvmf_subsystem_create nqn="$CNQN" || return 1
 	ctl nvmf_subsystem_add_host nqn="$CNQN" host='*' || return 1
 	ctl nvmf_ns_attach nqn="$CNQN" nsid=1 namespace=enc || return 1
@@ -65,12 +64,10 @@ crypt_setup() {
 	echo "SANICAP $sanicap"
 	[ $((sanicap & 1)) = 1 ] || return 1
 	sg_vpd -p bdc "$CSD" | tee "$state/crypt-bdc.txt"
-	grep -qi 'WACEREQ=1\|WACEREQ: *1\|read.*succe.*crypto' "$state/crypt-bdc.txt" ||
-		sg_vpd -p bdc -H "$CSD" | awk 'NR == 1 {print; exit}' # (shown for the log)
-	sg_vpd -p bdc -r "$CSD" | od -An -tx1 -j7 -N1 | grep -q '[13579bdf]0\b\|1[0-9a-f]\b' || {
-		echo "VPD B1h byte 7: WACEREQ is not 01b"
-		return 1
-	}
+	local b7
+	b7=$(sg_vpd -p bdc -r "$CSD" | od -An -tu1 -j7 -N1 | tr -d ' ')
+	echo "VPD B1h byte 7: $b7 (WACEREQ $(((b7 >> 4) & 3)))"
+	[ $(((b7 >> 4) & 3)) = 1 ] || return 1
 	sg_opcodes -o 0x48 -s 3 "$CSD" 2>&1 | tee "$state/crypt-rsoc.txt"
 	! grep -qi 'not supported' "$state/crypt-rsoc.txt"
 }
