@@ -19,6 +19,7 @@ CNQN=nqn.2026-12.io.slate:crypt
 CIQN=iqn.2026-12.io.slate:crypt
 CRYPT_MARK=SLATE-CRYPT-E2E!
 CSD= CNV= CNVCTRL=
+crypt_t0=$SECONDS
 
 crypt_nv_dev() {
 	local d n
@@ -35,10 +36,7 @@ crypt_nv_dev() {
 crypt_marks() {
 	dd if="$1" bs=1M count=1 iflag=direct status=none | grep -a -o "$CRYPT_MARK" | wc -l
 }
-crypt_pattern() { # 1 MiB of marks
-	local i
-	for i in $(seq 65536); do printf '%s' "$CRYPT_MARK"; done
-}
+crypt_pattern() { yes "$CRYPT_MARK" | tr -d '\n' | head -c 1048576; } # 1 MiB of marks
 crypt_san_done() {
 	[ "$(($(nvme sanitize-log "$CNVCTRL" 2>/dev/null | awk '/SSTAT/ {print $NF}') & 7))" = 1 ]
 }
@@ -126,3 +124,4 @@ iscsi_logout "$CIQN" 127.0.0.1 "$ISCSI_PORT" >/dev/null 2>&1
 ctl iscsi_target_delete name="$CIQN" >/dev/null 2>&1
 ctl nvmf_subsystem_delete nqn="$CNQN" >/dev/null 2>&1
 ctl namespace_delete name=enc >/dev/null 2>&1
+echo "88-crypt: $((SECONDS - crypt_t0)) s"
