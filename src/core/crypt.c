@@ -42,36 +42,24 @@ static _Atomic uint64_t next_key_id = 1;
 
 /* ---- the key-encryption key ---- */
 
-static int hexval(int c)
-{
-        if (c >= '0' && c <= '9')
-                return c - '0';
-        if (c >= 'a' && c <= 'f')
-                return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F')
-                return c - 'A' + 10;
-        return -1;
-}
-
+/* n bytes from the 2n hex digits at s (not necessarily NUL-terminated): 0 or -1. */
 static int unhex(const char *s, size_t n, uint8_t *out)
 {
-        for (size_t i = 0; i < n; i++) {
-                int h = hexval(s[2 * i]), l = hexval(s[2 * i + 1]);
-                if (h < 0 || l < 0)
-                        return -1;
-                out[i] = (uint8_t)(h << 4 | l);
-        }
-        return 0;
+        char t[2 * WRAPPED_BYTES + 1];
+        size_t got = 0;
+        if (2 * n >= sizeof(t))
+                return -1;
+        memcpy(t, s, 2 * n);
+        t[2 * n] = 0;
+        int ok = OPENSSL_hexstr2buf_ex(out, n, &got, t, '\0') == 1 && got == n;
+        OPENSSL_cleanse(t, sizeof(t));
+        return ok ? 0 : -1;
 }
 
 static void tohex(const uint8_t *in, size_t n, char *out)
 {
-        static const char d[] = "0123456789abcdef";
-        for (size_t i = 0; i < n; i++) {
-                out[2 * i] = d[in[i] >> 4];
-                out[2 * i + 1] = d[in[i] & 15];
-        }
-        out[2 * n] = 0;
+        if (OPENSSL_buf2hexstr_ex(out, 2 * n + 1, NULL, in, n, '\0') != 1)
+                out[0] = 0;
 }
 
 /* A secret file's contents (at most cap bytes), refused unless only its owner can read it. */
