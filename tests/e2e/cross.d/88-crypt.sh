@@ -19,7 +19,8 @@ CNQN=nqn.2026-12.io.slate:crypt
 CIQN=iqn.2026-12.io.slate:crypt
 CRYPT_MARK=SLATE-CRYPT-E2E!
 CSD= CNV= CNVCTRL=
-crypt_t0=$SECONDS
+crypt_t0=$SECONDS crypt_times=
+crypt_lap() { crypt_times="$crypt_times $1 $((SECONDS - crypt_t0))s"; }
 
 crypt_nv_dev() {
 	local d n
@@ -43,7 +44,7 @@ crypt_san_done() {
 
 crypt_setup() {
 	(umask 077 && od -An -tx1 -N32 /dev/urandom | tr -d ' \n' >"$state/enc.key") || return 1
-	ctl namespace_create name=enc backend=file path="$state/enc.img" size=64M \
+	ctl namespace_create name=enc backend=file path="$state/enc.img" size=16M \
 		encrypt=true key_file="$state/enc.key" || return 1
 	ctl --json namespace_list | grep -q '"encrypt": *true' || return 1
 	ctl nvmf_subsystem_create nqn="$CNQN" || return 1
@@ -70,6 +71,7 @@ crypt_setup() {
 	! grep -qi 'not supported' "$state/crypt-rsoc.txt"
 }
 check crypt-setup crypt_setup
+crypt_lap setup
 
 crypt_cross_read() {
 	[ -b "$CNV" ] && [ -b "$CSD" ] || return 1
@@ -84,6 +86,7 @@ crypt_cross_read() {
 	[ "$n" = 0 ]
 }
 check crypt-cross-read crypt_cross_read
+crypt_lap cross-read
 
 crypt_nvme_erase() {
 	[ -b "$CNV" ] || return 1
@@ -102,6 +105,7 @@ crypt_nvme_erase() {
 	[ "$a" = 0 ] && [ "$b" = 0 ]
 }
 check crypt-nvme-crypto-erase crypt_nvme_erase
+crypt_lap nvme-crypto-erase
 
 crypt_scsi_erase() {
 	[ -b "$CSD" ] || return 1
@@ -118,10 +122,11 @@ crypt_scsi_erase() {
 	[ "$a" = 0 ] && [ "$b" = 0 ]
 }
 check crypt-scsi-crypto-erase crypt_scsi_erase
+crypt_lap scsi-crypto-erase
 
 nvme disconnect -n "$CNQN" >/dev/null 2>&1
 iscsi_logout "$CIQN" 127.0.0.1 "$ISCSI_PORT" >/dev/null 2>&1
 ctl iscsi_target_delete name="$CIQN" >/dev/null 2>&1
 ctl nvmf_subsystem_delete nqn="$CNQN" >/dev/null 2>&1
 ctl namespace_delete name=enc >/dev/null 2>&1
-echo "88-crypt: $((SECONDS - crypt_t0)) s"
+echo "88-crypt: $((SECONDS - crypt_t0)) s (after:$crypt_times)"
