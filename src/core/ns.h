@@ -549,7 +549,8 @@ struct core_sanitize_params {
  * Start a sanitize operation of the whole namespace in the background, on
  * reactor r.  Returns -EBUSY when one already runs (the caller reports
  * SANITIZE IN PROGRESS), -EINVAL for parameters the engine cannot honour
- * (crypto erase, a pattern longer than a block, 0 passes), -ENOMEM; or 0,
+ * (crypto erase of a namespace not encrypted, a pattern longer than a block, 0
+ * passes), -ENOMEM; or 0,
  * and then calls done(arg, ok) exactly once on r when the operation ends
  * (ok: completed and flushed), never from inside the call.  done may be
  * NULL (NVMe: the command completes at once; the Sanitize Status log and
