@@ -362,6 +362,9 @@ static void ns_fixed(struct plan *pl, const char *name, json_t *np, json_t *op, 
         /* The flash model (core/flash.h): off is the same as absent; sizes as sizes. */
         if (strcmp(key, "flash_model") == 0 && !ov && json_is_false(nv))
                 return;
+        /* Encryption at rest (core/crypt.h): off is the same as absent. */
+        if (strcmp(key, "encrypt") == 0 && !ov && json_is_false(nv))
+                return;
         /* FDP (src/nvme/fdp.c): on is the same as absent. */
         if (strcmp(key, "fdp") == 0 && !ov && json_is_true(nv))
                 return;
@@ -517,11 +520,22 @@ static void diff(struct plan *pl, struct model *run, struct model *want, json_t 
                 if (!o)
                         continue;
                 json_t *np = json_object_get(n, "p"), *op = json_object_get(o, "p");
-                static const char *const fixed[] = {
-                    "backend",     "path",      "block_size",          "physical_block_size",
-                    "thin",        "removable", "sanitize_rate_mibps", "selftest_rate_mibps",
-                    "flash_model", "flash_gc",  "flash_op_percent",    "flash_erase_block",
-                    "fdp"};
+                static const char *const fixed[] = {"backend",
+                                                    "path",
+                                                    "block_size",
+                                                    "physical_block_size",
+                                                    "thin",
+                                                    "removable",
+                                                    "sanitize_rate_mibps",
+                                                    "selftest_rate_mibps",
+                                                    "flash_model",
+                                                    "flash_gc",
+                                                    "flash_op_percent",
+                                                    "flash_erase_block",
+                                                    "fdp",
+                                                    "encrypt",
+                                                    "key_file",
+                                                    "passphrase_file"};
                 for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
                         ns_fixed(pl, k, np, op, fixed[i]);
                 json_t *set = json_pack("{s:s}", "name", k);

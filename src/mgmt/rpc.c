@@ -386,6 +386,10 @@ static int h_namespace_create(struct rpc_ctx *c)
             .elements_set = json_object_get(c->params, "elements") != NULL,
             .elements = (uint32_t)puint(c, "elements", 0),
             .element_interleave = (uint32_t)puint(c, "element_interleave", 0),
+            .encrypt = pbool(c, "encrypt", false),
+            .key_file = pstr(c, "key_file", NULL),
+            .passphrase_file = pstr(c, "passphrase_file", NULL),
+            .pbkdf2_iter = (uint32_t)puint(c, "pbkdf2_iterations", 0),
         };
         if (core_flash_gc_parse(pstr(c, "flash_gc", "greedy"), &p.flash.gc) < 0)
                 return inval(c, "'flash_gc' must be greedy or cost-benefit");
@@ -591,6 +595,12 @@ json_t *mgmt_ns_params_json(struct core_ns *ns)
         }
         if (o && ns->fdp_off)
                 json_object_set_new(o, "fdp", json_false());
+        if (o && ns->crypt) {
+                /* The KEK's file, never the key (core/crypt.h). */
+                json_object_set_new(o, "encrypt", json_true());
+                json_object_set_new(o, ns->kek_passphrase ? "passphrase_file" : "key_file",
+                                    json_string(ns->kek_path));
+        }
         if (o && core_media_elements(ns)) {
                 json_object_set_new(o, "elements", json_integer(core_media_elements(ns)));
                 json_object_set_new(o, "element_interleave",
@@ -1479,7 +1489,15 @@ static const struct rpc_method rpc_methods[] = {
       UINT("elements", false, 0, CORE_MEDIA_MAX_ELEMENTS,
            "physical elements of the failing-media model (0 = none; absent = keep the saved)"),
       UINT("element_interleave", false, 0, UINT32_MAX,
-           "blocks per stripe unit of the element model (default 2048)")}},
+           "blocks per stripe unit of the element model (default 2048)"),
+      BOOL("encrypt", "a new namespace encrypted at rest: AES-256-XTS, a random data key "
+                      "wrapped under key_file or passphrase_file (default false)"),
+      STR("key_file", false, 4095,
+          "encrypted namespace: key-encryption key, 32 raw bytes or 64 hex digits, mode 0600"),
+      STR("passphrase_file", false, 4095,
+          "encrypted namespace: passphrase (first line, mode 0600) for PBKDF2-HMAC-SHA256"),
+      UINT("pbkdf2_iterations", false, 1000, 100000000,
+           "PBKDF2 iterations for a new passphrase-wrapped key (default 200000)")}},
     {"namespace_delete",
      h_namespace_delete,
      "Delete a namespace (refused while mapped to a LUN); the data file is kept",

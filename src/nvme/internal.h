@@ -346,6 +346,8 @@ void nvme_sanitize_exec(struct nvme_cmd *cmd);
 void nvme_sanitize_log(struct nvme_ctrl *ctrl, struct nvme_sanitize_log *log);
 /* Does a namespace attached to s have a sanitize in progress? */
 bool nvme_subsys_sanitizing(struct nvme_subsys *s);
+/* Whether Crypto Erase can run: every attached namespace is encrypted at rest (and one is). */
+bool nvme_subsys_crypto_erasable(struct nvme_subsys *s);
 /* Keep s alive beyond its list and controllers (a background operation); release drops it. */
 void nvme_subsys_hold(struct nvme_subsys *s);
 void nvme_subsys_release(struct nvme_subsys *s);

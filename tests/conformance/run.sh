@@ -92,6 +92,14 @@ start_target() {
 	# Atomic writes are off by default; WriteAtomic16.Simple writes up to
 	# 256 blocks atomically on LUN 0.
 	local SLATE_ATOMIC_MAX=128K
+	# LUN 0 is encrypted at rest (core/crypt.h): every test runs over
+	# AES-XTS, and SANITIZE CRYPTOGRAPHIC ERASE is offered (Sanitize.Crypto*).
+	# CONF_PLAIN=1 runs them on a plain LUN (the crypto erase tests then skip).
+	local SLATE_NS_EXTRA=
+	if [ "${CONF_PLAIN:-0}" != 1 ]; then
+		[ -f "$state/ns0.key" ] || (umask 077 && head -c 32 /dev/urandom >"$state/ns0.key")
+		SLATE_NS_EXTRA="\"encrypt\": true, \"key_file\": \"$state/ns0.key\""
+	fi
 	slate_write_config "$state/slate.json" 0 "$backend" "$size" "$state/ns0.img" 0 1
 	add_removable_lun "$state/slate.json" || return 1
 	slate_start "$state/run" "$state/slate.json" 0 "$daemon_log" || return 1
