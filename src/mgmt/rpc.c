@@ -1485,7 +1485,9 @@ static const struct rpc_method rpc_methods[] = {
       UINT("physical_block_size", false, 512, 1u << 27,
            "physical block reported to hosts (LBPPBE, NPWG): a power of two, block_size to "
            "block_size x 32768 (default 4096, or block_size if larger)"),
-      STR("path", false, 4095, "file backend: data file (default <state_dir>/<name>.img)"),
+      STR("path", false, 4095,
+          "file backend: data file (default <state_dir>/<name>.img; in the state dir or "
+          "options.allowed_dirs)"),
       BOOL("thin", "sparse file (default true)"),
       BOOL("adopt", "file backend: export an existing data file or block device that has no "
                     "metadata yet, with a new identity (default false: refused)"),
@@ -1682,7 +1684,9 @@ static const struct rpc_method rpc_methods[] = {
     {"config_save",
      h_config_save,
      "Return the running config as a replayable list of calls, or write it to a file",
-     {STR("path", false, 4095, "write here (atomically) instead of returning the config"),
+     {STR("path", false, 4095,
+          "write here (atomically; in the state dir or options.allowed_dirs) instead of "
+          "returning the config"),
       BOOL("include_secrets", "with the CHAP secrets (default false: iscsi_target_auth entries "
                               "without them, which a replay refuses)")}},
     {"stats_get",
