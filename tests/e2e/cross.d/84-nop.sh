@@ -2,7 +2,7 @@
 # iSCSI NOP-In pings with the Linux initiator: a live reload sets
 # options.nop_interval_ms to 1 s (nop_timeout_ms 4 s) and the iSCSI host
 # logs in again (a new connection's guard starts with the new interval);
-# over 8 s of an idle disk slated pings it several times and the kernel
+# over 6 s of an idle disk slated pings it several times and the kernel
 # (libiscsi) answers every ping (daemon_status "iscsi_nop": sent grows,
 # answered keeps up, no timeouts), the session stays up and its disk reads.
 # The old options come back by a second reload.
@@ -17,7 +17,7 @@ nop_run() {
 	[ "$(ctl --json daemon_status | python3 -c 'import json,sys; print(json.load(sys.stdin)["iscsi_nop"]["interval_ms"])')" = 1000 ] || return 1
 	sd_relogin >/dev/null 2>&1 || return 1
 	read -r s0 a0 t0 <<<"$(nop_counts)"
-	sleep 8
+	sleep 6
 	read -r s1 a1 t1 <<<"$(nop_counts)"
 	echo "NOP-In: sent $s0 -> $s1, answered $a0 -> $a1, timeouts $t0 -> $t1"
 	[ $((s1 - s0)) -ge 3 ] || return 1           # pinged every quiet second or so
