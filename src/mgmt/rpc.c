@@ -1942,6 +1942,7 @@ struct rpc_client {
         bool closing;              /* close once out is drained */
         struct timespec last;      /* last progress, for the idle timeout */
         struct timespec req_start; /* first byte of the request being received */
+        struct timespec last_req;  /* connected, or the last request answered: idleness */
         /* Framing scanner over in[0..in_len): bytes before scan_pos are scanned. */
         size_t scan_pos;
         int depth; /* open { and [ outside strings */
@@ -2035,6 +2036,7 @@ static void client_consume(struct rpc_client *cl, size_t n)
 {
         memmove(cl->in, cl->in + n, cl->in_len - n);
         cl->in_len -= n;
+        clock_gettime(CLOCK_MONOTONIC, &cl->req_start); /* what is left starts the next request */
         cl->scan_pos = 0;
         cl->depth = 0;
         cl->mode = 0;
@@ -2101,6 +2103,7 @@ static void client_process(struct rpc_client *cl)
                         return;
                 }
                 client_queue(cl, mgmt_rpc_handle(cl->in, end));
+                clock_gettime(CLOCK_MONOTONIC, &cl->last_req);
                 client_consume(cl, end);
         }
 }
@@ -2169,6 +2172,7 @@ static void server_accept(void)
                 if (cl->fd < 0) {
                         cl->fd = fd;
                         clock_gettime(CLOCK_MONOTONIC, &cl->last);
+                        cl->last_req = cl->last;
                         return;
                 }
         }
@@ -2179,7 +2183,7 @@ static void server_accept(void)
                 struct rpc_client *cl = &srv.clients[i];
                 if (cl->in_len || cl->out_len || cl->closing)
                         continue;
-                int64_t q = ms_since(&cl->last);
+                int64_t q = ms_since(&cl->last_req);
                 if (q > quiet) {
                         quiet = q;
                         victim = cl;
@@ -2192,6 +2196,7 @@ static void server_accept(void)
                 client_close(victim);
                 victim->fd = fd;
                 clock_gettime(CLOCK_MONOTONIC, &victim->last);
+                victim->last_req = victim->last;
                 return;
         }
         static const char busy[] =
@@ -2234,7 +2239,8 @@ static void *server_main(void *arg)
                         else if ((cl->out_len || cl->closing) &&
                                  ms_since(&cl->last) > MGMT_RPC_IDLE_MS)
                                 why = "answer not read in 10 s";
-                        else if (!cl->in_len && !cl->out_len && idle && ms_since(&cl->last) > idle)
+                        else if (!cl->in_len && !cl->out_len && idle &&
+                                 ms_since(&cl->last_req) > idle)
                                 why = "idle (options.rpc_idle_timeout_ms)";
                         if (why) {
                                 LOG_INFO("mgmt", "rpc client closed: %s", why);
@@ -2257,8 +2263,6 @@ static void *server_main(void *arg)
                         continue;
                 if (pfd[0].revents)
                         break; /* mgmt_rpc_stop() */
-                if (pfd[1].revents & POLLIN)
-                        server_accept();
                 if (pfd[2].revents & POLLIN)
                         server_reload();
                 for (int k = 3; k < n; k++) {
@@ -2277,6 +2281,9 @@ static void *server_main(void *arg)
                         if (cl->fd >= 0 && (pfd[k].revents & POLLHUP) && !(pfd[k].revents & POLLIN))
                                 client_close(cl);
                 }
+                /* Last: an eviction must not hand the old client's revents to the new one. */
+                if (pfd[1].revents & POLLIN)
+                        server_accept();
         }
         for (int i = 0; i < MGMT_RPC_MAX_CLIENTS; i++)
                 if (srv.clients[i].fd >= 0)
