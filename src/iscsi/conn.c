@@ -985,7 +985,7 @@ static void dispatch_data_out(struct iscsi_conn *c)
         task_data_progress(t);
 }
 
-/* NOP-In pings (daemon_status "iscsi"."nop"). */
+/* NOP-In pings (daemon_status "iscsi_nop"). */
 static struct {
         atomic_uint_fast64_t sent, answered, timeouts;
 } nop_stats;
