@@ -264,7 +264,7 @@ if ! ctl config_reload >"$logdir/reload-paths.out" 2>&1; then
 elif ! ctl namespace_create name=pout backend=file path="$out/pout.img" size=1M >"$logdir/paths.out" 2>&1; then
 	paths_fail="$paths_fail; a file in allowed_dirs was refused: $(cat "$logdir/paths.out")"
 fi
-refused still_symlink_blk namespace_create name=pblk3 backend=file path="${blk:-/dev/null}"
+refused blockdev_after_reload namespace_create name=pblk3 backend=file path="${blk:-/dev/null}"
 if [ -z "$paths_fail" ]; then
 	slate_result PASS limits.paths
 else
