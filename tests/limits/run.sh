@@ -16,7 +16,8 @@
 #  - at the open-file limit (a second slated with 128 descriptors) no core
 #    spins and a client connects once descriptors are freed;
 #  - NOP-In pings (nop.py) and the RPC idle timeout (rpc_idle.py), turned on
-#    by a live reload; daemon_status counts the pings;
+#    by a live reload; daemon_status counts the pings; an NVMe host that
+#    stops answering loses every queue of its controller at KATO expiry;
 #  - namespace files and config_save targets only in the state dir or
 #    options.allowed_dirs (symlink and ".." escapes refused, block devices
 #    refused without allow_block_devices);
@@ -226,6 +227,43 @@ else
 	grep -E '^(PASS|FAIL) ' "$logdir/rpc_idle.log" || slate_result FAIL limits.rpc "$logdir/rpc_idle.log" "rpc_idle.py reported nothing"
 fi
 check_alive limits.nop.alive && slate_result PASS limits.nop.alive
+
+# 5b'. NVMe keep-alive: a host (slate-perf, KATO 1 s, an admin and 2 I/O queues) that stops
+#      (SIGSTOP) loses its controller: every one of its queues is closed, none before KATO.
+nvconns() { ctl --json daemon_status | python3 -c 'import json,sys; print(json.load(sys.stdin)["connections"]["nvme_tcp"])'; }
+"$SLATE_BUILD/tools/slate-perf/slate-perf" -t nvme-tcp -p "$SLATE_NVME_PORT" -n nqn.2026-12.io.slate:limits \
+	-Q 2 -q 1 --kato 1000 -d 60 >"$logdir/kato-perf.log" 2>&1 &
+kpid=$!
+n=
+for _ in $(seq 1 50); do
+	n=$(nvconns)
+	[ "$n" = 3 ] && break
+	sleep 0.2
+done
+kill -STOP "$kpid" 2>/dev/null
+t_stop=$(date +%s%N)
+ka0=$(grep -c 'keep-alive timeout (1000 ms)' "$daemon_log")
+gone=
+for _ in $(seq 1 60); do
+	if [ "$(grep -c 'keep-alive timeout (1000 ms)' "$daemon_log")" -gt "$ka0" ] && [ "$(nvconns)" = 0 ]; then
+		gone=$((($(date +%s%N) - t_stop) / 1000000))
+		break
+	fi
+	sleep 0.25
+done
+kill -9 "$kpid" 2>/dev/null
+wait "$kpid" 2>/dev/null
+closed=$(grep -A3 'keep-alive timeout (1000 ms)' "$daemon_log" | grep -c 'qid [012] closed: controller teardown')
+if [ "$n" != 3 ]; then
+	slate_result FAIL limits.kato_queues "$logdir/kato-perf.log" "slate-perf did not connect 3 queues ($n)"
+elif [ -z "$gone" ]; then
+	slate_result FAIL limits.kato_queues "$daemon_log" "queues of a stopped host still open 15 s after KATO 1 s"
+elif [ "$gone" -lt 1000 ] || [ "$closed" -lt 3 ]; then
+	slate_result FAIL limits.kato_queues "$daemon_log" "closed after $gone ms (KATO 1000) or not every queue by the teardown ($closed of 3)"
+else
+	echo "queues closed $gone ms after the host stopped (KATO 1000 ms + 2000 ms grace)" >"$logdir/kato.log"
+	slate_result PASS limits.kato_queues
+fi
 
 # 5c. Where namespace files and saved configs may go: the state dir, options.allowed_dirs;
 #     symbolic links and ".." resolved first; block devices only with allow_block_devices.
