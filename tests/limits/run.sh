@@ -253,7 +253,7 @@ for _ in $(seq 1 60); do
 done
 kill -9 "$kpid" 2>/dev/null
 wait "$kpid" 2>/dev/null
-closed=$(grep -A3 'keep-alive timeout (1000 ms)' "$daemon_log" | grep -c 'qid [012] closed: controller teardown')
+closed=$(grep -A10 'keep-alive timeout (1000 ms)' "$daemon_log" | grep -c 'qid [012] closed: controller teardown')
 if [ "$n" != 3 ]; then
 	slate_result FAIL limits.kato_queues "$logdir/kato-perf.log" "slate-perf did not connect 3 queues ($n)"
 elif [ -z "$gone" ]; then
