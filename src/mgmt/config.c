@@ -513,8 +513,9 @@ int mgmt_path_allowed(const char *path, enum mgmt_path_use what, char *err, size
         }
         if (realpath(path, real)) {
                 if (stat(real, &st) < 0) {
-                        snprintf(err, errlen, "%s: %s", path, strerror(errno));
-                        return -errno;
+                        int e = errno;
+                        snprintf(err, errlen, "%s: %s", path, strerror(e));
+                        return -e;
                 }
                 if (S_ISBLK(st.st_mode)) {
                         if (what == MGMT_PATH_DATA && path_rules.block)
@@ -548,8 +549,9 @@ int mgmt_path_allowed(const char *path, enum mgmt_path_use what, char *err, size
                         snprintf(dir, sizeof(dir), ".");
                 char rd[PATH_MAX];
                 if (!realpath(dir, rd)) {
-                        snprintf(err, errlen, "%s: directory %s: %s", path, dir, strerror(errno));
-                        return -errno;
+                        int e = errno;
+                        snprintf(err, errlen, "%s: directory %s: %s", path, dir, strerror(e));
+                        return -e;
                 }
                 /* A dangling symbolic link as the last component would be followed by open. */
                 if (lstat(path, &st) == 0) {
@@ -562,8 +564,9 @@ int mgmt_path_allowed(const char *path, enum mgmt_path_use what, char *err, size
                         return -ENAMETOOLONG;
                 }
         } else {
-                snprintf(err, errlen, "%s: %s", path, strerror(errno));
-                return -errno;
+                int e = errno;
+                snprintf(err, errlen, "%s: %s", path, strerror(e));
+                return -e;
         }
         if (path_under(real, core_state_dir()))
                 return 0;
