@@ -14,8 +14,7 @@
 #define RT_LOGIN_TIMEOUT_DEFAULT_MS 15000u
 #define RT_IDLE_TIMEOUT_DEFAULT_MS  60000u
 #define RT_TIMEOUT_MAX_MS           3600000u
-/* iSCSI NOP-In pings of quiet normal sessions (RFC 7143 11.19), and the RPC socket's idle clients.
- */
+/* iSCSI NOP-In pings of quiet normal sessions (RFC 7143 11.19); idle RPC clients. */
 #define RT_NOP_INTERVAL_DEFAULT_MS 15000u
 #define RT_NOP_TIMEOUT_DEFAULT_MS  30000u
 #define RT_RPC_IDLE_DEFAULT_MS     60000u
