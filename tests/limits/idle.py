@@ -74,13 +74,13 @@ def read_pdu(s):
     return bhs
 
 
-def iscsi_login(s, discovery, iqn):
+def iscsi_login(s, discovery, iqn, isid=b"\x40\x00\x01\x37\x00\x00"):
     keys = [("InitiatorName", "iqn.2026-12.io.slate:limits-test"),
             ("SessionType", "Discovery" if discovery else "Normal"),
             ("HeaderDigest", "None"), ("DataDigest", "None")]
     if not discovery:
         keys.append(("TargetName", iqn))
-    s.sendall(login_pdu(1, 3, True, keys))
+    s.sendall(login_pdu(1, 3, True, keys, isid=isid))
     bhs = read_pdu(s)
     if bhs[0] & 0x3f != 0x23 or bhs[36] != 0 or not bhs[1] & 0x80 or bhs[1] & 3 != 3:
         raise RuntimeError("login failed: status %d/%d flags 0x%02x" % (bhs[36], bhs[37], bhs[1]))

@@ -20,27 +20,10 @@ import sys
 import threading
 import time
 
-from idle import Closed, login_pdu, recvn, wait_closed
+from idle import Closed, iscsi_login, read_pdu, wait_closed
 
 GRACE = 5.0
 EARLY = 0.2
-
-
-def read_pdu(s):
-    bhs = recvn(s, 48)
-    dsl = int.from_bytes(bhs[5:8], "big")
-    recvn(s, dsl + (-dsl % 4))
-    return bhs
-
-
-def login(s, iqn, isid):
-    """A normal session; each case its own ISID (the same one would reinstate the other's)."""
-    keys = [("InitiatorName", "iqn.2026-12.io.slate:nop-test"), ("SessionType", "Normal"),
-            ("TargetName", iqn), ("HeaderDigest", "None"), ("DataDigest", "None")]
-    s.sendall(login_pdu(1, 3, True, keys, isid=isid))
-    bhs = read_pdu(s)
-    if bhs[0] & 0x3f != 0x23 or bhs[36] != 0:
-        raise RuntimeError("login failed: status %d/%d" % (bhs[36], bhs[37]))
 
 
 def is_ping(bhs):
@@ -59,7 +42,7 @@ def answer(s, ping):
 
 def answered(port, iqn, every, tmo, res):
     s = socket.create_connection(("127.0.0.1", port), timeout=10)
-    login(s, iqn, b"\x40\x00\x01\x38\x00\x01")
+    iscsi_login(s, False, iqn, isid=b"\x40\x00\x01\x38\x00\x01")  # each case its own ISID
     end = time.monotonic() + tmo + 3 * every
     pings = 0
     try:
@@ -97,7 +80,7 @@ def answered(port, iqn, every, tmo, res):
 
 def ignored(port, iqn, every, tmo, res):
     s = socket.create_connection(("127.0.0.1", port), timeout=10)
-    login(s, iqn, b"\x40\x00\x01\x38\x00\x02")
+    iscsi_login(s, False, iqn, isid=b"\x40\x00\x01\x38\x00\x02")
     t_login = time.monotonic()
     s.settimeout(every + GRACE)
     try:

@@ -19,6 +19,8 @@ import sys
 import threading
 import time
 
+from idle import wait_closed
+
 EARLY = 0.2
 LATE = 3.0  # the server looks at its clients once a second
 DEADLINE = 10.0
@@ -28,22 +30,6 @@ def connect(path):
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.connect(path)
     return s
-
-
-def closed_after(s, t0, limit):
-    """Seconds from t0 until the server closed s, or None if not by t0 + limit."""
-    while True:
-        left = t0 + limit - time.monotonic()
-        if left <= 0:
-            return None
-        s.settimeout(left)
-        try:
-            if not s.recv(4096):
-                return time.monotonic() - t0
-        except socket.timeout:
-            return None
-        except OSError:
-            return time.monotonic() - t0
 
 
 def crowd(path, ctl, idle, res):
@@ -63,7 +49,7 @@ def crowd(path, ctl, idle, res):
 def idle_case(path, ctl, idle, res):
     s = connect(path)
     t0 = time.monotonic()
-    took = closed_after(s, t0, idle + LATE)
+    took = wait_closed(s, t0 + idle + LATE)
     if took is None:
         res["idle"] = "an idle client still connected %.1f s after the %.1f s timeout" % (LATE, idle)
     elif took < idle - EARLY:
