@@ -125,6 +125,25 @@ def nvme_connect(s, subnqn, kato_ms):
         raise RuntimeError("Connect failed")
 
 
+def run_all(calls):
+    """Run each (function, args) in its own thread, all at once; wait for all."""
+    threads = [threading.Thread(target=f, args=a) for f, a in calls]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
+def report(names, results, prefix):
+    """One PASS/FAIL line per name (results[name]: None or why); the number failed."""
+    bad = 0
+    for n in names:
+        why = results.get(n, "no result (an exception, see its log)")
+        print("PASS %s%s" % (prefix, n) if why is None else "FAIL %s%s (%s)" % (prefix, n, why))
+        bad += why is not None
+    return bad
+
+
 def main():
     iport, nport, iqn = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
     login, idle = int(sys.argv[4]) / 1000.0, int(sys.argv[5]) / 1000.0
@@ -168,16 +187,8 @@ def main():
         ("nvme_icreq_only", nport, icreq, login),
         ("nvme_discovery_idle", nport, lambda s: (icreq(s), nvme_connect(s, DISC_NQN, 0)), "idle"),
     ]
-    threads = [threading.Thread(target=case, args=c) for c in cases]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    bad = 0
-    for c in cases:
-        why = results.get(c[0], "no result")
-        print("PASS limits.%s" % c[0] if why is None else "FAIL limits.%s (%s)" % (c[0], why))
-        bad += why is not None
+    run_all([(case, c) for c in cases])
+    bad = report([c[0] for c in cases], results, "limits.")
     sys.exit(1 if bad else 0)
 
 

@@ -17,10 +17,9 @@ Prints "PASS limits.nop_answered" / "FAIL limits.nop_ignored (why)" lines.
 import socket
 import struct
 import sys
-import threading
 import time
 
-from idle import Closed, iscsi_login, read_pdu, wait_closed
+from idle import Closed, iscsi_login, read_pdu, report, run_all, wait_closed
 
 GRACE = 5.0
 EARLY = 0.2
@@ -112,17 +111,8 @@ def main():
     every, tmo = int(sys.argv[3]) / 1000.0, int(sys.argv[4]) / 1000.0
     res = {}
     cases = [answered, ignored]
-    threads = [threading.Thread(target=c, args=(port, iqn, every, tmo, res)) for c in cases]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    bad = 0
-    for c in cases:
-        why = res.get(c.__name__, "no result (an exception, see its log)")
-        print("PASS limits.nop_%s" % c.__name__ if why is None else
-              "FAIL limits.nop_%s (%s)" % (c.__name__, why))
-        bad += why is not None
+    run_all([(c, (port, iqn, every, tmo, res)) for c in cases])
+    bad = report([c.__name__ for c in cases], res, "limits.nop_")
     sys.exit(1 if bad else 0)
 
 

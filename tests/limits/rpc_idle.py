@@ -16,10 +16,9 @@ Prints one "PASS limits.rpc_NAME" / "FAIL limits.rpc_NAME (why)" line each.
 import socket
 import subprocess
 import sys
-import threading
 import time
 
-from idle import wait_closed
+from idle import report, run_all, wait_closed
 
 EARLY = 0.2
 LATE = 3.0  # the server looks at its clients once a second
@@ -108,17 +107,8 @@ def main():
     path, ctl, idle = sys.argv[1], sys.argv[2], int(sys.argv[3]) / 1000.0
     res = {}
     crowd(path, ctl, idle, res)
-    cases = [idle_case, busy, dribble]
-    threads = [threading.Thread(target=c, args=(path, ctl, idle, res)) for c in cases]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    bad = 0
-    for name in ("crowd", "idle", "busy", "dribble"):
-        why = res.get(name, "no result (an exception, see its log)")
-        print("PASS limits.rpc_%s" % name if why is None else "FAIL limits.rpc_%s (%s)" % (name, why))
-        bad += why is not None
+    run_all([(c, (path, ctl, idle, res)) for c in (idle_case, busy, dribble)])
+    bad = report(("crowd", "idle", "busy", "dribble"), res, "limits.rpc_")
     sys.exit(1 if bad else 0)
 
 
