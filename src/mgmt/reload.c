@@ -730,6 +730,7 @@ static int reload(const char *path, bool dry_run, json_t **result, char *err, si
         }
         size_t done = 0;
         if (!dry_run) {
+                mgmt_config_paths_commit(root); /* the steps' paths meet the new rules */
                 json_array_foreach(pl.steps, i, x)
                 {
                         json_t *res = NULL;

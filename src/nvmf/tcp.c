@@ -1540,6 +1540,11 @@ int nvmf_tcp_attach_fd(int fd, unsigned r_idx)
         return rc;
 }
 
+unsigned nvmf_tcp_connections(void)
+{
+        return nvmf_tcp_live_queues();
+}
+
 unsigned nvmf_tcp_live_queues(void)
 {
         pthread_mutex_lock(&reg_lock);
