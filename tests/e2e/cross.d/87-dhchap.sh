@@ -1,0 +1,72 @@
+# tests/e2e/cross.d/87-dhchap.sh — sourced by tests/e2e/cross-linux.sh.
+# NVMe in-band authentication (DH-HMAC-CHAP) with the Linux host: a
+# subsystem of its own whose one listed host has a secret made by
+# `nvme gen-dhchap-key`; the kernel connects with --dhchap-secret (the
+# controller proves nothing) and with --dhchap-ctrl-secret as well
+# (bidirectional), under DH groups the controller picks (nvmf_subsystem_auth:
+# the kernel offers them all), and reads a block each time; slated's log
+# names hash and group.  Refused: a wrong secret, no secret, a wrong
+# controller secret (the host refuses us), an unlisted host NQN.  The
+# secrets never reach slated's log.
+
+DNQN=${XNQN}-dhchap
+DHOST=nqn.2014-08.org.nvmexpress:uuid:87878787-0000-4000-8000-000000000087
+DOTHER=nqn.2014-08.org.nvmexpress:uuid:87878787-0000-4000-8000-0000000000ff
+dh_dev() { # the namespace's block device once connected
+	local d n
+	for d in /sys/class/nvme/nvme*; do
+		[ "$(cat "$d/subsysnqn" 2>/dev/null)" = "$DNQN" ] || continue
+		for n in /sys/block/nvme*n*; do
+			[ "$(cat "$n/device/subsysnqn" 2>/dev/null)" = "$DNQN" ] && { echo "/dev/${n##*/}"; return 0; }
+		done
+	done
+	return 1
+}
+dh_setup() {
+	DKEY=$(nvme gen-dhchap-key --hmac=1 --nqn="$DHOST") || return 1
+	DCKEY=$(nvme gen-dhchap-key --hmac=3 --nqn="$DNQN") || return 1
+	DBAD=$(nvme gen-dhchap-key --hmac=1 --nqn="$DHOST") || return 1
+	echo "keys: ${DKEY%%:*}:${DKEY:7:2} ${DCKEY%%:*}:${DCKEY:7:2}"
+	ctl namespace_create name=dhns backend=mem size=16M >/dev/null || return 1
+	ctl nvmf_subsystem_create nqn="$DNQN" >/dev/null || return 1
+	ctl nvmf_ns_attach nqn="$DNQN" nsid=1 namespace=dhns >/dev/null || return 1
+	ctl nvmf_subsystem_add_host nqn="$DNQN" host="$DHOST" dhchap_secret="$DKEY" >/dev/null
+}
+dh_connect() { # HOSTNQN [nvme connect args...] -> 0 when connected and a block reads
+	local h=$1 dev
+	shift
+	timeout 60 nvme connect -t tcp -a 127.0.0.1 -s "$PORT" -n "$DNQN" --hostnqn="$h" "$@" 2>&1 || return 1
+	wait_for 10 dh_dev >/dev/null || return 1
+	dev=$(dh_dev)
+	dd if="$dev" of=/dev/null bs=4k count=4 iflag=direct 2>/dev/null
+}
+dh_refused() { # like dh_connect, but it must fail and leave nothing connected
+	if dh_connect "$@"; then
+		nvme disconnect -n "$DNQN" >/dev/null 2>&1
+		return 1
+	fi
+	nvme disconnect -n "$DNQN" >/dev/null 2>&1
+	return 0
+}
+dh_disc() { nvme disconnect -n "$DNQN" >/dev/null 2>&1; wait_for 10 test -z "$(dh_dev)"; }
+dh_logged() { # PATTERN: slated logged it for this subsystem's last authentication
+	tail -n 60 "$log" | grep "$DNQN: host $DHOST authenticated" | tail -1 | grep -q -- "$1"
+}
+if check dhchap-setup dh_setup; then
+	check dhchap-uni eval 'dh_connect "$DHOST" --dhchap-secret="$DKEY" && dh_logged "hmac(sha256), ffdhe2048)" && dh_disc'
+	ctl nvmf_subsystem_add_host nqn="$DNQN" host="$DHOST" dhchap_secret="$DKEY" dhchap_ctrl_secret="$DCKEY" >/dev/null
+	ctl nvmf_subsystem_auth nqn="$DNQN" digests=sha512,sha256 dhgroups=ffdhe4096 >/dev/null
+	check dhchap-bidi-ffdhe4096-sha512 eval 'dh_connect "$DHOST" --dhchap-secret="$DKEY" --dhchap-ctrl-secret="$DCKEY" && dh_logged "hmac(sha512), ffdhe4096, bidirectional" && dh_disc'
+	ctl nvmf_subsystem_auth nqn="$DNQN" digests=sha384 dhgroups=null >/dev/null
+	check dhchap-bidi-null-sha384 eval 'dh_connect "$DHOST" --dhchap-secret="$DKEY" --dhchap-ctrl-secret="$DCKEY" && dh_logged "hmac(sha384), null, bidirectional" && dh_disc'
+	ctl nvmf_subsystem_auth nqn="$DNQN" dhgroups=ffdhe8192 >/dev/null
+	check dhchap-uni-ffdhe8192 eval 'dh_connect "$DHOST" --dhchap-secret="$DKEY" && dh_logged "ffdhe8192)" && dh_disc'
+	ctl nvmf_subsystem_auth nqn="$DNQN" >/dev/null
+	check dhchap-wrong-secret-refused dh_refused "$DHOST" --dhchap-secret="$DBAD"
+	check dhchap-no-secret-refused dh_refused "$DHOST"
+	check dhchap-wrong-ctrl-secret-refused dh_refused "$DHOST" --dhchap-secret="$DKEY" --dhchap-ctrl-secret="$DBAD"
+	check dhchap-unlisted-host-refused dh_refused "$DOTHER" --dhchap-secret="$DKEY"
+	check dhchap-secrets-not-logged eval '! grep -qF -e "${DKEY:10:20}" -e "${DCKEY:10:20}" "$log"'
+	ctl nvmf_subsystem_delete nqn="$DNQN" >/dev/null
+	ctl namespace_delete name=dhns >/dev/null
+fi
