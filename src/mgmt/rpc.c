@@ -1091,17 +1091,23 @@ static int h_nvmf_subsystem_add_host(struct rpc_ctx *c)
 {
         char msg[256] = "";
         const char *nqn = pstr(c, "nqn", NULL), *host = pstr(c, "host", NULL);
-        int rc = nvme_subsys_allow_host(nqn, host, msg, sizeof(msg));
+        const char *sec = pstr(c, "dhchap_secret", NULL),
+                   *csec = pstr(c, "dhchap_ctrl_secret", NULL);
+        int rc = 0;
+        /*
+         * DH-HMAC-CHAP: (re)adding a named host sets its secrets (checked first,
+         * so a bad one never leaves the host admitted without them), or clears them.
+         */
+        if (strcmp(host, "*") != 0)
+                rc = nvme_subsys_set_host_key(nqn, host, sec, csec, msg, sizeof(msg));
+        else if (sec || csec)
+                rc = -EINVAL, snprintf(msg, sizeof(msg), "DH-HMAC-CHAP secrets need a named host");
+        if (rc < 0)
+                return opfail(c, rc, "nvmf_subsystem_add_host", msg);
+        rc = nvme_subsys_allow_host(nqn, host, msg, sizeof(msg));
         /* Naming one host means "only the listed ones" unless "*" is listed too. */
         if (rc == 0 && strcmp(host, "*") != 0 && !pbool(c, "keep_any_host", false))
                 rc = nvme_subsys_disallow_host(nqn, "*", msg, sizeof(msg));
-        /* DH-HMAC-CHAP: (re)adding a named host sets its secrets, or clears them if absent. */
-        if (rc == 0 && strcmp(host, "*") != 0)
-                rc =
-                    nvme_subsys_set_host_key(nqn, host, pstr(c, "dhchap_secret", NULL),
-                                             pstr(c, "dhchap_ctrl_secret", NULL), msg, sizeof(msg));
-        else if (rc == 0 && (pstr(c, "dhchap_secret", NULL) || pstr(c, "dhchap_ctrl_secret", NULL)))
-                rc = -EINVAL, snprintf(msg, sizeof(msg), "DH-HMAC-CHAP secrets need a named host");
         return rc < 0 ? opfail(c, rc, "nvmf_subsystem_add_host", msg) : 0;
 }
 

@@ -525,6 +525,8 @@ void nvmf_auth_send_do(struct nvme_cmd *cmd)
         }
         if (type == NVME_AUTH_TYPE_COMMON && id == NVME_AUTH_MSG_FAILURE2) {
                 /* The host refused our Success1 response. */
+                LOG_INFO("nvme", "%s: host %s refused the controller's DH-HMAC-CHAP response",
+                         a->subnqn, a->hostnqn);
                 auth_reset_txn(a);
                 a->st = ST_IDLE;
                 a->authenticated = false;
@@ -815,7 +817,13 @@ json_t *nvme_auth_json(bool with_secrets)
                         json_t *h = json_object();
                         json_object_set_new(h, "bidirectional",
                                             json_boolean(s->hkeys[i].ctrl_secret != NULL));
-                        if (with_secrets) {
+                        if (!with_secrets) {
+                                /* Not a secret, and refused on replay: a config saved without
+                                 * secrets fails closed instead of admitting the host without. */
+                                json_object_set_new(
+                                    h, "dhchap_secret",
+                                    json_string("omitted (config_save include_secrets=true)"));
+                        } else {
                                 json_object_set_new(h, "dhchap_secret",
                                                     json_string(s->hkeys[i].secret));
                                 if (s->hkeys[i].ctrl_secret)

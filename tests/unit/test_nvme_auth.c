@@ -408,6 +408,11 @@ static void test_config_errors(void **s)
         char *txt = json_dumps(j, 0);
         assert_null(strstr(txt, "DHHC-1"));
         assert_non_null(strstr(txt, "\"bidirectional\": true"));
+        assert_non_null(strstr(txt, "omitted")); /* a marker the replay refuses: fails closed */
+        assert_int_equal(nvme_subsys_set_host_key(SUBNQN, HOSTNQN,
+                                                  "omitted (config_save include_secrets=true)",
+                                                  NULL, err, sizeof(err)),
+                         -EINVAL);
         free(txt);
         json_decref(j);
         j = nvme_auth_json(true);

@@ -12,12 +12,14 @@
 DNQN=${XNQN}-dhchap
 DHOST=nqn.2014-08.org.nvmexpress:uuid:87878787-0000-4000-8000-000000000087
 DOTHER=nqn.2014-08.org.nvmexpress:uuid:87878787-0000-4000-8000-0000000000ff
+# (a Host ID of their own: the kernel refuses a known Host ID under another Host NQN)
 dh_dev() { # the namespace's block device once connected
 	local d n
-	for d in /sys/class/nvme/nvme*; do
+	for d in /sys/class/nvme-subsystem/nvme-subsys* /sys/class/nvme/nvme*; do
 		[ "$(cat "$d/subsysnqn" 2>/dev/null)" = "$DNQN" ] || continue
-		for n in /sys/block/nvme*n*; do
-			[ "$(cat "$n/device/subsysnqn" 2>/dev/null)" = "$DNQN" ] && { echo "/dev/${n##*/}"; return 0; }
+		for n in "$d"/nvme*n*; do
+			n=${n##*/}
+			[ -b "/dev/$n" ] && { echo "/dev/$n"; return 0; }
 		done
 	done
 	return 1
@@ -35,18 +37,23 @@ dh_setup() {
 dh_connect() { # HOSTNQN [nvme connect args...] -> 0 when connected and a block reads
 	local h=$1 dev
 	shift
-	timeout 60 nvme connect -t tcp -a 127.0.0.1 -s "$PORT" -n "$DNQN" --hostnqn="$h" "$@" 2>&1 || return 1
+	nvme disconnect -n "$DNQN" >/dev/null 2>&1 # a check that failed midway leaves nothing behind
+	timeout 60 nvme connect -t tcp -a 127.0.0.1 -s "$PORT" -n "$DNQN" --hostnqn="$h" \
+		--hostid="${h##*:}" "$@" 2>&1 || return 1
 	wait_for 10 dh_dev >/dev/null || return 1
 	dev=$(dh_dev)
 	dd if="$dev" of=/dev/null bs=4k count=4 iflag=direct 2>/dev/null
 }
-dh_refused() { # like dh_connect, but it must fail and leave nothing connected
+dh_refused() { # PATTERN HOSTNQN [args]: connecting fails, and slated logged PATTERN for it
+	local pat=$1 n
+	shift
+	n=$(wc -l <"$log")
 	if dh_connect "$@"; then
 		nvme disconnect -n "$DNQN" >/dev/null 2>&1
 		return 1
 	fi
 	nvme disconnect -n "$DNQN" >/dev/null 2>&1
-	return 0
+	tail -n +"$((n + 1))" "$log" | grep -q -- "$pat" || { echo "slated did not log: $pat"; return 1; }
 }
 dh_disc() { nvme disconnect -n "$DNQN" >/dev/null 2>&1; wait_for 10 test -z "$(dh_dev)"; }
 dh_logged() { # PATTERN: slated logged it for this subsystem's last authentication
@@ -62,10 +69,12 @@ if check dhchap-setup dh_setup; then
 	ctl nvmf_subsystem_auth nqn="$DNQN" dhgroups=ffdhe8192 >/dev/null
 	check dhchap-uni-ffdhe8192 eval 'dh_connect "$DHOST" --dhchap-secret="$DKEY" && dh_logged "ffdhe8192)" && dh_disc'
 	ctl nvmf_subsystem_auth nqn="$DNQN" >/dev/null
-	check dhchap-wrong-secret-refused dh_refused "$DHOST" --dhchap-secret="$DBAD"
-	check dhchap-no-secret-refused dh_refused "$DHOST"
-	check dhchap-wrong-ctrl-secret-refused dh_refused "$DHOST" --dhchap-secret="$DKEY" --dhchap-ctrl-secret="$DBAD"
-	check dhchap-unlisted-host-refused dh_refused "$DOTHER" --dhchap-secret="$DKEY"
+	check dhchap-wrong-secret-refused dh_refused "authentication of host $DHOST failed" "$DHOST" --dhchap-secret="$DBAD"
+	# the kernel gives up by itself (ATR and no secret): slated only saw the Connect
+	check dhchap-no-secret-refused dh_refused "controller [0-9]* for $DHOST" "$DHOST"
+	ctl nvmf_subsystem_add_host nqn="$DNQN" host="$DHOST" dhchap_secret="$DKEY" dhchap_ctrl_secret="$DCKEY" >/dev/null
+	check dhchap-wrong-ctrl-secret-refused dh_refused "host $DHOST refused the controller" "$DHOST" --dhchap-secret="$DKEY" --dhchap-ctrl-secret="$DBAD"
+	check dhchap-unlisted-host-refused dh_refused "refused for host $DOTHER" "$DOTHER" --dhchap-secret="$DKEY"
 	check dhchap-secrets-not-logged eval '! grep -qF -e "${DKEY:10:20}" -e "${DCKEY:10:20}" "$log"'
 	ctl nvmf_subsystem_delete nqn="$DNQN" >/dev/null
 	ctl namespace_delete name=dhns >/dev/null
