@@ -396,6 +396,9 @@ static void auth_done(struct nvme_auth *a)
 
 static void fail1(struct nvme_auth *a, uint8_t why)
 {
+        if (why != NVME_AUTH_FAIL_FAILED) /* a wrong response is logged by on_reply */
+                LOG_INFO("nvme", "%s: DH-HMAC-CHAP with host %s (queue %u) ends: failure reason %u",
+                         a->subnqn, a->hostnqn, a->qid, why);
         auth_reset_txn(a);
         a->st = ST_FAILURE1;
         a->reason = why;

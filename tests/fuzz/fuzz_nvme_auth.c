@@ -48,7 +48,7 @@ static void cmd_init(struct nvme_cmd *c, uint8_t fctype, uint32_t len)
         c->icd_len = len;
 }
 
-static int connect(void)
+static int reconnect(void)
 {
         struct nvme_cmd c;
         nvme_queue_fini(&q);
@@ -85,7 +85,7 @@ static int setup_once(void)
             nvme_subsys_set_auth(FUZZ_NQN, NULL, 0, (const char *[]){"null", "ffdhe2048"}, 2, err,
                                  sizeof(err)))
                 return -1;
-        return connect();
+        return reconnect();
 }
 
 static void correct_reply(bool bidi)
@@ -165,7 +165,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                         correct_reply(avail && (data[off] & 1));
                 }
         }
-        if (nvme_auth_queue_ok(&q) && connect() != 0)
+        if (nvme_auth_queue_ok(&q) && reconnect() != 0)
                 abort();
         return 0;
 }

@@ -250,7 +250,7 @@ static void host_txn(struct nvme_queue *q, uint16_t tid, bool corrupt, bool bidi
         uint16_t dhv = (uint16_t)slate_get_le(rsp + 10, 2);
         void *hk = NULL;
         if (group) {
-                assert_int_equal(dhv, 256);
+                assert_int_equal(dhv, group == 1 ? 256 : group == 3 ? 512 : 1024);
                 hk = nvme_auth_dh_keygen(group, hpub, &hpl);
                 assert_non_null(hk);
                 assert_int_equal(nvme_auth_dh_derive(hk, group, rsp + 16 + hl, dhv, sec, &secl), 0);
@@ -336,7 +336,7 @@ static void test_transactions(void **s)
         /* bidirectional with ffdhe2048 (re-authentication of the same queue) */
         assert_int_equal(nvme_subsys_set_host_key(SUBNQN, HOSTNQN, HKEY, CKEY, err, sizeof(err)),
                          0);
-        assert_int_equal(nvme_subsys_set_auth(SUBNQN, NULL, 0, (const char *[]){"ffdhe2048"}, 1,
+        assert_int_equal(nvme_subsys_set_auth(SUBNQN, NULL, 0, (const char *[]){"ffdhe4096"}, 1,
                                               err, sizeof(err)),
                          0);
         /* the queue's keys were read at Connect: a new I/O queue sees the new ones */
@@ -344,7 +344,7 @@ static void test_transactions(void **s)
         dw0 = connect_q(&io_q, 1, admin_q.ctrl->cntlid, &status);
         assert_int_equal(status, 0);
         assert_true(dw0 & NVMF_CONNECT_ATR);
-        host_txn(&io_q, 9, false, true, 1, 1);
+        host_txn(&io_q, 9, false, true, 1, 3);
         /* re-authentication that fails leaves the queue refused */
         host_txn(&admin_q, 10, true, false, 2, 0); /* its Connect-time choices: sha384, null */
         assert_int_equal(keep_alive(&admin_q), AUTH_REQUIRED);
