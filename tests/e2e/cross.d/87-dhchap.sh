@@ -60,14 +60,17 @@ dh_logged() { # PATTERN: slated logged it for this subsystem's last authenticati
 	tail -n 60 "$log" | grep "$DNQN: host $DHOST authenticated" | tail -1 | grep -q -- "$1"
 }
 if check dhchap-setup dh_setup; then
-	check dhchap-uni eval 'dh_connect "$DHOST" --dhchap-secret="$DKEY" && dh_logged "hmac(sha256), ffdhe2048)" && dh_disc'
+	# The VM emulates its CPU: a connect with ffdhe2048 takes ~12 s, ffdhe3072 ~25 s (the
+	# kernel checks our public value with a full-length exponent), ffdhe4096 over 60 s; so
+	# ffdhe2048 (the default choice) and null here, the larger groups in unit nvme_auth.
+	check dhchap-uni-ffdhe2048-sha256 eval 'dh_connect "$DHOST" --dhchap-secret="$DKEY" && dh_logged "hmac(sha256), ffdhe2048)" && dh_disc'
 	ctl nvmf_subsystem_add_host nqn="$DNQN" host="$DHOST" dhchap_secret="$DKEY" dhchap_ctrl_secret="$DCKEY" >/dev/null
-	ctl nvmf_subsystem_auth nqn="$DNQN" digests=sha512,sha256 dhgroups=ffdhe3072 >/dev/null
-	check dhchap-bidi-ffdhe3072-sha512 eval 'dh_connect "$DHOST" --dhchap-secret="$DKEY" --dhchap-ctrl-secret="$DCKEY" && dh_logged "hmac(sha512), ffdhe3072, bidirectional" && dh_disc'
 	# ("null" alone would reach slated as JSON null: the list says it)
 	ctl nvmf_subsystem_auth nqn="$DNQN" digests=sha384 dhgroups=null,ffdhe2048 >/dev/null
 	check dhchap-bidi-null-sha384 eval 'dh_connect "$DHOST" --dhchap-secret="$DKEY" --dhchap-ctrl-secret="$DCKEY" && dh_logged "hmac(sha384), null, bidirectional" && dh_disc'
-	ctl nvmf_subsystem_auth nqn="$DNQN" >/dev/null
+	ctl nvmf_subsystem_auth nqn="$DNQN" digests=sha512 dhgroups=ffdhe2048 >/dev/null
+	check dhchap-bidi-ffdhe2048-sha512 eval 'dh_connect "$DHOST" --dhchap-secret="$DKEY" --dhchap-ctrl-secret="$DCKEY" && dh_logged "hmac(sha512), ffdhe2048, bidirectional" && dh_disc'
+	ctl nvmf_subsystem_auth nqn="$DNQN" dhgroups=null,ffdhe2048 >/dev/null # the refusals: cheap
 	check dhchap-wrong-secret-refused dh_refused "authentication of host $DHOST failed" "$DHOST" --dhchap-secret="$DBAD"
 	# the kernel gives up by itself (ATR and no secret): slated only saw the Connect
 	check dhchap-no-secret-refused dh_refused "controller [0-9]* for $DHOST" "$DHOST"
