@@ -5,8 +5,8 @@
 # controller proves nothing) and with --dhchap-ctrl-secret as well
 # (bidirectional), under DH groups the controller picks (nvmf_subsystem_auth:
 # the kernel offers them all), and reads a block each time; slated's log
-# names hash and group.  Refused: a wrong secret, no secret, a wrong
-# controller secret (the host refuses us), an unlisted host NQN.  The
+# names hash and group.  Refused: a wrong secret, a wrong controller
+# secret (the host refuses us), an unlisted host NQN.  The
 # secrets never reach slated's log.
 
 DNQN=${XNQN}-dhchap
@@ -37,7 +37,6 @@ dh_setup() {
 dh_connect() { # HOSTNQN [nvme connect args...] -> 0 when connected and a block reads
 	local h=$1 dev
 	shift
-	nvme disconnect -n "$DNQN" >/dev/null 2>&1 # a check that failed midway leaves nothing behind
 	timeout 60 nvme connect -t tcp -a 127.0.0.1 -s "$PORT" -n "$DNQN" --hostnqn="$h" \
 		--hostid="${h##*:}" "$@" 2>&1 || return 1
 	wait_for 10 dh_dev >/dev/null || return 1
@@ -52,7 +51,6 @@ dh_refused() { # PATTERN HOSTNQN [args]: connecting fails, and slated logged PAT
 		nvme disconnect -n "$DNQN" >/dev/null 2>&1
 		return 1
 	fi
-	nvme disconnect -n "$DNQN" >/dev/null 2>&1
 	tail -n +"$((n + 1))" "$log" | grep -q -- "$pat" || { echo "slated did not log: $pat"; return 1; }
 }
 dh_disc() { nvme disconnect -n "$DNQN" >/dev/null 2>&1; wait_for 10 test -z "$(dh_dev)"; }
@@ -60,21 +58,17 @@ dh_logged() { # PATTERN: slated logged it for this subsystem's last authenticati
 	tail -n 60 "$log" | grep "$DNQN: host $DHOST authenticated" | tail -1 | grep -q -- "$1"
 }
 if check dhchap-setup dh_setup; then
-	# The VM emulates its CPU: a connect with ffdhe2048 takes ~12 s, ffdhe3072 ~25 s (the
-	# kernel checks our public value with a full-length exponent), ffdhe4096 over 60 s; so
-	# ffdhe2048 (the default choice) and null here, the larger groups in unit nvme_auth.
-	check dhchap-uni-ffdhe2048-sha256 eval 'dh_connect "$DHOST" --dhchap-secret="$DKEY" && dh_logged "hmac(sha256), ffdhe2048)" && dh_disc'
-	ctl nvmf_subsystem_add_host nqn="$DNQN" host="$DHOST" dhchap_secret="$DKEY" dhchap_ctrl_secret="$DCKEY" >/dev/null
-	# ("null" alone would reach slated as JSON null: the list says it)
+	# The VM emulates its CPU: a connect with ffdhe3072 took ~25 s, with ffdhe4096 over
+	# 60 s; ffdhe2048 ~3 s of authentication for three queues.  Two connects that work
+	# (the null group one way; ffdhe2048 both ways), the larger groups in unit nvme_auth.
+	# ("null" alone would reach slated as JSON null: the list says it.)
 	ctl nvmf_subsystem_auth nqn="$DNQN" digests=sha384 dhgroups=null,ffdhe2048 >/dev/null
-	check dhchap-bidi-null-sha384 eval 'dh_connect "$DHOST" --dhchap-secret="$DKEY" --dhchap-ctrl-secret="$DCKEY" && dh_logged "hmac(sha384), null, bidirectional" && dh_disc'
+	check dhchap-uni-null-sha384 eval 'dh_connect "$DHOST" --dhchap-secret="$DKEY" && dh_logged "hmac(sha384), null)" && dh_disc'
+	ctl nvmf_subsystem_add_host nqn="$DNQN" host="$DHOST" dhchap_secret="$DKEY" dhchap_ctrl_secret="$DCKEY" >/dev/null
 	ctl nvmf_subsystem_auth nqn="$DNQN" digests=sha512 dhgroups=ffdhe2048 >/dev/null
 	check dhchap-bidi-ffdhe2048-sha512 eval 'dh_connect "$DHOST" --dhchap-secret="$DKEY" --dhchap-ctrl-secret="$DCKEY" && dh_logged "hmac(sha512), ffdhe2048, bidirectional" && dh_disc'
 	ctl nvmf_subsystem_auth nqn="$DNQN" dhgroups=null,ffdhe2048 >/dev/null # the refusals: cheap
 	check dhchap-wrong-secret-refused dh_refused "authentication of host $DHOST failed" "$DHOST" --dhchap-secret="$DBAD"
-	# the kernel gives up by itself (ATR and no secret): slated only saw the Connect
-	check dhchap-no-secret-refused dh_refused "controller [0-9]* for $DHOST" "$DHOST"
-	ctl nvmf_subsystem_add_host nqn="$DNQN" host="$DHOST" dhchap_secret="$DKEY" dhchap_ctrl_secret="$DCKEY" >/dev/null
 	check dhchap-wrong-ctrl-secret-refused dh_refused "host $DHOST refused the controller" "$DHOST" --dhchap-secret="$DKEY" --dhchap-ctrl-secret="$DBAD"
 	check dhchap-unlisted-host-refused dh_refused "refused for host $DOTHER" "$DOTHER" --dhchap-secret="$DKEY"
 	check dhchap-secrets-not-logged eval '! grep -qF -e "${DKEY:10:20}" -e "${DCKEY:10:20}" "$log"'
