@@ -703,9 +703,10 @@ static void dump_luns(json_t *out, const char *iqn, json_t *luns)
  * NVMe: subsystems (with their allowed hosts and NSIDs), then listeners,
  * in the order that lets a replay succeed.
  */
-static void dump_nvmf(json_t *out)
+static void dump_nvmf(json_t *out, bool with_secrets)
 {
         json_t *subs = nvme_subsystems_json();
+        json_t *auth = nvme_auth_json(with_secrets); /* DH-HMAC-CHAP secrets and preferences */
         json_t *lis = nvmf_tcp_listeners_json();
         size_t i, j;
         json_t *s, *x;
@@ -723,10 +724,43 @@ static void dump_nvmf(json_t *out)
                                     json_object_get(s, "model_number"), "allow_any_host",
                                     json_object_get(s, "allow_any_host"), "copy_cross_namespace",
                                     json_object_get(s, "copy_cross_namespace"))));
-                json_array_foreach(json_object_get(s, "hosts"), j, x) json_array_append_new(
-                    out, entry("nvmf_subsystem_add_host",
-                               json_pack("{s:s, s:O, s:O}", "nqn", nqn, "host", x, "keep_any_host",
-                                         json_object_get(s, "allow_any_host"))));
+                json_t *sa = json_object_get(auth, nqn);
+                json_array_foreach(json_object_get(s, "hosts"), j, x)
+                {
+                        json_t *a =
+                            json_pack("{s:s, s:O, s:O}", "nqn", nqn, "host", x, "keep_any_host",
+                                      json_object_get(s, "allow_any_host"));
+                        json_t *hk =
+                            json_object_get(json_object_get(sa, "hosts"), json_string_value(x));
+                        const char *ks[] = {"dhchap_secret", "dhchap_ctrl_secret"};
+                        for (int k = 0; k < 2; k++) /* present only with include_secrets */
+                                if (json_object_get(hk, ks[k]))
+                                        json_object_set(a, ks[k], json_object_get(hk, ks[k]));
+                        json_array_append_new(out, entry("nvmf_subsystem_add_host", a));
+                }
+                if (json_object_get(sa, "digests") || json_object_get(sa, "dhgroups")) {
+                        json_t *a = json_pack("{s:s}", "nqn", nqn);
+                        json_t *d = json_object_get(sa, "digests"),
+                               *g = json_object_get(sa, "dhgroups");
+                        char buf[128];
+                        size_t k;
+                        json_t *v;
+                        json_t *lists[2] = {d, g};
+                        const char *names[2] = {"digests", "dhgroups"};
+                        for (int li = 0; li < 2; li++) {
+                                if (!lists[li])
+                                        continue;
+                                buf[0] = '\0';
+                                json_array_foreach(lists[li], k, v)
+                                {
+                                        size_t l = strlen(buf);
+                                        snprintf(buf + l, sizeof(buf) - l, "%s%s", l ? "," : "",
+                                                 json_string_value(v));
+                                }
+                                json_object_set_new(a, names[li], json_string(buf));
+                        }
+                        json_array_append_new(out, entry("nvmf_subsystem_auth", a));
+                }
                 json_array_foreach(json_object_get(s, "namespaces"), j, x) json_array_append_new(
                     out, entry("nvmf_ns_attach", json_pack("{s:s, s:O, s:O}", "nqn", nqn, "nsid",
                                                            json_object_get(x, "nsid"), "namespace",
@@ -738,6 +772,7 @@ static void dump_nvmf(json_t *out)
                                                  "port", json_object_get(x, "port"))));
         json_decref(subs);
         json_decref(lis);
+        json_decref(auth);
 }
 
 static void dump_pool(const struct core_pool_info *pi, void *arg)
@@ -813,7 +848,7 @@ json_t *mgmt_config_dump(bool with_secrets)
                                        port ? json_pack("{s:s, s:O}", "addr", addr, "port", port)
                                             : json_pack("{s:s}", "addr", addr)));
         }
-        dump_nvmf(out);
+        dump_nvmf(out, with_secrets);
         root = json_pack("{s:O}", "config", out);
 out:
         json_decref(out);

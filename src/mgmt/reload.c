@@ -58,8 +58,9 @@ struct model {
 static json_t *redacted(json_t *params)
 {
         json_t *c = json_deep_copy(params);
-        static const char *const keys[] = {"chap_secret", "mutual_secret"};
-        for (size_t i = 0; i < 2; i++)
+        static const char *const keys[] = {"chap_secret", "mutual_secret", "dhchap_secret",
+                                           "dhchap_ctrl_secret"};
+        for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
                 if (json_object_get(c, keys[i]))
                         json_object_set_new(c, keys[i], json_string("********"));
         return c;
@@ -254,7 +255,20 @@ static int model_apply(struct model *m, const char *method, json_t *p, char *err
                         if (strcmp(host, "*") == 0)
                                 json_object_set_new(s, "any", json_true());
                         else {
-                                json_object_set_new(hosts, host, json_true());
+                                /* A host with DH-HMAC-CHAP secrets: they are part of its entry. */
+                                json_t *hv = json_object();
+                                if (pstr(p, "dhchap_secret"))
+                                        json_object_set_new(hv, "dhchap_secret",
+                                                            json_string(pstr(p, "dhchap_secret")));
+                                if (pstr(p, "dhchap_ctrl_secret"))
+                                        json_object_set_new(
+                                            hv, "dhchap_ctrl_secret",
+                                            json_string(pstr(p, "dhchap_ctrl_secret")));
+                                if (json_object_size(hv) == 0) {
+                                        json_decref(hv);
+                                        hv = json_true();
+                                }
+                                json_object_set_new(hosts, host, hv);
                                 if (!pbool(p, "keep_any_host", false))
                                         json_object_set_new(s, "any", json_false());
                         }
@@ -278,6 +292,13 @@ static int model_apply(struct model *m, const char *method, json_t *p, char *err
                                 FAIL("nvmf_ns_attach: NSID %s of %s is attached twice", nsid,
                                      pstr(p, "nqn"));
                         json_object_set_new(nss, nsid, json_string(pstr(p, "namespace")));
+                } else if (strcmp(method, "nvmf_subsystem_auth") == 0) {
+                        json_t *a = json_object();
+                        if (pstr(p, "digests") && pstr(p, "digests")[0])
+                                json_object_set(a, "digests", json_object_get(p, "digests"));
+                        if (pstr(p, "dhgroups") && pstr(p, "dhgroups")[0])
+                                json_object_set(a, "dhgroups", json_object_get(p, "dhgroups"));
+                        json_object_set_new(s, "auth", a);
                 } else if (strcmp(method, "nvmf_ns_detach") == 0) {
                         snprintf(nsid, sizeof(nsid), "%" JSON_INTEGER_FORMAT, pint(p, "nsid", 0));
                         json_object_del(nss, nsid);
@@ -642,15 +663,31 @@ static void diff(struct plan *pl, struct model *run, struct model *want, json_t 
                 json_t *os = json_object_get(run->subsys, k);
                 json_object_foreach(json_object_get(n, "hosts"), k2, v)
                 {
-                        if (!os || !json_object_get(json_object_get(os, "hosts"), k2))
-                                step(pl, "nvmf_subsystem_add_host",
-                                     json_pack("{s:s, s:s, s:b}", "nqn", k, "host", k2,
-                                               "keep_any_host", true));
+                        if (!os ||
+                            !json_equal(v, json_object_get(json_object_get(os, "hosts"), k2))) {
+                                json_t *a = json_pack("{s:s, s:s, s:b}", "nqn", k, "host", k2,
+                                                      "keep_any_host", true);
+                                if (json_is_object(
+                                        v)) /* its DH-HMAC-CHAP secrets, new or changed */
+                                        json_object_update(a, v);
+                                step(pl, "nvmf_subsystem_add_host", a);
+                        }
                 }
                 if (os && json_is_true(json_object_get(n, "any")) &&
                     !json_is_true(json_object_get(os, "any")))
                         step(pl, "nvmf_subsystem_add_host",
                              json_pack("{s:s, s:s}", "nqn", k, "host", "*"));
+                /* DH-HMAC-CHAP preferences: absent = the defaults (an empty call restores them). */
+                json_t *wa = json_object_get(n, "auth"),
+                       *ra = os ? json_object_get(os, "auth") : NULL;
+                json_t *e = json_object();
+                if (!json_equal(wa ? wa : e, ra ? ra : e)) {
+                        json_t *a = json_pack("{s:s}", "nqn", k);
+                        if (wa)
+                                json_object_update(a, wa);
+                        step(pl, "nvmf_subsystem_auth", a);
+                }
+                json_decref(e);
                 json_object_foreach(json_object_get(n, "ns"), k2, v)
                 {
                         if (!os || !json_equal(v, json_object_get(json_object_get(os, "ns"), k2)))

@@ -1108,11 +1108,49 @@ static int h_nvmf_subsystem_add_host(struct rpc_ctx *c)
 {
         char msg[256] = "";
         const char *nqn = pstr(c, "nqn", NULL), *host = pstr(c, "host", NULL);
-        int rc = nvme_subsys_allow_host(nqn, host, msg, sizeof(msg));
+        const char *sec = pstr(c, "dhchap_secret", NULL),
+                   *csec = pstr(c, "dhchap_ctrl_secret", NULL);
+        int rc = 0;
+        /*
+         * DH-HMAC-CHAP: (re)adding a named host sets its secrets (checked first,
+         * so a bad one never leaves the host admitted without them), or clears them.
+         */
+        if (strcmp(host, "*") != 0)
+                rc = nvme_subsys_set_host_key(nqn, host, sec, csec, msg, sizeof(msg));
+        else if (sec || csec)
+                rc = -EINVAL, snprintf(msg, sizeof(msg), "DH-HMAC-CHAP secrets need a named host");
+        if (rc < 0)
+                return opfail(c, rc, "nvmf_subsystem_add_host", msg);
+        rc = nvme_subsys_allow_host(nqn, host, msg, sizeof(msg));
         /* Naming one host means "only the listed ones" unless "*" is listed too. */
         if (rc == 0 && strcmp(host, "*") != 0 && !pbool(c, "keep_any_host", false))
                 rc = nvme_subsys_disallow_host(nqn, "*", msg, sizeof(msg));
         return rc < 0 ? opfail(c, rc, "nvmf_subsystem_add_host", msg) : 0;
+}
+
+/* "a,b,c" -> up to max names (pointers into buf). */
+static unsigned split_names(const char *s, char *buf, size_t buflen, const char **out, unsigned max)
+{
+        unsigned n = 0;
+        if (!s || !s[0])
+                return 0;
+        snprintf(buf, buflen, "%s", s);
+        for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+                if (n <= max) /* out has max + 1 slots; more than max: the callee's error */
+                        out[n] = t;
+                n++;
+        }
+        return n;
+}
+
+static int h_nvmf_subsystem_auth(struct rpc_ctx *c)
+{
+        char msg[256] = "", db[128], gb[128];
+        const char *d[4], *g[7];
+        unsigned nd = split_names(pstr(c, "digests", NULL), db, sizeof(db), d, 3);
+        unsigned ng = split_names(pstr(c, "dhgroups", NULL), gb, sizeof(gb), g, 6);
+        int rc = nvme_subsys_set_auth(pstr(c, "nqn", NULL), d, nd, g, ng, msg, sizeof(msg));
+        return rc < 0 ? opfail(c, rc, "nvmf_subsystem_auth", msg) : 0;
 }
 
 static int h_nvmf_subsystem_remove_host(struct rpc_ctx *c)
@@ -1672,7 +1710,21 @@ static const struct rpc_method rpc_methods[] = {
      h_nvmf_subsystem_add_host,
      "Allow a host NQN (\"*\" = any); naming a host restricts the subsystem to its list",
      {NQN("nqn", "subsystem NQN"), NQN("host", "host NQN or \"*\""),
-      BOOL("keep_any_host", "keep allowing any host as well (default false)")}},
+      BOOL("keep_any_host", "keep allowing any host as well (default false)"),
+      STR("dhchap_secret", false, 255,
+          "DH-HMAC-CHAP: the host's secret, DHHC-1:XX:<base64>: (nvme gen-dhchap-key); the host "
+          "must authenticate every queue; never logged"),
+      STR("dhchap_ctrl_secret", false, 255,
+          "DH-HMAC-CHAP bidirectional: the controller's secret, proven to the host")}},
+    {"nvmf_subsystem_auth",
+     h_nvmf_subsystem_auth,
+     "DH-HMAC-CHAP: the hashes and DH groups the controller picks from, in its order of "
+     "preference",
+     {NQN("nqn", "subsystem NQN"),
+      STR("digests", false, 127, "e.g. \"sha384,sha256\" (default sha256,sha384,sha512)"),
+      STR("dhgroups", false, 127,
+          "e.g. \"ffdhe4096,null\" (default ffdhe2048,ffdhe3072,ffdhe4096,ffdhe6144,ffdhe8192,"
+          "null)")}},
     {"nvmf_subsystem_remove_host",
      h_nvmf_subsystem_remove_host,
      "Remove a host NQN from the allowed list (\"*\" = stop allowing any host)",
@@ -1705,8 +1757,9 @@ static const struct rpc_method rpc_methods[] = {
      {STR("path", false, 4095,
           "write here (atomically; in the state dir or options.allowed_dirs) instead of "
           "returning the config"),
-      BOOL("include_secrets", "with the CHAP secrets (default false: iscsi_target_auth entries "
-                              "without them, which a replay refuses)")}},
+      BOOL("include_secrets", "with the CHAP and DH-HMAC-CHAP secrets (default false: "
+                              "iscsi_target_auth and nvmf_subsystem_add_host entries without "
+                              "them, which a replay refuses)")}},
     {"stats_get",
      h_stats_get,
      "Counters of every namespace and host (ops, bytes, latency sums and histograms, errors, "

@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "nvme/auth.h"
 #include "nvme/nvme.h"
 #include "slate/spec/nvme.h"
 #include "slate/spec/nvmf.h"
@@ -96,6 +97,10 @@ struct nvme_subsys {
         atomic_bool copy_xns;
         /* Under nvme_lock. */
         bool allow_any;
+        /* DH-HMAC-CHAP (auth.c): host secrets; hashes and groups to pick from (0 = default). */
+        struct nvme_host_key *hkeys;
+        unsigned nhkeys;
+        uint8_t auth_hash[3], auth_nhash, auth_dh[6], auth_ndh;
         char (*hosts)[NVMF_NQN_SIZE];
         unsigned nhosts, hosts_cap;
         struct nvme_ctrl *ctrls;

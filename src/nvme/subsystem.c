@@ -102,6 +102,7 @@ static void subsys_put_locked(struct nvme_subsys *s)
         pthread_mutex_destroy(&s->fdp_lock);
         nvme_dst_fini(&s->dst);
         nvme_pel_free(s->pel);
+        nvme_auth_subsys_free_locked(s);
         free(s->hosts);
         free(s);
 }
@@ -270,6 +271,7 @@ int nvme_subsys_disallow_host(const char *nqn, const char *hostnqn, char *err, s
                                 memmove(s->hosts[i], s->hosts[i + 1],
                                         (s->nhosts - i - 1) * sizeof(*s->hosts));
                                 s->nhosts--;
+                                nvme_auth_host_removed_locked(s, hostnqn); /* its secrets go */
                                 rc = 0;
                                 break;
                         }
@@ -706,6 +708,7 @@ void nvme_queue_fini(struct nvme_queue *q)
         struct nvme_cmd *aer[NVME_AERL];
         unsigned naer = 0;
         bool admin = false;
+        nvme_auth_queue_free(q);
         if (!ctrl)
                 return;
         pthread_mutex_lock(&ctrl->lock);
