@@ -1738,8 +1738,8 @@ static const struct rpc_method rpc_methods[] = {
      h_config_save,
      "Return the running config as a replayable list of calls, or write it to a file",
      {STR("path", false, 4095, "write here (atomically) instead of returning the config"),
-      BOOL("include_secrets", "with the CHAP secrets (default false: iscsi_target_auth entries "
-                              "without them, which a replay refuses)")}},
+      BOOL("include_secrets", "with the CHAP secrets (default false: iscsi_target_auth and "
+                              "iscsi_acl_add entries without them, which a replay refuses)")}},
     {"stats_get",
      h_stats_get,
      "Counters of every namespace and host (ops, bytes, latency sums and histograms, errors, "
