@@ -355,9 +355,14 @@ bool iscsi_acl_admits(const struct iscsi_tgt *tgt, const char *initiator)
 
 void iscsi_acl_apply(const struct iscsi_tgt *tgt, const char *initiator, struct scsi_nexus *nx)
 {
+        static const uint64_t none[SCSI_LUN_WORDS];
         pthread_mutex_lock(&iscsi_lock);
         const struct iscsi_acl *a = acl_find(tgt, initiator);
-        scsi_nexus_set_luns(nx, a && a->masked ? a->luns : NULL, false);
+        /* Admitted at login, but an ACL change since may have removed it: then no LUN at all. */
+        const uint64_t *mask = !iscsi_acl_admits_locked(tgt, initiator) ? none
+                               : a && a->masked                         ? a->luns
+                                                                        : NULL;
+        scsi_nexus_set_luns(nx, mask, false);
         pthread_mutex_unlock(&iscsi_lock);
 }
 
@@ -412,11 +417,19 @@ static void luns_format(const uint64_t mask[SCSI_LUN_WORDS], char *out, size_t l
         }
 }
 
-/* The initiator's sessions on t see what its entry (or, without one, nothing else) allows now. */
+/*
+ * The initiator's sessions on t see what its entry allows now; when t no
+ * longer admits it, nothing from here on (the close below is a message to
+ * the session's reactor: no command in between reaches a LUN).
+ */
 static void acl_push(struct iscsi_tgt *t, const char *initiator)
 {
+        static const uint64_t none[SCSI_LUN_WORDS];
         const struct iscsi_acl *a = acl_find(t, initiator);
-        scsi_target_set_luns(&t->scsi, initiator, a && a->masked ? a->luns : NULL);
+        const uint64_t *mask = !iscsi_acl_admits_locked(t, initiator) ? none
+                               : a && a->masked                       ? a->luns
+                                                                      : NULL;
+        scsi_target_set_luns(&t->scsi, initiator, mask);
         iscsi_session_close_unadmitted(t);
 }
 

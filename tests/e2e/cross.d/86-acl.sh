@@ -8,6 +8,7 @@
 # by another initiator's: the session is closed, SendTargets hides the
 # target and a new login is refused.
 
+acl_t0=$SECONDS
 AIQN=${XIQN}-acl
 ASEC=linux-acl-secret-1
 ME=$(sed -n 's/^InitiatorName=//p' /etc/iscsi/initiatorname.iscsi)
@@ -70,3 +71,4 @@ iscsiadm -m node -T "$AIQN" -p "127.0.0.1:$ISCSI_PORT" -o delete >/dev/null 2>&1
 ctl iscsi_target_delete name="$AIQN" >/dev/null 2>&1
 ctl namespace_delete name=acl0 >/dev/null 2>&1
 ctl namespace_delete name=acl1 >/dev/null 2>&1
+echo "86-acl: $((SECONDS - acl_t0)) s"
