@@ -80,8 +80,13 @@ static uint16_t login_first_checks(struct iscsi_conn *c)
                         return ISCSI_LOGIN_NOT_FOUND;
                 /* RFC 7143 11.13.5: 0202h, the initiator is not allowed access to the target. */
                 if (!iscsi_acl_admits(L->tgt, n->initiator_name)) {
-                        LOG_WARN(ISCSI_MOD, "%s: initiator %s is not in the ACL of target %s",
-                                 c->peer, n->initiator_name, n->target_name);
+                        /* A peer can send these as fast as it likes: rate-limited (rt/log.h). */
+                        static struct rt_log_ratelimit rl =
+                            RT_LOG_RATELIMIT_INIT("logins refused by an ACL");
+                        if (rt_log_ratelimit(&rl, ISCSI_MOD))
+                                LOG_WARN(ISCSI_MOD,
+                                         "%s: initiator %s is not in the ACL of target %s", c->peer,
+                                         n->initiator_name, n->target_name);
                         return ISCSI_LOGIN_AUTHORIZATION_FAILURE;
                 }
         }
