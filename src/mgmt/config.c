@@ -849,6 +849,11 @@ json_t *mgmt_config_dump(bool with_secrets)
         json_array_foreach(auth, i, t)
             json_array_append_new(out, entry("iscsi_target_auth", json_incref(t)));
         json_decref(auth);
+        /* initiator ACLs (their CHAP secrets as the target's) */
+        json_t *acl = iscsi_acl_json(NULL, with_secrets);
+        json_array_foreach(acl, i, t)
+            json_array_append_new(out, entry("iscsi_acl_add", json_incref(t)));
+        json_decref(acl);
 
         /* 4. portals last: hosts can connect only once everything behind them exists */
         json_array_foreach(portals, i, t)

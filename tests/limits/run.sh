@@ -23,6 +23,8 @@
 #    refused without allow_block_devices);
 #  - the state dir is 0700 (an existing 0755 one is tightened), a disk's data
 #    and metadata files 0600.
+# Then chap.sh (iSCSI CHAP) and acl.sh (initiator ACLs, LUN masking,
+# SendTargets filtering, per-initiator CHAP) against daemons of their own.
 # slated must be alive and its log free of sanitizer reports after each.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -419,3 +421,4 @@ if grep -q 'ERROR: AddressSanitizer\|runtime error:' "$fdlog"; then
 	slate_result FAIL limits.fd_exhausted.clean "$fdlog" "sanitizer report"
 fi
 bash "$here/chap.sh"
+bash "$here/acl.sh"
