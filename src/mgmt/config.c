@@ -517,7 +517,7 @@ static void dump_luns(json_t *out, const char *iqn, json_t *luns)
  * NVMe: subsystems (with their allowed hosts and NSIDs), then listeners,
  * in the order that lets a replay succeed.
  */
-static void dump_nvmf(json_t *out)
+static void dump_nvmf(json_t *out, bool with_secrets)
 {
         json_t *subs = nvme_subsystems_json();
         json_t *lis = nvmf_tcp_listeners_json();
@@ -537,10 +537,17 @@ static void dump_nvmf(json_t *out)
                                     json_object_get(s, "model_number"), "allow_any_host",
                                     json_object_get(s, "allow_any_host"), "copy_cross_namespace",
                                     json_object_get(s, "copy_cross_namespace"))));
-                json_array_foreach(json_object_get(s, "hosts"), j, x) json_array_append_new(
-                    out, entry("nvmf_subsystem_add_host",
-                               json_pack("{s:s, s:O, s:O}", "nqn", nqn, "host", x, "keep_any_host",
-                                         json_object_get(s, "allow_any_host"))));
+                json_array_foreach(json_object_get(s, "hosts"), j, x)
+                {
+                        json_t *p = json_pack("{s:s, s:O, s:O}", "nqn", nqn, "host", x,
+                                              "keep_any_host", json_object_get(s, "allow_any_host"));
+                        /* A host's TLS PSK only when asked (include_secrets), like CHAP. */
+                        char psk[160];
+                        if (with_secrets && json_is_string(x) &&
+                            nvmf_tls_host_psk_get(nqn, json_string_value(x), psk, sizeof(psk)) == 0)
+                                json_object_set_new(p, "tls_psk", json_string(psk));
+                        json_array_append_new(out, entry("nvmf_subsystem_add_host", p));
+                }
                 json_array_foreach(json_object_get(s, "namespaces"), j, x) json_array_append_new(
                     out, entry("nvmf_ns_attach", json_pack("{s:s, s:O, s:O}", "nqn", nqn, "nsid",
                                                            json_object_get(x, "nsid"), "namespace",
@@ -548,8 +555,12 @@ static void dump_nvmf(json_t *out)
         }
         json_array_foreach(lis, i, x) json_array_append_new(
             out,
-            entry("nvmf_listener_add", json_pack("{s:O, s:O}", "addr", json_object_get(x, "addr"),
-                                                 "port", json_object_get(x, "port"))));
+            entry("nvmf_listener_add",
+                  strcmp(json_string_value(json_object_get(x, "tls")), "none") == 0
+                      ? json_pack("{s:O, s:O}", "addr", json_object_get(x, "addr"), "port",
+                                  json_object_get(x, "port"))
+                      : json_pack("{s:O, s:O, s:O}", "addr", json_object_get(x, "addr"), "port",
+                                  json_object_get(x, "port"), "tls", json_object_get(x, "tls"))));
         json_decref(subs);
         json_decref(lis);
 }
@@ -627,7 +638,7 @@ json_t *mgmt_config_dump(bool with_secrets)
                                        port ? json_pack("{s:s, s:O}", "addr", addr, "port", port)
                                             : json_pack("{s:s}", "addr", addr)));
         }
-        dump_nvmf(out);
+        dump_nvmf(out, with_secrets);
         root = json_pack("{s:O}", "config", out);
 out:
         json_decref(out);

@@ -1078,6 +1078,8 @@ static int h_nvmf_subsystem_delete(struct rpc_ctx *c)
 {
         char msg[256] = "";
         int rc = nvme_subsys_del(pstr(c, "nqn", NULL), msg, sizeof(msg));
+        if (rc == 0)
+                nvmf_tls_subsys_forget(pstr(c, "nqn", NULL));
         return rc < 0 ? opfail(c, rc, "nvmf_subsystem_delete", msg) : 0;
 }
 
@@ -1091,7 +1093,11 @@ static int h_nvmf_subsystem_add_host(struct rpc_ctx *c)
 {
         char msg[256] = "";
         const char *nqn = pstr(c, "nqn", NULL), *host = pstr(c, "host", NULL);
-        int rc = nvme_subsys_allow_host(nqn, host, msg, sizeof(msg));
+        const char *psk = pstr(c, "tls_psk", NULL);
+        /* The key first: a bad one changes nothing (and is never echoed). */
+        int rc = psk ? nvmf_tls_host_psk_set(nqn, host, psk, msg, sizeof(msg)) : 0;
+        if (rc == 0)
+                rc = nvme_subsys_allow_host(nqn, host, msg, sizeof(msg));
         /* Naming one host means "only the listed ones" unless "*" is listed too. */
         if (rc == 0 && strcmp(host, "*") != 0 && !pbool(c, "keep_any_host", false))
                 rc = nvme_subsys_disallow_host(nqn, "*", msg, sizeof(msg));
@@ -1103,6 +1109,9 @@ static int h_nvmf_subsystem_remove_host(struct rpc_ctx *c)
         char msg[256] = "";
         int rc = nvme_subsys_disallow_host(pstr(c, "nqn", NULL), pstr(c, "host", NULL), msg,
                                            sizeof(msg));
+        if (rc == 0)
+                nvmf_tls_host_psk_set(pstr(c, "nqn", NULL), pstr(c, "host", NULL), NULL, msg,
+                                      sizeof(msg));
         return rc < 0 ? opfail(c, rc, "nvmf_subsystem_remove_host", msg) : 0;
 }
 
@@ -1128,8 +1137,11 @@ static int h_nvmf_ns_detach(struct rpc_ctx *c)
 static int h_nvmf_listener_add(struct rpc_ctx *c)
 {
         char msg[256] = "";
-        int rc = nvmf_tcp_listener_add(pstr(c, "addr", NULL), (uint16_t)puint(c, "port", 4420), msg,
-                                       sizeof(msg));
+        enum nvmf_tls_mode tls;
+        if (nvmf_tls_mode_parse(pstr(c, "tls", NULL), &tls) < 0)
+                return opfail(c, -EINVAL, "nvmf_listener_add", "tls must be none, required or allowed");
+        int rc = nvmf_tcp_listener_add(pstr(c, "addr", NULL), (uint16_t)puint(c, "port", 4420), tls,
+                                       msg, sizeof(msg));
         return rc < 0 ? opfail(c, rc, "nvmf_listener_add", msg) : 0;
 }
 
@@ -1608,7 +1620,9 @@ static const struct rpc_method rpc_methods[] = {
      h_nvmf_subsystem_add_host,
      "Allow a host NQN (\"*\" = any); naming a host restricts the subsystem to its list",
      {NQN("nqn", "subsystem NQN"), NQN("host", "host NQN or \"*\""),
-      BOOL("keep_any_host", "keep allowing any host as well (default false)")}},
+      BOOL("keep_any_host", "keep allowing any host as well (default false)"),
+      STR("tls_psk", false, 127,
+          "NVMe/TCP TLS configured PSK \"NVMeTLSkey-1:HH:<base64>:\" (secret; TLS listeners)")}},
     {"nvmf_subsystem_remove_host",
      h_nvmf_subsystem_remove_host,
      "Remove a host NQN from the allowed list (\"*\" = stop allowing any host)",
@@ -1628,7 +1642,8 @@ static const struct rpc_method rpc_methods[] = {
      "Listen for NVMe/TCP connections on an address and port",
      {STR("addr", true, 63, "IPv4/IPv6 address to bind"),
       UINT("port", false, 0, 65535,
-           "TCP port (default 4420; 0: any free port, see nvmf_listener_list)")}},
+           "TCP port (default 4420; 0: any free port, see nvmf_listener_list)"),
+      STR("tls", false, 8, "secure channel: none (default), required or allowed (TLS 1.3 PSK)")}},
     {"nvmf_listener_delete",
      h_nvmf_listener_delete,
      "Stop an NVMe/TCP listener",

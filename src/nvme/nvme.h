@@ -191,7 +191,11 @@ int nvme_ns_attach(const char *nqn, uint32_t nsid /* 0 = next free */, const cha
 int nvme_ns_detach(const char *nqn, uint32_t nsid, char *err, size_t errlen);
 int nvme_ns_in_use(const struct core_ns *ns);
 /* Listener bookkeeping for discovery log pages (the transport adds/removes them). */
-int nvme_listener_register(const char *trtype, const char *addr, uint16_t port);
+/*
+ * tls: the listener's secure channel for the discovery log's TREQ/TSAS
+ * (0 none, 1 required, 2 allowed; nvmf/nvmf.h enum nvmf_tls_mode).
+ */
+int nvme_listener_register(const char *trtype, const char *addr, uint16_t port, uint8_t tls);
 void nvme_listener_unregister(const char *trtype, const char *addr, uint16_t port);
 
 struct json_t;
