@@ -539,8 +539,9 @@ static void dump_nvmf(json_t *out, bool with_secrets)
                                     json_object_get(s, "copy_cross_namespace"))));
                 json_array_foreach(json_object_get(s, "hosts"), j, x)
                 {
-                        json_t *p = json_pack("{s:s, s:O, s:O}", "nqn", nqn, "host", x,
-                                              "keep_any_host", json_object_get(s, "allow_any_host"));
+                        json_t *p =
+                            json_pack("{s:s, s:O, s:O}", "nqn", nqn, "host", x, "keep_any_host",
+                                      json_object_get(s, "allow_any_host"));
                         /* A host's TLS PSK only when asked (include_secrets), like CHAP. */
                         char psk[160];
                         if (with_secrets && json_is_string(x) &&

@@ -1139,7 +1139,8 @@ static int h_nvmf_listener_add(struct rpc_ctx *c)
         char msg[256] = "";
         enum nvmf_tls_mode tls;
         if (nvmf_tls_mode_parse(pstr(c, "tls", NULL), &tls) < 0)
-                return opfail(c, -EINVAL, "nvmf_listener_add", "tls must be none, required or allowed");
+                return opfail(c, -EINVAL, "nvmf_listener_add",
+                              "tls must be none, required or allowed");
         int rc = nvmf_tcp_listener_add(pstr(c, "addr", NULL), (uint16_t)puint(c, "port", 4420), tls,
                                        msg, sizeof(msg));
         return rc < 0 ? opfail(c, rc, "nvmf_listener_add", msg) : 0;

@@ -87,7 +87,8 @@ int nvmf_discovery_log(struct nvme_ctrl *ctrl, const struct nvme_queue *q, uint8
         uint8_t tls;
 
         pthread_mutex_lock(&nvme_lock);
-        for (unsigned li = 0; nvmf_listener_get_locked(li, &trtype, &addr, &port, &portid, &tls); li++)
+        for (unsigned li = 0; nvmf_listener_get_locked(li, &trtype, &addr, &port, &portid, &tls);
+             li++)
                 for (struct nvme_subsys *s = nvme_subsystems; s; s = s->next)
                         if (s->discovery || nvme_subsys_host_allowed_locked(s, ctrl->hostnqn))
                                 n++;
@@ -100,7 +101,8 @@ int nvmf_discovery_log(struct nvme_ctrl *ctrl, const struct nvme_queue *q, uint8
         put_le64(&h.numrec, n);
         nvme_copy_window(buf, len, off, &h, 0, sizeof(h));
 
-        for (unsigned li = 0; nvmf_listener_get_locked(li, &trtype, &addr, &port, &portid, &tls); li++) {
+        for (unsigned li = 0; nvmf_listener_get_locked(li, &trtype, &addr, &port, &portid, &tls);
+             li++) {
                 for (struct nvme_subsys *s = nvme_subsystems; s; s = s->next) {
                         if (!s->discovery && !nvme_subsys_host_allowed_locked(s, ctrl->hostnqn))
                                 continue;

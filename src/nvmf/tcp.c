@@ -52,14 +52,14 @@
 
 #define MOD "nvmf-tcp"
 
-#define TCP_POOL      NVME_TRANSPORT_QUEUE_DEPTH
-#define TCP_ICD_MAX   NVME_TRANSPORT_ICD_BYTES
-#define TCP_BUF_LEN   (2u * CORE_SMALL_TRANSFER_BYTES)
-#define TCP_RX_BUDGET (4u << 20) /* bytes read per wake-up before yielding to others */
-#define TCP_CLOSE_MS  1000       /* after a C2HTermReq, close even if it could not be sent */
-#define TLS_STAGE     16384      /* one TLS record of small PDUs gathered for SSL_write */
-#define TLS_DIRECT    4096       /* a first iovec this long is written without the copy */
-#define TLS_RECORD_HANDSHAKE 0x16 /* a TLS ClientHello's first byte; an ICReq's is 0 */
+#define TCP_POOL             NVME_TRANSPORT_QUEUE_DEPTH
+#define TCP_ICD_MAX          NVME_TRANSPORT_ICD_BYTES
+#define TCP_BUF_LEN          (2u * CORE_SMALL_TRANSFER_BYTES)
+#define TCP_RX_BUDGET        (4u << 20) /* bytes read per wake-up before yielding to others */
+#define TCP_CLOSE_MS         1000       /* after a C2HTermReq, close even if it could not be sent */
+#define TLS_STAGE            16384      /* one TLS record of small PDUs gathered for SSL_write */
+#define TLS_DIRECT           4096       /* a first iovec this long is written without the copy */
+#define TLS_RECORD_HANDSHAKE 0x16       /* a TLS ClientHello's first byte; an ICReq's is 0 */
 
 #define container_of(p, T, m) ((T *)((char *)(p)-offsetof(T, m)))
 
@@ -1473,8 +1473,8 @@ static bool tls_step(struct tcp_queue *q)
         if (r == 1) {
                 q->tls_hs = false;
                 LOG_DEBUG(MOD, "%s TLS 1.3 (%s) with %s for %s", q->peer,
-                          SSL_CIPHER_get_name(SSL_get_current_cipher(q->ssl)),
-                          q->tls_peer.hostnqn, q->tls_peer.subnqn);
+                          SSL_CIPHER_get_name(SSL_get_current_cipher(q->ssl)), q->tls_peer.hostnqn,
+                          q->tls_peer.subnqn);
                 return true;
         }
         int e = SSL_get_error(q->ssl, r);
@@ -1488,7 +1488,8 @@ static bool tls_step(struct tcp_queue *q)
         }
         ERR_clear_error();
         queue_warn(q, "%s; closing",
-                   q->tls_peer.found ? "TLS handshake failed" : "TLS handshake failed (no known PSK)",
+                   q->tls_peer.found ? "TLS handshake failed"
+                                     : "TLS handshake failed (no known PSK)",
                    0, 0);
         queue_close(q, "TLS handshake failed");
         return false;
@@ -1844,7 +1845,8 @@ int nvmf_tcp_listener_add(const char *addr, uint16_t port, enum nvmf_tls_mode tl
         lis_head = l;
         pthread_mutex_unlock(&lis_lock);
         LOG_INFO(MOD, "NVMe/TCP listener up on %s:%u%s%s", addr, l->port,
-                 tls != NVMF_TLS_NONE ? " tls=" : "", tls != NVMF_TLS_NONE ? nvmf_tls_mode_name(tls) : "");
+                 tls != NVMF_TLS_NONE ? " tls=" : "",
+                 tls != NVMF_TLS_NONE ? nvmf_tls_mode_name(tls) : "");
         return 0;
 }
 

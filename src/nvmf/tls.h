@@ -44,8 +44,8 @@ int nvmf_tls_derive(const uint8_t *cfg, size_t len, int hash, const char *hostnq
                     const char *subnqn, char *identity, size_t idlen, uint8_t *psk);
 
 /* Split an identity "NVMe0RCC <hostnqn> <subnqn>": 0 and cipher 1/2, or -EINVAL. */
-int nvmf_tls_identity_split(const char *id, size_t idlen, int *cipher, char *hostnqn,
-                            size_t hlen, char *subnqn, size_t slen);
+int nvmf_tls_identity_split(const char *id, size_t idlen, int *cipher, char *hostnqn, size_t hlen,
+                            char *subnqn, size_t slen);
 
 /* What a connection's handshake found (SSL app data points to it). */
 struct nvmf_tls_peer {
