@@ -81,6 +81,12 @@ struct nvme_queue {
         bool is_discovery;
         char local_addr[64]; /* for discovery log entries of wildcard listeners */
         uint16_t local_port;
+        /*
+         * The NVMe/TCP secure channel's PSK identity (NULL: none): a Connect
+         * on this queue must name the same host and subsystem, so a key
+         * speaks for its own host only (TCP transport 1.0c 3.6.1.3).
+         */
+        const char *tls_hostnqn, *tls_subnqn;
         /* Transport callbacks. */
         /* The controller is gone (KATO expiry, delete, shutdown): tear this queue down. */
         void (*teardown)(struct nvme_queue *q);

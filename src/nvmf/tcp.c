@@ -1472,6 +1472,8 @@ static bool tls_step(struct tcp_queue *q)
         int r = SSL_do_handshake(q->ssl);
         if (r == 1) {
                 q->tls_hs = false;
+                q->nq.tls_hostnqn = q->tls_peer.hostnqn;
+                q->nq.tls_subnqn = q->tls_peer.subnqn;
                 LOG_DEBUG(MOD, "%s TLS 1.3 (%s) with %s for %s", q->peer,
                           SSL_CIPHER_get_name(SSL_get_current_cipher(q->ssl)), q->tls_peer.hostnqn,
                           q->tls_peer.subnqn);

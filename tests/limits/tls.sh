@@ -9,6 +9,7 @@
 #    tls_psk.py derives in Python (the derivation checked independently of
 #    slated's OpenSSL code);
 #  - refused: a wrong PSK, another host's identity, a host without a key, a
+#    Connect naming another host than the PSK identity's (the key binds), a
 #    plain client on tls=required, a TLS client on tls=none; tls=allowed
 #    takes both; a connection that stalls in the handshake is closed by the
 #    login timeout;
@@ -110,6 +111,9 @@ fi
 check wrong_psk fail "$PR" "$H1" --tls-psk "$KX"
 check other_identity fail "$PR" "$H1" --tls-psk "$K1" --tls-identity "NVMe0R01 $H2 $SUB"
 check host_without_key fail "$PR" "$H3" --tls-psk "$K1"
+# H1's key and identity, then a Connect as H3 (allowed, but not with H1's key).
+check identity_binds_host fail "$PR" "$H3" --tls-psk "$K1" --tls-identity "NVMe0R01 $H1 $SUB"
+check identity_as_is ok "$PR" "$H3" --tls-psk "$K1" --tls-identity "NVMe0R01 $H1 $SUB" --hostnqn "$H1"
 check plain_on_required fail "$PR" "$H1"
 check allowed_tls ok "$PA" "$H1" --tls-psk "$K1"
 check allowed_plain ok "$PA" "$H3"

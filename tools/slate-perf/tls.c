@@ -68,6 +68,14 @@ int perf_tls_connect(struct perf_tls **out, int fd, const char *key, const char 
                 free(t);
                 return -EINVAL;
         }
+        /* An identity given names the NQNs its PSK is for. */
+        char h[224], sub[224];
+        int cipher;
+        if (identity && nvmf_tls_identity_split(identity, strlen(identity), &cipher, h, sizeof(h),
+                                                sub, sizeof(sub)) == 0) {
+                hostnqn = h;
+                subnqn = sub;
+        }
         int rc = nvmf_tls_derive(cfg, len, hash, hostnqn, subnqn, t->identity, sizeof(t->identity),
                                  t->psk);
         OPENSSL_cleanse(cfg, sizeof(cfg));

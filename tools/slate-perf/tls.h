@@ -12,7 +12,9 @@ struct perf_tls;
 /*
  * TLS 1.3 handshake on the connected (blocking) socket fd with the PSK
  * derived from key (interchange format) for hostnqn/subnqn; identity, if
- * not NULL, is offered instead of the derived one.  0 and *out, or -errno.
+ * not NULL, is offered instead of the derived one (with the PSK derived for
+ * the NQNs it names, if it is a "NVMe0R0x <host> <sub>" one).  0 and *out,
+ * or -errno.
  */
 int perf_tls_connect(struct perf_tls **out, int fd, const char *key, const char *identity,
                      const char *hostnqn, const char *subnqn);
