@@ -44,22 +44,23 @@
 #define NVME_NSID_LIMIT 1024u /* NSIDs the model searches for a free one (>= NVME_MAX_NSID) */
 
 struct model {
-        json_t *pools;     /* realdir -> limit */
-        json_t *ns;        /* name -> {"p": create params, "wp", "wc", "pl", "pt", "size"} */
-        json_t *targets;   /* iqn -> {lun(str) -> ns name} */
-        json_t *portals;   /* [ {addr, port} ] */
-        json_t *subsys;    /* nqn -> {"serial", "model", "any", "hosts": {h: true}, "ns": {..}} */
-        json_t *listeners; /* [ {addr, port} ] */
+        json_t *pools;   /* realdir -> limit */
+        json_t *ns;      /* name -> {"p": create params, "wp", "wc", "pl", "pt", "size"} */
+        json_t *targets; /* iqn -> {lun(str) -> ns name} */
+        json_t *portals; /* [ {addr, port} ] */
+        /* nqn -> {"serial", "model", "any", "hosts": {h: true or its TLS PSK}, "ns": {..}} */
+        json_t *subsys;
+        json_t *listeners; /* [ {addr, port, tls} ] */
         json_t *auth;      /* iqn, or "" for discovery -> iscsi_target_auth params (no "target") */
         const char *log_level;
 };
 
-/* A copy of params with CHAP secrets masked, for the log and the result. */
+/* A copy of params with CHAP secrets and TLS keys masked, for the log and the result. */
 static json_t *redacted(json_t *params)
 {
         json_t *c = json_deep_copy(params);
-        static const char *const keys[] = {"chap_secret", "mutual_secret"};
-        for (size_t i = 0; i < 2; i++)
+        static const char *const keys[] = {"chap_secret", "mutual_secret", "tls_psk"};
+        for (size_t i = 0; i < 3; i++)
                 if (json_object_get(c, keys[i]))
                         json_object_set_new(c, keys[i], json_string("********"));
         return c;
@@ -218,8 +219,9 @@ static int model_apply(struct model *m, const char *method, json_t *p, char *err
                 if (port != 0 && addr_find(l, pstr(p, "addr"), port) >= 0)
                         FAIL("%s %s:%" JSON_INTEGER_FORMAT " is added twice", method,
                              pstr(p, "addr"), port);
-                json_array_append_new(
-                    l, json_pack("{s:s, s:I}", "addr", pstr(p, "addr"), "port", port));
+                json_array_append_new(l, json_pack("{s:s, s:I, s:s}", "addr", pstr(p, "addr"),
+                                                   "port", port, "tls",
+                                                   pstr(p, "tls") ? pstr(p, "tls") : "none"));
         } else if (strcmp(method, "iscsi_portal_delete") == 0 ||
                    strcmp(method, "nvmf_listener_delete") == 0) {
                 json_t *l = method[0] == 'i' ? m->portals : m->listeners;
@@ -254,7 +256,10 @@ static int model_apply(struct model *m, const char *method, json_t *p, char *err
                         if (strcmp(host, "*") == 0)
                                 json_object_set_new(s, "any", json_true());
                         else {
-                                json_object_set_new(hosts, host, json_true());
+                                json_object_set_new(hosts, host,
+                                                    pstr(p, "tls_psk")
+                                                        ? json_string(pstr(p, "tls_psk"))
+                                                        : json_true());
                                 if (!pbool(p, "keep_any_host", false))
                                         json_object_set_new(s, "any", json_false());
                         }
@@ -393,7 +398,7 @@ static json_t *pair_addrs(json_t *run, json_t *want)
                 int k = addr_find(run, pstr(x, "addr"), pint(x, "port", 0));
                 if (k >= 0 && !json_is_true(json_array_get(used, (size_t)k))) {
                         json_array_set_new(used, (size_t)k, json_true());
-                        json_object_set_new(x, "matched", json_true());
+                        json_object_set_new(x, "matched", json_integer(k));
                 }
         }
         json_array_foreach(want, i, x)
@@ -405,7 +410,7 @@ static json_t *pair_addrs(json_t *run, json_t *want)
                         if (!json_is_true(json_array_get(used, j)) &&
                             strcmp(pstr(r, "addr"), pstr(x, "addr")) == 0) {
                                 json_array_set_new(used, j, json_true());
-                                json_object_set_new(x, "matched", json_true());
+                                json_object_set_new(x, "matched", json_integer((json_int_t)j));
                                 break;
                         }
                 }
@@ -422,9 +427,25 @@ static void diff_addrs(struct plan *pl, json_t *run, json_t *want, const char *a
         json_array_foreach(run, i, x) if (!json_is_true(json_array_get(used, i))) step(
             pl, del,
             json_pack("{s:s, s:O}", "addr", pstr(x, "addr"), "port", json_object_get(x, "port")));
-        json_array_foreach(want, i, x) if (!json_object_get(x, "matched")) json_array_append_new(
-            adds, json_pack("{s:s, s:{s:s, s:O}}", "method", add, "params", "addr", pstr(x, "addr"),
-                            "port", json_object_get(x, "port")));
+        json_array_foreach(want, i, x)
+        {
+                json_t *m = json_object_get(x, "matched"), *port = json_object_get(x, "port");
+                if (m) {
+                        /* A listener whose TLS mode changes is closed and opened again. */
+                        json_t *r = json_array_get(run, (size_t)json_integer_value(m));
+                        const char *rt = pstr(r, "tls"), *wt = pstr(x, "tls");
+                        if (strcmp(rt ? rt : "none", wt ? wt : "none") == 0)
+                                continue;
+                        step(pl, del,
+                             json_pack("{s:s, s:O}", "addr", pstr(r, "addr"), "port",
+                                       json_object_get(r, "port")));
+                        port = json_object_get(r, "port"); /* a port 0 one keeps its port */
+                }
+                json_t *p = json_pack("{s:s, s:O}", "addr", pstr(x, "addr"), "port", port);
+                if (pstr(x, "tls") && strcmp(pstr(x, "tls"), "none") != 0)
+                        json_object_set_new(p, "tls", json_string(pstr(x, "tls")));
+                json_array_append_new(adds, json_pack("{s:s, s:o}", "method", add, "params", p));
+        }
         json_decref(used);
 }
 
@@ -449,7 +470,9 @@ static void diff(struct plan *pl, struct model *run, struct model *want, json_t 
                 }
                 json_object_foreach(json_object_get(o, "hosts"), k2, v)
                 {
-                        if (!json_object_get(json_object_get(ws, "hosts"), k2))
+                        /* Gone, or its TLS key dropped (the add below comes back without). */
+                        json_t *wh = json_object_get(json_object_get(ws, "hosts"), k2);
+                        if (!wh || (json_is_string(v) && !json_is_string(wh)))
                                 step(pl, "nvmf_subsystem_remove_host",
                                      json_pack("{s:s, s:s}", "nqn", k, "host", k2));
                 }
@@ -628,10 +651,14 @@ static void diff(struct plan *pl, struct model *run, struct model *want, json_t 
                 json_t *os = json_object_get(run->subsys, k);
                 json_object_foreach(json_object_get(n, "hosts"), k2, v)
                 {
-                        if (!os || !json_object_get(json_object_get(os, "hosts"), k2))
-                                step(pl, "nvmf_subsystem_add_host",
-                                     json_pack("{s:s, s:s, s:b}", "nqn", k, "host", k2,
-                                               "keep_any_host", true));
+                        json_t *oh = os ? json_object_get(json_object_get(os, "hosts"), k2) : NULL;
+                        if (!oh || !json_equal(oh, v)) {
+                                json_t *p = json_pack("{s:s, s:s, s:b}", "nqn", k, "host", k2,
+                                                      "keep_any_host", true);
+                                if (json_is_string(v))
+                                        json_object_set(p, "tls_psk", v);
+                                step(pl, "nvmf_subsystem_add_host", p);
+                        }
                 }
                 if (os && json_is_true(json_object_get(n, "any")) &&
                     !json_is_true(json_object_get(os, "any")))
