@@ -18,6 +18,8 @@
 #  - the state dir is 0700 (an existing 0755 one is tightened), a disk's data
 #    and metadata files 0600.
 # slated must be alive and its log free of sanitizer reports after each.
+# Then chap.sh (iSCSI CHAP) and tls.sh (NVMe/TCP TLS 1.3 PSK), each with
+# its own slated.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib.sh"
@@ -280,3 +282,4 @@ if grep -q 'ERROR: AddressSanitizer\|runtime error:' "$fdlog"; then
 	slate_result FAIL limits.fd_exhausted.clean "$fdlog" "sanitizer report"
 fi
 bash "$here/chap.sh"
+bash "$here/tls.sh"

@@ -67,7 +67,7 @@ perf() { # NAME PORT HOST [slate-perf args] -> output in $state/NAME.out; status
 check() { # NAME EXPECT(ok|fail) PORT HOST [slate-perf args]
 	local name=$1 want=$2 got=fail
 	shift 2
-	perf "$name" "$@" -d 1 && got=ok
+	perf "$name" "$@" -d 0.5 && got=ok
 	if [ "$got" = "$want" ]; then
 		slate_result PASS "tls.$name"
 	else
@@ -79,7 +79,7 @@ check() { # NAME EXPECT(ok|fail) PORT HOST [slate-perf args]
 # Data over TLS, every read checked, both cipher suites.
 for k in sha256:H1:K1:TLS_AES_128_GCM_SHA256 sha384:H2:K2:TLS_AES_256_GCM_SHA384; do
 	IFS=: read -r n h key suite <<<"$k"
-	if perf "verify_$n" "$PR" "${!h}" --tls-psk "${!key}" -M 50 -q 16 -d 3 --verify &&
+	if perf "verify_$n" "$PR" "${!h}" --tls-psk "${!key}" -M 50 -q 16 -d 1.5 --verify &&
 		grep -q "TLS 1.3, $suite" "$state/verify_$n.out" &&
 		grep -q 'verify: [1-9][0-9]* blocks read back' "$state/verify_$n.out" &&
 		grep -q 'errors 0)' "$state/verify_$n.out"; then
@@ -182,10 +182,10 @@ write_cfg "$KX" "$PR" "$PA" "$PN"
 sed -i "s|\"port\": $PN}|\"port\": $PN, \"tls\": \"required\"}|" "$state/slate.json"
 ctl config_reload >"$state/reload.out" 2>&1
 ok=1
-perf reload_old "$PR" "$H1" --tls-psk "$K1" -d 1 && ok=0
-perf reload_new "$PR" "$H1" --tls-psk "$KX" -d 1 || ok=0
-perf reload_plain "$PN" "$H3" -d 1 && ok=0
-perf reload_lis "$PN" "$H1" --tls-psk "$KX" -d 1 || ok=0
+perf reload_old "$PR" "$H1" --tls-psk "$K1" -d 0.5 && ok=0
+perf reload_new "$PR" "$H1" --tls-psk "$KX" -d 0.5 || ok=0
+perf reload_plain "$PN" "$H3" -d 0.5 && ok=0
+perf reload_lis "$PN" "$H1" --tls-psk "$KX" -d 0.5 || ok=0
 if [ $ok = 1 ] && ! grep -q -e "${b64_1:0:20}" -e "$(echo "$KX" | cut -d: -f3 | cut -c1-20)" "$state/reload.out"; then
 	slate_result PASS tls.reload
 else
