@@ -8,8 +8,9 @@
  *  - The identities and TLS PSKs were computed by tests/limits/tls_psk.py,
  *    which implements HKDF-Extract/-Expand-Label (RFC 5869, RFC 8446 7.1)
  *    with Python's hmac and hashlib, after libnvme's derive_retained_key()
- *    and derive_tls_key() (libnvme 1.11 and later; 1.3's compat variant
- *    used a non-RFC label, see README "NVMe/TCP TLS").  tests/limits/tls.sh
+ *    and derive_tls_key() (current libnvme; its "compat" variant, what
+ *    older releases such as Debian 12's 1.3 did, builds non-RFC labels:
+ *    see README "NVMe/TCP TLS").  tests/limits/tls.sh
  *    also has openssl s_client complete a handshake with slated using a PSK
  *    from that script.
  */
