@@ -453,6 +453,23 @@ static ssize_t tls_write(void *arg, const struct iovec *iov, int n)
         return -EIO;
 }
 
+/* One io_uring poll for the socket (rx: POLLIN, tx: POLLOUT), unless one is pending. */
+static void poll_arm(struct tcp_queue *q, struct rt_event *ev, bool *armed, unsigned events)
+{
+        if (*armed)
+                return;
+        struct io_uring_sqe *sqe = rt_sqe(q->nq.reactor);
+        io_uring_prep_poll_add(sqe, q->fd, events);
+        io_uring_sqe_set_data(sqe, ev);
+        *armed = true;
+}
+
+/* Wait for the socket to be writable (a full send queue, or the TLS handshake). */
+static void tx_arm(struct tcp_queue *q)
+{
+        poll_arm(q, &q->tx_ev, &q->tx_armed, POLLOUT);
+}
+
 static void tx_flush(struct tcp_queue *q)
 {
         if (q->state == Q_DEAD)
@@ -460,12 +477,7 @@ static void tx_flush(struct tcp_queue *q)
         int rc = q->ssl ? rt_txq_flush_with(&q->txq, tls_write, q, tx_sent_cb, q)
                         : rt_txq_flush(&q->txq, q->fd, tx_sent_cb, q);
         if (rc == -EAGAIN) {
-                if (!q->tx_armed) {
-                        struct io_uring_sqe *sqe = rt_sqe(q->nq.reactor);
-                        io_uring_prep_poll_add(sqe, q->fd, POLLOUT);
-                        io_uring_sqe_set_data(sqe, &q->tx_ev);
-                        q->tx_armed = true;
-                }
+                tx_arm(q);
         } else if (rc < 0) {
                 char why[96];
                 snprintf(why, sizeof(why), "send failed: %s", strerror(-rc));
@@ -1417,23 +1429,7 @@ static void rx_ev_fn(struct rt_event *ev, int res)
 
 static void rx_arm(struct tcp_queue *q)
 {
-        if (q->rx_armed)
-                return;
-        struct io_uring_sqe *sqe = rt_sqe(q->nq.reactor);
-        io_uring_prep_poll_add(sqe, q->fd, POLLIN);
-        io_uring_sqe_set_data(sqe, &q->rx_ev);
-        q->rx_armed = true;
-}
-
-/* Wait for the socket to be writable (the TLS handshake wants to send). */
-static void tx_arm(struct tcp_queue *q)
-{
-        if (q->tx_armed)
-                return;
-        struct io_uring_sqe *sqe = rt_sqe(q->nq.reactor);
-        io_uring_prep_poll_add(sqe, q->fd, POLLOUT);
-        io_uring_sqe_set_data(sqe, &q->tx_ev);
-        q->tx_armed = true;
+        poll_arm(q, &q->rx_ev, &q->rx_armed, POLLIN);
 }
 
 /*
