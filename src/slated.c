@@ -24,6 +24,7 @@
 
 #include "core/ns.h"
 #include "iscsi/iscsi.h"
+#include "nvme/nvme.h"
 #include "nvmf/nvmf.h"
 #include "mgmt/metrics.h"
 #include "mgmt/mgmt.h"
@@ -368,6 +369,7 @@ out_iscsi:
 out_rt:
         rt_stop();
         rt_join();
+        nvme_subsys_shutdown();
         core_ns_shutdown_all();
 out_fini:
         rt_fini();

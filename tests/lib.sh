@@ -83,7 +83,7 @@ slate_write_config() {
 	esac
 	{
 		echo '{"config": ['
-		echo "  {\"method\": \"namespace_create\", \"params\": {$nsparams, \"block_size\": 512${SLATE_SANITIZE_RATE:+, \"sanitize_rate_mibps\": $SLATE_SANITIZE_RATE}${SLATE_PHYS_BLOCK:+, \"physical_block_size\": $SLATE_PHYS_BLOCK}${SLATE_ATOMIC_MAX:+, \"atomic_write_max\": \"$SLATE_ATOMIC_MAX\"}}},"
+		echo "  {\"method\": \"namespace_create\", \"params\": {$nsparams, \"block_size\": 512${SLATE_SANITIZE_RATE:+, \"sanitize_rate_mibps\": $SLATE_SANITIZE_RATE}${SLATE_PHYS_BLOCK:+, \"physical_block_size\": $SLATE_PHYS_BLOCK}${SLATE_ATOMIC_MAX:+, \"atomic_write_max\": \"$SLATE_ATOMIC_MAX\"}${SLATE_NS_EXTRA:+, $SLATE_NS_EXTRA}}},"
 		echo "  {\"method\": \"iscsi_target_create\", \"params\": {\"name\": \"$SLATE_IQN\"}},"
 		echo "  {\"method\": \"iscsi_lun_map\", \"params\": {\"target\": \"$SLATE_IQN\", \"lun\": 0, \"namespace\": \"$SLATE_NS\"}},"
 		if [ "$wp" = 1 ]; then

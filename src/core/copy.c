@@ -435,8 +435,9 @@ static bool dst_provisioned(const struct core_ns *ns)
 
 static bool can_offload(const struct core_copy *c, const struct core_copy_range *r)
 {
+        /* Ciphertext is bound to its LBA and key (core/crypt.h): never copied as is. */
         return !c->no_offload && r->src->be.ops == r->dst->be.ops && r->src->be.ops->copy &&
-               !dst_provisioned(r->dst) && workers_ready();
+               !r->src->crypt && !r->dst->crypt && !dst_provisioned(r->dst) && workers_ready();
 }
 
 static void step(struct core_copy *c)

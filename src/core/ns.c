@@ -25,6 +25,7 @@
 #include <uuid/uuid.h>
 
 #include "core/atomic.h"
+#include "core/crypt.h"
 #include "core/media.h"
 #include "core/pool.h"
 #include "core/provision.h"
@@ -122,6 +123,8 @@ static json_t *meta_body(struct core_ns *ns)
         /* Optional: absent = the backend's default (core/atomic.h). */
         json_object_set_new(b, "atomic_write_max",
                             json_integer((json_int_t)atomic_load(&ns->atomic_max_bytes)));
+        if (ns->crypt)
+                json_object_set_new(b, "crypt", core_crypt_to_json(ns->crypt));
         json_t *media = core_media_to_json(ns); /* optional: absent = never used */
         if (media)
                 json_object_set_new(b, "media", media);
@@ -189,7 +192,7 @@ out:
 }
 
 /* Loads and verifies the metadata file.  1 = loaded, 0 = absent, <0 = corrupt/unreadable. */
-static int load_meta(struct core_ns *ns, char *err, size_t errlen)
+static int load_meta(struct core_ns *ns, json_t **crypt, char *err, size_t errlen)
 {
         json_error_t je;
         json_t *top = json_load_file(ns->meta_path, 0, &je);
@@ -265,6 +268,15 @@ static int load_meta(struct core_ns *ns, char *err, size_t errlen)
         }
         if (awm)
                 atomic_store(&ns->atomic_max_bytes, (uint32_t)json_integer_value(awm));
+        json_t *cj = json_object_get(body, "crypt"); /* absent: stored in the clear */
+        if (cj) {
+                if (!json_is_object(cj)) {
+                        snprintf(err, errlen, "metadata %s: bad crypt", ns->meta_path);
+                        json_decref(top);
+                        return -EINVAL;
+                }
+                *crypt = json_incref(cj);
+        }
         json_t *media = json_object_get(body, "media");
         if (media && core_media_from_json(ns, media)) {
                 snprintf(err, errlen, "metadata %s: bad media state", ns->meta_path);
@@ -289,6 +301,7 @@ static void ns_free(struct core_ns *ns)
         core_sanitize_free(ns);
         core_selftest_log_fini(&ns->selftest_log);
         core_media_free(ns);
+        core_crypt_free(ns->crypt);
         core_stats_fini(&ns->stats);
         pthread_mutex_destroy(&ns->lock);
         pthread_mutex_destroy(&ns->rmw_lock);
@@ -389,7 +402,8 @@ int core_ns_create(const struct core_ns_params *p, struct core_ns **out, char *e
                 }
         }
 
-        int loaded = persistent ? load_meta(ns, err, errlen) : 0;
+        json_t *crypt_j = NULL;
+        int loaded = persistent ? load_meta(ns, &crypt_j, err, errlen) : 0;
         if (loaded < 0) {
                 rc = loaded;
                 goto fail;
@@ -417,6 +431,63 @@ int core_ns_create(const struct core_ns_params *p, struct core_ns **out, char *e
                                  "namespace %s: adopting %s, which holds data, with a new identity",
                                  p->name, ns->path);
                 }
+        }
+        /* Encryption at rest (core/crypt.h): the key before any data moves. */
+        {
+                struct core_crypt_kek_src ks = {.key_file = p->key_file,
+                                                .passphrase_file = p->passphrase_file,
+                                                .pbkdf2_iter = p->pbkdf2_iter};
+                bool has_kek = (p->key_file && p->key_file[0]) ||
+                               (p->passphrase_file && p->passphrase_file[0]);
+                char cerr[512];
+                cerr[0] = 0;
+                rc = 0;
+                if (crypt_j) {
+                        if (!has_kek) {
+                                snprintf(err, errlen,
+                                         "namespace %s is encrypted: give key_file or "
+                                         "passphrase_file",
+                                         p->name);
+                                rc = -EACCES;
+                        } else {
+                                rc = core_crypt_load(&ks, crypt_j, &ns->crypt, cerr, sizeof(cerr));
+                        }
+                } else if (loaded && p->encrypt) {
+                        snprintf(err, errlen,
+                                 "namespace %s exists unencrypted: encryption cannot be added "
+                                 "to existing data",
+                                 p->name);
+                        rc = -EINVAL;
+                } else if (p->encrypt) {
+                        struct stat st;
+                        if (persistent && stat(ns->path, &st) == 0 &&
+                            (S_ISBLK(st.st_mode) || st.st_size > 0)) {
+                                snprintf(err, errlen,
+                                         "encrypt=true: %s holds data that would read as garbage; "
+                                         "an encrypted namespace starts empty",
+                                         ns->path);
+                                rc = -EINVAL;
+                        } else {
+                                rc = core_crypt_create(&ks, &ns->crypt, cerr, sizeof(cerr));
+                        }
+                } else if (has_kek) {
+                        snprintf(err, errlen,
+                                 "key_file/passphrase_file given for namespace %s, which is not "
+                                 "encrypted (encrypt=true makes a new one encrypted)",
+                                 p->name);
+                        rc = -EINVAL;
+                }
+                if (cerr[0])
+                        snprintf(err, errlen, "namespace %s: %s", p->name, cerr);
+                if (!rc && ns->crypt) {
+                        ns->kek_passphrase = !(p->key_file && p->key_file[0]);
+                        snprintf(ns->kek_path, sizeof(ns->kek_path), "%s",
+                                 ns->kek_passphrase ? p->passphrase_file : p->key_file);
+                }
+                json_decref(crypt_j);
+                crypt_j = NULL;
+                if (rc)
+                        goto fail;
         }
         if (!loaded) {
                 uuid_generate_random(ns->uuid);
@@ -526,9 +597,10 @@ int core_ns_create(const struct core_ns_params *p, struct core_ns **out, char *e
         pthread_mutex_unlock(&reg_lock);
         char u[37];
         uuid_unparse_lower(ns->uuid, u);
-        LOG_INFO("core", "namespace %s: %s backend, %llu x %u-byte blocks, uuid %s%s%s", ns->name,
+        LOG_INFO("core", "namespace %s: %s backend, %llu x %u-byte blocks, uuid %s%s%s%s", ns->name,
                  ops->name, (unsigned long long)ns->num_blocks, ns->block_size, u,
-                 core_ns_can_anchor(ns) ? ", can anchor" : "", loaded ? " (reopened)" : "");
+                 core_ns_can_anchor(ns) ? ", can anchor" : "",
+                 ns->crypt ? ", encrypted (aes-256-xts)" : "", loaded ? " (reopened)" : "");
         /* SBC-4 4.11, NVMe 8.21: an interrupted sanitize continues after power on. */
         core_sanitize_resume(ns);
         *out = ns;

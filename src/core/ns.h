@@ -107,6 +107,18 @@ struct core_ns_params {
         bool elements_set;
         uint32_t elements;
         uint32_t element_interleave;
+        /*
+         * Encryption at rest (core/crypt.h): encrypt makes a new namespace
+         * encrypted; an encrypted one (its metadata says so) opens only with
+         * the key-encryption key it was made with, from exactly one of
+         * key_file and passphrase_file (files of mode 0600 or stricter).
+         * pbkdf2_iter: PBKDF2 iterations for a new passphrase-wrapped key
+         * (0 = the default).
+         */
+        bool encrypt;
+        const char *key_file;
+        const char *passphrase_file;
+        uint32_t pbkdf2_iter;
 };
 
 /*
@@ -169,6 +181,7 @@ struct core_prov_limits {
 };
 
 struct core_pool;
+struct core_crypt;
 struct core_atomic;
 struct core_media;
 
@@ -300,6 +313,14 @@ struct core_ns {
          */
         _Atomic uint32_t media_flags;
         struct core_media *media;
+        /*
+         * Encryption at rest (core/crypt.h); NULL = stored in the clear.  Set
+         * at create, with the path of the KEK's file (a key file, or a
+         * passphrase file when kek_passphrase): config_save writes it back.
+         */
+        struct core_crypt *crypt;
+        char kek_path[4096];
+        bool kek_passphrase;
         atomic_int refs;
         struct core_ns *next; /* registry */
 };
@@ -509,7 +530,7 @@ enum core_sanitize_action {
         CORE_SANACT_NONE = 0,
         CORE_SANACT_OVERWRITE,    /* write a pattern over every block, passes times */
         CORE_SANACT_BLOCK_ERASE,  /* deallocate every block (reads return zeroes) */
-        CORE_SANACT_CRYPTO_ERASE, /* change the media key: unsupported, nothing is encrypted */
+        CORE_SANACT_CRYPTO_ERASE, /* replace the data key (encrypted namespaces only) */
 };
 
 #define CORE_SANITIZE_MAX_PASSES 31 /* SCSI OVERWRITE COUNT is 5 bits; NVMe allows 16 */
@@ -528,7 +549,8 @@ struct core_sanitize_params {
  * Start a sanitize operation of the whole namespace in the background, on
  * reactor r.  Returns -EBUSY when one already runs (the caller reports
  * SANITIZE IN PROGRESS), -EINVAL for parameters the engine cannot honour
- * (crypto erase, a pattern longer than a block, 0 passes), -ENOMEM; or 0,
+ * (crypto erase of a namespace not encrypted, a pattern longer than a block, 0
+ * passes), -ENOMEM; or 0,
  * and then calls done(arg, ok) exactly once on r when the operation ends
  * (ok: completed and flushed), never from inside the call.  done may be
  * NULL (NVMe: the command completes at once; the Sanitize Status log and

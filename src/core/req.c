@@ -18,6 +18,7 @@
 
 #include "backend/backend.h"
 #include "core/atomic.h"
+#include "core/crypt.h"
 #include "core/fault.h"
 #include "core/media.h"
 #include "core/ns.h"
@@ -46,6 +47,7 @@ enum {
 };
 
 static void finish(struct core_req *req, enum core_status st);
+static void crypt_restore(struct core_req *req);
 
 /*
  * Statistics (core/stats.h): a request counts as started in
@@ -82,6 +84,7 @@ static void order_leave(struct core_req *req);
 static void fire_cb(struct rt_defer *d)
 {
         struct core_req *req = (struct core_req *)((char *)d - offsetof(struct core_req, defer));
+        crypt_restore(req);
         if (req->media_heal)
                 core_media_done(req, req->status);
         order_leave(req);
@@ -102,6 +105,44 @@ static uint64_t iov_bytes(const struct core_req *req)
         for (int i = 0; i < req->iovcnt; i++)
                 n += req->iov[i].iov_len;
         return n;
+}
+
+/*
+ * Encryption at rest (core/crypt.h).  A write's data is encrypted in place
+ * in the issuer's buffer just before it goes to the backend or the atomic
+ * journal, and decrypted back in place when the request ends (so a buffer
+ * the issuer reuses, the sanitize pattern, a retried request, holds
+ * plaintext again): no buffer to allocate or borrow per I/O.  Reads are
+ * decrypted in place when the backend completes them.  iov_crypt
+ * transforms the request's data: [lba, nlb) for READ and WRITE, each range
+ * in turn for WRITE_SCATTERED.
+ */
+static int iov_crypt(struct core_req *req, bool enc)
+{
+        struct core_ns *ns = req->ns;
+        if (req->op != CORE_OP_WRITE_SCATTERED)
+                return core_crypt_iov(ns->crypt, enc, req->lba, ns->block_size, req->iov,
+                                      req->iovcnt, 0, (uint64_t)req->nlb << ns->block_shift);
+        uint64_t skip = 0;
+        for (uint32_t i = 0; i < req->nr_ranges; i++) {
+                uint64_t len = req->ranges[i].nlb << ns->block_shift;
+                if (len && core_crypt_iov(ns->crypt, enc, req->ranges[i].lba, ns->block_size,
+                                          req->iov, req->iovcnt, skip, len))
+                        return -EIO;
+                skip += len;
+        }
+        return 0;
+}
+
+/* The issuer's plaintext back, once the ciphertext made from it is no longer needed. */
+static void crypt_restore(struct core_req *req)
+{
+        if (!req->crypt_restore)
+                return;
+        req->crypt_restore = false;
+        if (iov_crypt(req, false))
+                LOG_ERR("core", "namespace %s: decrypting a write buffer back failed",
+                        req->ns->name);
 }
 
 /* Copy between the request's iovec and a flat buffer; returns bytes handled. */
@@ -262,6 +303,7 @@ static bool order_enter(struct core_req *req)
 
 static void finish(struct core_req *req, enum core_status st)
 {
+        crypt_restore(req);
         if (req->media_heal)
                 core_media_done(req, st); /* before the host hears: its next read sees the heal */
         order_leave(req);
@@ -290,6 +332,17 @@ static void write_same_next(struct core_req *req)
         req->one_iov.iov_len = n << ns->block_shift;
         uint64_t lba = req->cur_lba;
         req->cur_lba += n;
+        if (ns->crypt) {
+                /* The chunk before it was encrypted in place: copies of the block again. */
+                for (uint64_t i = 0; i < n; i++)
+                        memcpy((uint8_t *)req->scratch + (i << ns->block_shift),
+                               req->iov[0].iov_base, ns->block_size);
+                if (core_crypt_buf(ns->crypt, true, lba, ns->block_size, req->scratch,
+                                   n << ns->block_shift)) {
+                        finish(req, CORE_E_INTERNAL);
+                        return;
+                }
+        }
         be_io(req, CORE_OP_WRITE, lba, n, &req->one_iov, 1);
 }
 
@@ -388,6 +441,14 @@ static void run(struct core_req *req)
                 req->defer.fn = run_retry;
                 rt_defer(req->reactor, &req->defer);
                 return;
+        }
+        if (ns->crypt && !req->crypt_restore &&
+            (req->op == CORE_OP_WRITE || req->op == CORE_OP_WRITE_SCATTERED)) {
+                if (iov_crypt(req, true)) {
+                        finish(req, CORE_E_INTERNAL);
+                        return;
+                }
+                req->crypt_restore = true;
         }
         switch (req->op) {
         case CORE_OP_READ:
@@ -576,6 +637,7 @@ void core_req_submit(struct core_req *req)
         req->stage = ST_START;
         req->counted = false;
         req->media_heal = false;
+        req->crypt_restore = false;
         if (!ns) {
                 core_req_complete(req, CORE_E_INTERNAL);
                 return;
@@ -782,6 +844,10 @@ void core_backend_done(struct core_req *req, int res)
         }
         switch (req->stage) {
         case ST_SIMPLE:
+                if (req->op == CORE_OP_READ && ns->crypt && iov_crypt(req, false)) {
+                        finish(req, CORE_E_MEDIUM_ERROR);
+                        return;
+                }
                 if (req->op == CORE_OP_WRITE && (req->flags & CORE_REQ_FUA) &&
                     core_atomic_need_checkpoint(ns)) {
                         /*
@@ -810,6 +876,11 @@ void core_backend_done(struct core_req *req, int res)
         case ST_COMPARE: {
                 uint64_t done = (req->cur_lba - req->lba) << ns->block_shift, where;
                 uint64_t n = req->one_iov.iov_len;
+                if (ns->crypt && core_crypt_buf(ns->crypt, false, req->cur_lba, ns->block_size,
+                                                req->scratch, n)) {
+                        finish(req, CORE_E_MEDIUM_ERROR);
+                        return;
+                }
                 if (!compare_iov(req, req->scratch, done, n, &where)) {
                         req->info = done + where;
                         req->info_valid = true;
@@ -825,6 +896,11 @@ void core_backend_done(struct core_req *req, int res)
         }
         case ST_READ_FOR_RMW: {
                 uint8_t *media = req->scratch;
+                if (ns->crypt &&
+                    core_crypt_buf(ns->crypt, false, req->lba, ns->block_size, media, len)) {
+                        finish(req, CORE_E_MEDIUM_ERROR);
+                        return;
+                }
                 if (req->op == CORE_OP_COMPARE || req->op == CORE_OP_COMPARE_AND_WRITE) {
                         uint64_t where;
                         if (!compare_iov(req, media, 0, len, &where)) {
@@ -839,6 +915,11 @@ void core_backend_done(struct core_req *req, int res)
                         }
                         /* Write half of the data-out buffer: copy it flat into scratch. */
                         iov_to_flat(req, media, len, len);
+                        if (ns->crypt &&
+                            core_crypt_buf(ns->crypt, true, req->lba, ns->block_size, media, len)) {
+                                finish(req, CORE_E_INTERNAL);
+                                return;
+                        }
                         if (core_atomic_journaled(req)) {
                                 /*
                                  * CORE_REQ_ATOMIC (NVMe fused Compare and Write that
@@ -863,6 +944,11 @@ void core_backend_done(struct core_req *req, int res)
                                 for (uint64_t k = 0; k < n; k++)
                                         media[off + k] |= p[k];
                                 off += n;
+                        }
+                        if (ns->crypt &&
+                            core_crypt_buf(ns->crypt, true, req->lba, ns->block_size, media, len)) {
+                                finish(req, CORE_E_INTERNAL);
+                                return;
                         }
                 }
                 req->stage = ST_WRITE_RMW;

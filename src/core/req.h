@@ -139,6 +139,7 @@ struct core_req {
         uint64_t prov_bytes; /* space reserved against the provisioning limit (provision.c) */
         bool counted;        /* started in the statistics; ends when the callback runs */
         bool media_heal;     /* clears unrecoverable marks when it succeeds (core/media.c) */
+        bool crypt_restore;  /* iov holds ciphertext made in place: decrypt it back at the end */
         uint64_t t_submit;   /* rt_now_ns() at submission, for the latency histogram */
         struct {             /* the backend I/O in flight (for retries and checks) */
                 struct backend *be;

@@ -17,8 +17,14 @@
  * backend turns into a punched hole: the blocks read as zeroes and their
  * space goes back to the file system, as a block erase leaves an SSD), or
  * writes zeroes without deallocating when the host asked for no
- * deallocation (NVMe NDAS).  CRYPTOGRAPHIC ERASE is refused: nothing is
- * encrypted at rest, so there is no key whose change would erase anything.
+ * deallocation (NVMe NDAS).  CRYPTOGRAPHIC ERASE, offered only on
+ * namespaces encrypted at rest (core/crypt.h), replaces the data key with a
+ * new random one and wipes the old one, in memory and (saved at once) in
+ * the metadata: every block written before reads as unintelligible data.
+ * On a thin namespace it then deallocates every block as a block erase does
+ * (NVMe: unless NDAS), so they read as zeroes and their space is returned;
+ * otherwise the blocks keep the old ciphertext, which reads as garbage
+ * (SCSI WACEREQ 01b: reads after it succeed).
  * Every operation ends with a flush: it is complete only when on stable
  * media.
  *
@@ -34,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/crypt.h"
 #include "core/ns.h"
 #include "core/req.h"
 #include "core/sanitize.h"
@@ -72,6 +79,7 @@ static const char *const action_names[] = {"none", "overwrite", "block-erase", "
 /* ---- the background operation ---- */
 
 static void step(struct core_sanitize *s);
+static bool deallocates(const struct core_sanitize *s);
 
 static void save_locked(struct core_ns *ns)
 {
@@ -188,10 +196,18 @@ static void step(struct core_sanitize *s)
         }
         uint64_t left = ns->num_blocks - s->next_lba;
         uint32_t n = (uint32_t)(left < s->chunk_blocks ? left : s->chunk_blocks);
-        if (s->p.action == CORE_SANACT_BLOCK_ERASE && !s->p.no_dealloc)
+        if (deallocates(s))
                 submit(s, CORE_OP_WRITE_ZEROES, s->next_lba, n);
         else
                 submit(s, CORE_OP_WRITE, s->next_lba, n);
+}
+
+/* Whether the operation's pass deallocates (WRITE ZEROES) rather than writes. */
+static bool deallocates(const struct core_sanitize *s)
+{
+        if (s->p.action == CORE_SANACT_CRYPTO_ERASE)
+                return s->ns->thin && !s->p.no_dealloc;
+        return s->p.action == CORE_SANACT_BLOCK_ERASE && !s->p.no_dealloc;
 }
 
 /* Set up the engine for s->p and start it on r (ns->lock not held; s->busy already set). */
@@ -200,9 +216,19 @@ static int run(struct core_sanitize *s, struct rt_reactor *r)
         struct core_ns *ns = s->ns;
         uint32_t bs = ns->block_size;
         uint64_t size = ns->num_blocks << ns->block_shift;
-        uint64_t chunk = s->p.action == CORE_SANACT_BLOCK_ERASE && !s->p.no_dealloc
-                             ? ERASE_CHUNK_BYTES
-                             : WRITE_CHUNK_BYTES;
+        uint64_t chunk = deallocates(s) ? ERASE_CHUNK_BYTES : WRITE_CHUNK_BYTES;
+        bool key_only = s->p.action == CORE_SANACT_CRYPTO_ERASE && !deallocates(s);
+
+        if (s->p.action == CORE_SANACT_CRYPTO_ERASE) {
+                /* The erase itself: a new key, the old one gone from memory and metadata. */
+                if (!ns->crypt || core_crypt_rekey(ns->crypt))
+                        return -EIO;
+                pthread_mutex_lock(&ns->lock);
+                int rc = core_ns_save_meta(ns);
+                pthread_mutex_unlock(&ns->lock);
+                if (rc)
+                        return rc;
+        }
         unsigned passes = s->p.action == CORE_SANACT_OVERWRITE ? s->p.passes : 1;
 
         s->rate = (uint64_t)ns->san_rate_mibps << 20;
@@ -216,7 +242,7 @@ static int run(struct core_sanitize *s, struct rt_reactor *r)
         s->chunk_blocks = chunk >> ns->block_shift;
         s->buf = NULL;
         s->buf_len = 0;
-        if (!(s->p.action == CORE_SANACT_BLOCK_ERASE && !s->p.no_dealloc)) {
+        if (!deallocates(s) && !key_only) {
                 s->buf_len = (uint32_t)chunk;
                 s->buf = calloc(1, s->buf_len);
                 if (!s->buf)
@@ -227,7 +253,7 @@ static int run(struct core_sanitize *s, struct rt_reactor *r)
         }
         s->reactor = r;
         s->passes_done = 0;
-        s->next_lba = 0;
+        s->next_lba = key_only ? ns->num_blocks : 0; /* nothing to write: the flush */
         s->done_blocks = 0;
         s->total_blocks = ns->num_blocks * passes;
         if (!s->total_blocks)
@@ -245,7 +271,9 @@ static int run(struct core_sanitize *s, struct rt_reactor *r)
         return 0;
 }
 
-static int check_params(const struct core_ns *ns, const struct core_sanitize_params *p)
+/* crypt_known: whether ns->crypt is set yet (not while the metadata loads). */
+static int check_params(const struct core_ns *ns, const struct core_sanitize_params *p,
+                        bool crypt_known)
 {
         switch (p->action) {
         case CORE_SANACT_OVERWRITE:
@@ -255,8 +283,10 @@ static int check_params(const struct core_ns *ns, const struct core_sanitize_par
                 return 0;
         case CORE_SANACT_BLOCK_ERASE:
                 return 0;
+        case CORE_SANACT_CRYPTO_ERASE:
+                return ns->crypt || !crypt_known ? 0 : -EINVAL; /* a key to change */
         default:
-                return -EINVAL; /* crypto erase: no key to change */
+                return -EINVAL;
         }
 }
 
@@ -299,7 +329,7 @@ int core_sanitize_start(struct core_ns *ns, const struct core_sanitize_params *p
                         void (*done)(void *arg, bool ok), void *arg)
 {
         struct core_sanitize *s;
-        int rc = check_params(ns, p);
+        int rc = check_params(ns, p, true);
         if (rc)
                 return rc;
         pthread_mutex_lock(&ns->lock);
@@ -403,6 +433,13 @@ void core_sanitize_info(struct core_ns *ns, struct core_sanitize_info *out)
 uint32_t core_sanitize_estimate_s(struct core_ns *ns, enum core_sanitize_action a, unsigned passes)
 {
         uint64_t rate = (uint64_t)ns->san_rate_mibps << 20;
+        if (a == CORE_SANACT_CRYPTO_ERASE) {
+                if (!ns->crypt)
+                        return UINT32_MAX;
+                if (!ns->thin)
+                        return 1;            /* a key change and a flush */
+                a = CORE_SANACT_BLOCK_ERASE; /* then a deallocation of every block */
+        }
         if (a != CORE_SANACT_OVERWRITE && a != CORE_SANACT_BLOCK_ERASE)
                 return UINT32_MAX;
         pthread_mutex_lock(&ns->lock);
@@ -455,7 +492,7 @@ int core_sanitize_from_json(struct core_ns *ns, json_t *j)
                         "invert", &invert, "ause", &ause, "no_dealloc", &no_dealloc, "pattern",
                         &hex))
                 return -EINVAL;
-        for (unsigned a = CORE_SANACT_OVERWRITE; a <= CORE_SANACT_BLOCK_ERASE; a++)
+        for (unsigned a = CORE_SANACT_OVERWRITE; a <= CORE_SANACT_CRYPTO_ERASE; a++)
                 if (strcmp(action, action_names[a]) == 0)
                         p.action = (enum core_sanitize_action)a;
         size_t hl = strlen(hex);
@@ -479,7 +516,7 @@ int core_sanitize_from_json(struct core_ns *ns, json_t *j)
                 }
         }
         p.pattern = raw;
-        if (check_params(ns, &p) && strcmp(state, "running") == 0)
+        if (check_params(ns, &p, false) && strcmp(state, "running") == 0)
                 goto out; /* a running one must be resumable */
         struct core_sanitize *s = get_locked(ns);
         if (!s || set_params_locked(s, &p)) {

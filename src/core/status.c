@@ -29,6 +29,9 @@ static const char *const names[CORE_STATUS_MAX] = {
     [CORE_E_COPY_INCOMPATIBLE] = "copy-incompatible-format",
     [CORE_E_UNRECOVERED_READ] = "unrecovered-read-error",
     [CORE_E_DEPOP_IN_PROGRESS] = "depopulation-in-progress",
+    [CORE_E_PI_GUARD] = "pi-guard-check-failed",
+    [CORE_E_PI_APPTAG] = "pi-application-tag-check-failed",
+    [CORE_E_PI_REFTAG] = "pi-reference-tag-check-failed",
 };
 
 const char *core_status_name(enum core_status s)

@@ -35,6 +35,9 @@ enum core_status {
         CORE_E_COPY_INCOMPATIBLE,      /* copy between namespaces of different formats */
         CORE_E_UNRECOVERED_READ,       /* an unrecoverable block was read (info = its LBA) */
         CORE_E_DEPOP_IN_PROGRESS,      /* an element depopulation runs (core/media.h) */
+        CORE_E_PI_GUARD,               /* protection information guard check failed (core/pi.h) */
+        CORE_E_PI_APPTAG,              /* application tag check failed (info = the block's LBA) */
+        CORE_E_PI_REFTAG,              /* reference tag check failed (info = the block's LBA) */
         CORE_STATUS_MAX
 };
 

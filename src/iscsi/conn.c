@@ -985,6 +985,11 @@ static void dispatch_data_out(struct iscsi_conn *c)
         task_data_progress(t);
 }
 
+/* NOP-In pings (daemon_status "iscsi_nop"). */
+static struct {
+        atomic_uint_fast64_t sent, answered, timeouts;
+} nop_stats;
+
 /* PDUs answered through a task: NOP-Out (ping), Text, TMF, Logout, Reject. */
 static int hdr_ctl(struct iscsi_conn *c, uint8_t op, bool immediate, uint32_t cmdsn, bool need_task)
 {
@@ -1045,6 +1050,13 @@ static int rx_header(struct iscsi_conn *c)
                 return hdr_data_out(c);
         case ISCSI_OP_NOP_OUT: {
                 bool reply = get_be32(&h->itt) != ISCSI_RESERVED_TAG;
+                /* The answer to our NOP-In ping (11.18.3: ITT reserved, our TTT echoed). */
+                uint32_t ttt = get_be32(&((const struct iscsi_nop *)h)->ttt);
+                if (!reply && c->nop_pending && ttt == c->nop_ttt) {
+                        c->nop_pending = false;
+                        atomic_fetch_add(&nop_stats.answered, 1);
+                        iscsi_conn_guard_full(c); /* the next ping an interval from now */
+                }
                 rc = hdr_ctl(c, op, immediate, cmdsn, reply);
                 if (rc == HDR_OK && c->rx_task)
                         c->rx_dst = c->rx_task->buf;
@@ -1630,10 +1642,94 @@ int iscsi_conn_tasks_init(struct iscsi_conn *c)
 }
 
 /*
+ * A NOP-In asking for an answer (RFC 7143 11.19: ITT reserved, a TTT of
+ * ours, LUN 0, StatSN not advanced).  It goes through a reserve task like
+ * any immediate answer; false when none is free (the next tick retries).
+ */
+static bool send_nop_ping(struct iscsi_conn *c)
+{
+        struct iscsi_task *t = task_get(c, true);
+        if (!t)
+                return false;
+        t->opcode = ISCSI_OP_NOP_IN;
+        t->itt = ISCSI_RESERVED_TAG;
+        struct iscsi_nop *r = (struct iscsi_nop *)t->tx.hdr;
+        memset(r, 0, sizeof(*r));
+        r->opcode = ISCSI_OP_NOP_IN;
+        r->flags = ISCSI_FLAG_FINAL;
+        c->nop_ttt = (c->nop_ttt + 1) & 0x7fffffffu; /* never the reserved tag */
+        put_be32(&r->itt, ISCSI_RESERVED_TAG);
+        put_be32(&r->ttt, c->nop_ttt);
+        iscsi_conn_fill_sn(c, &r->sn, &r->exp_sn, &r->max_cmdsn, false);
+        t->tx.data = t->buf;
+        t->tx.data_len = 0;
+        c->nop_pending = true;
+        c->nop_sent_ns = rt_now_ns();
+        atomic_fetch_add(&nop_stats.sent, 1);
+        task_send(t, &t->tx, ctl_tx_done);
+        iscsi_conn_flush(c); /* from a timer: nothing else flushes */
+        return true;
+}
+
+/*
+ * A normal session's guard tick: ping a quiet one, close one whose ping
+ * went unanswered for nop_timeout_ms.  Re-arms itself; with pings off it
+ * looks again after the default interval, so a reload turning them on (or
+ * shortening the interval) takes effect within one old interval.
+ */
+static void guard_normal(struct iscsi_conn *c)
+{
+        uint32_t every = atomic_load(&rt_limits.nop_interval_ms);
+        uint32_t tmo = atomic_load(&rt_limits.nop_timeout_ms);
+        uint64_t now = rt_now_ns();
+        if (c->nop_pending) {
+                uint64_t waited_ms = (now - c->nop_sent_ns) / 1000000u;
+                if (tmo && waited_ms >= tmo) {
+                        char why[64];
+                        snprintf(why, sizeof(why), "no answer to a NOP-In in %u ms", tmo);
+                        atomic_fetch_add(&nop_stats.timeouts, 1);
+                        iscsi_conn_close(c, why);
+                        return;
+                }
+                if (tmo) {
+                        rt_timer_arm(c->r, &c->guard, tmo - waited_ms);
+                        return;
+                }
+                c->nop_pending = false; /* no timeout: a ping is never owed */
+        }
+        if (!every) {
+                rt_timer_arm(c->r, &c->guard, RT_NOP_INTERVAL_DEFAULT_MS);
+                return;
+        }
+        uint64_t quiet_ms = (now - c->last_rx_ns) / 1000000u;
+        if (quiet_ms >= every && c->nr_free == c->nr_tasks && send_nop_ping(c)) {
+                rt_timer_arm(c->r, &c->guard, tmo ? tmo : every);
+                return;
+        }
+        rt_timer_arm(c->r, &c->guard, quiet_ms >= every ? every : every - quiet_ms);
+}
+
+void iscsi_conn_guard_full(struct iscsi_conn *c)
+{
+        if (!c->r || !c->sess || !c->sess->tgt)
+                return;
+        uint32_t every = atomic_load(&rt_limits.nop_interval_ms);
+        rt_timer_cancel(c->r, &c->guard);
+        rt_timer_arm(c->r, &c->guard, every ? every : RT_NOP_INTERVAL_DEFAULT_MS);
+}
+
+void iscsi_nop_stats(uint64_t *sent, uint64_t *answered, uint64_t *timeouts)
+{
+        *sent = atomic_load(&nop_stats.sent);
+        *answered = atomic_load(&nop_stats.answered);
+        *timeouts = atomic_load(&nop_stats.timeouts);
+}
+
+/*
  * The connection's guard (rt/limits.h): a login not finished by the login
  * timeout closes the connection; a discovery session idle (no PDU, nothing
- * outstanding) for the idle timeout is closed too.  Normal sessions in full
- * feature phase are left to the host's NOP-Outs and TCP keep-alive.
+ * outstanding) for the idle timeout is closed too; a normal session is
+ * pinged with NOP-Ins when quiet (guard_normal).
  */
 static void guard_fn(struct rt_timer *t)
 {
@@ -1651,8 +1747,12 @@ static void guard_fn(struct rt_timer *t)
                 iscsi_conn_close(c, why);
                 return;
         }
-        if (c->state != ISCSI_CONN_FULL || !c->sess || c->sess->tgt)
-                return; /* closing, logging out, or a normal session */
+        if (c->state != ISCSI_CONN_FULL || !c->sess)
+                return; /* closing or logging out */
+        if (c->sess->tgt) {
+                guard_normal(c);
+                return;
+        }
         uint32_t idle = atomic_load(&rt_limits.idle_timeout_ms);
         if (!idle)
                 return;
@@ -1773,6 +1873,11 @@ int iscsi_conn_attach(int fd, struct rt_reactor *r)
                 conn_free(c);
         }
         return rc;
+}
+
+unsigned iscsi_connections(void)
+{
+        return atomic_load(&live_conns);
 }
 
 unsigned iscsi_conn_live(void)

@@ -439,7 +439,12 @@ struct iscsi_conn {
         uint32_t text_gen;
         /* rt/limits.h: the login deadline, then a discovery session's idle check. */
         struct rt_timer guard;
-        uint64_t last_rx_ns;       /* when the last PDU arrived */
+        uint64_t last_rx_ns; /* when the last PDU arrived */
+        /* NOP-In ping (rt_limits.nop_*): the TTT it carries, when it went out; pending until
+         * answered. */
+        bool nop_pending;
+        uint32_t nop_ttt;
+        uint64_t nop_sent_ns;
         struct rt_conn_slot admit; /* counted against the connection caps */
 
         /*
@@ -464,6 +469,8 @@ void iscsi_conn_start(void *arg); /* rt_msg_send target: runs on the conn's reac
 int iscsi_conn_attach(int fd, struct rt_reactor *r);
 /* Connections started on a reactor and not yet freed. */
 unsigned iscsi_conn_live(void);
+/* Login finished into full feature phase: a normal session's guard now pings it when quiet. */
+void iscsi_conn_guard_full(struct iscsi_conn *c);
 void iscsi_conn_close(struct iscsi_conn *c, const char *reason);
 void iscsi_conn_warn(struct iscsi_conn *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

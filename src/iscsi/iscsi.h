@@ -48,5 +48,9 @@ struct json_t *iscsi_auth_json(bool with_secrets);
 struct json_t *iscsi_portals_json(void);
 struct json_t *iscsi_targets_json(void);
 struct json_t *iscsi_sessions_json(void);
+/* NOP-In pings sent, answered, and connections closed for want of an answer (since start). */
+void iscsi_nop_stats(uint64_t *sent, uint64_t *answered, uint64_t *timeouts);
+/* Connections open now (daemon_status). */
+unsigned iscsi_connections(void);
 
 #endif

@@ -217,6 +217,7 @@ static void login_complete(struct iscsi_conn *c, uint8_t flags)
                 c->mrdsl_in = ISCSI_LOGIN_MRDSL;
         c->state = ISCSI_CONN_FULL;
         L->final_sent = true;
+        iscsi_conn_guard_full(c);
         LOG_INFO(ISCSI_MOD,
                  "%s: login ok: initiator %s, target %s, %s session, tsih %u, "
                  "digests hdr=%s data=%s, MRDSL %u/%u, burst %u/%u, immediate %s, initialR2T %s",

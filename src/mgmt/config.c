@@ -132,6 +132,34 @@ static int copy_opt_str(json_t *v, const char *key, char *dst, size_t dstlen, ch
         return 0;
 }
 
+/* options.allowed_dirs: a list of absolute directory names (resolved when a path is checked). */
+static int parse_allowed_dirs(json_t *v, struct mgmt_options *o, char *err, size_t errlen)
+{
+        size_t i;
+        json_t *d;
+        if (!json_is_array(v) || json_array_size(v) > MGMT_ALLOWED_DIRS_MAX) {
+                snprintf(err, errlen,
+                         "options.allowed_dirs must be a list of at most %u directories",
+                         MGMT_ALLOWED_DIRS_MAX);
+                return -EINVAL;
+        }
+        json_array_foreach(v, i, d)
+        {
+                const char *s = json_string_value(d);
+                if (!s || s[0] != '/' || json_string_length(d) >= sizeof(o->allowed_dirs[0]) ||
+                    strlen(s) != json_string_length(d)) {
+                        snprintf(err, errlen,
+                                 "options.allowed_dirs[%zu] must be an absolute directory name "
+                                 "(shorter than %zu bytes)",
+                                 i, sizeof(o->allowed_dirs[0]));
+                        return -EINVAL;
+                }
+                memcpy(o->allowed_dirs[i], s, json_string_length(d) + 1);
+        }
+        o->n_allowed_dirs = (unsigned)json_array_size(v);
+        return 0;
+}
+
 /* Validate (and optionally extract) the "options" object. */
 static int parse_options(json_t *opts, struct mgmt_options *o, char *err, size_t errlen)
 {
@@ -227,6 +255,39 @@ static int parse_options(json_t *opts, struct mgmt_options *o, char *err, size_t
                                 *(host ? &o->max_conn_host_set : &o->max_conn_set) = true;
                                 rc = 0;
                         }
+                } else if (strcmp(key, "nop_interval_ms") == 0 ||
+                           strcmp(key, "nop_timeout_ms") == 0 ||
+                           strcmp(key, "rpc_idle_timeout_ms") == 0) {
+                        if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+                            json_integer_value(v) > RT_TIMEOUT_MAX_MS) {
+                                snprintf(err, errlen,
+                                         "options.%s must be an integer in [0, %u] (0: off)", key,
+                                         RT_TIMEOUT_MAX_MS);
+                                rc = -EINVAL;
+                        } else {
+                                uint32_t ms = (uint32_t)json_integer_value(v);
+                                if (key[0] == 'r') {
+                                        o->rpc_idle_timeout_ms = ms;
+                                        o->rpc_idle_set = true;
+                                } else if (key[4] == 'i') {
+                                        o->nop_interval_ms = ms;
+                                        o->nop_interval_set = true;
+                                } else {
+                                        o->nop_timeout_ms = ms;
+                                        o->nop_timeout_set = true;
+                                }
+                                rc = 0;
+                        }
+                } else if (strcmp(key, "allow_block_devices") == 0) {
+                        if (!json_is_boolean(v)) {
+                                snprintf(err, errlen, "options.%s must be true or false", key);
+                                rc = -EINVAL;
+                        } else {
+                                o->allow_block_devices = json_is_true(v);
+                                rc = 0;
+                        }
+                } else if (strcmp(key, "allowed_dirs") == 0) {
+                        rc = parse_allowed_dirs(v, o, err, errlen);
                 } else {
                         snprintf(err, errlen, "unknown option \"%.64s\"", key);
                         rc = -EINVAL;
@@ -375,6 +436,14 @@ void mgmt_config_options_commit(json_t *root)
         }
 }
 
+void mgmt_config_paths_commit(json_t *root)
+{
+        struct mgmt_options o;
+        char msg[256];
+        if (parse_options(json_object_get(root, "options"), &o, msg, sizeof(msg)) == 0)
+                mgmt_options_apply_paths(&o);
+}
+
 void mgmt_options_apply_limits(const struct mgmt_options *o)
 {
         uint32_t login = o->login_timeout_set ? o->login_timeout_ms : RT_LOGIN_TIMEOUT_DEFAULT_MS;
@@ -382,7 +451,14 @@ void mgmt_options_apply_limits(const struct mgmt_options *o)
         uint32_t maxc = o->max_conn_set ? o->max_connections : RT_MAX_CONNECTIONS_DEFAULT;
         uint32_t maxh = o->max_conn_host_set ? o->max_connections_per_host
                                              : RT_MAX_CONNECTIONS_PER_HOST_DEFAULT;
+        uint32_t nopi = o->nop_interval_set ? o->nop_interval_ms : RT_NOP_INTERVAL_DEFAULT_MS;
+        uint32_t nopt = o->nop_timeout_set ? o->nop_timeout_ms : RT_NOP_TIMEOUT_DEFAULT_MS;
+        uint32_t rpci = o->rpc_idle_set ? o->rpc_idle_timeout_ms : RT_RPC_IDLE_DEFAULT_MS;
+        mgmt_options_apply_paths(o);
         bool changed = atomic_exchange(&rt_limits.login_timeout_ms, login) != login;
+        changed |= atomic_exchange(&rt_limits.nop_interval_ms, nopi) != nopi;
+        changed |= atomic_exchange(&rt_limits.nop_timeout_ms, nopt) != nopt;
+        changed |= atomic_exchange(&rt_limits.rpc_idle_timeout_ms, rpci) != rpci;
         changed |= atomic_exchange(&rt_limits.idle_timeout_ms, idle) != idle;
         changed |= atomic_exchange(&rt_limits.max_connections, maxc) != maxc;
         changed |= atomic_exchange(&rt_limits.max_connections_per_host, maxh) != maxh;
@@ -391,6 +467,116 @@ void mgmt_options_apply_limits(const struct mgmt_options *o)
                          "limits: login timeout %u ms, discovery idle timeout %u ms, at most %u "
                          "connections, %u from one host (0: none)",
                          login, idle, maxc, maxh);
+        if (changed)
+                LOG_INFO("mgmt",
+                         "limits: iSCSI NOP-In every %u ms of silence, answer within %u ms; RPC "
+                         "clients idle %u ms are closed (0: off)",
+                         nopi, nopt, rpci);
+}
+
+/* ------------------------------------------------------------------ */
+/* Path rules                                                          */
+/* ------------------------------------------------------------------ */
+
+static struct {
+        unsigned n;
+        char dirs[MGMT_ALLOWED_DIRS_MAX][1024];
+        bool block;
+} path_rules;
+
+void mgmt_options_apply_paths(const struct mgmt_options *o)
+{
+        path_rules.n = o->n_allowed_dirs;
+        memcpy(path_rules.dirs, o->allowed_dirs, sizeof(path_rules.dirs));
+        path_rules.block = o->allow_block_devices;
+}
+
+/* Whether the resolved name real lies in (or is) the directory dir (resolved here). */
+static bool path_under(const char *real, const char *dir)
+{
+        char rd[PATH_MAX];
+        if (!dir || !realpath(dir, rd))
+                return false;
+        size_t n = strlen(rd);
+        if (n == 1) /* "/" */
+                return true;
+        return strncmp(real, rd, n) == 0 && (real[n] == '\0' || real[n] == '/');
+}
+
+int mgmt_path_allowed(const char *path, enum mgmt_path_use what, char *err, size_t errlen)
+{
+        char real[PATH_MAX];
+        struct stat st;
+        if (!path || !path[0]) {
+                snprintf(err, errlen, "empty path");
+                return -EINVAL;
+        }
+        if (realpath(path, real)) {
+                if (stat(real, &st) < 0) {
+                        int e = errno;
+                        snprintf(err, errlen, "%s: %s", path, strerror(e));
+                        return -e;
+                }
+                if (S_ISBLK(st.st_mode)) {
+                        if (what == MGMT_PATH_DATA && path_rules.block)
+                                return 0;
+                        snprintf(err, errlen,
+                                 what == MGMT_PATH_DATA
+                                     ? "%s is a block device: refused (options.allow_block_devices "
+                                       "is false)"
+                                     : "%s is a block device: refused",
+                                 path);
+                        return -EPERM;
+                }
+                if (!S_ISREG(st.st_mode)) {
+                        snprintf(err, errlen, "%s is not a regular file: refused", path);
+                        return -EPERM;
+                }
+        } else if (errno == ENOENT) {
+                /* A new file: its directory must exist; the last component is a plain name. */
+                char dir[PATH_MAX];
+                const char *slash = strrchr(path, '/');
+                const char *base = slash ? slash + 1 : path;
+                if (!*base || strcmp(base, ".") == 0 || strcmp(base, "..") == 0) {
+                        snprintf(err, errlen, "%s does not name a file", path);
+                        return -EINVAL;
+                }
+                if (slash == path)
+                        snprintf(dir, sizeof(dir), "/");
+                else if (slash)
+                        snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+                else
+                        snprintf(dir, sizeof(dir), ".");
+                char rd[PATH_MAX];
+                if (!realpath(dir, rd)) {
+                        int e = errno;
+                        snprintf(err, errlen, "%s: directory %s: %s", path, dir, strerror(e));
+                        return -e;
+                }
+                /* A dangling symbolic link as the last component would be followed by open. */
+                if (lstat(path, &st) == 0) {
+                        snprintf(err, errlen, "%s is a dangling symbolic link: refused", path);
+                        return -EPERM;
+                }
+                if ((size_t)snprintf(real, sizeof(real), "%s/%s", strcmp(rd, "/") ? rd : "",
+                                     base) >= sizeof(real)) {
+                        snprintf(err, errlen, "%s: name too long", path);
+                        return -ENAMETOOLONG;
+                }
+        } else {
+                int e = errno;
+                snprintf(err, errlen, "%s: %s", path, strerror(e));
+                return -e;
+        }
+        if (path_under(real, core_state_dir()))
+                return 0;
+        for (unsigned i = 0; i < path_rules.n; i++)
+                if (path_under(real, path_rules.dirs[i]))
+                        return 0;
+        snprintf(err, errlen,
+                 "%s (%s) is outside the state directory and options.allowed_dirs: refused", path,
+                 real);
+        return -EPERM;
 }
 
 int mgmt_config_read_options(const char *path, struct mgmt_options *o, char *err, size_t errlen)
@@ -520,6 +706,7 @@ static void dump_luns(json_t *out, const char *iqn, json_t *luns)
 static void dump_nvmf(json_t *out, bool with_secrets)
 {
         json_t *subs = nvme_subsystems_json();
+        json_t *auth = nvme_auth_json(with_secrets); /* DH-HMAC-CHAP secrets and preferences */
         json_t *lis = nvmf_tcp_listeners_json();
         size_t i, j;
         json_t *s, *x;
@@ -537,17 +724,47 @@ static void dump_nvmf(json_t *out, bool with_secrets)
                                     json_object_get(s, "model_number"), "allow_any_host",
                                     json_object_get(s, "allow_any_host"), "copy_cross_namespace",
                                     json_object_get(s, "copy_cross_namespace"))));
+                json_t *sa = json_object_get(auth, nqn);
                 json_array_foreach(json_object_get(s, "hosts"), j, x)
                 {
-                        json_t *p =
+                        json_t *a =
                             json_pack("{s:s, s:O, s:O}", "nqn", nqn, "host", x, "keep_any_host",
                                       json_object_get(s, "allow_any_host"));
+                        json_t *hk =
+                            json_object_get(json_object_get(sa, "hosts"), json_string_value(x));
+                        const char *ks[] = {"dhchap_secret", "dhchap_ctrl_secret"};
+                        for (int k = 0; k < 2; k++) /* present only with include_secrets */
+                                if (json_object_get(hk, ks[k]))
+                                        json_object_set(a, ks[k], json_object_get(hk, ks[k]));
                         /* A host's TLS PSK only when asked (include_secrets), like CHAP. */
                         char psk[160];
                         if (with_secrets && json_is_string(x) &&
                             nvmf_tls_host_psk_get(nqn, json_string_value(x), psk, sizeof(psk)) == 0)
-                                json_object_set_new(p, "tls_psk", json_string(psk));
-                        json_array_append_new(out, entry("nvmf_subsystem_add_host", p));
+                                json_object_set_new(a, "tls_psk", json_string(psk));
+                        json_array_append_new(out, entry("nvmf_subsystem_add_host", a));
+                }
+                if (json_object_get(sa, "digests") || json_object_get(sa, "dhgroups")) {
+                        json_t *a = json_pack("{s:s}", "nqn", nqn);
+                        json_t *d = json_object_get(sa, "digests"),
+                               *g = json_object_get(sa, "dhgroups");
+                        char buf[128];
+                        size_t k;
+                        json_t *v;
+                        json_t *lists[2] = {d, g};
+                        const char *names[2] = {"digests", "dhgroups"};
+                        for (int li = 0; li < 2; li++) {
+                                if (!lists[li])
+                                        continue;
+                                buf[0] = '\0';
+                                json_array_foreach(lists[li], k, v)
+                                {
+                                        size_t l = strlen(buf);
+                                        snprintf(buf + l, sizeof(buf) - l, "%s%s", l ? "," : "",
+                                                 json_string_value(v));
+                                }
+                                json_object_set_new(a, names[li], json_string(buf));
+                        }
+                        json_array_append_new(out, entry("nvmf_subsystem_auth", a));
                 }
                 json_array_foreach(json_object_get(s, "namespaces"), j, x) json_array_append_new(
                     out, entry("nvmf_ns_attach", json_pack("{s:s, s:O, s:O}", "nqn", nqn, "nsid",
@@ -564,6 +781,7 @@ static void dump_nvmf(json_t *out, bool with_secrets)
                                   json_object_get(x, "port"), "tls", json_object_get(x, "tls"))));
         json_decref(subs);
         json_decref(lis);
+        json_decref(auth);
 }
 
 static void dump_pool(const struct core_pool_info *pi, void *arg)

@@ -28,6 +28,7 @@ char *mgmt_rpc_handle(const char *req, size_t len);
  * Top-level "options" of a config file, read before the runtime starts
  * (command-line flags override them).  Empty string / 0 = not set.
  */
+#define MGMT_ALLOWED_DIRS_MAX 16
 struct mgmt_options {
         char state_dir[4096];
         char rpc_socket[108];
@@ -38,6 +39,12 @@ struct mgmt_options {
         /* rt/limits.h; live on reload.  *_set: given (0 is "no limit"). */
         bool login_timeout_set, idle_timeout_set, max_conn_set, max_conn_host_set;
         uint32_t login_timeout_ms, idle_timeout_ms, max_connections, max_connections_per_host;
+        bool nop_interval_set, nop_timeout_set, rpc_idle_set;
+        uint32_t nop_interval_ms, nop_timeout_ms, rpc_idle_timeout_ms;
+        /* Where namespace files and config_save may go besides the state dir (live on reload). */
+        unsigned n_allowed_dirs;
+        char allowed_dirs[MGMT_ALLOWED_DIRS_MAX][1024];
+        bool allow_block_devices;
 };
 /* xfer_pool_mib: room for one largest transfer (32 MiB) at least; default 64. */
 #define MGMT_XFER_POOL_MIN_MIB 32u
@@ -50,8 +57,24 @@ int mgmt_config_read_options(const char *path, struct mgmt_options *o, char *err
  */
 int mgmt_config_file_is_ours(const char *path, char *err, size_t errlen);
 
-/* Put the options' connection limits into rt_limits (start-up; reload does it itself). */
+/* Put the options' connection limits and path rules in force (start-up; reload does it itself). */
 void mgmt_options_apply_limits(const struct mgmt_options *o);
+
+/*
+ * The path rules (README "Security"): whether path may be a namespace's
+ * data file (what = MGMT_PATH_DATA) or a config_save target
+ * (MGMT_PATH_CONFIG).  It is resolved (realpath of the path, or of its
+ * directory when it does not exist yet: symbolic links and ".." followed)
+ * and must lie in the state directory or one of options.allowed_dirs; a
+ * block device is a data file only with options.allow_block_devices, and
+ * anywhere then.  0, or -EPERM / -errno with the reason in err.
+ */
+/* Only the path rules of o (a reload puts them in force before its steps run). */
+void mgmt_options_apply_paths(const struct mgmt_options *o);
+/* The path rules of a config file being reloaded (before its steps run). */
+void mgmt_config_paths_commit(struct json_t *root);
+enum mgmt_path_use { MGMT_PATH_DATA, MGMT_PATH_CONFIG };
+int mgmt_path_allowed(const char *path, enum mgmt_path_use what, char *err, size_t errlen);
 
 /*
  * Run one method of the RPC table (the one dispatcher shared by the socket

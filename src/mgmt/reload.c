@@ -59,8 +59,9 @@ struct model {
 static json_t *redacted(json_t *params)
 {
         json_t *c = json_deep_copy(params);
-        static const char *const keys[] = {"chap_secret", "mutual_secret", "tls_psk"};
-        for (size_t i = 0; i < 3; i++)
+        static const char *const keys[] = {"chap_secret", "mutual_secret", "dhchap_secret",
+                                           "dhchap_ctrl_secret", "tls_psk"};
+        for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
                 if (json_object_get(c, keys[i]))
                         json_object_set_new(c, keys[i], json_string("********"));
         return c;
@@ -256,10 +257,24 @@ static int model_apply(struct model *m, const char *method, json_t *p, char *err
                         if (strcmp(host, "*") == 0)
                                 json_object_set_new(s, "any", json_true());
                         else {
-                                json_object_set_new(hosts, host,
-                                                    pstr(p, "tls_psk")
-                                                        ? json_string(pstr(p, "tls_psk"))
-                                                        : json_true());
+                                /* A host with DH-HMAC-CHAP secrets or a TLS PSK: they are part of
+                                 * its entry. */
+                                json_t *hv = json_object();
+                                if (pstr(p, "dhchap_secret"))
+                                        json_object_set_new(hv, "dhchap_secret",
+                                                            json_string(pstr(p, "dhchap_secret")));
+                                if (pstr(p, "dhchap_ctrl_secret"))
+                                        json_object_set_new(
+                                            hv, "dhchap_ctrl_secret",
+                                            json_string(pstr(p, "dhchap_ctrl_secret")));
+                                if (pstr(p, "tls_psk"))
+                                        json_object_set_new(hv, "tls_psk",
+                                                            json_string(pstr(p, "tls_psk")));
+                                if (json_object_size(hv) == 0) {
+                                        json_decref(hv);
+                                        hv = json_true();
+                                }
+                                json_object_set_new(hosts, host, hv);
                                 if (!pbool(p, "keep_any_host", false))
                                         json_object_set_new(s, "any", json_false());
                         }
@@ -283,6 +298,13 @@ static int model_apply(struct model *m, const char *method, json_t *p, char *err
                                 FAIL("nvmf_ns_attach: NSID %s of %s is attached twice", nsid,
                                      pstr(p, "nqn"));
                         json_object_set_new(nss, nsid, json_string(pstr(p, "namespace")));
+                } else if (strcmp(method, "nvmf_subsystem_auth") == 0) {
+                        json_t *a = json_object();
+                        if (pstr(p, "digests") && pstr(p, "digests")[0])
+                                json_object_set(a, "digests", json_object_get(p, "digests"));
+                        if (pstr(p, "dhgroups") && pstr(p, "dhgroups")[0])
+                                json_object_set(a, "dhgroups", json_object_get(p, "dhgroups"));
+                        json_object_set_new(s, "auth", a);
                 } else if (strcmp(method, "nvmf_ns_detach") == 0) {
                         snprintf(nsid, sizeof(nsid), "%" JSON_INTEGER_FORMAT, pint(p, "nsid", 0));
                         json_object_del(nss, nsid);
@@ -366,6 +388,9 @@ static void ns_fixed(struct plan *pl, const char *name, json_t *np, json_t *op, 
                 return;
         /* The flash model (core/flash.h): off is the same as absent; sizes as sizes. */
         if (strcmp(key, "flash_model") == 0 && !ov && json_is_false(nv))
+                return;
+        /* Encryption at rest (core/crypt.h): off is the same as absent. */
+        if (strcmp(key, "encrypt") == 0 && !ov && json_is_false(nv))
                 return;
         /* FDP (src/nvme/fdp.c): on is the same as absent. */
         if (strcmp(key, "fdp") == 0 && !ov && json_is_true(nv))
@@ -470,9 +495,7 @@ static void diff(struct plan *pl, struct model *run, struct model *want, json_t 
                 }
                 json_object_foreach(json_object_get(o, "hosts"), k2, v)
                 {
-                        /* Gone, or its TLS key dropped (the add below comes back without). */
-                        json_t *wh = json_object_get(json_object_get(ws, "hosts"), k2);
-                        if (!wh || (json_is_string(v) && !json_is_string(wh)))
+                        if (!json_object_get(json_object_get(ws, "hosts"), k2))
                                 step(pl, "nvmf_subsystem_remove_host",
                                      json_pack("{s:s, s:s}", "nqn", k, "host", k2));
                 }
@@ -540,11 +563,22 @@ static void diff(struct plan *pl, struct model *run, struct model *want, json_t 
                 if (!o)
                         continue;
                 json_t *np = json_object_get(n, "p"), *op = json_object_get(o, "p");
-                static const char *const fixed[] = {
-                    "backend",     "path",      "block_size",          "physical_block_size",
-                    "thin",        "removable", "sanitize_rate_mibps", "selftest_rate_mibps",
-                    "flash_model", "flash_gc",  "flash_op_percent",    "flash_erase_block",
-                    "fdp"};
+                static const char *const fixed[] = {"backend",
+                                                    "path",
+                                                    "block_size",
+                                                    "physical_block_size",
+                                                    "thin",
+                                                    "removable",
+                                                    "sanitize_rate_mibps",
+                                                    "selftest_rate_mibps",
+                                                    "flash_model",
+                                                    "flash_gc",
+                                                    "flash_op_percent",
+                                                    "flash_erase_block",
+                                                    "fdp",
+                                                    "encrypt",
+                                                    "key_file",
+                                                    "passphrase_file"};
                 for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
                         ns_fixed(pl, k, np, op, fixed[i]);
                 json_t *set = json_pack("{s:s}", "name", k);
@@ -651,19 +685,30 @@ static void diff(struct plan *pl, struct model *run, struct model *want, json_t 
                 json_t *os = json_object_get(run->subsys, k);
                 json_object_foreach(json_object_get(n, "hosts"), k2, v)
                 {
-                        json_t *oh = os ? json_object_get(json_object_get(os, "hosts"), k2) : NULL;
-                        if (!oh || !json_equal(oh, v)) {
-                                json_t *p = json_pack("{s:s, s:s, s:b}", "nqn", k, "host", k2,
+                        if (!os ||
+                            !json_equal(v, json_object_get(json_object_get(os, "hosts"), k2))) {
+                                json_t *a = json_pack("{s:s, s:s, s:b}", "nqn", k, "host", k2,
                                                       "keep_any_host", true);
-                                if (json_is_string(v))
-                                        json_object_set(p, "tls_psk", v);
-                                step(pl, "nvmf_subsystem_add_host", p);
+                                if (json_is_object(v)) /* its DH-HMAC-CHAP secrets, TLS PSK */
+                                        json_object_update(a, v);
+                                step(pl, "nvmf_subsystem_add_host", a);
                         }
                 }
                 if (os && json_is_true(json_object_get(n, "any")) &&
                     !json_is_true(json_object_get(os, "any")))
                         step(pl, "nvmf_subsystem_add_host",
                              json_pack("{s:s, s:s}", "nqn", k, "host", "*"));
+                /* DH-HMAC-CHAP preferences: absent = the defaults (an empty call restores them). */
+                json_t *wa = json_object_get(n, "auth"),
+                       *ra = os ? json_object_get(os, "auth") : NULL;
+                json_t *e = json_object();
+                if (!json_equal(wa ? wa : e, ra ? ra : e)) {
+                        json_t *a = json_pack("{s:s}", "nqn", k);
+                        if (wa)
+                                json_object_update(a, wa);
+                        step(pl, "nvmf_subsystem_auth", a);
+                }
+                json_decref(e);
                 json_object_foreach(json_object_get(n, "ns"), k2, v)
                 {
                         if (!os || !json_equal(v, json_object_get(json_object_get(os, "ns"), k2)))
@@ -743,6 +788,7 @@ static int reload(const char *path, bool dry_run, json_t **result, char *err, si
         }
         size_t done = 0;
         if (!dry_run) {
+                mgmt_config_paths_commit(root); /* the steps' paths meet the new rules */
                 json_array_foreach(pl.steps, i, x)
                 {
                         json_t *res = NULL;

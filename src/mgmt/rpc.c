@@ -20,6 +20,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <jansson.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -46,6 +47,7 @@
 #include "nvme/nvme.h"
 #include "nvmf/nvmf.h"
 #include "rt/bigbuf.h"
+#include "rt/limits.h"
 #include "rt/log.h"
 #include "rt/reactor.h"
 
@@ -55,8 +57,7 @@
 
 #define MGMT_RPC_MAX_REQ     (1u << 20) /* bytes; larger requests are rejected */
 #define MGMT_RPC_MAX_CLIENTS 32
-#define MGMT_RPC_IDLE_MS     10000  /* a client silent this long mid-request is dropped */
-#define MGMT_RPC_KEEP_MS     300000 /* an idle connection is closed after this long */
+#define MGMT_RPC_IDLE_MS     10000 /* a request must arrive whole (and an answer be read) in this */
 #define MGMT_RPC_MAX_SIZE                                                                          \
         (1ull << 60) /* namespace size cap: keeps block math far from overflow                     \
                       */
@@ -386,6 +387,10 @@ static int h_namespace_create(struct rpc_ctx *c)
             .elements_set = json_object_get(c->params, "elements") != NULL,
             .elements = (uint32_t)puint(c, "elements", 0),
             .element_interleave = (uint32_t)puint(c, "element_interleave", 0),
+            .encrypt = pbool(c, "encrypt", false),
+            .key_file = pstr(c, "key_file", NULL),
+            .passphrase_file = pstr(c, "passphrase_file", NULL),
+            .pbkdf2_iter = (uint32_t)puint(c, "pbkdf2_iterations", 0),
         };
         if (core_flash_gc_parse(pstr(c, "flash_gc", "greedy"), &p.flash.gc) < 0)
                 return inval(c, "'flash_gc' must be greedy or cost-benefit");
@@ -403,6 +408,12 @@ static int h_namespace_create(struct rpc_ctx *c)
                              "'physical_block_size' must be a power of two, at least block_size");
         if (p.path && strcmp(p.backend, "file") != 0)
                 return inval(c, "'path' applies only to the file backend");
+        if (p.path) { /* inside the state dir or options.allowed_dirs (README "Security") */
+                char why[PATH_MAX + 256];
+                int prc = mgmt_path_allowed(p.path, MGMT_PATH_DATA, why, sizeof(why));
+                if (prc < 0)
+                        return opfail(c, prc, "namespace_create", why);
+        }
         if (p.size_bytes % p.block_size)
                 return inval(c, "'size' (%" PRIu64 ") is not a multiple of block_size %" PRIu32,
                              p.size_bytes, p.block_size);
@@ -591,6 +602,12 @@ json_t *mgmt_ns_params_json(struct core_ns *ns)
         }
         if (o && ns->fdp_off)
                 json_object_set_new(o, "fdp", json_false());
+        if (o && ns->crypt) {
+                /* The KEK's file, never the key (core/crypt.h). */
+                json_object_set_new(o, "encrypt", json_true());
+                json_object_set_new(o, ns->kek_passphrase ? "passphrase_file" : "key_file",
+                                    json_string(ns->kek_path));
+        }
         if (o && core_media_elements(ns)) {
                 json_object_set_new(o, "elements", json_integer(core_media_elements(ns)));
                 json_object_set_new(o, "element_interleave",
@@ -1093,15 +1110,53 @@ static int h_nvmf_subsystem_add_host(struct rpc_ctx *c)
 {
         char msg[256] = "";
         const char *nqn = pstr(c, "nqn", NULL), *host = pstr(c, "host", NULL);
+        const char *sec = pstr(c, "dhchap_secret", NULL),
+                   *csec = pstr(c, "dhchap_ctrl_secret", NULL);
+        int rc = 0;
+        /*
+         * DH-HMAC-CHAP: (re)adding a named host sets its secrets (checked first,
+         * so a bad one never leaves the host admitted without them), or clears them.
+         */
+        if (strcmp(host, "*") != 0)
+                rc = nvme_subsys_set_host_key(nqn, host, sec, csec, msg, sizeof(msg));
+        else if (sec || csec)
+                rc = -EINVAL, snprintf(msg, sizeof(msg), "DH-HMAC-CHAP secrets need a named host");
+        /* The TLS PSK likewise: set, or cleared by adding the host without one. */
         const char *psk = pstr(c, "tls_psk", NULL);
-        /* The key first: a bad one changes nothing (and is never echoed). */
-        int rc = psk ? nvmf_tls_host_psk_set(nqn, host, psk, msg, sizeof(msg)) : 0;
-        if (rc == 0)
-                rc = nvme_subsys_allow_host(nqn, host, msg, sizeof(msg));
+        if (rc == 0 && (strcmp(host, "*") != 0 || psk))
+                rc = nvmf_tls_host_psk_set(nqn, host, psk, msg, sizeof(msg));
+        if (rc < 0)
+                return opfail(c, rc, "nvmf_subsystem_add_host", msg);
+        rc = nvme_subsys_allow_host(nqn, host, msg, sizeof(msg));
         /* Naming one host means "only the listed ones" unless "*" is listed too. */
         if (rc == 0 && strcmp(host, "*") != 0 && !pbool(c, "keep_any_host", false))
                 rc = nvme_subsys_disallow_host(nqn, "*", msg, sizeof(msg));
         return rc < 0 ? opfail(c, rc, "nvmf_subsystem_add_host", msg) : 0;
+}
+
+/* "a,b,c" -> up to max names (pointers into buf). */
+static unsigned split_names(const char *s, char *buf, size_t buflen, const char **out, unsigned max)
+{
+        unsigned n = 0;
+        if (!s || !s[0])
+                return 0;
+        snprintf(buf, buflen, "%s", s);
+        for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+                if (n <= max) /* out has max + 1 slots; more than max: the callee's error */
+                        out[n] = t;
+                n++;
+        }
+        return n;
+}
+
+static int h_nvmf_subsystem_auth(struct rpc_ctx *c)
+{
+        char msg[256] = "", db[128], gb[128];
+        const char *d[4], *g[7];
+        unsigned nd = split_names(pstr(c, "digests", NULL), db, sizeof(db), d, 3);
+        unsigned ng = split_names(pstr(c, "dhgroups", NULL), gb, sizeof(gb), g, 6);
+        int rc = nvme_subsys_set_auth(pstr(c, "nqn", NULL), d, nd, g, ng, msg, sizeof(msg));
+        return rc < 0 ? opfail(c, rc, "nvmf_subsystem_auth", msg) : 0;
 }
 
 static int h_nvmf_subsystem_remove_host(struct rpc_ctx *c)
@@ -1306,8 +1361,21 @@ static int write_file_atomic(const char *path, const char *text)
         close(fd);
         if (rc == 0 && rename(tmp, path) < 0)
                 rc = -errno;
-        if (rc < 0)
+        if (rc < 0) {
                 unlink(tmp);
+                return rc;
+        }
+        /* The rename itself is durable only once the directory is synced. */
+        char dir[4200];
+        const char *slash = strrchr(path, '/');
+        snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash == path ? 1 : slash - path) : 1,
+                 slash ? path : ".");
+        int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0)
+                return -errno;
+        if (fsync(dfd) < 0)
+                rc = -errno;
+        close(dfd);
         return rc;
 }
 
@@ -1321,9 +1389,12 @@ static int h_config_save(struct rpc_ctx *c)
                 c->result = cfg;
                 return 0;
         }
-        /* Never replace what is not ours: a symlink's target, a disk's metadata, a foreign file. */
-        char why[512];
-        int own = mgmt_config_file_is_ours(path, why, sizeof(why));
+        /* Never replace what is not ours: a symlink's target, a disk's metadata, a foreign file;
+         * never write outside the state dir and options.allowed_dirs. */
+        char why[PATH_MAX + 256];
+        int own = mgmt_path_allowed(path, MGMT_PATH_CONFIG, why, sizeof(why));
+        if (own == 0)
+                own = mgmt_config_file_is_ours(path, why, sizeof(why));
         if (own < 0) {
                 json_decref(cfg);
                 return opfail(c, own, "config_save", why);
@@ -1391,6 +1462,10 @@ static int h_rpc_list(struct rpc_ctx *c)
 
 static const char *const level_names[] = {"error", "warn", "info", "debug"};
 
+static int rpc_client_count(void);
+/* RPC clients closed for idling or stalling (daemon_status). */
+static atomic_uint_fast64_t rpc_evicted;
+
 static int h_daemon_status(struct rpc_ctx *c)
 {
         struct timespec now;
@@ -1407,6 +1482,23 @@ static int h_daemon_status(struct rpc_ctx *c)
             "pid", (int)getpid(), "xfer_pool", "pool_mib", (json_int_t)(bb.pool_bytes >> 20),
             "in_use_bytes", (json_int_t)bb.in_use, "peak_bytes", (json_int_t)bb.peak, "grants",
             (json_int_t)bb.grants, "waits", (json_int_t)bb.waits, "waiting", (int)bb.waiting);
+        /* Connections per transport (the RPC socket's own clients too) and the NOP-In pings. */
+        uint64_t sent, answered, timeouts;
+        iscsi_nop_stats(&sent, &answered, &timeouts);
+        if (c->result)
+                json_object_set_new(
+                    c->result, "connections",
+                    json_pack("{s:i, s:i, s:i, s:i, s:I}", "iscsi", (int)iscsi_connections(),
+                              "nvme_tcp", (int)nvmf_tcp_connections(), "counted",
+                              (int)rt_conn_count(), "rpc", rpc_client_count(), "rpc_closed_idle",
+                              (json_int_t)atomic_load(&rpc_evicted)));
+        if (c->result)
+                json_object_set_new(
+                    c->result, "iscsi_nop",
+                    json_pack("{s:i, s:i, s:I, s:I, s:I}", "interval_ms",
+                              (int)atomic_load(&rt_limits.nop_interval_ms), "timeout_ms",
+                              (int)atomic_load(&rt_limits.nop_timeout_ms), "sent", (json_int_t)sent,
+                              "answered", (json_int_t)answered, "timeouts", (json_int_t)timeouts));
         /* The HTTP server (metrics, status page) when it runs, with the port it got. */
         if (c->result && mgmt_http_port())
                 json_object_set_new(c->result, "http",
@@ -1454,7 +1546,9 @@ static const struct rpc_method rpc_methods[] = {
       UINT("physical_block_size", false, 512, 1u << 27,
            "physical block reported to hosts (LBPPBE, NPWG): a power of two, block_size to "
            "block_size x 32768 (default 4096, or block_size if larger)"),
-      STR("path", false, 4095, "file backend: data file (default <state_dir>/<name>.img)"),
+      STR("path", false, 4095,
+          "file backend: data file (default <state_dir>/<name>.img; in the state dir or "
+          "options.allowed_dirs)"),
       BOOL("thin", "sparse file (default true)"),
       BOOL("adopt", "file backend: export an existing data file or block device that has no "
                     "metadata yet, with a new identity (default false: refused)"),
@@ -1492,7 +1586,15 @@ static const struct rpc_method rpc_methods[] = {
       UINT("elements", false, 0, CORE_MEDIA_MAX_ELEMENTS,
            "physical elements of the failing-media model (0 = none; absent = keep the saved)"),
       UINT("element_interleave", false, 0, UINT32_MAX,
-           "blocks per stripe unit of the element model (default 2048)")}},
+           "blocks per stripe unit of the element model (default 2048)"),
+      BOOL("encrypt", "a new namespace encrypted at rest: AES-256-XTS, a random data key "
+                      "wrapped under key_file or passphrase_file (default false)"),
+      STR("key_file", false, 4095,
+          "encrypted namespace: key-encryption key, 32 raw bytes or 64 hex digits, mode 0600"),
+      STR("passphrase_file", false, 4095,
+          "encrypted namespace: passphrase (first line, mode 0600) for PBKDF2-HMAC-SHA256"),
+      UINT("pbkdf2_iterations", false, 1000, 100000000,
+           "PBKDF2 iterations for a new passphrase-wrapped key (default 200000)")}},
     {"namespace_delete",
      h_namespace_delete,
      "Delete a namespace (refused while mapped to a LUN); the data file is kept",
@@ -1622,8 +1724,22 @@ static const struct rpc_method rpc_methods[] = {
      "Allow a host NQN (\"*\" = any); naming a host restricts the subsystem to its list",
      {NQN("nqn", "subsystem NQN"), NQN("host", "host NQN or \"*\""),
       BOOL("keep_any_host", "keep allowing any host as well (default false)"),
+      STR("dhchap_secret", false, 255,
+          "DH-HMAC-CHAP: the host's secret, DHHC-1:XX:<base64>: (nvme gen-dhchap-key); the host "
+          "must authenticate every queue; never logged"),
+      STR("dhchap_ctrl_secret", false, 255,
+          "DH-HMAC-CHAP bidirectional: the controller's secret, proven to the host"),
       STR("tls_psk", false, 127,
           "NVMe/TCP TLS configured PSK \"NVMeTLSkey-1:HH:<base64>:\" (secret; TLS listeners)")}},
+    {"nvmf_subsystem_auth",
+     h_nvmf_subsystem_auth,
+     "DH-HMAC-CHAP: the hashes and DH groups the controller picks from, in its order of "
+     "preference",
+     {NQN("nqn", "subsystem NQN"),
+      STR("digests", false, 127, "e.g. \"sha384,sha256\" (default sha256,sha384,sha512)"),
+      STR("dhgroups", false, 127,
+          "e.g. \"ffdhe4096,null\" (default ffdhe2048,ffdhe3072,ffdhe4096,ffdhe6144,ffdhe8192,"
+          "null)")}},
     {"nvmf_subsystem_remove_host",
      h_nvmf_subsystem_remove_host,
      "Remove a host NQN from the allowed list (\"*\" = stop allowing any host)",
@@ -1654,9 +1770,12 @@ static const struct rpc_method rpc_methods[] = {
     {"config_save",
      h_config_save,
      "Return the running config as a replayable list of calls, or write it to a file",
-     {STR("path", false, 4095, "write here (atomically) instead of returning the config"),
-      BOOL("include_secrets", "with the CHAP secrets (default false: iscsi_target_auth entries "
-                              "without them, which a replay refuses)")}},
+     {STR("path", false, 4095,
+          "write here (atomically; in the state dir or options.allowed_dirs) instead of "
+          "returning the config"),
+      BOOL("include_secrets", "with the CHAP and DH-HMAC-CHAP secrets (default false: "
+                              "iscsi_target_auth and nvmf_subsystem_add_host entries without "
+                              "them, which a replay refuses)")}},
     {"stats_get",
      h_stats_get,
      "Counters of every namespace and host (ops, bytes, latency sums and histograms, errors, "
@@ -1706,7 +1825,8 @@ static const struct rpc_method rpc_methods[] = {
      {BOOL("verbose", "include descriptions and parameters")}},
     {"daemon_status",
      h_daemon_status,
-     "Version, uptime, reactors, state dir, log level, large-transfer buffer pool, HTTP server",
+     "Version, uptime, reactors, state dir, log level, large-transfer buffer pool, HTTP server, "
+     "connections per transport, iSCSI NOP-In pings",
      {}},
     {"log_set_level",
      h_log_set_level,
@@ -1906,8 +2026,10 @@ struct rpc_client {
         size_t in_len, in_cap;
         char *out;
         size_t out_len, out_off;
-        bool closing;         /* close once out is drained */
-        struct timespec last; /* last progress, for the idle timeout */
+        bool closing;              /* close once out is drained */
+        struct timespec last;      /* last progress, for the idle timeout */
+        struct timespec req_start; /* first byte of the request being received */
+        struct timespec last_req;  /* connected, or the last request answered: idleness */
         /* Framing scanner over in[0..in_len): bytes before scan_pos are scanned. */
         size_t scan_pos;
         int depth; /* open { and [ outside strings */
@@ -1924,6 +2046,16 @@ static struct {
         char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
         struct rpc_client clients[MGMT_RPC_MAX_CLIENTS];
 } srv = {.listen_fd = -1, .wake = {-1, -1}, .reload_fd = -1};
+
+/* Clients connected to the RPC socket now (read on the server thread, or racily: a count). */
+static int rpc_client_count(void)
+{
+        int n = 0;
+        for (int i = 0; i < MGMT_RPC_MAX_CLIENTS; i++)
+                if (srv.running && srv.clients[i].fd >= 0)
+                        n++;
+        return n;
+}
 
 void mgmt_rpc_request_reload(void)
 {
@@ -1991,6 +2123,7 @@ static void client_consume(struct rpc_client *cl, size_t n)
 {
         memmove(cl->in, cl->in + n, cl->in_len - n);
         cl->in_len -= n;
+        clock_gettime(CLOCK_MONOTONIC, &cl->req_start); /* what is left starts the next request */
         cl->scan_pos = 0;
         cl->depth = 0;
         cl->mode = 0;
@@ -2057,6 +2190,7 @@ static void client_process(struct rpc_client *cl)
                         return;
                 }
                 client_queue(cl, mgmt_rpc_handle(cl->in, end));
+                clock_gettime(CLOCK_MONOTONIC, &cl->last_req);
                 client_consume(cl, end);
         }
 }
@@ -2087,6 +2221,8 @@ static void client_read(struct rpc_client *cl)
                 cl->closing = true;
                 return;
         }
+        if (cl->in_len == 0)
+                clock_gettime(CLOCK_MONOTONIC, &cl->req_start);
         cl->in_len += (size_t)n;
         clock_gettime(CLOCK_MONOTONIC, &cl->last);
         client_process(cl);
@@ -2123,8 +2259,32 @@ static void server_accept(void)
                 if (cl->fd < 0) {
                         cl->fd = fd;
                         clock_gettime(CLOCK_MONOTONIC, &cl->last);
+                        cl->last_req = cl->last;
                         return;
                 }
+        }
+        /* Every slot taken: the longest-idle client (no request, no answer pending) makes room. */
+        struct rpc_client *victim = NULL;
+        int64_t quiet = -1;
+        for (int i = 0; i < MGMT_RPC_MAX_CLIENTS; i++) {
+                struct rpc_client *cl = &srv.clients[i];
+                if (cl->in_len || cl->out_len || cl->closing)
+                        continue;
+                int64_t q = ms_since(&cl->last_req);
+                if (q > quiet) {
+                        quiet = q;
+                        victim = cl;
+                }
+        }
+        if (victim) {
+                LOG_INFO("mgmt", "rpc: %d clients connected, the one idle for %lld ms is closed",
+                         MGMT_RPC_MAX_CLIENTS, (long long)quiet);
+                atomic_fetch_add(&rpc_evicted, 1);
+                client_close(victim);
+                victim->fd = fd;
+                clock_gettime(CLOCK_MONOTONIC, &victim->last);
+                victim->last_req = victim->last;
+                return;
         }
         static const char busy[] =
             "{\"jsonrpc\":\"2.0\",\"error\":{\"code\":-32000,\"message\":\"too many RPC "
@@ -2153,13 +2313,25 @@ static void *server_main(void *arg)
                                 continue;
                         }
                         /*
-                         * A client mid-request or not reading its answer is dropped
-                         * after MGMT_RPC_IDLE_MS, an idle one after MGMT_RPC_KEEP_MS,
-                         * so stalled clients cannot hold every slot.
+                         * A request not complete MGMT_RPC_IDLE_MS after its first
+                         * byte, or an answer not read for as long, drops the client;
+                         * an idle one goes after options.rpc_idle_timeout_ms (and
+                         * to make room when every slot is taken, server_accept), so
+                         * stalled clients cannot hold every slot.
                          */
-                        bool busy = cl->in_len || cl->out_len || cl->closing;
-                        if (ms_since(&cl->last) > (busy ? MGMT_RPC_IDLE_MS : MGMT_RPC_KEEP_MS)) {
-                                LOG_WARN("mgmt", "rpc client timed out");
+                        const char *why = NULL;
+                        uint32_t idle = atomic_load(&rt_limits.rpc_idle_timeout_ms);
+                        if (cl->in_len && ms_since(&cl->req_start) > MGMT_RPC_IDLE_MS)
+                                why = "request not complete in 10 s";
+                        else if ((cl->out_len || cl->closing) &&
+                                 ms_since(&cl->last) > MGMT_RPC_IDLE_MS)
+                                why = "answer not read in 10 s";
+                        else if (!cl->in_len && !cl->out_len && idle &&
+                                 ms_since(&cl->last_req) > idle)
+                                why = "idle (options.rpc_idle_timeout_ms)";
+                        if (why) {
+                                LOG_INFO("mgmt", "rpc client closed: %s", why);
+                                atomic_fetch_add(&rpc_evicted, 1);
                                 client_close(cl);
                                 continue;
                         }
@@ -2178,8 +2350,6 @@ static void *server_main(void *arg)
                         continue;
                 if (pfd[0].revents)
                         break; /* mgmt_rpc_stop() */
-                if (pfd[1].revents & POLLIN)
-                        server_accept();
                 if (pfd[2].revents & POLLIN)
                         server_reload();
                 for (int k = 3; k < n; k++) {
@@ -2198,6 +2368,9 @@ static void *server_main(void *arg)
                         if (cl->fd >= 0 && (pfd[k].revents & POLLHUP) && !(pfd[k].revents & POLLIN))
                                 client_close(cl);
                 }
+                /* Last: an eviction must not hand the old client's revents to the new one. */
+                if (pfd[1].revents & POLLIN)
+                        server_accept();
         }
         for (int i = 0; i < MGMT_RPC_MAX_CLIENTS; i++)
                 if (srv.clients[i].fd >= 0)

@@ -133,9 +133,17 @@ void nvmf_connect_do(struct nvme_cmd *cmd)
                                  ctrl->cntlid, d->subnqn);
                 q->sqsize = sqsize;
                 q->is_discovery = ctrl->subsys->discovery;
+                bool atr = false;
+                if (nvme_auth_queue_init(q, ctrl, &atr) != 0) {
+                        /* q->ctrl is set: nvme_queue_fini ends the association on close. */
+                        connect_fail(cmd, NVME_SCT_CMD_SPECIFIC, NVMF_SC_CONNECT_CTRL_BUSY, false,
+                                     0);
+                        return;
+                }
                 nvme_ctrl_ka_start(ctrl);
                 nvme_set_status(cmd, 0, 0, false);
-                nvme_cqe_dw0(cmd, ctrl->cntlid); /* AUTHREQ = 0 */
+                /* AUTHREQ.ATR: the host has a DH-HMAC-CHAP secret, so it must authenticate. */
+                nvme_cqe_dw0(cmd, ctrl->cntlid | (atr ? NVMF_CONNECT_ATR : 0));
                 return;
         }
 
@@ -179,9 +187,15 @@ void nvmf_connect_do(struct nvme_cmd *cmd)
         }
         q->sqsize = sqsize;
         q->is_discovery = false;
+        bool atr = false;
+        if (nvme_auth_queue_init(q, ctrl, &atr) != 0) {
+                /* The queue holds the reference now; its close releases it. */
+                connect_fail(cmd, NVME_SCT_CMD_SPECIFIC, NVMF_SC_CONNECT_CTRL_BUSY, false, 0);
+                return;
+        }
         slate_put_le(cmd->cqe + 10, 2, qid);
         nvme_set_status(cmd, 0, 0, false);
-        nvme_cqe_dw0(cmd, ctrl->cntlid);
+        nvme_cqe_dw0(cmd, ctrl->cntlid | (atr ? NVMF_CONNECT_ATR : 0)); /* per-queue auth */
         return; /* the reference now belongs to the queue */
 put:
         nvme_ctrl_put(ctrl);

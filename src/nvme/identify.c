@@ -114,10 +114,12 @@ static void id_ctrl(struct nvme_ctrl *ctrl, struct nvme_id_ctrl *id)
                 put_le16(&id->fuses, 0x1);
                 /* Feature 84h: every namespace write protection state (8.12). */
                 id->nwpc = NVME_NWPC_WP | NVME_NWPC_UNTIL_PWR_CY | NVME_NWPC_PERMANENT;
-                /* Block erase and overwrite (core/sanitize.c); no crypto erase: nothing
-                 * is encrypted.  NDAS is honoured (NDI = 0). */
-                put_le32(&id->sanicap,
-                         NVME_SANICAP_BES | NVME_SANICAP_OWS | NVME_SANICAP_NODMMAS_NOT);
+                /* Block erase and overwrite (core/sanitize.c); crypto erase when every
+                 * namespace is encrypted at rest (core/crypt.h).  NDAS is honoured
+                 * (NDI = 0). */
+                put_le32(&id->sanicap, NVME_SANICAP_BES | NVME_SANICAP_OWS |
+                                           NVME_SANICAP_NODMMAS_NOT |
+                                           (nvme_subsys_crypto_erasable(s) ? NVME_SANICAP_CES : 0));
         }
         put_le32(&id->sgls, (1u << 0) | (1u << 20)); /* SGLs; Offset (in-capsule) data blocks */
         snprintf(id->subnqn, sizeof(id->subnqn), "%s", s->nqn);

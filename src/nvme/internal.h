@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "nvme/auth.h"
 #include "nvme/nvme.h"
 #include "slate/spec/nvme.h"
 #include "slate/spec/nvmf.h"
@@ -96,6 +97,10 @@ struct nvme_subsys {
         atomic_bool copy_xns;
         /* Under nvme_lock. */
         bool allow_any;
+        /* DH-HMAC-CHAP (auth.c): host secrets; hashes and groups to pick from (0 = default). */
+        struct nvme_host_key *hkeys;
+        unsigned nhkeys;
+        uint8_t auth_hash[3], auth_nhash, auth_dh[6], auth_ndh;
         char (*hosts)[NVMF_NQN_SIZE];
         unsigned nhosts, hosts_cap;
         struct nvme_ctrl *ctrls;
@@ -346,6 +351,8 @@ void nvme_sanitize_exec(struct nvme_cmd *cmd);
 void nvme_sanitize_log(struct nvme_ctrl *ctrl, struct nvme_sanitize_log *log);
 /* Does a namespace attached to s have a sanitize in progress? */
 bool nvme_subsys_sanitizing(struct nvme_subsys *s);
+/* Whether Crypto Erase can run: every attached namespace is encrypted at rest (and one is). */
+bool nvme_subsys_crypto_erasable(struct nvme_subsys *s);
 /* Keep s alive beyond its list and controllers (a background operation); release drops it. */
 void nvme_subsys_hold(struct nvme_subsys *s);
 void nvme_subsys_release(struct nvme_subsys *s);

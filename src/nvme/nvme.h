@@ -99,6 +99,8 @@ struct nvme_queue {
         enum nvme_xfer_error (*check_xfer)(const struct nvme_cmd *cmd, uint32_t len, bool h2c);
         /* The personality's: a parsed fused first half (Compare) awaiting the next command. */
         struct nvme_cmd *fuse_first;
+        /* DH-HMAC-CHAP state (auth.c): NULL when the host need not authenticate. */
+        struct nvme_auth *auth;
 };
 
 struct nvme_cmd {
@@ -186,10 +188,22 @@ void nvme_queue_fini(struct nvme_queue *q);
 int nvme_subsys_add(const char *nqn, const char *serial, const char *model, char *err,
                     size_t errlen);
 int nvme_subsys_del(const char *nqn, char *err, size_t errlen);
+void nvme_subsys_shutdown(void); /* after the reactors stopped: release every namespace */
 /* copy_cross_namespace: Copy formats 2h/3h enabled from controller creation (and reset) on. */
 int nvme_subsys_set_copy_xns(const char *nqn, bool on, char *err, size_t errlen);
 int nvme_subsys_allow_host(const char *nqn, const char *hostnqn /* "*" = any */, char *err,
                            size_t errlen);
+/*
+ * DH-HMAC-CHAP secrets of a listed host (interchange format "DHHC-1:..",
+ * nvme/keyfmt.h): secret NULL or "" removes them; ctrl_secret (optional)
+ * makes the controller prove itself too.  A host with a secret must
+ * authenticate every queue (from its next Connect on).
+ */
+int nvme_subsys_set_host_key(const char *nqn, const char *hostnqn, const char *secret,
+                             const char *ctrl_secret, char *err, size_t errlen);
+/* The hashes and DH groups the controller picks from, in its order of preference (0 = all). */
+int nvme_subsys_set_auth(const char *nqn, const char *const *digests, unsigned nd,
+                         const char *const *dhgroups, unsigned ng, char *err, size_t errlen);
 int nvme_subsys_disallow_host(const char *nqn, const char *hostnqn, char *err, size_t errlen);
 /* Returns the NSID it attached (the next free one when nsid is 0), or -errno. */
 int nvme_ns_attach(const char *nqn, uint32_t nsid /* 0 = next free */, const char *ns_name,
@@ -207,5 +221,8 @@ void nvme_listener_unregister(const char *trtype, const char *addr, uint16_t por
 struct json_t;
 struct json_t *nvme_subsystems_json(void);
 struct json_t *nvme_ctrls_json(void);
+/* {subnqn: {hosts: {hostnqn: {bidirectional, [dhchap_secret, dhchap_ctrl_secret]}}, digests?,
+ * dhgroups?}} */
+struct json_t *nvme_auth_json(bool with_secrets);
 
 #endif

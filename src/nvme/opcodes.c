@@ -94,6 +94,12 @@ static const struct nvme_op fabrics_ops[256] = {
     [NVMF_FCTYPE_PROPERTY_GET] = {"property-get", NVMF_FCTYPE_PROPERTY_GET, NVME_DIR_NONE,
                                   NVME_OPF_DISC | NVME_OPF_NO_EN | NVME_OPF_ADMIN_Q, 0,
                                   nvmf_property_get_parse, NULL},
+    /* DH-HMAC-CHAP (auth.c): on any queue, before CC.EN, before the queue is authenticated. */
+    [NVMF_FCTYPE_AUTH_SEND] = {"authentication-send", NVMF_FCTYPE_AUTH_SEND, NVME_DIR_H2C,
+                               NVME_OPF_DISC | NVME_OPF_NO_EN, 0, nvmf_auth_send_parse,
+                               nvmf_auth_send_exec},
+    [NVMF_FCTYPE_AUTH_RECV] = {"authentication-receive", NVMF_FCTYPE_AUTH_RECV, NVME_DIR_C2H,
+                               NVME_OPF_DISC | NVME_OPF_NO_EN, 0, nvmf_auth_recv_parse, NULL},
     [NVMF_FCTYPE_DISCONNECT] = {"disconnect", NVMF_FCTYPE_DISCONNECT, NVME_DIR_NONE,
                                 NVME_OPF_DISC | NVME_OPF_NO_EN, 0, nvmf_disconnect_parse, NULL},
 };
@@ -187,6 +193,12 @@ static enum nvme_parse_result parse_one(struct nvme_cmd *cmd, const struct nvme_
         }
         if (!ctrl && !(op->flags & NVME_OPF_NO_CTRL))
                 return nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_CMD_SEQ_ERROR, 0, -1);
+        /* An unauthenticated queue runs authentication and Disconnect only (8.13.5). */
+        if (!nvme_auth_queue_ok(q) &&
+            !(opc == NVME_OPC_FABRICS &&
+              (cmd->sqe[4] == NVMF_FCTYPE_AUTH_SEND || cmd->sqe[4] == NVMF_FCTYPE_AUTH_RECV ||
+               cmd->sqe[4] == NVMF_FCTYPE_DISCONNECT)))
+                return nvme_reject(cmd, NVME_SCT_CMD_SPECIFIC, NVMF_SC_AUTH_REQUIRED, 0, -1);
         if (ctrl) {
                 atomic_store_explicit(&ctrl->last_cmd_ns, rt_now_ns(), memory_order_relaxed);
                 if (!(op->flags & NVME_OPF_NO_EN) &&

@@ -14,8 +14,9 @@
  * Supported: Block Erase (deallocates every block; with No-Deallocate
  * After Sanitize it writes zeroes instead), Overwrite (OWPASS passes of
  * the 32-bit OVRPAT, inverted between passes with OIPBP), Exit Failure
- * Mode.  Crypto Erase is not (SANICAP.CES = 0: nothing is encrypted), nor
- * media verification (EMVS).
+ * Mode, and Crypto Erase (a new data key, core/crypt.h) when every
+ * namespace of the subsystem is encrypted at rest (SANICAP.CES follows);
+ * not media verification (EMVS).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -46,6 +47,21 @@ static void ns_release(struct ns_set *set)
         set->n = 0;
 }
 
+bool nvme_subsys_crypto_erasable(struct nvme_subsys *s)
+{
+        unsigned n = 0;
+        bool all = true;
+        for (uint32_t nsid = 1; nsid <= NVME_MAX_NSID; nsid++) {
+                struct core_ns *ns = nvme_ns_lookup(s, nsid);
+                if (!ns)
+                        continue;
+                n++;
+                all = all && ns->crypt;
+                core_ns_put(ns);
+        }
+        return n && all;
+}
+
 bool nvme_subsys_sanitizing(struct nvme_subsys *s)
 {
         for (uint32_t nsid = 1; nsid <= NVME_MAX_NSID; nsid++) {
@@ -73,8 +89,9 @@ enum nvme_parse_result nvme_sanitize_parse(struct nvme_cmd *cmd)
 
         if (cdw10 & san_rsvd)
                 return nvme_invalid_field(cmd, NVME_SQE_OFF_CDW(10) + 1);
-        if (sanact < NVME_SANACT_EXIT_FAILURE || sanact > NVME_SANACT_OVERWRITE)
-                /* reserved, or Crypto Erase (SANICAP.CES = 0) */
+        if (sanact < NVME_SANACT_EXIT_FAILURE || sanact > NVME_SANACT_CRYPTO_ERASE ||
+            (sanact == NVME_SANACT_CRYPTO_ERASE && !nvme_subsys_crypto_erasable(ctrl->subsys)))
+                /* reserved, or Crypto Erase where SANICAP.CES = 0 */
                 return nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD,
                                    NVME_SQE_OFF_CDW(10), 0);
         set = malloc(sizeof(*set));
@@ -105,8 +122,9 @@ void nvme_sanitize_exec(struct nvme_cmd *cmd)
         uint8_t sanact = cdw10 & 7, owpass = (cdw10 >> NVME_SAN_OWPASS_SHIFT) & 0xf;
         uint8_t pattern[4];
         struct core_sanitize_params p = {
-            .action =
-                sanact == NVME_SANACT_OVERWRITE ? CORE_SANACT_OVERWRITE : CORE_SANACT_BLOCK_ERASE,
+            .action = sanact == NVME_SANACT_OVERWRITE      ? CORE_SANACT_OVERWRITE
+                      : sanact == NVME_SANACT_CRYPTO_ERASE ? CORE_SANACT_CRYPTO_ERASE
+                                                           : CORE_SANACT_BLOCK_ERASE,
             .ause = (cdw10 & NVME_SAN_AUSE) != 0,
             .no_dealloc = (cdw10 & NVME_SAN_NDAS) != 0,
         };
@@ -169,7 +187,7 @@ void nvme_sanitize_log(struct nvme_ctrl *ctrl, struct nvme_sanitize_log *log)
                                    [CORE_SAN_FAILED] = 2,
                                    [CORE_SAN_RUNNING] = 3};
         struct core_sanitize_info best = {0}, in;
-        uint32_t eto = 0, eto1 = 0, etbe = 0;
+        uint32_t eto = 0, eto1 = 0, etbe = 0, etce = 0;
         bool any = false, untouched = true;
         uint16_t sprog = 0xffff;
 
@@ -183,6 +201,7 @@ void nvme_sanitize_log(struct nvme_ctrl *ctrl, struct nvme_sanitize_log *log)
                 eto = max_est(eto, core_sanitize_estimate_s(ns, CORE_SANACT_OVERWRITE, owp));
                 eto1 = max_est(eto1, core_sanitize_estimate_s(ns, CORE_SANACT_OVERWRITE, 1));
                 etbe = max_est(etbe, core_sanitize_estimate_s(ns, CORE_SANACT_BLOCK_ERASE, 1));
+                etce = max_est(etce, core_sanitize_estimate_s(ns, CORE_SANACT_CRYPTO_ERASE, 1));
                 core_ns_put(ns);
                 if (in.state == CORE_SAN_RUNNING && in.progress < sprog)
                         sprog = in.progress; /* the slowest one */
@@ -192,7 +211,7 @@ void nvme_sanitize_log(struct nvme_ctrl *ctrl, struct nvme_sanitize_log *log)
                 any = true;
         }
         if (!any)
-                eto = eto1 = etbe = NVME_SANITIZE_NO_TIME;
+                eto = eto1 = etbe = etce = NVME_SANITIZE_NO_TIME;
         uint16_t ss = sstat[best.state];
         if (best.p.action == CORE_SANACT_OVERWRITE)
                 ss |= (uint16_t)((best.passes_done & 0x1f) << NVME_SSTAT_OPC_SHIFT);
@@ -201,6 +220,8 @@ void nvme_sanitize_log(struct nvme_ctrl *ctrl, struct nvme_sanitize_log *log)
         uint32_t dw10 = 0;
         if (best.p.action == CORE_SANACT_BLOCK_ERASE)
                 dw10 = NVME_SANACT_BLOCK_ERASE;
+        else if (best.p.action == CORE_SANACT_CRYPTO_ERASE)
+                dw10 = NVME_SANACT_CRYPTO_ERASE;
         else if (best.p.action == CORE_SANACT_OVERWRITE)
                 dw10 = NVME_SANACT_OVERWRITE | ((best.p.passes & 0xfu) << NVME_SAN_OWPASS_SHIFT) |
                        (best.p.invert ? NVME_SAN_OIPBP : 0);
@@ -213,8 +234,9 @@ void nvme_sanitize_log(struct nvme_ctrl *ctrl, struct nvme_sanitize_log *log)
         put_le32(&log->scdw10, dw10);
         put_le32(&log->eto, eto);
         put_le32(&log->etbe, etbe);
-        put_le32(&log->etce, NVME_SANITIZE_NO_TIME);
+        put_le32(&log->etce, etce);
         put_le32(&log->etond, eto);
         put_le32(&log->etbend, eto1); /* without deallocation, zeroes are written once */
-        put_le32(&log->etcend, NVME_SANITIZE_NO_TIME);
+        /* Without deallocation a crypto erase is the key change alone. */
+        put_le32(&log->etcend, any && etce != NVME_SANITIZE_NO_TIME ? 1 : NVME_SANITIZE_NO_TIME);
 }

@@ -43,6 +43,11 @@ static const struct nvme_status_map status_map[CORE_STATUS_MAX] = {
     [CORE_E_UNRECOVERED_READ] = {NVME_SCT_MEDIA, NVME_SC_READ_ERROR, true},
     /* No NVMe status for depopulation: Namespace Not Ready, retry later (no DNR). */
     [CORE_E_DEPOP_IN_PROGRESS] = {NVME_SCT_GENERIC, NVME_SC_NS_NOT_READY, false},
+    /* Media and Data Integrity Errors: End-to-end Guard / Application Tag / Reference Tag
+     * Check Error; the same data fails the same way again (DNR). */
+    [CORE_E_PI_GUARD] = {NVME_SCT_MEDIA, NVME_SC_GUARD_CHECK, true},
+    [CORE_E_PI_APPTAG] = {NVME_SCT_MEDIA, NVME_SC_APPTAG_CHECK, true},
+    [CORE_E_PI_REFTAG] = {NVME_SCT_MEDIA, NVME_SC_REFTAG_CHECK, true},
 };
 
 static const struct nvme_status_map internal_error = {NVME_SCT_GENERIC, NVME_SC_INTERNAL, false};
@@ -174,9 +179,13 @@ void nvme_status_from_core(struct nvme_cmd *cmd, enum core_status st)
 {
         const struct nvme_status_map *m = nvme_status_map(st);
         nvme_set_status(cmd, m->sct, m->sc, m->dnr);
-        /* Media errors name the failing block (core/media.h: info = its LBA). */
+        /* Media and protection errors name the failing block (core/media.h, core/pi.h:
+         * info = its LBA). */
         uint64_t lba = cmd->req.lba;
-        if ((st == CORE_E_UNRECOVERED_READ || st == CORE_E_WRITE_ERROR) && cmd->req.info_valid)
+        bool names_block = st == CORE_E_UNRECOVERED_READ || st == CORE_E_WRITE_ERROR ||
+                           st == CORE_E_PI_GUARD || st == CORE_E_PI_APPTAG ||
+                           st == CORE_E_PI_REFTAG;
+        if (names_block && cmd->req.info_valid)
                 lba = cmd->req.info;
         if (st != CORE_OK && cmd->queue)
                 nvme_ctrl_log_error(cmd->queue->ctrl, cmd, NVME_LOC_NONE, lba);

@@ -103,6 +103,7 @@ static void subsys_put_locked(struct nvme_subsys *s)
         pthread_mutex_destroy(&s->fdp_lock);
         nvme_dst_fini(&s->dst);
         nvme_pel_free(s->pel);
+        nvme_auth_subsys_free_locked(s);
         free(s->hosts);
         free(s);
 }
@@ -271,6 +272,7 @@ int nvme_subsys_disallow_host(const char *nqn, const char *hostnqn, char *err, s
                                 memmove(s->hosts[i], s->hosts[i + 1],
                                         (s->nhosts - i - 1) * sizeof(*s->hosts));
                                 s->nhosts--;
+                                nvme_auth_host_removed_locked(s, hostnqn); /* its secrets go */
                                 rc = 0;
                                 break;
                         }
@@ -388,6 +390,20 @@ int nvme_ns_detach(const char *nqn, uint32_t nsid, char *err, size_t errlen)
         pthread_mutex_unlock(&nvme_lock);
         LOG_INFO("nvme", "%s: NSID %u detached", nqn, nsid);
         return 0;
+}
+
+/*
+ * At shutdown, after the reactors have stopped: every subsystem lets go of its
+ * namespaces, so the last reference runs the namespace's close (metadata,
+ * atomic journal) as it does for a namespace only iSCSI exported.
+ */
+void nvme_subsys_shutdown(void)
+{
+        pthread_mutex_lock(&nvme_lock);
+        for (struct nvme_subsys *s = nvme_subsystems; s; s = s->next)
+                for (uint32_t nsid = 1; nsid <= NVME_MAX_NSID; nsid++)
+                        ns_slot_clear(s, nsid);
+        pthread_mutex_unlock(&nvme_lock);
 }
 
 int nvme_ns_in_use(const struct core_ns *ns)
@@ -695,6 +711,7 @@ void nvme_queue_fini(struct nvme_queue *q)
         struct nvme_cmd *aer[NVME_AERL];
         unsigned naer = 0;
         bool admin = false;
+        nvme_auth_queue_free(q);
         if (!ctrl)
                 return;
         pthread_mutex_lock(&ctrl->lock);

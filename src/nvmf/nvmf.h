@@ -26,6 +26,8 @@ int nvmf_tcp_listener_del(const char *addr, uint16_t port, char *err, size_t err
 
 struct json_t;
 struct json_t *nvmf_tcp_listeners_json(void);
+/* NVMe/TCP connections (queues, each its own connection) open now (daemon_status). */
+unsigned nvmf_tcp_connections(void);
 
 /*
  * A host's configured TLS PSK for a subsystem ("NVMeTLSkey-1:HH:...:"), or

@@ -1709,6 +1709,11 @@ int nvmf_tcp_attach_fd_tls(int fd, unsigned r_idx, enum nvmf_tls_mode tls)
         return rc;
 }
 
+unsigned nvmf_tcp_connections(void)
+{
+        return nvmf_tcp_live_queues();
+}
+
 unsigned nvmf_tcp_live_queues(void)
 {
         pthread_mutex_lock(&reg_lock);

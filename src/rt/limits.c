@@ -19,6 +19,9 @@ struct rt_limits rt_limits = {
     .idle_timeout_ms = RT_IDLE_TIMEOUT_DEFAULT_MS,
     .max_connections = RT_MAX_CONNECTIONS_DEFAULT,
     .max_connections_per_host = RT_MAX_CONNECTIONS_PER_HOST_DEFAULT,
+    .nop_interval_ms = RT_NOP_INTERVAL_DEFAULT_MS,
+    .nop_timeout_ms = RT_NOP_TIMEOUT_DEFAULT_MS,
+    .rpc_idle_timeout_ms = RT_RPC_IDLE_DEFAULT_MS,
 };
 
 /*

@@ -14,6 +14,10 @@
 #define RT_LOGIN_TIMEOUT_DEFAULT_MS 15000u
 #define RT_IDLE_TIMEOUT_DEFAULT_MS  60000u
 #define RT_TIMEOUT_MAX_MS           3600000u
+/* iSCSI NOP-In pings of quiet normal sessions (RFC 7143 11.19); idle RPC clients. */
+#define RT_NOP_INTERVAL_DEFAULT_MS 15000u
+#define RT_NOP_TIMEOUT_DEFAULT_MS  30000u
+#define RT_RPC_IDLE_DEFAULT_MS     60000u
 /* Connection caps (both transports together), defaults: generous for hosts, bounded for floods. */
 #define RT_MAX_CONNECTIONS_DEFAULT          16384u
 #define RT_MAX_CONNECTIONS_PER_HOST_DEFAULT 4096u
@@ -40,6 +44,16 @@ struct rt_limits {
          */
         _Atomic uint32_t max_connections;
         _Atomic uint32_t max_connections_per_host;
+        /*
+         * A logged-in normal iSCSI session with nothing outstanding and no
+         * PDU for nop_interval_ms gets a NOP-In asking for an answer; with no
+         * NOP-Out answer within nop_timeout_ms the connection is closed.
+         * 0 = no pings / wait forever.
+         */
+        _Atomic uint32_t nop_interval_ms;
+        _Atomic uint32_t nop_timeout_ms;
+        /* An RPC client with no request for this long is disconnected.  0 = never. */
+        _Atomic uint32_t rpc_idle_timeout_ms;
 };
 extern struct rt_limits rt_limits;
 

@@ -83,6 +83,8 @@ enum scsi_dir { SCSI_DIR_NONE = 0, SCSI_DIR_IN, SCSI_DIR_OUT };
 /* Offered only on an LU with a physical element model (core_media_elements > 0):
  * GET PHYSICAL ELEMENT STATUS, REMOVE ELEMENT AND TRUNCATE, RESTORE ELEMENTS AND REBUILD. */
 #define SCSI_OPF_ELEMENTS (1u << 11)
+/* Offered only on an LU encrypted at rest (core/crypt.h): SANITIZE CRYPTOGRAPHIC ERASE. */
+#define SCSI_OPF_CRYPT (1u << 12)
 
 struct scsi_op {
         const char *name;

@@ -737,7 +737,8 @@ static const struct scsi_op pr_out_ops[] = {
  * BLOCK ERASE deallocates every block, which a host checks with LBPME=1
  * and GET LBA STATUS, so it is offered on thin LUs only (VPD B1h WABEREQ
  * 01b there: reads after it succeed and return zeroes).  CRYPTOGRAPHIC
- * ERASE is absent: nothing is encrypted, so there is no key to change.
+ * ERASE is offered on LUs encrypted at rest (core/crypt.h) only: it
+ * replaces the data key (VPD B1h WACEREQ 01b: reads after it succeed).
  */
 #define SANITIZE_OP(sa_, n, f)                                                                     \
         {                                                                                          \
@@ -751,6 +752,7 @@ static const struct scsi_op pr_out_ops[] = {
 static const struct scsi_op sanitize_ops[] = {
     SANITIZE_OP(SCSI_SANITIZE_OVERWRITE, "SANITIZE/OVERWRITE", 0),
     SANITIZE_OP(SCSI_SANITIZE_BLOCK_ERASE, "SANITIZE/BLOCK ERASE", SCSI_OPF_LBP),
+    SANITIZE_OP(SCSI_SANITIZE_CRYPTO_ERASE, "SANITIZE/CRYPTOGRAPHIC ERASE", SCSI_OPF_CRYPT),
     SANITIZE_OP(SCSI_SANITIZE_EXIT_FAILURE, "SANITIZE/EXIT FAILURE MODE", 0),
 };
 
@@ -893,6 +895,8 @@ const struct scsi_op *scsi_op_for_lu(const struct scsi_op *op, const struct core
         if (op && (op->flags & SCSI_OPF_ATOMIC) && ns && !scsi_lu_has_atomic(ns))
                 return NULL;
         if (op && (op->flags & SCSI_OPF_ELEMENTS) && !(ns && core_media_elements(ns)))
+                return NULL;
+        if (op && (op->flags & SCSI_OPF_CRYPT) && !(ns && ns->crypt))
                 return NULL;
         return op;
 }

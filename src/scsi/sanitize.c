@@ -17,7 +17,8 @@
  * OVERWRITE and EXIT FAILURE MODE everywhere, BLOCK ERASE on LUs with
  * logical block provisioning (LBPME=1, GET LBA STATUS), which is how SBC-4
  * and libiscsi expect a block erase to be checked: every block ends
- * deallocated and reads zeroes (LBPRZ, VPD B1h WABEREQ 01b).
+ * deallocated and reads zeroes (LBPRZ, VPD B1h WABEREQ 01b); CRYPTOGRAPHIC
+ * ERASE on LUs encrypted at rest (core/crypt.h; WACEREQ 01b).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -106,7 +107,7 @@ enum scsi_parse_result scsi_sanitize_parse(struct scsi_cmd *cmd)
                 scsi_cmd_good(cmd);
                 return SCSI_PARSE_DONE;
         }
-        if (sa == SCSI_SANITIZE_BLOCK_ERASE) {
+        if (sa == SCSI_SANITIZE_BLOCK_ERASE || sa == SCSI_SANITIZE_CRYPTO_ERASE) {
                 if (len) { /* no parameter list */
                         scsi_sense_invalid_field(cmd, true, 7, 7);
                         return SCSI_PARSE_DONE;
@@ -165,6 +166,8 @@ void scsi_sanitize_exec(struct scsi_cmd *cmd)
                 sp.invert = (p[0] & 0x80) != 0;
                 sp.pattern_len = slate_be16(p + 2);
                 sp.pattern = p + 4;
+        } else if ((c[1] & 0x1f) == SCSI_SANITIZE_CRYPTO_ERASE) {
+                sp.action = CORE_SANACT_CRYPTO_ERASE;
         } else {
                 sp.action = CORE_SANACT_BLOCK_ERASE;
         }

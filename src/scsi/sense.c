@@ -201,6 +201,12 @@ static const struct status_map core_map[CORE_STATUS_MAX] = {
     [CORE_E_UNRECOVERED_READ] = {SAM_STAT_CHECK_CONDITION, SK_MEDIUM_ERROR, 0x11, 0x00},
     /* SBC-4 4.37 depopulation: NOT READY, DEPOPULATION IN PROGRESS. */
     [CORE_E_DEPOP_IN_PROGRESS] = {SAM_STAT_CHECK_CONDITION, SK_NOT_READY, 0x04, 0x24},
+    /* SBC-4 4.22 protection information checks: ABORTED COMMAND with LOGICAL BLOCK GUARD /
+     * APPLICATION TAG / REFERENCE TAG CHECK FAILED, the failing LBA in the INFORMATION field
+     * (the caller passes core_pi_err.lba). */
+    [CORE_E_PI_GUARD] = {SAM_STAT_CHECK_CONDITION, SK_ABORTED_COMMAND, 0x10, 0x01},
+    [CORE_E_PI_APPTAG] = {SAM_STAT_CHECK_CONDITION, SK_ABORTED_COMMAND, 0x10, 0x02},
+    [CORE_E_PI_REFTAG] = {SAM_STAT_CHECK_CONDITION, SK_ABORTED_COMMAND, 0x10, 0x03},
 };
 
 uint8_t scsi_core_sense_key(enum core_status st)

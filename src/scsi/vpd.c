@@ -364,6 +364,9 @@ int scsi_vpd_build(struct scsi_cmd *cmd, uint8_t page, uint8_t *out, uint32_t ca
                 /* WABEREQ 01b: a read after SANITIZE BLOCK ERASE succeeds (zeroes); thin only. */
                 if (ns->thin)
                         p[3] = 0x40;
+                /* WACEREQ 01b: a read after CRYPTOGRAPHIC ERASE succeeds; encrypted LUs only. */
+                if (ns->crypt)
+                        p[3] |= 0x10;
                 /* DEPOPULATION TIME (SBC-4 6.6.2, bytes 12-15): the nominal seconds a
                  * REMOVE ELEMENT AND TRUNCATE takes, on an LU with physical elements. */
                 if (core_media_elements(ns))

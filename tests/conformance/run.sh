@@ -55,7 +55,12 @@ trap cleanup EXIT
 # add_removable_lun CONFIG — a removable-medium namespace ns2 (8 MiB, mem) as
 # LUN 2, and a thin file-backed namespace ns3 (16 MiB) with 4 KiB physical
 # blocks (LBPPBE 3, 512e) as LUN 3, inserted before the portals so the target
-# is complete once they listen.
+# is complete once they listen.  Also a second target, $SLATE_IQN-san, whose
+# LUN 0 (nss: 256 MiB, sanitize paced like ns0's) runs Sanitize.Reset beside
+# the rest of the suite: that test waits for its overwrite in sleep(60) steps
+# (two of them, since NOT READY comes before the reset's unit attention), so
+# on LUN 0 it held the whole suite for two minutes; a target reset resets
+# only its own target's LUs.
 add_removable_lun() {
 	local f=$1
 	awk -v iqn="$SLATE_IQN" -v pb="$state/ns3.img" '
@@ -64,6 +69,9 @@ add_removable_lun() {
 			print "  {\"method\": \"iscsi_lun_map\", \"params\": {\"target\": \"" iqn "\", \"lun\": 2, \"namespace\": \"ns2\"}},"
 			print "  {\"method\": \"namespace_create\", \"params\": {\"name\": \"ns3\", \"backend\": \"file\", \"path\": \"" pb "\", \"size\": \"16M\", \"physical_block_size\": 4096}},"
 			print "  {\"method\": \"iscsi_lun_map\", \"params\": {\"target\": \"" iqn "\", \"lun\": 3, \"namespace\": \"ns3\"}},"
+			print "  {\"method\": \"namespace_create\", \"params\": {\"name\": \"nss\", \"backend\": \"file\", \"size\": \"256M\", \"block_size\": 512, \"sanitize_rate_mibps\": 32}},"
+			print "  {\"method\": \"iscsi_target_create\", \"params\": {\"name\": \"" iqn "-san\"}},"
+			print "  {\"method\": \"iscsi_lun_map\", \"params\": {\"target\": \"" iqn "-san\", \"lun\": 0, \"namespace\": \"nss\"}},"
 			done = 1
 		}
 		{ print }' "$f" >"$f.tmp" && mv "$f.tmp" "$f"
@@ -84,6 +92,14 @@ start_target() {
 	# Atomic writes are off by default; WriteAtomic16.Simple writes up to
 	# 256 blocks atomically on LUN 0.
 	local SLATE_ATOMIC_MAX=128K
+	# LUN 0 is encrypted at rest (core/crypt.h): every test runs over
+	# AES-XTS, and SANITIZE CRYPTOGRAPHIC ERASE is offered (Sanitize.Crypto*).
+	# CONF_PLAIN=1 runs them on a plain LUN (the crypto erase tests then skip).
+	local SLATE_NS_EXTRA=
+	if [ "${CONF_PLAIN:-0}" != 1 ]; then
+		[ -f "$state/ns0.key" ] || (umask 077 && head -c 32 /dev/urandom >"$state/ns0.key")
+		SLATE_NS_EXTRA="\"encrypt\": true, \"key_file\": \"$state/ns0.key\""
+	fi
 	slate_write_config "$state/slate.json" 0 "$backend" "$size" "$state/ns0.img" 0 1
 	add_removable_lun "$state/slate.json" || return 1
 	slate_start "$state/run" "$state/slate.json" 0 "$daemon_log" || return 1
@@ -95,6 +111,7 @@ start_target() {
 	url_wp=$(slate_url "$port" 1)
 	url_rm=$(slate_url "$port" 2)
 	url_pb=$(slate_url "$port" 3)
+	url_san="iscsi://127.0.0.1:$port/$SLATE_IQN-san/0"
 }
 
 daemon_log=$logdir/slated.log
@@ -204,10 +221,26 @@ run_one() {
 }
 
 fail=0
+# Sanitize.Reset on its own target, in the background (see add_removable_lun);
+# its result line is printed, and counted, after the loop.
+san_pid=
+san_out=$logdir/sanitize-reset.result
+rm -f "$san_out" "$san_out.rc"
 for t in $tests; do
 	u2=
 	sel=$t
 	case $t in
+	*Sanitize.Reset)
+		if [ -n "${url_san:-}" ]; then
+			(
+				fail=0
+				run_one "$t" "conformance.${t#ALL.}" "$logdir/${t#ALL.}.log" "$url_san"
+				echo "fail=$fail" >>"$san_out.rc"
+			) >"$san_out" 2>&1 &
+			san_pid=$!
+			continue
+		fi
+		;;
 	*MultipathIO*) u2=$url2 ;;
 	# libiscsi 1.19 quirk: LUNResetSimpleAsync asserts a file-static flag
 	# right after queueing its TMF, before any reply can have set it, so on
@@ -218,6 +251,11 @@ for t in $tests; do
 	esac
 	run_one "$sel" "conformance.${t#ALL.}" "$logdir/${t#ALL.}.log" "$url" "$u2"
 done
+if [ -n "$san_pid" ]; then
+	wait "$san_pid"
+	cat "$san_out"
+	grep -qx 'fail=0' "$san_out.rc" 2>/dev/null || fail=1
+fi
 # The write-protect tests again, against the write-protected LUN 1 (only
 # there do ReadOnly.* and *.WriteProtect exercise anything).  Not
 # WriteAtomic16.WriteProtect: despite its name it tests the WRPROTECT field

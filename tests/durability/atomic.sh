@@ -43,7 +43,7 @@ writers=4
 region=4096
 max=128 # blocks: atomic_write_max 64 KiB of 512-byte blocks
 cat >"$state/slate.json" <<JSON
-{"config":[
+{"options":{"allowed_dirs":["$state"]},"config":[
  {"method":"namespace_create","params":{"name":"a0","backend":"file","path":"$state/a0.img","size":"16M","block_size":512,"atomic_write_max":"64K"}},
  {"method":"nvmf_subsystem_create","params":{"nqn":"$nqn"}},
  {"method":"nvmf_subsystem_add_host","params":{"nqn":"$nqn","host":"*"}},

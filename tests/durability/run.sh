@@ -104,4 +104,6 @@ slate_stop
 "$here/atomic.sh" || fail=1
 # The flash model's state across restarts (core/flash.c).
 "$here/flash.sh" || fail=1
+# Encryption at rest: durable across kill -9, opens only with its key (core/crypt.c).
+"$here/crypt.sh" || fail=1
 exit $fail

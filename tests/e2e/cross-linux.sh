@@ -60,7 +60,7 @@ wait_for() { # wait_for SECS CMD... -> 0 once CMD succeeds
 }
 
 cat >"$state/slate.json" <<JSON
-{"config": [
+{"options": {"allowed_dirs": ["$state"]}, "config": [
   {"method": "namespace_create", "params": {"name": "shared", "backend": "file", "path": "$state/shared.img", "size": "256M", "block_size": 512, "sanitize_rate_mibps": 32}},
   {"method": "nvmf_subsystem_create", "params": {"nqn": "$XNQN"}},
   {"method": "nvmf_subsystem_add_host", "params": {"nqn": "$XNQN", "host": "*"}},

@@ -57,7 +57,7 @@ if [ -z "$sd" ] || [ "$(cat /sys/block/$sd/queue/atomic_write_unit_max_bytes 2>/
 fi
 
 cat >"$state/slate.json" <<JSON
-{"config": [
+{"options": {"allow_block_devices": true}, "config": [
   {"method": "namespace_create", "params": {"name": "nat0", "backend": "file", "path": "/dev/$sd", "adopt": true, "size": "64M", "block_size": 4096, "atomic_write_max": "64K"}},
   {"method": "nvmf_subsystem_create", "params": {"nqn": "$NQN"}},
   {"method": "nvmf_subsystem_add_host", "params": {"nqn": "$NQN", "host": "*"}},

@@ -53,7 +53,7 @@ raw=$state/nvme1.img
 check() { slate_check e2e-nvme "$@"; } # check NAME CMD... -> one PASS/FAIL line
 
 cat >"$state/slate.json" <<JSON
-{"config": [
+{"options": {"allowed_dirs": ["$state"]}, "config": [
   {"method": "namespace_create", "params": {"name": "nv0", "backend": "file", "path": "$data", "size": "512M", "block_size": 512, "atomic_write_max": "64K"}},
   {"method": "namespace_create", "params": {"name": "nv1", "backend": "file", "path": "$raw", "size": "256M", "block_size": 512}},
   {"method": "namespace_create", "params": {"name": "nv4k", "backend": "mem", "size": "64M", "block_size": 4096}},

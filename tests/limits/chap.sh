@@ -27,7 +27,7 @@ log=$logdir/chap-slated.log
 : >"$log"
 write_cfg() { # AUTH_ENTRIES
 	cat >"$state/slate.json" <<JSON
-{"config": [
+{"options": {"allowed_dirs": ["$state"]}, "config": [
   {"method": "namespace_create", "params": {"name": "c0", "backend": "mem", "size": "16M"}},
   {"method": "iscsi_target_create", "params": {"name": "$IQN"}},
   {"method": "iscsi_lun_map", "params": {"target": "$IQN", "lun": 0, "namespace": "c0"}},

@@ -74,13 +74,13 @@ def read_pdu(s):
     return bhs
 
 
-def iscsi_login(s, discovery, iqn):
+def iscsi_login(s, discovery, iqn, isid=b"\x40\x00\x01\x37\x00\x00"):
     keys = [("InitiatorName", "iqn.2026-12.io.slate:limits-test"),
             ("SessionType", "Discovery" if discovery else "Normal"),
             ("HeaderDigest", "None"), ("DataDigest", "None")]
     if not discovery:
         keys.append(("TargetName", iqn))
-    s.sendall(login_pdu(1, 3, True, keys))
+    s.sendall(login_pdu(1, 3, True, keys, isid=isid))
     bhs = read_pdu(s)
     if bhs[0] & 0x3f != 0x23 or bhs[36] != 0 or not bhs[1] & 0x80 or bhs[1] & 3 != 3:
         raise RuntimeError("login failed: status %d/%d flags 0x%02x" % (bhs[36], bhs[37], bhs[1]))
@@ -123,6 +123,25 @@ def nvme_connect(s, subnqn, kato_ms):
     rest = recvn(s, struct.unpack_from("<I", ch, 4)[0] - 8)
     if ch[0] != 5 or struct.unpack_from("<H", rest, 14)[0] >> 1:
         raise RuntimeError("Connect failed")
+
+
+def run_all(calls):
+    """Run each (function, args) in its own thread, all at once; wait for all."""
+    threads = [threading.Thread(target=f, args=a) for f, a in calls]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
+def report(names, results, prefix):
+    """One PASS/FAIL line per name (results[name]: None or why); the number failed."""
+    bad = 0
+    for n in names:
+        why = results.get(n, "no result (an exception, see its log)")
+        print("PASS %s%s" % (prefix, n) if why is None else "FAIL %s%s (%s)" % (prefix, n, why))
+        bad += why is not None
+    return bad
 
 
 def main():
@@ -168,16 +187,8 @@ def main():
         ("nvme_icreq_only", nport, icreq, login),
         ("nvme_discovery_idle", nport, lambda s: (icreq(s), nvme_connect(s, DISC_NQN, 0)), "idle"),
     ]
-    threads = [threading.Thread(target=case, args=c) for c in cases]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    bad = 0
-    for c in cases:
-        why = results.get(c[0], "no result")
-        print("PASS limits.%s" % c[0] if why is None else "FAIL limits.%s (%s)" % (c[0], why))
-        bad += why is not None
+    run_all([(case, c) for c in cases])
+    bad = report([c[0] for c in cases], results, "limits.")
     sys.exit(1 if bad else 0)
 
 

@@ -15,6 +15,12 @@
 #    beyond it at accept and admits new ones once others close;
 #  - at the open-file limit (a second slated with 128 descriptors) no core
 #    spins and a client connects once descriptors are freed;
+#  - NOP-In pings (nop.py) and the RPC idle timeout (rpc_idle.py), turned on
+#    by a live reload; daemon_status counts the pings; an NVMe host that
+#    stops answering loses every queue of its controller at KATO expiry;
+#  - namespace files and config_save targets only in the state dir or
+#    options.allowed_dirs (symlink and ".." escapes refused, block devices
+#    refused without allow_block_devices);
 #  - the state dir is 0700 (an existing 0755 one is tightened), a disk's data
 #    and metadata files 0600.
 # slated must be alive and its log free of sanitizer reports after each.
@@ -199,6 +205,112 @@ PY
 	fi
 fi
 check_alive limits.caps.alive && slate_result PASS limits.caps.alive
+
+# 5b. NOP-In pings and the RPC idle timeout, both turned on by a live reload
+#     (the sessions log in after it): an answering session stays, a silent
+#     one is closed after nop_timeout_ms; idle RPC clients go, slatectl gets in.
+ctl() { "$SLATE_BUILD/slatectl" -s "$state/run/slated.sock" "$@"; }
+sed -i 's/"max_connections_per_host": 5, //; s/"options": {/"options": {"nop_interval_ms": 1000, "nop_timeout_ms": 2000, "rpc_idle_timeout_ms": 3000, /' "$state/slate.json"
+if ! ctl config_reload >"$logdir/reload-nop.out" 2>&1; then
+	slate_result FAIL limits.nop "$logdir/reload-nop.out" "config_reload failed"
+else
+	nop0=$(ctl --json daemon_status | python3 -c 'import json,sys; print(json.load(sys.stdin)["iscsi_nop"]["timeouts"])')
+	(cd "$here" && timeout 60 python3 nop.py "$SLATE_PORT" "$SLATE_IQN" 1000 2000) >"$logdir/nop.log" 2>&1
+	grep -E '^(PASS|FAIL) ' "$logdir/nop.log" || slate_result FAIL limits.nop "$logdir/nop.log" "nop.py reported nothing"
+	nop=$(ctl --json daemon_status | python3 -c 'import json,sys; n=json.load(sys.stdin)["iscsi_nop"]; print(n["sent"], n["answered"], n["timeouts"])')
+	set -- $nop
+	if [ "${1:-0}" -ge 3 ] && [ "${2:-0}" -ge 2 ] && [ "${3:-0}" -eq $((nop0 + 1)) ] &&
+		grep -q 'connection closed (no answer to a NOP-In in 2000 ms)' "$daemon_log"; then
+		slate_result PASS limits.nop_status
+	else
+		slate_result FAIL limits.nop_status "$daemon_log" "daemon_status iscsi_nop sent/answered/timeouts: $nop (want >= 3, >= 2, $((nop0 + 1))) or no log line"
+	fi
+	timeout 60 python3 "$here/rpc_idle.py" "$state/run/slated.sock" "$SLATE_BUILD/slatectl" 3000 >"$logdir/rpc_idle.log" 2>&1
+	grep -E '^(PASS|FAIL) ' "$logdir/rpc_idle.log" || slate_result FAIL limits.rpc "$logdir/rpc_idle.log" "rpc_idle.py reported nothing"
+fi
+check_alive limits.nop.alive && slate_result PASS limits.nop.alive
+
+# 5b'. NVMe keep-alive: a host (slate-perf, KATO 1 s, an admin and 2 I/O queues) that stops
+#      (SIGSTOP) loses its controller: every one of its queues is closed, none before KATO.
+nvconns() { ctl --json daemon_status | python3 -c 'import json,sys; print(json.load(sys.stdin)["connections"]["nvme_tcp"])'; }
+"$SLATE_BUILD/tools/slate-perf/slate-perf" -t nvme-tcp -p "$SLATE_NVME_PORT" -n nqn.2026-12.io.slate:limits \
+	-Q 2 -q 1 --kato 1000 -d 60 >"$logdir/kato-perf.log" 2>&1 &
+kpid=$!
+n=
+for _ in $(seq 1 50); do
+	n=$(nvconns)
+	[ "$n" = 3 ] && break
+	sleep 0.2
+done
+kill -STOP "$kpid" 2>/dev/null
+t_stop=$(date +%s%N)
+ka0=$(grep -c 'keep-alive timeout (1000 ms)' "$daemon_log")
+gone=
+for _ in $(seq 1 60); do
+	if [ "$(grep -c 'keep-alive timeout (1000 ms)' "$daemon_log")" -gt "$ka0" ] && [ "$(nvconns)" = 0 ]; then
+		gone=$((($(date +%s%N) - t_stop) / 1000000))
+		break
+	fi
+	sleep 0.25
+done
+kill -9 "$kpid" 2>/dev/null
+wait "$kpid" 2>/dev/null
+closed=$(grep -A10 'keep-alive timeout (1000 ms)' "$daemon_log" | grep -c 'qid [012] closed: controller teardown')
+if [ "$n" != 3 ]; then
+	slate_result FAIL limits.kato_queues "$logdir/kato-perf.log" "slate-perf did not connect 3 queues ($n)"
+elif [ -z "$gone" ]; then
+	slate_result FAIL limits.kato_queues "$daemon_log" "queues of a stopped host still open 15 s after KATO 1 s"
+elif [ "$gone" -lt 1000 ] || [ "$closed" -lt 3 ]; then
+	slate_result FAIL limits.kato_queues "$daemon_log" "closed after $gone ms (KATO 1000) or not every queue by the teardown ($closed of 3)"
+else
+	echo "queues closed $gone ms after the host stopped (KATO 1000 ms + 2000 ms grace)" >"$logdir/kato.log"
+	slate_result PASS limits.kato_queues
+fi
+
+# 5c. Where namespace files and saved configs may go: the state dir, options.allowed_dirs;
+#     symbolic links and ".." resolved first; block devices only with allow_block_devices.
+out=$state/outside
+mkdir -p "$out"
+ln -sfn "$out" "$state/run/escape"
+paths_fail=
+refused() { # NAME ARGS... -> the call must fail with a message naming the rule
+	local msg
+	if msg=$(ctl "${@:2}" 2>&1); then
+		paths_fail="$paths_fail; $1 was accepted"
+		ctl namespace_delete name="${3#name=}" >/dev/null 2>&1
+	elif ! echo "$msg" | grep -q "refused"; then
+		paths_fail="$paths_fail; $1: unclear error: $msg"
+	fi
+}
+ctl namespace_create name=pin backend=file path="$state/run/pin.img" size=1M >/dev/null 2>&1 ||
+	paths_fail="$paths_fail; a file in the state dir was refused"
+refused outside namespace_create name=pout backend=file path="$out/pout.img" size=1M
+refused symlink namespace_create name=plink backend=file path="$state/run/escape/plink.img" size=1M
+refused dotdot namespace_create name=pdot backend=file path="$state/run/../outside/pdot.img" size=1M
+refused save_outside config_save path="$out/saved.json"
+[ -e "$out/pout.img" ] || [ -e "$out/plink.img" ] || [ -e "$out/pdot.img" ] || [ -e "$out/saved.json" ] &&
+	paths_fail="$paths_fail; a file was created outside"
+ctl config_save path="$state/run/saved.json" >/dev/null 2>&1 || paths_fail="$paths_fail; config_save into the state dir failed"
+blk=$(find /dev -maxdepth 1 -type b 2>/dev/null | head -1)
+if [ -n "$blk" ]; then
+	refused blockdev namespace_create name=pblk backend=file path="$blk"
+	ln -sfn "$blk" "$state/run/blk-link"
+	refused blockdev_link namespace_create name=pblk2 backend=file path="$state/run/blk-link"
+fi
+# allowed_dirs by a live reload: now the outside directory is fine
+sed -i "s|\"options\": {|\"options\": {\"allowed_dirs\": [\"$out\"], |" "$state/slate.json"
+if ! ctl config_reload >"$logdir/reload-paths.out" 2>&1; then
+	paths_fail="$paths_fail; config_reload with allowed_dirs failed"
+elif ! ctl namespace_create name=pout backend=file path="$out/pout.img" size=1M >"$logdir/paths.out" 2>&1; then
+	paths_fail="$paths_fail; a file in allowed_dirs was refused: $(cat "$logdir/paths.out")"
+fi
+refused blockdev_after_reload namespace_create name=pblk3 backend=file path="${blk:-/dev/null}"
+if [ -z "$paths_fail" ]; then
+	slate_result PASS limits.paths
+else
+	slate_result FAIL limits.paths "$daemon_log" "${paths_fail#; }"
+fi
+check_alive limits.paths.alive && slate_result PASS limits.paths.alive
 
 # 6. Safe state: owner-only files.
 modes=$(stat -c '%a' "$state/run" "$state/run/limf.img" "$state/run/limf.meta.json" 2>&1 | tr '\n' ' ')

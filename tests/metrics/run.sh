@@ -38,8 +38,10 @@ daemon_log=$logdir/slated.log
 : >"$daemon_log"
 
 write_config() { # FILE [OPTIONS-JSON]
-	local opts=
-	[ -n "${2:-}" ] && opts="\"options\": $2,"
+	# the thin namespace's file lies beside the config, outside the state dir: allowed_dirs
+	local inner=
+	[ -n "${2:-}" ] && inner=", ${2#\{}" && inner=${inner%\}}
+	local opts="\"options\": {\"allowed_dirs\": [\"$state\"]$inner},"
 	cat >"$1" <<JSON
 {$opts "config": [
   {"method": "namespace_create", "params": {"name": "$SLATE_NS", "backend": "mem", "size": "64M", "block_size": 512}},

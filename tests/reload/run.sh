@@ -42,7 +42,7 @@ c() { "$ctl" -s "$sock" "$@"; }
 # f0 on target B.  Ports 0: slated picks, a reload keeps them.
 config_a() {
 	cat <<JSON
-{"config": [
+{"options": {"allowed_dirs": ["$state"]}, "config": [
   {"method": "namespace_create", "params": {"name": "a0", "backend": "mem", "size": "16M"}},
   {"method": "namespace_create", "params": {"name": "b0", "backend": "mem", "size": "16M"}},
   {"method": "namespace_create", "params": {"name": "f0", "backend": "file", "path": "$state/f0.img", "size": "16M"}},
@@ -63,7 +63,7 @@ JSON
 # LUN 0 of a new target C and as NSID 2 of subsystem A.
 config_b() {
 	cat <<JSON
-{"config": [
+{"options": {"allowed_dirs": ["$state"]}, "config": [
   {"method": "namespace_create", "params": {"name": "a0", "backend": "mem", "size": "16M"}},
   {"method": "namespace_create", "params": {"name": "f0", "backend": "file", "path": "$state/f0.img", "size": "32M", "write_protect": true}},
   {"method": "namespace_create", "params": {"name": "c0", "backend": "mem", "size": "8M"}},

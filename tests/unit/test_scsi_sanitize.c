@@ -110,8 +110,12 @@ static void test_table(void **state)
         assert_non_null(scsi_op_for_lu(scsi_op_lookup(0x48, 0x01), &ns));
         ns.thin = false;
         assert_non_null(scsi_op_for_lu(scsi_op_lookup(0x48, 0x01), &ns));
-        /* No encryption: CRYPTOGRAPHIC ERASE is not offered. */
-        assert_null(scsi_op_lookup(0x48, 0x03));
+        /* CRYPTOGRAPHIC ERASE exists, but only for LUs encrypted at rest (core/crypt.h). */
+        assert_non_null(scsi_op_lookup(0x48, 0x03));
+        assert_null(scsi_op_for_lu(scsi_op_lookup(0x48, 0x03), &ns));
+        ns.crypt = (struct core_crypt *)&ns; /* any non-NULL key: only its presence is looked at */
+        assert_non_null(scsi_op_for_lu(scsi_op_lookup(0x48, 0x03), &ns));
+        ns.crypt = NULL;
         assert_int_equal(scsi_op_lookup(0x48, 0x01)->cdb_len, 10);
 }
 
