@@ -73,7 +73,8 @@ slate_wait_port() {
 # so once they listen the target is complete. SLATE_SANITIZE_RATE
 # (MiB/s) paces ns0's sanitize operations (namespace_create sanitize_rate_mibps);
 # SLATE_PHYS_BLOCK and SLATE_ATOMIC_MAX set ns0's physical_block_size and
-# atomic_write_max.
+# atomic_write_max.  A file BACKEND's DATAFILE directory goes into
+# options.allowed_dirs (namespace files must lie in the state dir or there).
 slate_write_config() {
 	local file=$1 port=$2 backend=$3 size=$4 data=${5:-} port2=${6:-} wp=${7:-0} nsparams
 	case $backend in
@@ -82,7 +83,13 @@ slate_write_config() {
 	*) slate_die "unknown backend $backend" ;;
 	esac
 	{
-		echo '{"config": ['
+		# a data file beside the state dir: its directory is allowed (options.allowed_dirs)
+		if [ "$backend" = file ]; then
+			echo "{\"options\": {\"allowed_dirs\": [\"$(dirname "$data")\"]},"
+			echo ' "config": ['
+		else
+			echo '{"config": ['
+		fi
 		echo "  {\"method\": \"namespace_create\", \"params\": {$nsparams, \"block_size\": 512${SLATE_SANITIZE_RATE:+, \"sanitize_rate_mibps\": $SLATE_SANITIZE_RATE}${SLATE_PHYS_BLOCK:+, \"physical_block_size\": $SLATE_PHYS_BLOCK}${SLATE_ATOMIC_MAX:+, \"atomic_write_max\": \"$SLATE_ATOMIC_MAX\"}${SLATE_NS_EXTRA:+, $SLATE_NS_EXTRA}}},"
 		echo "  {\"method\": \"iscsi_target_create\", \"params\": {\"name\": \"$SLATE_IQN\"}},"
 		echo "  {\"method\": \"iscsi_lun_map\", \"params\": {\"target\": \"$SLATE_IQN\", \"lun\": 0, \"namespace\": \"$SLATE_NS\"}},"

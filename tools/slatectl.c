@@ -60,6 +60,7 @@ static const struct {
     {"targets", "iscsi_target_list"},
     {"portals", "iscsi_portal_list"},
     {"sessions", "iscsi_session_list"},
+    {"acl", "iscsi_acl_list"},
     {"save", "config_save"},
     {"methods", "rpc_list"},
     {"flash", "flash_stats"},

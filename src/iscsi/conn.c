@@ -1108,8 +1108,8 @@ static int text_key_cb(void *arg, const char *key, const char *val)
                 if (!*val && discovery)
                         return 0; /* empty SendTargets only means "this target" in a normal session
                                    */
-                int rc = iscsi_send_targets(&c->text_out, val, c->sess->target_name, &c->local,
-                                            discovery);
+                int rc = iscsi_send_targets(&c->text_out, val, c->sess->target_name,
+                                            c->sess->initiator, &c->local, discovery);
                 return rc == -ENOSPC ? 0 : rc;
         }
         int rc = iscsi_text_add(&c->text_out, key, "NotUnderstood");

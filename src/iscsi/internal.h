@@ -184,16 +184,41 @@ bool iscsi_chap_equal(const uint8_t *a, const uint8_t *b, size_t len);
 
 /* ---- target.c ---- */
 
+/*
+ * One entry of a target's initiator ACL: the initiator it admits, the LUNs
+ * that initiator sees (all when !masked) and its own CHAP credentials
+ * (auth.user "" = the target's apply).
+ */
+struct iscsi_acl {
+        struct iscsi_acl *next;
+        char initiator[ISCSI_NAME_MAX];
+        bool masked;
+        uint64_t luns[SCSI_LUN_WORDS];
+        struct iscsi_auth auth;
+};
+
 struct iscsi_tgt {
         struct iscsi_tgt *next;
         char name[ISCSI_NAME_MAX];
         struct scsi_target scsi;
         atomic_uint nr_sessions;
         struct iscsi_auth auth; /* under iscsi_lock */
+        struct iscsi_acl *acl;  /* under iscsi_lock; NULL: every initiator may log in */
 };
 
-/* The credentials a login to tgt (NULL: a discovery session) must present (a copy). */
-void iscsi_auth_get(const struct iscsi_tgt *tgt, struct iscsi_auth *out);
+/*
+ * The credentials a login of initiator to tgt (NULL: a discovery session)
+ * must present (a copy): the initiator's ACL entry's, else the target's.
+ */
+void iscsi_auth_get(const struct iscsi_tgt *tgt, const char *initiator, struct iscsi_auth *out);
+/* May initiator log in to tgt (no ACL, or an entry for it)?  Takes iscsi_lock; _locked: held. */
+bool iscsi_acl_admits(const struct iscsi_tgt *tgt, const char *initiator);
+bool iscsi_acl_admits_locked(const struct iscsi_tgt *tgt, const char *initiator);
+/*
+ * Give a new session's nexus the LUNs its initiator may see (under
+ * iscsi_lock, so a concurrent ACL change either precedes or follows it).
+ */
+void iscsi_acl_apply(const struct iscsi_tgt *tgt, const char *initiator, struct scsi_nexus *nx);
 
 struct iscsi_portal {
         struct iscsi_portal *next;
@@ -207,9 +232,12 @@ extern pthread_mutex_t iscsi_lock;
 /* Find a target by name and count a session on it (iscsi_lock taken inside). */
 struct iscsi_tgt *iscsi_tgt_get(const char *name);
 void iscsi_tgt_put(struct iscsi_tgt *t);
-/* SendTargets answer for name ("All" or a target name); local = this connection's address. */
+/*
+ * SendTargets answer for name ("All" or a target name); local = this
+ * connection's address; only targets initiator may log in to.
+ */
 int iscsi_send_targets(struct iscsi_textbuf *tb, const char *what, const char *cur_target,
-                       const struct sockaddr_storage *local, bool discovery);
+                       const char *initiator, const struct sockaddr_storage *local, bool discovery);
 
 /* ---- session.c ---- */
 
@@ -234,6 +262,8 @@ struct iscsi_session {
 
 struct iscsi_session *iscsi_session_create(struct iscsi_conn *c, const struct iscsi_neg *n,
                                            const uint8_t isid[6], struct iscsi_tgt *tgt);
+/* Close the sessions of tgt whose initiator its ACL no longer admits (iscsi_lock held). */
+void iscsi_session_close_unadmitted(const struct iscsi_tgt *tgt);
 /* Close any session with the same initiator, ISID and target (reinstatement). */
 void iscsi_session_reinstate(const char *initiator, const uint8_t isid[6], const char *target,
                              const struct iscsi_session *except);

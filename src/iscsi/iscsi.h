@@ -44,6 +44,27 @@ int iscsi_auth_set(const char *target, const char *user, const char *secret,
  */
 struct json_t *iscsi_auth_json(bool with_secrets);
 
+/*
+ * Initiator ACLs (README "Security"): a target with entries admits only the
+ * initiators they name (others: Login Status 0202h, and SendTargets hides
+ * the target from them); without entries it is open.  iscsi_acl_add adds
+ * or replaces initiator's entry: luns (NULL: every LUN) is a list such as
+ * "0,2,4-7" of the LUNs it sees; chap_user.. (optional) are its own CHAP
+ * credentials, overriding the target's, checked as iscsi_auth_set checks
+ * them.  A change applies at once to the initiator's sessions: a changed
+ * LUN set raises REPORTED LUNS DATA HAS CHANGED, a removed admission
+ * closes them.  0 or -errno with err.
+ */
+int iscsi_acl_add(const char *target, const char *initiator, const char *luns,
+                  const char *chap_user, const char *chap_secret, const char *mutual_user,
+                  const char *mutual_secret, char *err, size_t errlen);
+int iscsi_acl_remove(const char *target, const char *initiator, char *err, size_t errlen);
+/*
+ * The ACL entries as iscsi_acl_add params (of target, or of all when NULL);
+ * the secrets only when with_secrets (new reference).
+ */
+struct json_t *iscsi_acl_json(const char *target, bool with_secrets);
+
 /* Describe state as JSON for the RPCs (new references). */
 struct json_t *iscsi_portals_json(void);
 struct json_t *iscsi_targets_json(void);

@@ -78,6 +78,17 @@ static uint16_t login_first_checks(struct iscsi_conn *c)
                 L->tgt = iscsi_tgt_get(n->target_name);
                 if (!L->tgt)
                         return ISCSI_LOGIN_NOT_FOUND;
+                /* RFC 7143 11.13.5: 0202h, the initiator is not allowed access to the target. */
+                if (!iscsi_acl_admits(L->tgt, n->initiator_name)) {
+                        /* A peer can send these as fast as it likes: rate-limited (rt/log.h). */
+                        static struct rt_log_ratelimit rl =
+                            RT_LOG_RATELIMIT_INIT("logins refused by an ACL");
+                        if (rt_log_ratelimit(&rl, ISCSI_MOD))
+                                LOG_WARN(ISCSI_MOD,
+                                         "%s: initiator %s is not in the ACL of target %s", c->peer,
+                                         n->initiator_name, n->target_name);
+                        return ISCSI_LOGIN_AUTHORIZATION_FAILURE;
+                }
         }
         return 0;
 }
@@ -321,7 +332,8 @@ void iscsi_login_rx(struct iscsi_conn *c)
                 }
         }
         if (first)
-                iscsi_auth_get(L->tgt, &L->auth); /* NULL target: the discovery credentials */
+                iscsi_auth_get(L->tgt, L->neg.initiator_name,
+                               &L->auth); /* NULL target: the discovery credentials */
         if (csg == ISCSI_STAGE_SECURITY) {
                 uint16_t st = login_auth(c);
                 if (st) {

@@ -114,6 +114,20 @@ static void nexus_abort(struct scsi_nexus *nx, uint64_t lun)
         }
 }
 
+void iscsi_session_close_unadmitted(const struct iscsi_tgt *tgt)
+{
+        for (struct iscsi_session *s = sessions; s; s = s->next) {
+                if (s->type != ISCSI_SESS_NORMAL || s->tgt != tgt || !s->reactor ||
+                    iscsi_acl_admits_locked(tgt, s->initiator))
+                        continue;
+                LOG_INFO(ISCSI_MOD, "closing session tsih %u of %s: no longer in the ACL of %s",
+                         s->tsih, s->initiator, tgt->name);
+                atomic_fetch_add(&s->refs, 1);
+                if (rt_msg_send(s->reactor, close_msg, s))
+                        session_put(s);
+        }
+}
+
 void iscsi_session_reinstate(const char *initiator, const uint8_t isid[6], const char *target,
                              const struct iscsi_session *except)
 {
@@ -180,6 +194,7 @@ struct iscsi_session *iscsi_session_create(struct iscsi_conn *c, const struct is
                 uint16_t tl = transport_id(tid, sizeof(tid), iport);
                 scsi_nexus_init(&s->nexus, &tgt->scsi, iport, tport, tid, tl);
                 scsi_nexus_set_abort(&s->nexus, nexus_abort);
+                iscsi_acl_apply(tgt, s->initiator, &s->nexus); /* LUN masking */
                 s->nexus_live = true;
         }
         return s;

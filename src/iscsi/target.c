@@ -55,6 +55,16 @@ static struct iscsi_tgt *tgt_find(const char *name)
         return NULL;
 }
 
+static void acl_free_all(struct iscsi_tgt *t)
+{
+        while (t->acl) {
+                struct iscsi_acl *a = t->acl;
+                t->acl = a->next;
+                explicit_bzero(a, sizeof(*a));
+                free(a);
+        }
+}
+
 static bool iqn_valid(const char *n)
 {
         size_t l = strlen(n);
@@ -135,6 +145,7 @@ int iscsi_target_del(const char *iqn, char *err, size_t errlen)
                 if (atomic_load(&t->scsi.luns[l]))
                         scsi_target_unmap_lun(&t->scsi, l);
         scsi_target_fini(&t->scsi);
+        acl_free_all(t);
         free(t);
         LOG_INFO(ISCSI_MOD, "target %s deleted", iqn);
         return 0;
@@ -209,15 +220,25 @@ int iscsi_ns_in_use(const struct core_ns *ns)
 
 static struct iscsi_auth discovery_auth; /* under iscsi_lock */
 
-void iscsi_auth_get(const struct iscsi_tgt *tgt, struct iscsi_auth *out)
+static struct iscsi_acl *acl_find(const struct iscsi_tgt *t, const char *initiator)
+{
+        for (struct iscsi_acl *a = t->acl; a; a = a->next)
+                if (!strcmp(a->initiator, initiator))
+                        return a;
+        return NULL;
+}
+
+void iscsi_auth_get(const struct iscsi_tgt *tgt, const char *initiator, struct iscsi_auth *out)
 {
         pthread_mutex_lock(&iscsi_lock);
-        *out = tgt ? tgt->auth : discovery_auth;
+        const struct iscsi_acl *a = tgt ? acl_find(tgt, initiator) : NULL;
+        *out = !tgt ? discovery_auth : a && a->auth.user[0] ? a->auth : tgt->auth;
         pthread_mutex_unlock(&iscsi_lock);
 }
 
-int iscsi_auth_set(const char *target, const char *user, const char *secret,
-                   const char *mutual_user, const char *mutual_secret, char *err, size_t errlen)
+/* Checked credentials into *out (zeroed first); user "" or NULL: none.  0 or -EINVAL with err. */
+static int auth_build(const char *user, const char *secret, const char *mutual_user,
+                      const char *mutual_secret, struct iscsi_auth *out, char *err, size_t errlen)
 {
         struct iscsi_auth a = {0};
         user = user ? user : "";
@@ -256,6 +277,17 @@ int iscsi_auth_set(const char *target, const char *user, const char *secret,
                 ERR("chap_secret / mutual_user without chap_user");
                 return -EINVAL;
         }
+        *out = a;
+        return 0;
+}
+
+int iscsi_auth_set(const char *target, const char *user, const char *secret,
+                   const char *mutual_user, const char *mutual_secret, char *err, size_t errlen)
+{
+        struct iscsi_auth a;
+        int rc = auth_build(user, secret, mutual_user, mutual_secret, &a, err, errlen);
+        if (rc)
+                return rc;
         pthread_mutex_lock(&iscsi_lock);
         struct iscsi_auth *dst = &discovery_auth;
         if (target) {
@@ -302,6 +334,213 @@ json_t *iscsi_auth_json(bool with_secrets)
         for (struct iscsi_tgt *t = targets; t; t = t->next)
                 if (t->auth.user[0])
                         json_array_append_new(arr, auth_entry(t->name, &t->auth, with_secrets));
+        pthread_mutex_unlock(&iscsi_lock);
+        return arr;
+}
+
+/* ---- initiator ACLs and LUN masking ---- */
+
+bool iscsi_acl_admits_locked(const struct iscsi_tgt *tgt, const char *initiator)
+{
+        return !tgt->acl || acl_find(tgt, initiator);
+}
+
+bool iscsi_acl_admits(const struct iscsi_tgt *tgt, const char *initiator)
+{
+        pthread_mutex_lock(&iscsi_lock);
+        bool ok = iscsi_acl_admits_locked(tgt, initiator);
+        pthread_mutex_unlock(&iscsi_lock);
+        return ok;
+}
+
+void iscsi_acl_apply(const struct iscsi_tgt *tgt, const char *initiator, struct scsi_nexus *nx)
+{
+        static const uint64_t none[SCSI_LUN_WORDS];
+        pthread_mutex_lock(&iscsi_lock);
+        const struct iscsi_acl *a = acl_find(tgt, initiator);
+        /* Admitted at login, but an ACL change since may have removed it: then no LUN at all. */
+        const uint64_t *mask = !iscsi_acl_admits_locked(tgt, initiator) ? none
+                               : a && a->masked                         ? a->luns
+                                                                        : NULL;
+        scsi_nexus_set_luns(nx, mask, false);
+        pthread_mutex_unlock(&iscsi_lock);
+}
+
+/* "0,2,4-7" into a LUN bitmap.  0 or -EINVAL with err. */
+static int luns_parse(const char *s, uint64_t mask[SCSI_LUN_WORDS], char *err, size_t errlen)
+{
+        memset(mask, 0, SCSI_LUN_WORDS * sizeof(mask[0]));
+        const char *p = s;
+        for (;;) {
+                char *end;
+                if (*p < '0' || *p > '9')
+                        goto bad;
+                unsigned long lo = strtoul(p, &end, 10), hi = lo;
+                if (*end == '-') {
+                        p = end + 1;
+                        if (*p < '0' || *p > '9')
+                                goto bad;
+                        hi = strtoul(p, &end, 10);
+                }
+                if (lo > hi || hi >= SCSI_MAX_LUNS)
+                        goto bad;
+                for (unsigned long l = lo; l <= hi; l++)
+                        mask[l / 64] |= 1ull << (l % 64);
+                if (*end == 0)
+                        return 0;
+                if (*end != ',')
+                        goto bad;
+                p = end + 1;
+        }
+bad:
+        ERR("luns must be LUNs 0..%u and ranges, comma-separated (\"0,2,4-7\")", SCSI_MAX_LUNS - 1);
+        return -EINVAL;
+}
+
+/* The list form of a bitmap ("0,2,4-7"). */
+static void luns_format(const uint64_t mask[SCSI_LUN_WORDS], char *out, size_t len)
+{
+        size_t o = 0;
+        out[0] = 0;
+        for (unsigned l = 0; l < SCSI_MAX_LUNS; l++) {
+                if (!((mask[l / 64] >> (l % 64)) & 1))
+                        continue;
+                unsigned h = l;
+                while (h + 1 < SCSI_MAX_LUNS && ((mask[(h + 1) / 64] >> ((h + 1) % 64)) & 1))
+                        h++;
+                int n = h == l ? snprintf(out + o, len - o, "%s%u", o ? "," : "", l)
+                               : snprintf(out + o, len - o, "%s%u-%u", o ? "," : "", l, h);
+                if (n < 0 || (size_t)n >= len - o)
+                        break;
+                o += (size_t)n;
+                l = h;
+        }
+}
+
+/*
+ * The initiator's sessions on t see what its entry allows now; when t no
+ * longer admits it, nothing from here on (the close below is a message to
+ * the session's reactor: no command in between reaches a LUN).
+ */
+static void acl_push(struct iscsi_tgt *t, const char *initiator)
+{
+        static const uint64_t none[SCSI_LUN_WORDS];
+        const struct iscsi_acl *a = acl_find(t, initiator);
+        const uint64_t *mask = !iscsi_acl_admits_locked(t, initiator) ? none
+                               : a && a->masked                       ? a->luns
+                                                                      : NULL;
+        scsi_target_set_luns(&t->scsi, initiator, mask);
+        iscsi_session_close_unadmitted(t);
+}
+
+int iscsi_acl_add(const char *target, const char *initiator, const char *luns,
+                  const char *chap_user, const char *chap_secret, const char *mutual_user,
+                  const char *mutual_secret, char *err, size_t errlen)
+{
+        if (!target || !initiator || !iqn_valid(initiator)) {
+                ERR("invalid initiator name '%s'", initiator ? initiator : "");
+                return -EINVAL;
+        }
+        struct iscsi_acl n = {0};
+        snprintf(n.initiator, sizeof(n.initiator), "%s", initiator);
+        if (luns) {
+                if (luns_parse(luns, n.luns, err, errlen))
+                        return -EINVAL;
+                n.masked = true;
+        }
+        if (auth_build(chap_user, chap_secret, mutual_user, mutual_secret, &n.auth, err, errlen))
+                return -EINVAL;
+        struct iscsi_acl *fresh = malloc(sizeof(*fresh));
+        if (!fresh) {
+                ERR("out of memory");
+                return -ENOMEM;
+        }
+        pthread_mutex_lock(&iscsi_lock);
+        struct iscsi_tgt *t = tgt_find(target);
+        if (!t) {
+                pthread_mutex_unlock(&iscsi_lock);
+                free(fresh);
+                ERR("no target %s", target);
+                return -ENOENT;
+        }
+        struct iscsi_acl *a = acl_find(t, initiator);
+        if (a) {
+                n.next = a->next;
+                *a = n;
+                free(fresh);
+        } else {
+                /* Appended, so iscsi_acl_json (config_save) keeps the order they were added in. */
+                struct iscsi_acl **pp = &t->acl;
+                while (*pp)
+                        pp = &(*pp)->next;
+                *fresh = n;
+                *pp = fresh;
+        }
+        /* The first entry closes the target to everyone else. */
+        for (struct iscsi_acl *e = t->acl; e; e = e->next)
+                acl_push(t, e->initiator);
+        pthread_mutex_unlock(&iscsi_lock);
+        bool own_chap = n.auth.user[0] != 0;
+        explicit_bzero(&n, sizeof(n));
+        LOG_INFO(ISCSI_MOD, "target %s: initiator %s admitted, LUNs %s, CHAP %s", target, initiator,
+                 luns ? luns : "all", own_chap ? "its own" : "the target's");
+        return 0;
+}
+
+int iscsi_acl_remove(const char *target, const char *initiator, char *err, size_t errlen)
+{
+        pthread_mutex_lock(&iscsi_lock);
+        struct iscsi_tgt *t = tgt_find(target);
+        if (!t) {
+                pthread_mutex_unlock(&iscsi_lock);
+                ERR("no target %s", target);
+                return -ENOENT;
+        }
+        struct iscsi_acl **pp = &t->acl;
+        while (*pp && strcmp((*pp)->initiator, initiator))
+                pp = &(*pp)->next;
+        struct iscsi_acl *a = *pp;
+        if (!a) {
+                pthread_mutex_unlock(&iscsi_lock);
+                ERR("target %s has no ACL entry for %s", target, initiator);
+                return -ENOENT;
+        }
+        *pp = a->next;
+        /* Its sessions close (or, with the last entry gone, see every LUN again). */
+        acl_push(t, initiator);
+        pthread_mutex_unlock(&iscsi_lock);
+        explicit_bzero(a, sizeof(*a));
+        free(a);
+        LOG_INFO(ISCSI_MOD, "target %s: ACL entry of %s removed%s", target, initiator,
+                 t->acl ? "" : " (the target is open to every initiator again)");
+        return 0;
+}
+
+json_t *iscsi_acl_json(const char *target, bool with_secrets)
+{
+        json_t *arr = json_array();
+        pthread_mutex_lock(&iscsi_lock);
+        for (struct iscsi_tgt *t = targets; t; t = t->next) {
+                if (target && strcmp(t->name, target))
+                        continue;
+                for (struct iscsi_acl *a = t->acl; a; a = a->next) {
+                        json_t *o =
+                            json_pack("{s:s, s:s}", "target", t->name, "initiator", a->initiator);
+                        if (!o)
+                                continue;
+                        if (a->masked) {
+                                char l[4 * SCSI_MAX_LUNS];
+                                luns_format(a->luns, l, sizeof(l));
+                                json_object_set_new(o, "luns", json_string(l));
+                        }
+                        if (a->auth.user[0]) {
+                                json_t *c = auth_entry(NULL, &a->auth, with_secrets);
+                                json_object_update(o, c);
+                                json_decref(c);
+                        }
+                        json_array_append_new(arr, o);
+                }
+        }
         pthread_mutex_unlock(&iscsi_lock);
         return arr;
 }
@@ -368,25 +607,28 @@ static int add_target_records(struct iscsi_textbuf *tb, const struct iscsi_tgt *
 }
 
 int iscsi_send_targets(struct iscsi_textbuf *tb, const char *what, const char *cur_target,
-                       const struct sockaddr_storage *local, bool discovery)
+                       const char *initiator, const struct sockaddr_storage *local, bool discovery)
 {
         int rc = 0;
         pthread_mutex_lock(&iscsi_lock);
         if (!strcmp(what, "All")) {
                 if (discovery) {
+                        /* Only the targets this initiator may log in to (their ACLs). */
                         for (struct iscsi_tgt *t = targets; t && !rc; t = t->next)
-                                rc = add_target_records(tb, t, local);
+                                if (iscsi_acl_admits_locked(t, initiator))
+                                        rc = add_target_records(tb, t, local);
                 } else {
                         /* A normal session reports only its own target (RFC 7143 12.2 allows this).
                          */
                         struct iscsi_tgt *t = tgt_find(cur_target);
-                        if (t)
+                        if (t && iscsi_acl_admits_locked(t, initiator))
                                 rc = add_target_records(tb, t, local);
                 }
         } else {
+                /* A named target: answered only to an initiator it admits (no probing by name). */
                 const char *name = *what ? what : cur_target;
                 struct iscsi_tgt *t = tgt_find(name);
-                if (t)
+                if (t && iscsi_acl_admits_locked(t, initiator))
                         rc = add_target_records(tb, t, local);
         }
         pthread_mutex_unlock(&iscsi_lock);

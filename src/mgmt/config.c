@@ -386,6 +386,16 @@ static int apply(json_t *root, const char *src, char *err, size_t errlen)
 /* The file slated was started with (absolute) and the options it had: what a reload compares. */
 static char cfg_path[PATH_MAX];
 static struct mgmt_options cfg_opts;
+/* Its "options" object as written (RPC thread, or before it starts): config_save writes it back,
+ * so a saved config restarts or reloads with the same limits and allowed_dirs. */
+static json_t *cfg_opts_json;
+
+static void keep_options(json_t *root)
+{
+        json_t *o = json_object_get(root, "options");
+        json_decref(cfg_opts_json);
+        cfg_opts_json = json_is_object(o) && json_object_size(o) ? json_deep_copy(o) : NULL;
+}
 
 const char *mgmt_config_path(void)
 {
@@ -432,6 +442,7 @@ void mgmt_config_options_commit(json_t *root)
         char msg[256];
         if (parse_options(json_object_get(root, "options"), &o, msg, sizeof(msg)) == 0) {
                 cfg_opts = o;
+                keep_options(root);
                 mgmt_options_apply_limits(&o);
         }
 }
@@ -590,8 +601,10 @@ int mgmt_config_read_options(const char *path, struct mgmt_options *o, char *err
                 rc = parse_options(json_object_get(root, "options"), o, msg, sizeof(msg));
         if (rc < 0)
                 snprintf(err, errlen, "%s: %s", path, msg);
-        else
+        else {
                 cfg_opts = *o;
+                keep_options(root);
+        }
         json_decref(root);
         return rc;
 }
@@ -845,6 +858,11 @@ json_t *mgmt_config_dump(bool with_secrets)
         json_array_foreach(auth, i, t)
             json_array_append_new(out, entry("iscsi_target_auth", json_incref(t)));
         json_decref(auth);
+        /* initiator ACLs (their CHAP secrets as the target's) */
+        json_t *acl = iscsi_acl_json(NULL, with_secrets);
+        json_array_foreach(acl, i, t)
+            json_array_append_new(out, entry("iscsi_acl_add", json_incref(t)));
+        json_decref(acl);
 
         /* 4. portals last: hosts can connect only once everything behind them exists */
         json_array_foreach(portals, i, t)
@@ -858,7 +876,8 @@ json_t *mgmt_config_dump(bool with_secrets)
                                             : json_pack("{s:s}", "addr", addr)));
         }
         dump_nvmf(out, with_secrets);
-        root = json_pack("{s:O}", "config", out);
+        root = cfg_opts_json ? json_pack("{s:O, s:O}", "options", cfg_opts_json, "config", out)
+                             : json_pack("{s:O}", "config", out);
 out:
         json_decref(out);
         json_decref(nss);

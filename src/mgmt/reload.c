@@ -52,6 +52,7 @@ struct model {
         json_t *subsys;
         json_t *listeners; /* [ {addr, port, tls} ] */
         json_t *auth;      /* iqn, or "" for discovery -> iscsi_target_auth params (no "target") */
+        json_t *acl;       /* iqn -> {initiator -> iscsi_acl_add params (luns as "0,2,4-7")} */
         const char *log_level;
 };
 
@@ -76,6 +77,7 @@ static void model_init(struct model *m)
         m->subsys = json_object();
         m->listeners = json_array();
         m->auth = json_object();
+        m->acl = json_object();
         m->log_level = NULL;
 }
 
@@ -88,6 +90,7 @@ static void model_fini(struct model *m)
         json_decref(m->subsys);
         json_decref(m->listeners);
         json_decref(m->auth);
+        json_decref(m->acl);
 }
 
 static const char *pstr(json_t *p, const char *k)
@@ -186,6 +189,38 @@ static int model_apply(struct model *m, const char *method, json_t *p, char *err
         } else if (strcmp(method, "iscsi_target_delete") == 0) {
                 json_object_del(m->targets, pstr(p, "name"));
                 json_object_del(m->auth, pstr(p, "name"));
+                json_object_del(m->acl, pstr(p, "name"));
+        } else if (strcmp(method, "iscsi_acl_add") == 0 ||
+                   strcmp(method, "iscsi_acl_remove") == 0) {
+                const char *t = pstr(p, "target"), *ini = pstr(p, "initiator");
+                if (!t || !ini || !json_object_get(m->targets, t))
+                        FAIL("%s: no iSCSI target %s before it", method, t ? t : "?");
+                json_t *per = json_object_get(m->acl, t);
+                if (!per) {
+                        per = json_object();
+                        json_object_set_new(m->acl, t, per);
+                }
+                if (method[10] == 'a') {
+                        json_t *a = json_deep_copy(p);
+                        json_t *l = json_object_get(a, "luns");
+                        if (json_is_integer(l) || json_is_array(l)) {
+                                /* one spelling, so an unchanged entry compares equal */
+                                char buf[1100] = "";
+                                size_t o = 0, i;
+                                json_t *e, *arr = json_is_array(l) ? l : NULL;
+                                if (!arr)
+                                        o = (size_t)snprintf(buf, sizeof(buf), "%lld",
+                                                             (long long)json_integer_value(l));
+                                json_array_foreach(arr, i, e) if (o < sizeof(buf)) o +=
+                                    (size_t)snprintf(buf + o, sizeof(buf) - o, "%s%lld",
+                                                     i ? "," : "",
+                                                     (long long)json_integer_value(e));
+                                json_object_set_new(a, "luns", json_string(buf));
+                        }
+                        json_object_set_new(per, ini, a);
+                } else {
+                        json_object_del(per, ini);
+                }
         } else if (strcmp(method, "iscsi_target_auth") == 0) {
                 const char *t = pstr(p, "target");
                 if (t && !json_object_get(m->targets, t))
@@ -680,6 +715,25 @@ static void diff(struct plan *pl, struct model *run, struct model *want, json_t 
         json_object_foreach(run->auth, k, o) if (!json_object_get(want->auth, k) &&
                                                  (!k[0] || json_object_get(want->targets, k)))
             step(pl, "iscsi_target_auth", k[0] ? json_pack("{s:s}", "target", k) : json_object());
+        /* initiator ACLs: entries added or changed, then the ones the file no longer has (live) */
+        json_object_foreach(want->acl, k, n)
+        {
+                json_t *oa = json_object_get(run->acl, k);
+                const char *k2;
+                json_t *v;
+                json_object_foreach(n, k2, v) if (!json_equal(v, json_object_get(oa, k2)))
+                    step(pl, "iscsi_acl_add", json_deep_copy(v));
+        }
+        json_object_foreach(run->acl, k, o)
+        {
+                if (!json_object_get(want->targets, k))
+                        continue; /* the target goes, and its ACL with it */
+                json_t *wa = json_object_get(want->acl, k);
+                const char *k2;
+                json_t *v;
+                json_object_foreach(o, k2, v) if (!json_object_get(wa, k2)) step(
+                    pl, "iscsi_acl_remove", json_pack("{s:s, s:s}", "target", k, "initiator", k2));
+        }
         json_object_foreach(want->subsys, k, n)
         {
                 json_t *os = json_object_get(run->subsys, k);

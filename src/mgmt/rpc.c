@@ -81,6 +81,7 @@ enum ptype {
         P_UINT, /* integer in [min, max] */
         P_SIZE, /* bytes: integer, or string with K/M/G/T (binary) suffix */
         P_BOOL,
+        P_LUNS, /* LUN list: "0,2,4-7", one integer, or an array of integers */
 };
 
 struct param_spec {
@@ -225,6 +226,8 @@ static const char *ptype_name(enum ptype t)
                 return "size";
         case P_BOOL:
                 return "bool";
+        case P_LUNS:
+                return "luns";
         }
         return "?";
 }
@@ -306,6 +309,20 @@ static int check_params(const struct rpc_method *m, struct rpc_ctx *c)
                         if (!json_is_boolean(v))
                                 return inval(c, "'%s' must be true or false", ps->name);
                         break;
+                case P_LUNS: {
+                        /* The values themselves are checked by the handler's parser. */
+                        size_t i;
+                        json_t *e;
+                        bool ok = json_is_string(v) || json_is_integer(v) ||
+                                  (json_is_array(v) && json_array_size(v) > 0);
+                        json_array_foreach(v, i, e) ok = ok && json_is_integer(e);
+                        if (!ok || (json_is_string(v) &&
+                                    (json_string_length(v) > ps->max ||
+                                     strlen(json_string_value(v)) != json_string_length(v))))
+                                return inval(c, "'%s' must be a LUN list (\"0,2,4-7\" or [0, 2])",
+                                             ps->name);
+                        break;
+                }
                 }
         }
         return 0;
@@ -1021,6 +1038,64 @@ static int h_iscsi_target_delete(struct rpc_ctx *c)
         return rc < 0 ? opfail(c, rc, "iscsi_target_delete", msg) : 0;
 }
 
+/* A P_LUNS param as the "0,2,4-7" form; NULL when absent, "-" when it cannot be one. */
+static const char *luns_param(struct rpc_ctx *c, char *buf, size_t len)
+{
+        json_t *v = json_object_get(c->params, "luns");
+        size_t i, o = 0;
+        json_t *e;
+        if (!v || json_is_null(v))
+                return NULL;
+        if (json_is_string(v))
+                return json_string_value(v);
+        if (json_is_integer(v))
+                v = json_pack("[O]", v);
+        else
+                json_incref(v);
+        buf[0] = 0;
+        json_array_foreach(v, i, e)
+        {
+                json_int_t l = json_integer_value(e);
+                int n = snprintf(buf + o, len - o, "%s%lld", i ? "," : "", (long long)l);
+                if (l < 0 || n < 0 || (size_t)n >= len - o) {
+                        json_decref(v);
+                        return "-";
+                }
+                o += (size_t)n;
+        }
+        json_decref(v);
+        return buf;
+}
+
+static int h_iscsi_acl_add(struct rpc_ctx *c)
+{
+        char msg[256] = "", lb[1100];
+        int rc = iscsi_acl_add(pstr(c, "target", NULL), pstr(c, "initiator", NULL),
+                               luns_param(c, lb, sizeof(lb)), pstr(c, "chap_user", NULL),
+                               pstr(c, "chap_secret", NULL), pstr(c, "mutual_user", NULL),
+                               pstr(c, "mutual_secret", NULL), msg, sizeof(msg));
+        if (rc == -EINVAL) {
+                snprintf(c->err, c->errlen, "invalid params: %s", msg);
+                c->code = RPC_INVALID_PARAMS;
+                return rc;
+        }
+        return rc < 0 ? opfail(c, rc, "iscsi_acl_add", msg) : 0;
+}
+
+static int h_iscsi_acl_remove(struct rpc_ctx *c)
+{
+        char msg[256] = "";
+        int rc =
+            iscsi_acl_remove(pstr(c, "target", NULL), pstr(c, "initiator", NULL), msg, sizeof(msg));
+        return rc < 0 ? opfail(c, rc, "iscsi_acl_remove", msg) : 0;
+}
+
+static int h_iscsi_acl_list(struct rpc_ctx *c)
+{
+        c->result = iscsi_acl_json(pstr(c, "target", NULL), false);
+        return c->result ? 0 : opfail(c, -ENOMEM, "iscsi_acl_list", NULL);
+}
+
 static int h_iscsi_target_list(struct rpc_ctx *c)
 {
         c->result = iscsi_targets_json();
@@ -1680,6 +1755,30 @@ static const struct rpc_method rpc_methods[] = {
      "Delete an iSCSI target node",
      {IQN("name", "target name")}},
     {"iscsi_target_list", h_iscsi_target_list, "List iSCSI targets and their LUN maps", {}},
+    {"iscsi_acl_add",
+     h_iscsi_acl_add,
+     "Admit an initiator to a target (or replace its entry): a target with entries admits only "
+     "them, SendTargets shows it only to them; optionally the LUNs it sees and its own CHAP",
+     {IQN("target", "target name"),
+      IQN("initiator", "the initiator's iSCSI name (InitiatorName)"),
+      {.name = "luns",
+       .type = P_LUNS,
+       .max = 1024,
+       .desc = "the LUNs it sees: \"0,2,4-7\" or [0, 2]; absent: every LUN"},
+      STR("chap_user", false, 255, "its own CHAP name (CHAP_N), overriding the target's"),
+      STR("chap_secret", false, 255, "its CHAP secret, 12-255 bytes; never logged"),
+      STR("mutual_user", false, 255, "mutual CHAP: the name the target answers with"),
+      STR("mutual_secret", false, 255,
+          "mutual CHAP: the target's secret, 12-255 bytes, not the initiator's")}},
+    {"iscsi_acl_remove",
+     h_iscsi_acl_remove,
+     "Remove an initiator's ACL entry: its sessions close; with the last entry gone the target "
+     "is open again",
+     {IQN("target", "target name"), IQN("initiator", "the initiator's iSCSI name")}},
+    {"iscsi_acl_list",
+     h_iscsi_acl_list,
+     "List the initiator ACL entries (without secrets)",
+     {STR("target", false, 223, "only this target's")}},
     {"iscsi_lun_map",
      h_iscsi_lun_map,
      "Export a namespace as a LUN of a target",
@@ -1774,8 +1873,8 @@ static const struct rpc_method rpc_methods[] = {
           "write here (atomically; in the state dir or options.allowed_dirs) instead of "
           "returning the config"),
       BOOL("include_secrets", "with the CHAP and DH-HMAC-CHAP secrets (default false: "
-                              "iscsi_target_auth and nvmf_subsystem_add_host entries without "
-                              "them, which a replay refuses)")}},
+                              "iscsi_target_auth, iscsi_acl_add and nvmf_subsystem_add_host "
+                              "entries without them, which a replay refuses)")}},
     {"stats_get",
      h_stats_get,
      "Counters of every namespace and host (ops, bytes, latency sums and histograms, errors, "

@@ -31,6 +31,7 @@
 #include "core/req.h"
 
 #define SCSI_MAX_LUNS  256
+#define SCSI_LUN_WORDS (SCSI_MAX_LUNS / 64) /* a LUN bitmap's 64-bit words */
 #define SCSI_CDB_MAX   260
 #define SCSI_SENSE_MAX 252
 
@@ -82,6 +83,13 @@ struct scsi_nexus {
         struct core_pr_nexus id;
         struct core_host *host;             /* the initiator's statistics (core/stats.h), or NULL */
         _Atomic uint32_t ua[SCSI_MAX_LUNS]; /* pending unit attentions, bit per enum scsi_ua */
+        /*
+         * LUN masking (an iSCSI ACL entry's LUN list): the LUNs this nexus
+         * sees, a bit each; all of them unless the transport narrows it with
+         * scsi_nexus_set_luns().  A LUN outside it is as if unmapped for this
+         * nexus: absent from REPORT LUNS, LOGICAL UNIT NOT SUPPORTED.
+         */
+        _Atomic uint64_t lun_mask[SCSI_LUN_WORDS];
         struct scsi_nexus *next;
         /* PREVENT ALLOW MEDIUM REMOVAL state per LUN */
         uint8_t prevent[SCSI_MAX_LUNS];
@@ -166,6 +174,23 @@ void scsi_nexus_fini(struct scsi_nexus *nx); /* I_T nexus loss: releases RESERVE
 /* Install the transport's task-abort callback (see scsi_nexus.abort_tasks). */
 void scsi_nexus_set_abort(struct scsi_nexus *nx,
                           void (*abort_tasks)(struct scsi_nexus *nx, uint64_t lun));
+
+/*
+ * LUN masking: nx sees only the LUNs set in mask (NULL: every LUN).  With
+ * notify, a change establishes REPORTED LUNS DATA HAS CHANGED (3Fh/0Eh) on
+ * every mapped LUN nx sees afterwards (SPC-5 5.14: the inventory changed).
+ * Control path; takes the target lock.
+ */
+void scsi_nexus_set_luns(struct scsi_nexus *nx, const uint64_t *mask, bool notify);
+/* The same, with notify, for every nexus of tgt whose initiator port is initiator's
+ * ("<name>,i,..."). */
+void scsi_target_set_luns(struct scsi_target *tgt, const char *initiator, const uint64_t *mask);
+static inline bool scsi_nexus_sees(const struct scsi_nexus *nx, uint64_t lun)
+{
+        return lun < SCSI_MAX_LUNS &&
+               (atomic_load_explicit(&nx->lun_mask[lun / 64], memory_order_relaxed) >> (lun % 64)) &
+                   1;
+}
 
 /* Task management effects on the personality's state. */
 void scsi_lun_reset(struct scsi_nexus *nx, uint64_t lun);

@@ -68,7 +68,7 @@ enum scsi_parse_result scsi_spc_report_luns(struct scsi_cmd *cmd)
         /* Select report 01h lists only well known LUs; we have none. */
         if (tgt && c[2] != 0x01) {
                 for (unsigned l = 0; l < SCSI_MAX_LUNS; l++) {
-                        if (!atomic_load(&tgt->luns[l]))
+                        if (!atomic_load(&tgt->luns[l]) || !scsi_nexus_sees(cmd->nexus, l))
                                 continue;
                         memset(b + 8 + n * 8, 0, 8);
                         b[8 + n * 8 + 1] = (uint8_t)l; /* peripheral device addressing */

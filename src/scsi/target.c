@@ -282,11 +282,15 @@ struct core_ns *scsi_lu_by_designator(const struct scsi_nexus *nx, const uint8_t
                 return NULL;
         pthread_mutex_lock(&targets_lock);
         for (struct scsi_target *tgt = targets; tgt && !found; tgt = tgt->next) {
-                bool reach = tgt == nx->target;
+                /* The nexus whose LUN mask applies: nx itself, or the initiator's on tgt. */
+                const struct scsi_nexus *via = tgt == nx->target ? nx : NULL;
                 pthread_mutex_lock(&tgt->lock);
-                for (struct scsi_nexus *o = tgt->nexus_list; o && !reach; o = o->next)
-                        reach = same_initiator(o->id.initiator, nx->id.initiator);
-                for (unsigned l = 0; reach && l < SCSI_MAX_LUNS; l++) {
+                for (struct scsi_nexus *o = tgt->nexus_list; o && !via; o = o->next)
+                        if (same_initiator(o->id.initiator, nx->id.initiator))
+                                via = o;
+                for (unsigned l = 0; via && l < SCSI_MAX_LUNS; l++) {
+                        if (!scsi_nexus_sees(via, l))
+                                continue;
                         struct core_ns *ns = atomic_load(&tgt->luns[l]);
                         if (ns && scsi_vpd_lu_designator_match(ns, desc)) {
                                 core_ns_get(ns);
@@ -332,6 +336,8 @@ void scsi_nexus_init(struct scsi_nexus *nx, struct scsi_target *tgt, const char 
         }
         for (unsigned l = 0; l < SCSI_MAX_LUNS; l++)
                 atomic_init(&nx->ua[l], 1u << SCSI_UA_POWER_ON);
+        for (unsigned w = 0; w < SCSI_LUN_WORDS; w++)
+                atomic_init(&nx->lun_mask[w], UINT64_MAX);
         if (tgt) {
                 /* The host is the initiator name: the port name less ",i,0x<ISID>". */
                 char host[CORE_HOST_NAME_MAX];
@@ -351,6 +357,41 @@ void scsi_nexus_set_abort(struct scsi_nexus *nx,
                           void (*abort_tasks)(struct scsi_nexus *nx, uint64_t lun))
 {
         __atomic_store_n(&nx->abort_tasks, abort_tasks, __ATOMIC_RELEASE);
+}
+
+/* Caller holds tgt's lock (or owns a nexus on no target). */
+static void nexus_set_luns_locked(struct scsi_target *tgt, struct scsi_nexus *nx,
+                                  const uint64_t *mask, bool notify)
+{
+        bool changed = false;
+        for (unsigned w = 0; w < SCSI_LUN_WORDS; w++) {
+                uint64_t v = mask ? mask[w] : UINT64_MAX;
+                if (atomic_exchange(&nx->lun_mask[w], v) != v)
+                        changed = true;
+        }
+        if (changed && notify && tgt)
+                for (unsigned l = 0; l < SCSI_MAX_LUNS; l++)
+                        if (scsi_nexus_sees(nx, l) && atomic_load(&tgt->luns[l]))
+                                atomic_fetch_or(&nx->ua[l], 1u << SCSI_UA_LUNS_CHANGED);
+}
+
+void scsi_nexus_set_luns(struct scsi_nexus *nx, const uint64_t *mask, bool notify)
+{
+        struct scsi_target *tgt = nx->target;
+        if (tgt)
+                pthread_mutex_lock(&tgt->lock);
+        nexus_set_luns_locked(tgt, nx, mask, notify);
+        if (tgt)
+                pthread_mutex_unlock(&tgt->lock);
+}
+
+void scsi_target_set_luns(struct scsi_target *tgt, const char *initiator, const uint64_t *mask)
+{
+        pthread_mutex_lock(&tgt->lock);
+        for (struct scsi_nexus *nx = tgt->nexus_list; nx; nx = nx->next)
+                if (same_initiator(nx->id.initiator, initiator))
+                        nexus_set_luns_locked(tgt, nx, mask, true);
+        pthread_mutex_unlock(&tgt->lock);
 }
 
 void scsi_nexus_fini(struct scsi_nexus *nx)
@@ -500,7 +541,8 @@ int scsi_target_unmap_lun(struct scsi_target *tgt, uint32_t lun)
 static struct core_ns *lookup_lun(struct scsi_cmd *cmd)
 {
         struct scsi_target *tgt = cmd->nexus ? cmd->nexus->target : NULL;
-        if (!tgt || cmd->lun >= SCSI_MAX_LUNS)
+        /* One bitmap test for LUN masking: a LUN the nexus may not see is not there. */
+        if (!tgt || !scsi_nexus_sees(cmd->nexus, cmd->lun))
                 return NULL;
         return atomic_load(&tgt->luns[cmd->lun]);
 }

@@ -5,7 +5,8 @@
  * The bytes go in through one end of a socketpair whose other end the
  * transport serves like any accepted connection (stream.h); what the
  * target sends is dropped.  Target iqn.2024-01.org.slate:test (the name
- * the seeds log in to) maps one 8 MiB mem namespace at LUN 0.  Seed with a
+ * the seeds log in to) maps one 8 MiB mem namespace at LUN 0 (two more
+ * targets: one with CHAP, one with an initiator ACL).  Seed with a
  * valid login followed by commands.
  */
 #include <stddef.h>
@@ -21,6 +22,7 @@
 
 #define FUZZ_IQN      "iqn.2024-01.org.slate:test"
 #define FUZZ_IQN_CHAP "iqn.2024-01.org.slate:chap"
+#define FUZZ_IQN_ACL  "iqn.2024-01.org.slate:acl"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -51,6 +53,16 @@ static int setup_once(void)
             iscsi_lun_map(FUZZ_IQN_CHAP, 0, "fz0", err, sizeof(err)) < 0 ||
             iscsi_auth_set(FUZZ_IQN_CHAP, "fuzz", "fuzz-secret-123", "tgt", "target-secret-456",
                            err, sizeof(err)) < 0)
+                return -1;
+        /*
+         * A third with an initiator ACL (seed acl_masked): iqn.2024-01.org.slate:i sees
+         * LUN 1 of LUNs 0 and 1, others are refused (the ACL check, the masked lookup).
+         */
+        if (iscsi_target_add(FUZZ_IQN_ACL, err, sizeof(err)) < 0 ||
+            iscsi_lun_map(FUZZ_IQN_ACL, 0, "fz0", err, sizeof(err)) < 0 ||
+            iscsi_lun_map(FUZZ_IQN_ACL, 1, "fz0", err, sizeof(err)) < 0 ||
+            iscsi_acl_add(FUZZ_IQN_ACL, "iqn.2024-01.org.slate:i", "1", NULL, NULL, NULL, NULL, err,
+                          sizeof(err)) < 0)
                 return -1;
         return 0;
 }

@@ -23,6 +23,8 @@
 #    refused without allow_block_devices);
 #  - the state dir is 0700 (an existing 0755 one is tightened), a disk's data
 #    and metadata files 0600.
+# Then chap.sh (iSCSI CHAP) and acl.sh (initiator ACLs, LUN masking,
+# SendTargets filtering, per-initiator CHAP) against daemons of their own.
 # slated must be alive and its log free of sanitizer reports after each.
 # Then chap.sh (iSCSI CHAP) and tls.sh (NVMe/TCP TLS 1.3 PSK), each with
 # its own slated.
@@ -312,6 +314,33 @@ else
 fi
 check_alive limits.paths.alive && slate_result PASS limits.paths.alive
 
+# 5d. config_save writes the running options back: a saved config restarts or
+#     reloads with the same limits and allowed_dirs, so the namespace in the
+#     allowed directory is still accepted when the saved file is reloaded.
+saved_fail=
+ctl config_save path="$state/run/saved2.json" >/dev/null 2>&1 || saved_fail="config_save failed"
+if [ -z "$saved_fail" ] && ! python3 - "$state/run/saved2.json" "$out" "$LOGIN_MS" <<'PY'; then
+import json, sys
+d = json.load(open(sys.argv[1]))
+o = d.get("options", {})
+ok = o.get("allowed_dirs") == [sys.argv[2]] and o.get("login_timeout_ms") == int(sys.argv[3])
+ok = ok and any(e["method"] == "namespace_create" and e["params"].get("name") == "pout" for e in d["config"])
+sys.exit(0 if ok else 1)
+PY
+	saved_fail="the saved config lacks the options (allowed_dirs, login_timeout_ms) or pout: $(head -c 300 "$state/run/saved2.json")"
+fi
+if [ -z "$saved_fail" ] && ! ctl config_reload path="$state/run/saved2.json" >"$logdir/reload-saved.out" 2>&1; then
+	saved_fail="reloading the saved config failed: $(tail -3 "$logdir/reload-saved.out")"
+fi
+if [ -z "$saved_fail" ] && ! ctl namespace_list 2>/dev/null | grep -q '^pout '; then
+	saved_fail="pout is gone after reloading the saved config"
+fi
+if [ -z "$saved_fail" ]; then
+	slate_result PASS limits.config_save_options
+else
+	slate_result FAIL limits.config_save_options "$daemon_log" "$saved_fail"
+fi
+
 # 6. Safe state: owner-only files.
 modes=$(stat -c '%a' "$state/run" "$state/run/limf.img" "$state/run/limf.meta.json" 2>&1 | tr '\n' ' ')
 if [ "$modes" = "700 600 600 " ]; then
@@ -394,4 +423,5 @@ if grep -q 'ERROR: AddressSanitizer\|runtime error:' "$fdlog"; then
 	slate_result FAIL limits.fd_exhausted.clean "$fdlog" "sanitizer report"
 fi
 bash "$here/chap.sh"
+bash "$here/acl.sh"
 bash "$here/tls.sh"
