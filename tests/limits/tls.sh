@@ -153,18 +153,18 @@ else
 fi
 
 # Keys: never in the log; config_save without them unless asked; listeners keep tls.
-ctl config_save path="$state/saved.json" >/dev/null
-ctl config_save path="$state/saved-secrets.json" include_secrets=true >/dev/null
+ctl config_save path="$state/run/saved.json" >/dev/null
+ctl config_save path="$state/run/saved-secrets.json" include_secrets=true >/dev/null
 b64_1=$(echo "$K1" | cut -d: -f3) b64_2=$(echo "$K2" | cut -d: -f3)
 if grep -q -e "$b64_1" -e "$b64_2" -e "${PSK:0:16}" "$log"; then
 	slate_result FAIL tls.no_key_in_log "$log" "a TLS key is in the log"
 else
 	slate_result PASS tls.no_key_in_log
 fi
-if grep -q -e "$b64_1" -e "$b64_2" "$state/saved.json" || ! grep -q "$b64_1" "$state/saved-secrets.json" ||
-	! grep -q "$b64_2" "$state/saved-secrets.json" || ! grep -q '"tls": "required"' "$state/saved.json" ||
-	! grep -q '"tls": "allowed"' "$state/saved.json"; then
-	slate_result FAIL tls.config_save "$state/saved.json" "keys where not asked for, missing where asked, or a listener's tls lost"
+if grep -q -e "$b64_1" -e "$b64_2" "$state/run/saved.json" || ! grep -q "$b64_1" "$state/run/saved-secrets.json" ||
+	! grep -q "$b64_2" "$state/run/saved-secrets.json" || ! grep -q '"tls": "required"' "$state/run/saved.json" ||
+	! grep -q '"tls": "allowed"' "$state/run/saved.json"; then
+	slate_result FAIL tls.config_save "$state/run/saved.json" "keys where not asked for, missing where asked, or a listener's tls lost"
 else
 	slate_result PASS tls.config_save
 fi
