@@ -749,6 +749,11 @@ static void dump_nvmf(json_t *out, bool with_secrets)
                         for (int k = 0; k < 2; k++) /* present only with include_secrets */
                                 if (json_object_get(hk, ks[k]))
                                         json_object_set(a, ks[k], json_object_get(hk, ks[k]));
+                        /* A host's TLS PSK only when asked (include_secrets), like CHAP. */
+                        char psk[160];
+                        if (with_secrets && json_is_string(x) &&
+                            nvmf_tls_host_psk_get(nqn, json_string_value(x), psk, sizeof(psk)) == 0)
+                                json_object_set_new(a, "tls_psk", json_string(psk));
                         json_array_append_new(out, entry("nvmf_subsystem_add_host", a));
                 }
                 if (json_object_get(sa, "digests") || json_object_get(sa, "dhgroups")) {
@@ -781,8 +786,12 @@ static void dump_nvmf(json_t *out, bool with_secrets)
         }
         json_array_foreach(lis, i, x) json_array_append_new(
             out,
-            entry("nvmf_listener_add", json_pack("{s:O, s:O}", "addr", json_object_get(x, "addr"),
-                                                 "port", json_object_get(x, "port"))));
+            entry("nvmf_listener_add",
+                  strcmp(json_string_value(json_object_get(x, "tls")), "none") == 0
+                      ? json_pack("{s:O, s:O}", "addr", json_object_get(x, "addr"), "port",
+                                  json_object_get(x, "port"))
+                      : json_pack("{s:O, s:O, s:O}", "addr", json_object_get(x, "addr"), "port",
+                                  json_object_get(x, "port"), "tls", json_object_get(x, "tls"))));
         json_decref(subs);
         json_decref(lis);
         json_decref(auth);

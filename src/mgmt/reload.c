@@ -44,23 +44,24 @@
 #define NVME_NSID_LIMIT 1024u /* NSIDs the model searches for a free one (>= NVME_MAX_NSID) */
 
 struct model {
-        json_t *pools;     /* realdir -> limit */
-        json_t *ns;        /* name -> {"p": create params, "wp", "wc", "pl", "pt", "size"} */
-        json_t *targets;   /* iqn -> {lun(str) -> ns name} */
-        json_t *portals;   /* [ {addr, port} ] */
-        json_t *subsys;    /* nqn -> {"serial", "model", "any", "hosts": {h: true}, "ns": {..}} */
-        json_t *listeners; /* [ {addr, port} ] */
+        json_t *pools;   /* realdir -> limit */
+        json_t *ns;      /* name -> {"p": create params, "wp", "wc", "pl", "pt", "size"} */
+        json_t *targets; /* iqn -> {lun(str) -> ns name} */
+        json_t *portals; /* [ {addr, port} ] */
+        /* nqn -> {"serial", "model", "any", "hosts": {h: true or its TLS PSK}, "ns": {..}} */
+        json_t *subsys;
+        json_t *listeners; /* [ {addr, port, tls} ] */
         json_t *auth;      /* iqn, or "" for discovery -> iscsi_target_auth params (no "target") */
         json_t *acl;       /* iqn -> {initiator -> iscsi_acl_add params (luns as "0,2,4-7")} */
         const char *log_level;
 };
 
-/* A copy of params with CHAP secrets masked, for the log and the result. */
+/* A copy of params with CHAP secrets and TLS keys masked, for the log and the result. */
 static json_t *redacted(json_t *params)
 {
         json_t *c = json_deep_copy(params);
         static const char *const keys[] = {"chap_secret", "mutual_secret", "dhchap_secret",
-                                           "dhchap_ctrl_secret"};
+                                           "dhchap_ctrl_secret", "tls_psk"};
         for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
                 if (json_object_get(c, keys[i]))
                         json_object_set_new(c, keys[i], json_string("********"));
@@ -254,8 +255,9 @@ static int model_apply(struct model *m, const char *method, json_t *p, char *err
                 if (port != 0 && addr_find(l, pstr(p, "addr"), port) >= 0)
                         FAIL("%s %s:%" JSON_INTEGER_FORMAT " is added twice", method,
                              pstr(p, "addr"), port);
-                json_array_append_new(
-                    l, json_pack("{s:s, s:I}", "addr", pstr(p, "addr"), "port", port));
+                json_array_append_new(l, json_pack("{s:s, s:I, s:s}", "addr", pstr(p, "addr"),
+                                                   "port", port, "tls",
+                                                   pstr(p, "tls") ? pstr(p, "tls") : "none"));
         } else if (strcmp(method, "iscsi_portal_delete") == 0 ||
                    strcmp(method, "nvmf_listener_delete") == 0) {
                 json_t *l = method[0] == 'i' ? m->portals : m->listeners;
@@ -290,7 +292,8 @@ static int model_apply(struct model *m, const char *method, json_t *p, char *err
                         if (strcmp(host, "*") == 0)
                                 json_object_set_new(s, "any", json_true());
                         else {
-                                /* A host with DH-HMAC-CHAP secrets: they are part of its entry. */
+                                /* A host with DH-HMAC-CHAP secrets or a TLS PSK: they are part of
+                                 * its entry. */
                                 json_t *hv = json_object();
                                 if (pstr(p, "dhchap_secret"))
                                         json_object_set_new(hv, "dhchap_secret",
@@ -299,6 +302,9 @@ static int model_apply(struct model *m, const char *method, json_t *p, char *err
                                         json_object_set_new(
                                             hv, "dhchap_ctrl_secret",
                                             json_string(pstr(p, "dhchap_ctrl_secret")));
+                                if (pstr(p, "tls_psk"))
+                                        json_object_set_new(hv, "tls_psk",
+                                                            json_string(pstr(p, "tls_psk")));
                                 if (json_object_size(hv) == 0) {
                                         json_decref(hv);
                                         hv = json_true();
@@ -452,7 +458,7 @@ static json_t *pair_addrs(json_t *run, json_t *want)
                 int k = addr_find(run, pstr(x, "addr"), pint(x, "port", 0));
                 if (k >= 0 && !json_is_true(json_array_get(used, (size_t)k))) {
                         json_array_set_new(used, (size_t)k, json_true());
-                        json_object_set_new(x, "matched", json_true());
+                        json_object_set_new(x, "matched", json_integer(k));
                 }
         }
         json_array_foreach(want, i, x)
@@ -464,7 +470,7 @@ static json_t *pair_addrs(json_t *run, json_t *want)
                         if (!json_is_true(json_array_get(used, j)) &&
                             strcmp(pstr(r, "addr"), pstr(x, "addr")) == 0) {
                                 json_array_set_new(used, j, json_true());
-                                json_object_set_new(x, "matched", json_true());
+                                json_object_set_new(x, "matched", json_integer((json_int_t)j));
                                 break;
                         }
                 }
@@ -481,9 +487,25 @@ static void diff_addrs(struct plan *pl, json_t *run, json_t *want, const char *a
         json_array_foreach(run, i, x) if (!json_is_true(json_array_get(used, i))) step(
             pl, del,
             json_pack("{s:s, s:O}", "addr", pstr(x, "addr"), "port", json_object_get(x, "port")));
-        json_array_foreach(want, i, x) if (!json_object_get(x, "matched")) json_array_append_new(
-            adds, json_pack("{s:s, s:{s:s, s:O}}", "method", add, "params", "addr", pstr(x, "addr"),
-                            "port", json_object_get(x, "port")));
+        json_array_foreach(want, i, x)
+        {
+                json_t *m = json_object_get(x, "matched"), *port = json_object_get(x, "port");
+                if (m) {
+                        /* A listener whose TLS mode changes is closed and opened again. */
+                        json_t *r = json_array_get(run, (size_t)json_integer_value(m));
+                        const char *rt = pstr(r, "tls"), *wt = pstr(x, "tls");
+                        if (strcmp(rt ? rt : "none", wt ? wt : "none") == 0)
+                                continue;
+                        step(pl, del,
+                             json_pack("{s:s, s:O}", "addr", pstr(r, "addr"), "port",
+                                       json_object_get(r, "port")));
+                        port = json_object_get(r, "port"); /* a port 0 one keeps its port */
+                }
+                json_t *p = json_pack("{s:s, s:O}", "addr", pstr(x, "addr"), "port", port);
+                if (pstr(x, "tls") && strcmp(pstr(x, "tls"), "none") != 0)
+                        json_object_set_new(p, "tls", json_string(pstr(x, "tls")));
+                json_array_append_new(adds, json_pack("{s:s, s:o}", "method", add, "params", p));
+        }
         json_decref(used);
 }
 
@@ -721,8 +743,7 @@ static void diff(struct plan *pl, struct model *run, struct model *want, json_t 
                             !json_equal(v, json_object_get(json_object_get(os, "hosts"), k2))) {
                                 json_t *a = json_pack("{s:s, s:s, s:b}", "nqn", k, "host", k2,
                                                       "keep_any_host", true);
-                                if (json_is_object(
-                                        v)) /* its DH-HMAC-CHAP secrets, new or changed */
+                                if (json_is_object(v)) /* its DH-HMAC-CHAP secrets, TLS PSK */
                                         json_object_update(a, v);
                                 step(pl, "nvmf_subsystem_add_host", a);
                         }

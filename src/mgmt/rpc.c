@@ -1170,6 +1170,8 @@ static int h_nvmf_subsystem_delete(struct rpc_ctx *c)
 {
         char msg[256] = "";
         int rc = nvme_subsys_del(pstr(c, "nqn", NULL), msg, sizeof(msg));
+        if (rc == 0)
+                nvmf_tls_subsys_forget(pstr(c, "nqn", NULL));
         return rc < 0 ? opfail(c, rc, "nvmf_subsystem_delete", msg) : 0;
 }
 
@@ -1194,6 +1196,10 @@ static int h_nvmf_subsystem_add_host(struct rpc_ctx *c)
                 rc = nvme_subsys_set_host_key(nqn, host, sec, csec, msg, sizeof(msg));
         else if (sec || csec)
                 rc = -EINVAL, snprintf(msg, sizeof(msg), "DH-HMAC-CHAP secrets need a named host");
+        /* The TLS PSK likewise: set, or cleared by adding the host without one. */
+        const char *psk = pstr(c, "tls_psk", NULL);
+        if (rc == 0 && (strcmp(host, "*") != 0 || psk))
+                rc = nvmf_tls_host_psk_set(nqn, host, psk, msg, sizeof(msg));
         if (rc < 0)
                 return opfail(c, rc, "nvmf_subsystem_add_host", msg);
         rc = nvme_subsys_allow_host(nqn, host, msg, sizeof(msg));
@@ -1233,6 +1239,9 @@ static int h_nvmf_subsystem_remove_host(struct rpc_ctx *c)
         char msg[256] = "";
         int rc = nvme_subsys_disallow_host(pstr(c, "nqn", NULL), pstr(c, "host", NULL), msg,
                                            sizeof(msg));
+        if (rc == 0)
+                nvmf_tls_host_psk_set(pstr(c, "nqn", NULL), pstr(c, "host", NULL), NULL, msg,
+                                      sizeof(msg));
         return rc < 0 ? opfail(c, rc, "nvmf_subsystem_remove_host", msg) : 0;
 }
 
@@ -1258,8 +1267,12 @@ static int h_nvmf_ns_detach(struct rpc_ctx *c)
 static int h_nvmf_listener_add(struct rpc_ctx *c)
 {
         char msg[256] = "";
-        int rc = nvmf_tcp_listener_add(pstr(c, "addr", NULL), (uint16_t)puint(c, "port", 4420), msg,
-                                       sizeof(msg));
+        enum nvmf_tls_mode tls;
+        if (nvmf_tls_mode_parse(pstr(c, "tls", NULL), &tls) < 0)
+                return opfail(c, -EINVAL, "nvmf_listener_add",
+                              "tls must be none, required or allowed");
+        int rc = nvmf_tcp_listener_add(pstr(c, "addr", NULL), (uint16_t)puint(c, "port", 4420), tls,
+                                       msg, sizeof(msg));
         return rc < 0 ? opfail(c, rc, "nvmf_listener_add", msg) : 0;
 }
 
@@ -1814,7 +1827,9 @@ static const struct rpc_method rpc_methods[] = {
           "DH-HMAC-CHAP: the host's secret, DHHC-1:XX:<base64>: (nvme gen-dhchap-key); the host "
           "must authenticate every queue; never logged"),
       STR("dhchap_ctrl_secret", false, 255,
-          "DH-HMAC-CHAP bidirectional: the controller's secret, proven to the host")}},
+          "DH-HMAC-CHAP bidirectional: the controller's secret, proven to the host"),
+      STR("tls_psk", false, 127,
+          "NVMe/TCP TLS configured PSK \"NVMeTLSkey-1:HH:<base64>:\" (secret; TLS listeners)")}},
     {"nvmf_subsystem_auth",
      h_nvmf_subsystem_auth,
      "DH-HMAC-CHAP: the hashes and DH groups the controller picks from, in its order of "
@@ -1843,7 +1858,8 @@ static const struct rpc_method rpc_methods[] = {
      "Listen for NVMe/TCP connections on an address and port",
      {STR("addr", true, 63, "IPv4/IPv6 address to bind"),
       UINT("port", false, 0, 65535,
-           "TCP port (default 4420; 0: any free port, see nvmf_listener_list)")}},
+           "TCP port (default 4420; 0: any free port, see nvmf_listener_list)"),
+      STR("tls", false, 8, "secure channel: none (default), required or allowed (TLS 1.3 PSK)")}},
     {"nvmf_listener_delete",
      h_nvmf_listener_delete,
      "Stop an NVMe/TCP listener",

@@ -46,7 +46,7 @@ static bool wildcard(const char *a)
 
 static void fill_entry(struct nvmf_disc_log_entry *e, const struct nvme_subsys *s,
                        const struct nvme_queue *q, const char *trtype, const char *addr,
-                       uint16_t port, uint16_t portid)
+                       uint16_t port, uint16_t portid, uint8_t tls)
 {
         char svc[8];
         const char *a = addr;
@@ -65,6 +65,15 @@ static void fill_entry(struct nvmf_disc_log_entry *e, const struct nvme_subsys *
         snprintf(e->subnqn, sizeof(e->subnqn), "%s", s->nqn);
         pad_str(e->traddr, sizeof(e->traddr), a, ' ');
         e->tsas[0] = NVMF_TCP_SECTYPE_NONE;
+        /*
+         * A TLS listener (nvmf/nvmf.h): TREQ says whether the secure channel is
+         * required (1) or not (2), TSAS.SECTYPE that it is TLS 1.3 (TCP
+         * transport 1.0c 4.2, Discovery Log Page Entry TSAS).
+         */
+        if (tls == 1 || tls == 2) {
+                e->treq = tls == 1 ? NVMF_TREQ_REQUIRED : NVMF_TREQ_NOT_REQUIRED;
+                e->tsas[0] = NVMF_TCP_SECTYPE_TLS13;
+        }
 }
 
 int nvmf_discovery_log(struct nvme_ctrl *ctrl, const struct nvme_queue *q, uint8_t *buf,
@@ -75,9 +84,11 @@ int nvmf_discovery_log(struct nvme_ctrl *ctrl, const struct nvme_queue *q, uint8
         uint64_t n = 0, idx = 0;
         const char *trtype, *addr;
         uint16_t port, portid;
+        uint8_t tls;
 
         pthread_mutex_lock(&nvme_lock);
-        for (unsigned li = 0; nvmf_listener_get_locked(li, &trtype, &addr, &port, &portid); li++)
+        for (unsigned li = 0; nvmf_listener_get_locked(li, &trtype, &addr, &port, &portid, &tls);
+             li++)
                 for (struct nvme_subsys *s = nvme_subsystems; s; s = s->next)
                         if (s->discovery || nvme_subsys_host_allowed_locked(s, ctrl->hostnqn))
                                 n++;
@@ -90,7 +101,8 @@ int nvmf_discovery_log(struct nvme_ctrl *ctrl, const struct nvme_queue *q, uint8
         put_le64(&h.numrec, n);
         nvme_copy_window(buf, len, off, &h, 0, sizeof(h));
 
-        for (unsigned li = 0; nvmf_listener_get_locked(li, &trtype, &addr, &port, &portid); li++) {
+        for (unsigned li = 0; nvmf_listener_get_locked(li, &trtype, &addr, &port, &portid, &tls);
+             li++) {
                 for (struct nvme_subsys *s = nvme_subsystems; s; s = s->next) {
                         if (!s->discovery && !nvme_subsys_host_allowed_locked(s, ctrl->hostnqn))
                                 continue;
@@ -98,7 +110,7 @@ int nvmf_discovery_log(struct nvme_ctrl *ctrl, const struct nvme_queue *q, uint8
                         idx++;
                         if (at + sizeof(e) <= off || at >= off + len)
                                 continue; /* outside the window the host asked for */
-                        fill_entry(&e, s, q, trtype, addr, port, portid);
+                        fill_entry(&e, s, q, trtype, addr, port, portid, tls);
                         nvme_copy_window(buf, len, off, &e, at, sizeof(e));
                 }
         }

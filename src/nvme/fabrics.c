@@ -92,6 +92,14 @@ void nvmf_connect_do(struct nvme_cmd *cmd)
                 return;
         }
 
+        if (q->tls_hostnqn &&
+            (strcmp(d->hostnqn, q->tls_hostnqn) != 0 || strcmp(d->subnqn, q->tls_subnqn) != 0)) {
+                LOG_INFO("nvme", "connect to %s as host %s refused: the TLS PSK is %s's for %s",
+                         d->subnqn, d->hostnqn, q->tls_hostnqn, q->tls_subnqn);
+                connect_fail(cmd, NVME_SCT_CMD_SPECIFIC, NVMF_SC_CONNECT_INVALID_HOST, true,
+                             offsetof(struct nvmf_connect_data, hostnqn));
+                return;
+        }
         if (qid == 0) {
                 if (cntlid != NVMF_CNTLID_DYNAMIC) { /* only the dynamic controller model */
                         connect_fail(cmd, NVME_SCT_CMD_SPECIFIC, NVMF_SC_CONNECT_INVALID_PARAM,

@@ -443,8 +443,9 @@ extern struct nvme_subsys *nvme_subsystems; /* under nvme_lock */
 struct nvme_subsys *nvme_subsys_find_locked(const char *nqn);
 bool nvme_subsys_host_allowed_locked(const struct nvme_subsys *s, const char *hostnqn);
 /* Listener i of the registry (under nvme_lock); false past the end. */
+/* tls: as given to nvme_listener_register. */
 bool nvmf_listener_get_locked(unsigned i, const char **trtype, const char **addr, uint16_t *port,
-                              uint16_t *portid);
+                              uint16_t *portid, uint8_t *tls);
 /* Active namespace by NSID with a reference (core_ns_put when done), or NULL. */
 struct core_ns *nvme_ns_lookup(struct nvme_subsys *s, uint32_t nsid);
 /* Borrowed peek for control-path readers that only test activity. */

@@ -81,6 +81,12 @@ struct nvme_queue {
         bool is_discovery;
         char local_addr[64]; /* for discovery log entries of wildcard listeners */
         uint16_t local_port;
+        /*
+         * The NVMe/TCP secure channel's PSK identity (NULL: none): a Connect
+         * on this queue must name the same host and subsystem, so a key
+         * speaks for its own host only (TCP transport 1.0c 3.6.1.3).
+         */
+        const char *tls_hostnqn, *tls_subnqn;
         /* Transport callbacks. */
         /* The controller is gone (KATO expiry, delete, shutdown): tear this queue down. */
         void (*teardown)(struct nvme_queue *q);
@@ -205,7 +211,11 @@ int nvme_ns_attach(const char *nqn, uint32_t nsid /* 0 = next free */, const cha
 int nvme_ns_detach(const char *nqn, uint32_t nsid, char *err, size_t errlen);
 int nvme_ns_in_use(const struct core_ns *ns);
 /* Listener bookkeeping for discovery log pages (the transport adds/removes them). */
-int nvme_listener_register(const char *trtype, const char *addr, uint16_t port);
+/*
+ * tls: the listener's secure channel for the discovery log's TREQ/TSAS
+ * (0 none, 1 required, 2 allowed; nvmf/nvmf.h enum nvmf_tls_mode).
+ */
+int nvme_listener_register(const char *trtype, const char *addr, uint16_t port, uint8_t tls);
 void nvme_listener_unregister(const char *trtype, const char *addr, uint16_t port);
 
 struct json_t;

@@ -28,6 +28,7 @@ struct nvme_listener {
         char addr[64];
         uint16_t port;
         uint16_t portid;
+        uint8_t tls; /* nvme_listener_register */
 };
 #define MAX_LISTENERS 32
 static struct nvme_listener listeners[MAX_LISTENERS];
@@ -419,7 +420,7 @@ int nvme_ns_in_use(const struct core_ns *ns)
 
 /* ---- Listeners ---- */
 
-int nvme_listener_register(const char *trtype, const char *addr, uint16_t port)
+int nvme_listener_register(const char *trtype, const char *addr, uint16_t port, uint8_t tls)
 {
         if (!trtype || !addr || strlen(trtype) >= 8 || strlen(addr) >= 64)
                 return -EINVAL;
@@ -440,6 +441,7 @@ int nvme_listener_register(const char *trtype, const char *addr, uint16_t port)
         snprintf(l->addr, sizeof(l->addr), "%s", addr);
         l->port = port;
         l->portid = next_portid++;
+        l->tls = tls;
         ensure_discovery_locked();
         nvmf_discovery_changed();
         pthread_mutex_unlock(&nvme_lock);
@@ -464,7 +466,7 @@ void nvme_listener_unregister(const char *trtype, const char *addr, uint16_t por
 
 /* For discovery.c: listener i (under nvme_lock). */
 bool nvmf_listener_get_locked(unsigned i, const char **trtype, const char **addr, uint16_t *port,
-                              uint16_t *portid)
+                              uint16_t *portid, uint8_t *tls)
 {
         if (i >= nlisteners)
                 return false;
@@ -472,6 +474,7 @@ bool nvmf_listener_get_locked(unsigned i, const char **trtype, const char **addr
         *addr = listeners[i].addr;
         *port = listeners[i].port;
         *portid = listeners[i].portid;
+        *tls = listeners[i].tls;
         return true;
 }
 

@@ -21,6 +21,9 @@
 
 #include <errno.h>
 #include <jansson.h>
+#include <limits.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stddef.h>
@@ -34,6 +37,7 @@
 #include "core/fault.h"
 #include "nvme/nvme.h"
 #include "nvmf/tcp_internal.h"
+#include "nvmf/tls.h"
 #include "rt/bigbuf.h"
 #include "rt/crc.h"
 #include "rt/listener.h"
@@ -48,11 +52,14 @@
 
 #define MOD "nvmf-tcp"
 
-#define TCP_POOL      NVME_TRANSPORT_QUEUE_DEPTH
-#define TCP_ICD_MAX   NVME_TRANSPORT_ICD_BYTES
-#define TCP_BUF_LEN   (2u * CORE_SMALL_TRANSFER_BYTES)
-#define TCP_RX_BUDGET (4u << 20) /* bytes read per wake-up before yielding to others */
-#define TCP_CLOSE_MS  1000       /* after a C2HTermReq, close even if it could not be sent */
+#define TCP_POOL             NVME_TRANSPORT_QUEUE_DEPTH
+#define TCP_ICD_MAX          NVME_TRANSPORT_ICD_BYTES
+#define TCP_BUF_LEN          (2u * CORE_SMALL_TRANSFER_BYTES)
+#define TCP_RX_BUDGET        (4u << 20) /* bytes read per wake-up before yielding to others */
+#define TCP_CLOSE_MS         1000       /* after a C2HTermReq, close even if it could not be sent */
+#define TLS_STAGE            16384      /* one TLS record of small PDUs gathered for SSL_write */
+#define TLS_DIRECT           4096       /* a first iovec this long is written without the copy */
+#define TLS_RECORD_HANDSHAKE 0x16       /* a TLS ClientHello's first byte; an ICReq's is 0 */
 
 #define container_of(p, T, m) ((T *)((char *)(p)-offsetof(T, m)))
 
@@ -179,6 +186,20 @@ struct tcp_queue {
         bool bw_armed;
 
         struct tcp_queue *reg_prev, *reg_next;
+
+        /*
+         * The secure channel (nvmf/tls.h): ssl is NULL on a plain connection,
+         * whose path never looks further.  tls_detect: a tls=allowed listener
+         * still has to see the first byte; tls_hs: the handshake runs (the
+         * login timeout covers it).  tls_retry: SSL_write asked for a retry
+         * of this many bytes.
+         */
+        SSL *ssl;
+        uint8_t *tls_stage;
+        size_t tls_retry;
+        enum nvmf_tls_mode tls_mode;
+        bool tls_detect, tls_hs;
+        struct nvmf_tls_peer tls_peer;
 
         /*
          * Buffers last: the queue is its own mapping (queue_alloc), so pages
@@ -379,6 +400,10 @@ static void tx_ev_fn(struct rt_event *ev, int res)
                 queue_kick(q);
                 return;
         }
+        if (q->tls_hs) { /* the handshake wanted to write */
+                rx_process(q);
+                return;
+        }
         tx_flush(q);
 }
 
@@ -390,18 +415,69 @@ static bool tx_sent_cb(struct rt_txitem *tx, void *arg)
         return q->state != Q_DEAD;
 }
 
+/*
+ * rt_txq_writer of a TLS connection: gather small PDUs into one record (a
+ * long first iovec, e.g. read data, goes as it is), SSL_write it, and on
+ * WANT_WRITE remember the length: OpenSSL wants the retry with the same
+ * bytes, which are still the queue's unsent head.
+ */
+static ssize_t tls_write(void *arg, const struct iovec *iov, int n)
+{
+        struct tcp_queue *q = arg;
+        size_t want = q->tls_retry ? q->tls_retry : TLS_STAGE, len = 0;
+        const void *src;
+        if (iov[0].iov_len >= want || (!q->tls_retry && iov[0].iov_len >= TLS_DIRECT)) {
+                src = iov[0].iov_base;
+                len = iov[0].iov_len < want ? iov[0].iov_len : want;
+        } else {
+                for (int i = 0; i < n && len < want; i++) {
+                        size_t l = iov[i].iov_len < want - len ? iov[i].iov_len : want - len;
+                        memcpy(q->tls_stage + len, iov[i].iov_base, l);
+                        len += l;
+                }
+                src = q->tls_stage;
+        }
+        if (len > INT_MAX)
+                len = INT_MAX;
+        int w = SSL_write(q->ssl, src, (int)len);
+        if (w > 0) {
+                q->tls_retry = 0;
+                return w;
+        }
+        int e = SSL_get_error(q->ssl, w);
+        if (e == SSL_ERROR_WANT_WRITE || e == SSL_ERROR_WANT_READ) {
+                q->tls_retry = len;
+                return -EAGAIN;
+        }
+        ERR_clear_error();
+        return -EIO;
+}
+
+/* One io_uring poll for the socket (rx: POLLIN, tx: POLLOUT), unless one is pending. */
+static void poll_arm(struct tcp_queue *q, struct rt_event *ev, bool *armed, unsigned events)
+{
+        if (*armed)
+                return;
+        struct io_uring_sqe *sqe = rt_sqe(q->nq.reactor);
+        io_uring_prep_poll_add(sqe, q->fd, events);
+        io_uring_sqe_set_data(sqe, ev);
+        *armed = true;
+}
+
+/* Wait for the socket to be writable (a full send queue, or the TLS handshake). */
+static void tx_arm(struct tcp_queue *q)
+{
+        poll_arm(q, &q->tx_ev, &q->tx_armed, POLLOUT);
+}
+
 static void tx_flush(struct tcp_queue *q)
 {
         if (q->state == Q_DEAD)
                 return;
-        int rc = rt_txq_flush(&q->txq, q->fd, tx_sent_cb, q);
+        int rc = q->ssl ? rt_txq_flush_with(&q->txq, tls_write, q, tx_sent_cb, q)
+                        : rt_txq_flush(&q->txq, q->fd, tx_sent_cb, q);
         if (rc == -EAGAIN) {
-                if (!q->tx_armed) {
-                        struct io_uring_sqe *sqe = rt_sqe(q->nq.reactor);
-                        io_uring_prep_poll_add(sqe, q->fd, POLLOUT);
-                        io_uring_sqe_set_data(sqe, &q->tx_ev);
-                        q->tx_armed = true;
-                }
+                tx_arm(q);
         } else if (rc < 0) {
                 char why[96];
                 snprintf(why, sizeof(why), "send failed: %s", strerror(-rc));
@@ -511,6 +587,9 @@ static void queue_free(struct tcp_queue *q)
                 q->reg_next->reg_prev = q->reg_prev;
         reg_count--;
         pthread_mutex_unlock(&reg_lock);
+        if (q->ssl)
+                SSL_free(q->ssl);
+        free(q->tls_stage);
         if (q->fd >= 0)
                 close(q->fd);
         if (q->bufs)
@@ -1309,8 +1388,30 @@ static int rx_ddgst_done(struct tcp_queue *q)
         return 0;
 }
 
+static ssize_t tls_read(struct tcp_queue *q, uint8_t *dst, size_t len)
+{
+        int n = SSL_read(q->ssl, dst, len > INT_MAX ? INT_MAX : (int)len);
+        if (n > 0)
+                return n;
+        switch (SSL_get_error(q->ssl, n)) {
+        case SSL_ERROR_WANT_READ:
+        case SSL_ERROR_WANT_WRITE: /* TLS 1.3 post-handshake traffic: the poll comes back */
+                return -EAGAIN;
+        case SSL_ERROR_ZERO_RETURN:
+                return 0;
+        case SSL_ERROR_SYSCALL:
+                ERR_clear_error();
+                return errno ? -errno : 0;
+        default:
+                ERR_clear_error();
+                return -EPROTO;
+        }
+}
+
 static ssize_t rx_read(struct tcp_queue *q, uint8_t *dst, size_t len)
 {
+        if (q->ssl)
+                return tls_read(q, dst, len);
         return rt_rxbuf_read(&q->rx_ra, q->fd, dst, len);
 }
 
@@ -1328,12 +1429,68 @@ static void rx_ev_fn(struct rt_event *ev, int res)
 
 static void rx_arm(struct tcp_queue *q)
 {
-        if (q->rx_armed)
-                return;
-        struct io_uring_sqe *sqe = rt_sqe(q->nq.reactor);
-        io_uring_prep_poll_add(sqe, q->fd, POLLIN);
-        io_uring_sqe_set_data(sqe, &q->rx_ev);
-        q->rx_armed = true;
+        poll_arm(q, &q->rx_ev, &q->rx_armed, POLLIN);
+}
+
+/*
+ * Before the first PDU of a TLS listener's connection: pick TLS or plain
+ * (tls=allowed looks at the first byte: a TLS record starts 0x16, an ICReq
+ * 0), then run the handshake.  True once PDUs may flow; false when waiting
+ * (a poll is armed) or the queue closed.
+ */
+static bool tls_step(struct tcp_queue *q)
+{
+        if (q->tls_detect) {
+                uint8_t b;
+                ssize_t n = recv(q->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+                if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+                        rx_arm(q);
+                        return false;
+                }
+                if (n <= 0) {
+                        queue_close(q, n == 0 ? "connection closed by host" : strerror(errno));
+                        return false;
+                }
+                q->tls_detect = false;
+                if (b != TLS_RECORD_HANDSHAKE)
+                        return true; /* a plain host on a tls=allowed listener */
+        }
+        if (!q->ssl) {
+                q->tls_stage = malloc(TLS_STAGE);
+                q->ssl = q->tls_stage ? nvmf_tls_new(q->fd, &q->tls_peer) : NULL;
+                if (!q->ssl) {
+                        queue_close(q, "no memory for TLS");
+                        return false;
+                }
+                q->tls_hs = true;
+        }
+        ERR_clear_error();
+        int r = SSL_do_handshake(q->ssl);
+        if (r == 1) {
+                q->tls_hs = false;
+                q->nq.tls_hostnqn = q->tls_peer.hostnqn;
+                q->nq.tls_subnqn = q->tls_peer.subnqn;
+                LOG_DEBUG(MOD, "%s TLS 1.3 (%s) with %s for %s", q->peer,
+                          SSL_CIPHER_get_name(SSL_get_current_cipher(q->ssl)), q->tls_peer.hostnqn,
+                          q->tls_peer.subnqn);
+                return true;
+        }
+        int e = SSL_get_error(q->ssl, r);
+        if (e == SSL_ERROR_WANT_READ) {
+                rx_arm(q);
+                return false;
+        }
+        if (e == SSL_ERROR_WANT_WRITE) {
+                tx_arm(q);
+                return false;
+        }
+        ERR_clear_error();
+        queue_warn(q, "%s; closing",
+                   q->tls_peer.found ? "TLS handshake failed"
+                                     : "TLS handshake failed (no known PSK)",
+                   0, 0);
+        queue_close(q, "TLS handshake failed");
+        return false;
 }
 
 /*
@@ -1344,6 +1501,8 @@ static void rx_arm(struct tcp_queue *q)
 static void rx_process(struct tcp_queue *q)
 {
         size_t budget = TCP_RX_BUDGET;
+        if ((q->tls_detect || q->tls_hs) && !tls_step(q))
+                return;
         while (q->rx != RX_STOP && q->state < Q_CLOSING) {
                 if (q->rx_got < q->rx_need) {
                         ssize_t n = rx_read(q, q->rx_dst + q->rx_got, q->rx_need - q->rx_got);
@@ -1385,7 +1544,7 @@ static void rx_process(struct tcp_queue *q)
                 if (rc != 0)
                         return; /* stalled (1) or closing (-1) */
                 if (!budget && q->rx == RX_CH) {
-                        if (rt_rxbuf_pending(&q->rx_ra)) {
+                        if (rt_rxbuf_pending(&q->rx_ra) || (q->ssl && SSL_has_pending(q->ssl))) {
                                 /* Bytes already read ahead: no poll would report them. */
                                 q->rx_resume = true;
                                 queue_kick(q);
@@ -1488,10 +1647,11 @@ static struct tcp_queue *queue_new(int fd, struct rt_reactor *r)
 struct attach_msg {
         int fd;
         struct rt_reactor *r;
+        enum nvmf_tls_mode tls;
 };
 
 /* A queue pair for a connected socket, on its reactor r (takes fd). */
-static void queue_start(int fd, struct rt_reactor *r)
+static void queue_start(int fd, struct rt_reactor *r, enum nvmf_tls_mode tls)
 {
         struct rt_conn_slot slot;
         char why[128];
@@ -1513,6 +1673,9 @@ static void queue_start(int fd, struct rt_reactor *r)
                 close(fd);
         } else {
                 q->admit = slot;
+                q->tls_mode = tls;
+                q->tls_detect = tls == NVMF_TLS_ALLOWED;
+                q->tls_hs = tls == NVMF_TLS_REQUIRED;
                 rx_process(q);
         }
 }
@@ -1520,11 +1683,16 @@ static void queue_start(int fd, struct rt_reactor *r)
 static void attach_on_reactor(void *arg)
 {
         struct attach_msg *m = arg;
-        queue_start(m->fd, m->r);
+        queue_start(m->fd, m->r, m->tls);
         free(m);
 }
 
 int nvmf_tcp_attach_fd(int fd, unsigned r_idx)
+{
+        return nvmf_tcp_attach_fd_tls(fd, r_idx, NVMF_TLS_NONE);
+}
+
+int nvmf_tcp_attach_fd_tls(int fd, unsigned r_idx, enum nvmf_tls_mode tls)
 {
         struct rt_reactor *r = rt_get(r_idx % (rt_count() ? rt_count() : 1));
         if (!r)
@@ -1534,6 +1702,7 @@ int nvmf_tcp_attach_fd(int fd, unsigned r_idx)
                 return -ENOMEM;
         m->fd = fd;
         m->r = r;
+        m->tls = tls;
         int rc = rt_msg_send(r, attach_on_reactor, m);
         if (rc < 0)
                 free(m);
@@ -1559,6 +1728,7 @@ unsigned nvmf_tcp_live_queues(void)
 struct tcp_listener {
         char addr[64];
         uint16_t port; /* the bound port (the kernel's pick when added with port 0) */
+        enum nvmf_tls_mode tls;
         struct rt_listener *lis;
         struct tcp_listener *next;
 };
@@ -1566,10 +1736,67 @@ struct tcp_listener {
 static pthread_mutex_t lis_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct tcp_listener *lis_head;
 
+static bool wildcard_addr(const char *a)
+{
+        return strcmp(a, "0.0.0.0") == 0 || strcmp(a, "::") == 0;
+}
+
+/*
+ * The TLS mode of the listener fd was accepted on, found by its local
+ * address (rt_listener hands over the socket alone): the exact address
+ * first, else a wildcard listener on the port.
+ */
+static enum nvmf_tls_mode listener_tls(int fd)
+{
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof(ss);
+        char host[64];
+        uint16_t port;
+        if (getsockname(fd, (struct sockaddr *)&ss, &sl) < 0)
+                return NVMF_TLS_REQUIRED; /* unknown: never plain by mistake */
+        rt_sockaddr_host(&ss, host, sizeof(host), &port);
+        enum nvmf_tls_mode m = NVMF_TLS_REQUIRED;
+        bool exact = false, any = false;
+        pthread_mutex_lock(&lis_lock);
+        for (struct tcp_listener *l = lis_head; l; l = l->next) {
+                if (l->port != port)
+                        continue;
+                if (strcmp(l->addr, host) == 0 ||
+                    (strncmp(host, "::ffff:", 7) == 0 && strcmp(l->addr, host + 7) == 0)) {
+                        m = l->tls;
+                        exact = true;
+                } else if (!exact && wildcard_addr(l->addr)) {
+                        m = l->tls;
+                        any = true;
+                }
+        }
+        pthread_mutex_unlock(&lis_lock);
+        (void)any;
+        return m;
+}
+
 /* A connection accepted on a listener, on the reactor it was handed to. */
 static void listener_accept(int fd)
 {
-        queue_start(fd, rt_current());
+        queue_start(fd, rt_current(), listener_tls(fd));
+}
+
+const char *nvmf_tls_mode_name(enum nvmf_tls_mode m)
+{
+        return m == NVMF_TLS_REQUIRED ? "required" : m == NVMF_TLS_ALLOWED ? "allowed" : "none";
+}
+
+int nvmf_tls_mode_parse(const char *s, enum nvmf_tls_mode *m)
+{
+        if (!s || strcmp(s, "none") == 0)
+                *m = NVMF_TLS_NONE;
+        else if (strcmp(s, "required") == 0)
+                *m = NVMF_TLS_REQUIRED;
+        else if (strcmp(s, "allowed") == 0)
+                *m = NVMF_TLS_ALLOWED;
+        else
+                return -EINVAL;
+        return 0;
 }
 
 /*
@@ -1577,7 +1804,8 @@ static void listener_accept(int fd)
  * logged, registered for the discovery log and deleted under the port it
  * got.
  */
-int nvmf_tcp_listener_add(const char *addr, uint16_t port, char *err, size_t errlen)
+int nvmf_tcp_listener_add(const char *addr, uint16_t port, enum nvmf_tls_mode tls, char *err,
+                          size_t errlen)
 {
         if (!addr || strlen(addr) >= sizeof(((struct tcp_listener *)0)->addr) || addr[0] == '[') {
                 /* Discovery log TRADDR is the bare address: no IPv6 brackets. */
@@ -1607,7 +1835,8 @@ int nvmf_tcp_listener_add(const char *addr, uint16_t port, char *err, size_t err
         }
         snprintf(l->addr, sizeof(l->addr), "%s", addr);
         l->port = rt_listener_port(l->lis);
-        rc = nvme_listener_register("tcp", addr, l->port);
+        l->tls = tls;
+        rc = nvme_listener_register("tcp", addr, l->port, (uint8_t)tls);
         if (rc < 0) {
                 snprintf(err, errlen, "cannot register listener: %s", strerror(-rc));
                 rt_listener_close(l->lis);
@@ -1618,6 +1847,9 @@ int nvmf_tcp_listener_add(const char *addr, uint16_t port, char *err, size_t err
         l->next = lis_head;
         lis_head = l;
         pthread_mutex_unlock(&lis_lock);
+        if (tls != NVMF_TLS_NONE) /* before the "up" line: tests read the port at its end */
+                LOG_INFO(MOD, "NVMe/TCP listener on %s:%u: TLS 1.3 with PSKs %s", addr, l->port,
+                         nvmf_tls_mode_name(tls));
         LOG_INFO(MOD, "NVMe/TCP listener up on %s:%u", addr, l->port);
         return 0;
 }
@@ -1650,8 +1882,9 @@ struct json_t *nvmf_tcp_listeners_json(void)
         json_t *a = json_array();
         pthread_mutex_lock(&lis_lock);
         for (struct tcp_listener *l = lis_head; l; l = l->next)
-                json_array_append_new(a, json_pack("{s:s, s:s, s:i}", "trtype", "tcp", "addr",
-                                                   l->addr, "port", (int)l->port));
+                json_array_append_new(a, json_pack("{s:s, s:s, s:i, s:s}", "trtype", "tcp", "addr",
+                                                   l->addr, "port", (int)l->port, "tls",
+                                                   nvmf_tls_mode_name(l->tls)));
         pthread_mutex_unlock(&lis_lock);
         return a;
 }

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "nvme/nvme.h"
+#include "nvmf/nvmf.h"
 #include "slate/spec/nvme_tcp.h"
 
 #define NVMF_TCP_MAXH2CDATA (128u * 1024) /* announced in ICResp */
@@ -43,6 +44,8 @@ enum nvme_xfer_error nvmf_tcp_check_xfer(const struct nvme_cmd *cmd, uint32_t le
 
 /* Make a queue pair of a connected socket on reactor r_idx (takes the fd). 0 or -errno. */
 int nvmf_tcp_attach_fd(int fd, unsigned r_idx);
+/* The same as if accepted on a listener with that TLS mode. */
+int nvmf_tcp_attach_fd_tls(int fd, unsigned r_idx, enum nvmf_tls_mode tls);
 
 /* Number of queue pairs alive (not yet freed). */
 unsigned nvmf_tcp_live_queues(void);

@@ -139,7 +139,18 @@ static int txq_gather(const struct rt_txq *q, struct iovec *iov)
         return n;
 }
 
-int rt_txq_flush(struct rt_txq *q, int fd, bool (*sent)(struct rt_txitem *it, void *arg), void *arg)
+static ssize_t txq_sendmsg(void *wctx, const struct iovec *iov, int n)
+{
+        struct msghdr mh = {.msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)n};
+        ssize_t w = sendmsg(*(int *)wctx, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (w >= 0)
+                return w;
+        return errno == EWOULDBLOCK ? -EAGAIN : -errno;
+}
+
+/* Inlined into both entry points: the plain path keeps its direct sendmsg. */
+static inline int txq_flush(struct rt_txq *q, rt_txq_writer wr, void *wctx,
+                            bool (*sent)(struct rt_txitem *it, void *arg), void *arg)
 {
         if (q->flushing)
                 return 0;
@@ -149,14 +160,12 @@ int rt_txq_flush(struct rt_txq *q, int fd, bool (*sent)(struct rt_txitem *it, vo
                 int n = txq_gather(q, iov);
                 ssize_t w = 0;
                 if (n > 0) {
-                        struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)n};
-                        w = sendmsg(fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+                        w = wr(wctx, iov, n);
                         if (w < 0) {
-                                int e = errno;
-                                if (e == EINTR)
+                                if (w == -EINTR)
                                         continue;
                                 q->flushing = false;
-                                return e == EWOULDBLOCK ? -EAGAIN : -e;
+                                return (int)w;
                         }
                 }
                 /* Account the bytes to items in order; empty items complete at once. */
@@ -178,4 +187,15 @@ int rt_txq_flush(struct rt_txq *q, int fd, bool (*sent)(struct rt_txitem *it, vo
         }
         q->flushing = false;
         return 0;
+}
+
+int rt_txq_flush(struct rt_txq *q, int fd, bool (*sent)(struct rt_txitem *it, void *arg), void *arg)
+{
+        return txq_flush(q, txq_sendmsg, &fd, sent, arg);
+}
+
+int rt_txq_flush_with(struct rt_txq *q, rt_txq_writer wr, void *wctx,
+                      bool (*sent)(struct rt_txitem *it, void *arg), void *arg)
+{
+        return txq_flush(q, wr, wctx, sent, arg);
 }

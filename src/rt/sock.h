@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <sys/types.h>
 #include <sys/uio.h>
 
 /* "[ffff:...]:65535" with room to spare. */
@@ -80,5 +81,15 @@ static inline bool rt_txq_empty(const struct rt_txq *q)
  */
 int rt_txq_flush(struct rt_txq *q, int fd, bool (*sent)(struct rt_txitem *it, void *arg),
                  void *arg);
+
+/*
+ * rt_txq_flush through a writer other than sendmsg (a TLS session): wr
+ * takes up to n iovecs of the queue's unsent bytes, in order, and returns
+ * how many bytes it took (> 0), -EAGAIN (nothing taken; try again once the
+ * socket can move), or another negative errno.  Same contract otherwise.
+ */
+typedef ssize_t (*rt_txq_writer)(void *wctx, const struct iovec *iov, int n);
+int rt_txq_flush_with(struct rt_txq *q, rt_txq_writer wr, void *wctx,
+                      bool (*sent)(struct rt_txitem *it, void *arg), void *arg);
 
 #endif

@@ -93,7 +93,7 @@ static int setup_once(void)
         nvme_subsys_allow_host(FUZZ_NQN, "*", err, sizeof(err));
         nvme_ns_attach(FUZZ_NQN, 1, "fzs0", err, sizeof(err));
         nvme_ns_attach(FUZZ_NQN, 2, "fzs1", err, sizeof(err));
-        nvme_listener_register("tcp", "0.0.0.0", 4420);
+        nvme_listener_register("tcp", "0.0.0.0", 4420, 0);
 
         struct nvme_cmd c;
         fill_connect(&c, &admin_q, 0, NVMF_CNTLID_DYNAMIC);

@@ -7,7 +7,10 @@
  * target sends is dropped.  One 8 MiB mem namespace is exported by a
  * subsystem that admits any host.  When the first input byte is odd a
  * valid ICReq (no digests) is prepended, so the fuzzer reaches capsules
- * quickly.
+ * quickly; when it is even, its bits 2:1 pick the listener's secure channel
+ * (tls=none, required, allowed: the first-byte detection, the OpenSSL
+ * server's ClientHello parsing and the PSK lookup of a configured host).
+ * Every input is also offered as a TLS PSK identity to the identity parser.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -17,6 +20,7 @@
 #include "core/ns.h"
 #include "nvme/nvme.h"
 #include "nvmf/tcp_internal.h"
+#include "nvmf/tls.h"
 #include "rt/log.h"
 #include "rt/reactor.h"
 #include "stream.h"
@@ -25,9 +29,11 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+static enum nvmf_tls_mode tls_mode;
+
 static int attach(int fd)
 {
-        return nvmf_tcp_attach_fd(fd, 0);
+        return nvmf_tcp_attach_fd_tls(fd, 0, tls_mode);
 }
 
 static void feed(const uint8_t *data, size_t len)
@@ -56,6 +62,10 @@ static int setup_once(void)
                 return -1;
         nvme_subsys_add(FUZZ_NQN, "FUZZ0001", "Slate fuzz", err, sizeof(err));
         nvme_subsys_allow_host(FUZZ_NQN, "*", err, sizeof(err));
+        /* A configured PSK, so a ClientHello naming its identity reaches the derivation. */
+        nvmf_tls_host_psk_set(
+            FUZZ_NQN, "nqn.2014-08.org.nvmexpress:uuid:fuzz",
+            "NVMeTLSkey-1:01:VlKQBA9LJAbRTPvxqvEOMBHyuNAkt4w47dJqkq5rXdxXFc2V:", err, sizeof(err));
         nvme_ns_attach(FUZZ_NQN, 1, "fz0", err, sizeof(err));
         return 0;
 }
@@ -64,6 +74,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
         if (setup_once() < 0)
                 abort();
+        int cipher;
+        char host[224], sub[224];
+        nvmf_tls_identity_split((const char *)data, size, &cipher, host, sizeof(host), sub,
+                                sizeof(sub));
+        tls_mode = NVMF_TLS_NONE;
         if (size && (data[0] & 1)) {
                 uint8_t *buf = malloc(128 + size);
                 if (!buf)
@@ -78,6 +93,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 free(buf);
                 return 0;
         }
+        if (size)
+                tls_mode = (enum nvmf_tls_mode)((data[0] >> 1) % 3);
         feed(data, size);
         return 0;
 }

@@ -26,6 +26,8 @@
 # Then chap.sh (iSCSI CHAP) and acl.sh (initiator ACLs, LUN masking,
 # SendTargets filtering, per-initiator CHAP) against daemons of their own.
 # slated must be alive and its log free of sanitizer reports after each.
+# Then chap.sh (iSCSI CHAP) and tls.sh (NVMe/TCP TLS 1.3 PSK), each with
+# its own slated.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib.sh"
@@ -422,3 +424,4 @@ if grep -q 'ERROR: AddressSanitizer\|runtime error:' "$fdlog"; then
 fi
 bash "$here/chap.sh"
 bash "$here/acl.sh"
+bash "$here/tls.sh"

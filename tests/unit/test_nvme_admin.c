@@ -128,7 +128,7 @@ static int setup(void **s)
                 return -1;
         if (nvme_subsys_allow_host(SUBNQN, HOSTNQN, err, sizeof(err)))
                 return -1;
-        nvme_listener_register("tcp", "0.0.0.0", 4420);
+        nvme_listener_register("tcp", "0.0.0.0", 4420, 0);
         return 0;
 }
 

@@ -89,9 +89,9 @@ void nvme_queue_fini(struct nvme_queue *q)
         (void)q;
 }
 
-int nvme_listener_register(const char *trtype, const char *addr, uint16_t port)
+int nvme_listener_register(const char *trtype, const char *addr, uint16_t port, uint8_t tls)
 {
-        (void)trtype, (void)addr, (void)port;
+        (void)trtype, (void)addr, (void)port, (void)tls;
         return 0;
 }
 

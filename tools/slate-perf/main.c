@@ -58,6 +58,12 @@ static void usage(FILE *f)
                 "                           WRITE STREAM(16) / NVMe DTYPE 1 stream (stream),\n"
                 "                           SCSI GROUP NUMBER 2 and 5 (group), NVMe DTYPE 2\n"
                 "                           placement handles 1 and 2 (fdp)\n"
+                "      --tls-psk KEY        NVMe/TCP over TLS 1.3 with this configured PSK\n"
+                "                           (\"NVMeTLSkey-1:HH:<base64>:\"; identity and TLS PSK\n"
+                "                           derived for --hostnqn and -n as nvme-cli does)\n"
+                "      --tls-identity ID    offer ID as the PSK identity instead\n"
+                "      --verify             NVMe/TCP: writes carry LBA-tagged blocks, every\n"
+                "                           read is checked (fails on the first bad block)\n"
                 "  -v, --verbose            log connection steps to stderr\n"
                 "  -h, --help\n");
 }
@@ -229,6 +235,47 @@ void perf_fill_pattern(void *buf, uint32_t len, uint64_t seed)
                 p[i] = seed ^ (0x736c617465ULL + i);
 }
 
+#define VERIFY_MAGIC 0x594649564554414cULL /* "LATEVIFY" */
+
+static uint64_t verify_word(uint64_t lba, uint64_t seq, uint32_t i)
+{
+        uint64_t x = (lba * 0x9e3779b97f4a7c15ULL) ^ (seq + i) * 0xbf58476d1ce4e5b9ULL;
+        return x ^ (x >> 31);
+}
+
+void perf_verify_fill(void *buf, uint32_t len, uint32_t lba_size, uint64_t lba, uint64_t seq)
+{
+        for (uint32_t off = 0; off + lba_size <= len; off += lba_size, lba++) {
+                uint64_t *p = (uint64_t *)((uint8_t *)buf + off);
+                p[0] = VERIFY_MAGIC;
+                p[1] = lba;
+                p[2] = seq;
+                for (uint32_t i = 3; i < lba_size / 8; i++)
+                        p[i] = verify_word(lba, seq, i);
+        }
+}
+
+uint32_t perf_verify_check(const void *buf, uint32_t len, uint32_t lba_size, uint64_t lba)
+{
+        uint32_t blk = 0;
+        for (uint32_t off = 0; off + lba_size <= len; off += lba_size, lba++, blk++) {
+                const uint64_t *p = (const uint64_t *)((const uint8_t *)buf + off);
+                bool ok = p[0] == VERIFY_MAGIC && p[1] == lba;
+                for (uint32_t i = 3; ok && i < lba_size / 8; i++)
+                        ok = p[i] == verify_word(lba, p[2], i);
+                if (!ok) {
+                        bool zero = true;
+                        for (uint32_t i = 0; zero && i < lba_size / 8; i++)
+                                zero = p[i] == 0;
+                        if (!zero)
+                                return blk + 1;
+                        atomic_fetch_add(&perf_run.unwritten, 1);
+                }
+                atomic_fetch_add(&perf_run.verified, 1);
+        }
+        return 0;
+}
+
 static void *worker_main(void *arg)
 {
         struct perf_worker *w = arg;
@@ -307,7 +354,10 @@ int main(int argc, char **argv)
                 O_HOT_SPAN,
                 O_HOT_BS,
                 O_BYTES,
-                O_PLACE
+                O_PLACE,
+                O_TLS_PSK,
+                O_TLS_ID,
+                O_VERIFY
         };
         static const struct option lopts[] = {
             {"transport", required_argument, 0, 't'},
@@ -335,6 +385,9 @@ int main(int argc, char **argv)
             {"hot-bs", required_argument, 0, O_HOT_BS},
             {"bytes", required_argument, 0, O_BYTES},
             {"place", required_argument, 0, O_PLACE},
+            {"tls-psk", required_argument, 0, O_TLS_PSK},
+            {"tls-identity", required_argument, 0, O_TLS_ID},
+            {"verify", no_argument, 0, O_VERIFY},
             {"verbose", no_argument, 0, 'v'},
             {"help", no_argument, 0, 'h'},
             {0, 0, 0, 0},
@@ -462,6 +515,15 @@ int main(int argc, char **argv)
                         else
                                 goto bad;
                         break;
+                case O_TLS_PSK:
+                        o.tls_psk = optarg;
+                        break;
+                case O_TLS_ID:
+                        o.tls_identity = optarg;
+                        break;
+                case O_VERIFY:
+                        o.verify = true;
+                        break;
                 case 'v':
                         o.verbose = true;
                         break;
@@ -506,6 +568,15 @@ int main(int argc, char **argv)
         } else if (o.place != PERF_PLACE_NONE || o.hot_bs || o.hot_bytes) {
                 fprintf(stderr, "slate-perf: --place, --hot-bs and --hot-span need "
                                 "--workload lifetimes\n");
+                return 2;
+        }
+        if ((o.tls_psk || o.tls_identity || o.verify) && o.transport != PERF_NVME_TCP) {
+                fprintf(stderr,
+                        "slate-perf: --tls-psk, --tls-identity and --verify are NVMe/TCP's\n");
+                return 2;
+        }
+        if (o.tls_identity && !o.tls_psk) {
+                fprintf(stderr, "slate-perf: --tls-identity needs --tls-psk\n");
                 return 2;
         }
         if ((o.place == PERF_PLACE_GROUP && o.transport != PERF_ISCSI) ||
@@ -679,6 +750,10 @@ int main(int argc, char **argv)
                         print_lat("read", &tot.rlat);
                         print_lat("write", &tot.wlat);
                 }
+                if (o.verify)
+                        printf("  verify: %llu blocks read back and checked (%llu never written)\n",
+                               (unsigned long long)atomic_load(&perf_run.verified),
+                               (unsigned long long)atomic_load(&perf_run.unwritten));
         }
         free(ws);
         free(th);

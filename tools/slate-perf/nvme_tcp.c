@@ -18,6 +18,7 @@
  */
 #include "perf.h"
 #include "nvme_tcp_wire.h"
+#include "tls.h"
 
 #include <errno.h>
 #include <isa-l.h>
@@ -44,6 +45,7 @@
 
 struct ntcp_conn {
         int fd;
+        struct perf_tls *tls; /* --tls-psk: the connection runs over TLS 1.3 */
         bool hdgst, ddgst;
         uint32_t cpda_align; /* bytes: PDO of PDUs we send is a multiple of this */
         uint32_t maxh2cdata;
@@ -123,15 +125,41 @@ static int sock_connect(const struct perf_opts *o, int *fdp)
         return 0;
 }
 
-static int send_full(int fd, struct iovec *iov, int n)
+/* sendmsg, or through TLS; bytes taken, or -errno (-EAGAIN: non-blocking and full). */
+static ssize_t conn_sendv(struct ntcp_conn *c, struct iovec *iov, int n, int flags)
+{
+        if (c->tls)
+                return perf_tls_writev(c->tls, iov, n);
+        struct msghdr m = {.msg_iov = iov, .msg_iovlen = (size_t)n};
+        ssize_t r = sendmsg(c->fd, &m, MSG_NOSIGNAL | flags);
+        return r < 0 ? (errno == EWOULDBLOCK ? -EAGAIN : -errno) : r;
+}
+
+static ssize_t conn_recv(struct ntcp_conn *c, void *buf, size_t len, int flags)
+{
+        if (c->tls)
+                return perf_tls_read(c->tls, buf, len);
+        ssize_t r = recv(c->fd, buf, len, flags);
+        return r < 0 ? (errno == EWOULDBLOCK ? -EAGAIN : -errno) : r;
+}
+
+static void conn_close(struct ntcp_conn *c)
+{
+        perf_tls_free(c->tls);
+        c->tls = NULL;
+        if (c->fd >= 0)
+                close(c->fd);
+        c->fd = -1;
+}
+
+static int send_full(struct ntcp_conn *c, struct iovec *iov, int n)
 {
         while (n > 0) {
-                struct msghdr m = {.msg_iov = iov, .msg_iovlen = (size_t)n};
-                ssize_t r = sendmsg(fd, &m, MSG_NOSIGNAL);
+                ssize_t r = conn_sendv(c, iov, n, 0);
                 if (r < 0) {
-                        if (errno == EINTR)
+                        if (r == -EINTR)
                                 continue;
-                        return -errno;
+                        return (int)r;
                 }
                 while (n > 0 && (size_t)r >= iov->iov_len) {
                         r -= (ssize_t)iov->iov_len;
@@ -146,17 +174,17 @@ static int send_full(int fd, struct iovec *iov, int n)
         return 0;
 }
 
-static int recv_full(int fd, void *buf, size_t len)
+static int recv_full(struct ntcp_conn *c, void *buf, size_t len)
 {
         size_t got = 0;
         while (got < len) {
-                ssize_t r = recv(fd, (char *)buf + got, len - got, 0);
+                ssize_t r = conn_recv(c, (char *)buf + got, len - got, 0);
                 if (r == 0)
                         return -ECONNRESET;
                 if (r < 0) {
-                        if (errno == EINTR)
+                        if (r == -EINTR)
                                 continue;
-                        return errno == EAGAIN ? -ETIMEDOUT : -errno;
+                        return r == -EAGAIN ? -ETIMEDOUT : (int)r;
                 }
                 got += (size_t)r;
         }
@@ -177,10 +205,10 @@ static int ntcp_icreq(struct ntcp_conn *c, const struct perf_opts *o)
         req.dgst = (o->hdgst ? 1 : 0) | (o->ddgst ? 2 : 0);
         put_le32(&req.maxr2t, 0); /* one R2T per command at a time */
         struct iovec iov = {&req, sizeof(req)};
-        int rc = send_full(c->fd, &iov, 1);
+        int rc = send_full(c, &iov, 1);
         if (rc)
                 return rc;
-        if ((rc = recv_full(c->fd, &rsp, sizeof(rsp))))
+        if ((rc = recv_full(c, &rsp, sizeof(rsp))))
                 return rc;
         if (rsp.ch.type == NTCP_PDU_C2H_TERM) {
                 fprintf(stderr, "slate-perf: target refused ICReq (C2HTermReq)\n");
@@ -257,14 +285,14 @@ static uint32_t build_h2c_hdr(const struct ntcp_conn *c, uint8_t *buf, uint16_t 
 /* Receive one PDU header (with digest) on a blocking socket into hdr. */
 static int recv_hdr(struct ntcp_conn *c, uint8_t *hdr, uint32_t *hlen_out)
 {
-        int rc = recv_full(c->fd, hdr, sizeof(struct ntcp_ch));
+        int rc = recv_full(c, hdr, sizeof(struct ntcp_ch));
         if (rc)
                 return rc;
         const struct ntcp_ch *ch = (const struct ntcp_ch *)hdr;
         uint32_t hd = (ch->flags & NTCP_F_HDGST) ? 4 : 0;
         if (ch->hlen < sizeof(struct ntcp_ch) || ch->hlen > 128 || (hd != 0) != c->hdgst)
                 return -EPROTO;
-        if ((rc = recv_full(c->fd, hdr + sizeof(*ch), ch->hlen + hd - sizeof(*ch))))
+        if ((rc = recv_full(c, hdr + sizeof(*ch), ch->hlen + hd - sizeof(*ch))))
                 return rc;
         if (hd && get_le32((const le32 *)(hdr + ch->hlen)) != crc32c(hdr, ch->hlen)) {
                 fprintf(stderr, "slate-perf: header digest error from target\n");
@@ -301,7 +329,7 @@ static int ntcp_sync_cmd(struct ntcp_conn *c, void *sqe_v, const void *in, uint3
                         iov[n++] = (struct iovec){dg, 4};
                 }
         }
-        int rc = send_full(c->fd, iov, n);
+        int rc = send_full(c, iov, n);
         if (rc)
                 return rc;
         for (;;) {
@@ -327,11 +355,11 @@ static int ntcp_sync_cmd(struct ntcp_conn *c, void *sqe_v, const void *in, uint3
                             (dd != 0) != c->ddgst)
                                 return -EPROTO;
                         uint8_t pad[128];
-                        if ((rc = recv_full(c->fd, pad, ch->pdo - hl)) ||
-                            (rc = recv_full(c->fd, (uint8_t *)out + off, len)))
+                        if ((rc = recv_full(c, pad, ch->pdo - hl)) ||
+                            (rc = recv_full(c, (uint8_t *)out + off, len)))
                                 return rc;
                         if (dd) {
-                                if ((rc = recv_full(c->fd, dg, 4)))
+                                if ((rc = recv_full(c, dg, 4)))
                                         return rc;
                                 if (get_le32((le32 *)dg) != crc32c((uint8_t *)out + off, len))
                                         return -EBADMSG;
@@ -395,14 +423,24 @@ static int ntcp_fabric_connect(struct ntcp_conn *c, struct ntcp_ctrl *ctrl, uint
 static int ntcp_open_queue(struct ntcp_ctrl *ctrl, struct ntcp_conn *c, uint16_t qid,
                            uint16_t sqsize)
 {
+        const struct perf_opts *o = ctrl->o;
         c->fd = -1;
-        int rc = sock_connect(ctrl->o, &c->fd);
+        c->tls = NULL;
+        int rc = sock_connect(o, &c->fd);
         if (rc)
                 return rc;
-        if ((rc = ntcp_icreq(c, ctrl->o)) ||
+        if (o->tls_psk) {
+                rc = perf_tls_connect(&c->tls, c->fd, o->tls_psk, o->tls_identity, o->hostnqn,
+                                      o->subnqn);
+                if (rc) {
+                        conn_close(c);
+                        return rc;
+                }
+                vlog(o, "queue %u: TLS 1.3, %s", qid, perf_tls_cipher(c->tls));
+        }
+        if ((rc = ntcp_icreq(c, o)) ||
             (rc = ntcp_fabric_connect(c, ctrl, qid, sqsize, qid ? NULL : &ctrl->cntlid))) {
-                close(c->fd);
-                c->fd = -1;
+                conn_close(c);
                 return rc;
         }
         vlog(ctrl->o, "queue %u connected (maxh2cdata %u, cpda align %u)", qid, c->maxh2cdata,
@@ -499,7 +537,7 @@ static void ntcp_close(void *tctx)
                 struct timeval tv = {.tv_sec = 1};
                 setsockopt(ctrl->admin.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
                 prop_set(ctrl, NVME_REG_CC, 0x460001u | (1u << 14));
-                close(ctrl->admin.fd);
+                conn_close(&ctrl->admin);
         }
         pthread_mutex_destroy(&ctrl->lock);
         pthread_cond_destroy(&ctrl->cv);
@@ -653,6 +691,7 @@ struct ntcp_cmd {
         uint8_t *buf;
         uint8_t *slots; /* capsule slot, then nh2c H2CData slots, NTCP_SLOT each */
         uint64_t start_ns;
+        uint64_t lba;       /* first LBA (--verify) */
         uint32_t xfer_next; /* write: next offset the target may ask for; read: next C2H offset */
         unsigned h2c_next;
         bool busy, write;
@@ -686,6 +725,7 @@ struct ntcp_q {
         uint8_t dg[4];
         uint32_t dg_have;
         bool running;
+        uint64_t vseq; /* --verify: sequence number of the next write */
 };
 
 static int q_fail(struct ntcp_q *q, int rc, const char *fmt, ...)
@@ -719,14 +759,13 @@ static int q_flush(struct ntcp_q *q)
                         n = q->iov_cap - q->iov_head;
                 if (n > NTCP_IOV_MAX)
                         n = NTCP_IOV_MAX;
-                struct msghdr m = {.msg_iov = &q->iov[q->iov_head], .msg_iovlen = n};
-                ssize_t r = sendmsg(q->c.fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+                ssize_t r = conn_sendv(&q->c, &q->iov[q->iov_head], (int)n, MSG_DONTWAIT);
                 if (r < 0) {
-                        if (errno == EINTR)
+                        if (r == -EINTR)
                                 continue;
-                        if (errno == EAGAIN || errno == EWOULDBLOCK)
+                        if (r == -EAGAIN)
                                 return 0;
-                        return q_fail(q, -errno, "send: %s", strerror(errno));
+                        return q_fail(q, (int)r, "send: %s", strerror((int)-r));
                 }
                 while (r > 0) {
                         struct iovec *v = &q->iov[q->iov_head];
@@ -767,6 +806,9 @@ static void q_submit(struct ntcp_q *q, unsigned idx)
                 put_le32(&sqe.cdw12, (nlb - 1) | dtype << 20);
                 put_le32(&sqe.cdw13, (uint32_t)q->w->tag << 16);
         }
+        if (io.write && q->w->o->verify)
+                perf_verify_fill(cmd->buf, q->bs, q->w->g->lba_size, io.lba, q->vseq++);
+        cmd->lba = io.lba;
         cmd->busy = true;
         cmd->write = io.write;
         cmd->xfer_next = 0;
@@ -788,6 +830,14 @@ static void q_submit(struct ntcp_q *q, unsigned idx)
 static void q_complete(struct ntcp_q *q, struct ntcp_cmd *cmd, bool ok)
 {
         uint64_t now = perf_now_ns();
+        if (ok && !cmd->write && q->w->o->verify) {
+                uint32_t bad = perf_verify_check(cmd->buf, q->bs, q->w->g->lba_size, cmd->lba);
+                if (bad) {
+                        q_fail(q, -EILSEQ, "verify: LBA %llu read back wrong data",
+                               (unsigned long long)(cmd->lba + bad - 1));
+                        ok = false;
+                }
+        }
         cmd->busy = false;
         q->outstanding--;
         if (perf_io_done(q->w, cmd->write, cmd->start_ns, now, ok))
@@ -990,8 +1040,7 @@ static int q_rx(struct ntcp_q *q, const uint8_t *p, size_t n)
 
 static void q_free(struct ntcp_q *q)
 {
-        if (q->c.fd >= 0)
-                close(q->c.fd);
+        conn_close(&q->c);
         if (q->cmds)
                 for (unsigned i = 0; i < q->qd; i++) {
                         free(q->cmds[i].buf);
@@ -1046,7 +1095,7 @@ static void ntcp_worker(struct perf_worker *w)
         while (!w->rc) {
                 if (q.iov_cnt && q_flush(&q))
                         break;
-                ssize_t r = recv(q.c.fd, q.rb, NTCP_RB_SIZE, MSG_DONTWAIT);
+                ssize_t r = conn_recv(&q.c, q.rb, NTCP_RB_SIZE, MSG_DONTWAIT);
                 if (r > 0) {
                         if (q_rx(&q, q.rb, (size_t)r))
                                 break;
@@ -1056,10 +1105,10 @@ static void ntcp_worker(struct perf_worker *w)
                         q_fail(&q, -ECONNRESET, "target closed the connection");
                         break;
                 }
-                if (errno == EINTR)
+                if (r == -EINTR)
                         continue;
-                if (errno != EAGAIN && errno != EWOULDBLOCK) {
-                        q_fail(&q, -errno, "recv: %s", strerror(errno));
+                if (r != -EAGAIN) {
+                        q_fail(&q, (int)r, "recv: %s", strerror((int)-r));
                         break;
                 }
                 uint64_t now = perf_now_ns();

@@ -70,7 +70,10 @@ struct perf_opts {
         bool lifetimes;
         uint64_t hot_bytes;
         uint32_t hot_bs;
-        uint64_t write_total; /* stop after this many bytes written; 0: --duration */
+        uint64_t write_total;     /* stop after this many bytes written; 0: --duration */
+        const char *tls_psk;      /* NVMe/TCP TLS 1.3: configured PSK "NVMeTLSkey-1:..." */
+        const char *tls_identity; /* offer this PSK identity instead of the derived one */
+        bool verify;              /* writes carry LBA-tagged blocks, reads check them */
         enum perf_place place;
 };
 
@@ -115,6 +118,7 @@ struct perf_run {
         atomic_uint_fast64_t start_ns, end_ns;
         atomic_uint_fast64_t hot_issued, cold_issued; /* lifetimes: bytes submitted per class */
         atomic_uint_fast64_t written;                 /* bytes written (--bytes) */
+        atomic_uint_fast64_t verified, unwritten;     /* --verify: blocks checked, never written */
 };
 extern struct perf_run perf_run;
 
@@ -149,6 +153,14 @@ void perf_worker_fail(struct perf_worker *w, int rc, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Fill an I/O buffer with a recognisable pattern. */
 void perf_fill_pattern(void *buf, uint32_t len, uint64_t seed);
+/*
+ * --verify: fill len bytes for the blocks from lba with a header (magic,
+ * LBA, seq) and data derived from them; check read data the same way.
+ * Returns 0, or 1 + the index of the first block that is neither a valid
+ * block for its LBA nor all zero (never written).
+ */
+void perf_verify_fill(void *buf, uint32_t len, uint32_t lba_size, uint64_t lba, uint64_t seq);
+uint32_t perf_verify_check(const void *buf, uint32_t len, uint32_t lba_size, uint64_t lba);
 
 struct perf_transport {
         const char *name;

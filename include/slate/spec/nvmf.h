@@ -137,8 +137,10 @@ enum { NVMF_TRTYPE_RDMA = 1, NVMF_TRTYPE_FC = 2, NVMF_TRTYPE_TCP = 3, NVMF_TRTYP
 enum { NVMF_ADRFAM_IPV4 = 1, NVMF_ADRFAM_IPV6 = 2 };
 enum { NVMF_SUBTYPE_REFERRAL = 1, NVMF_SUBTYPE_NVME = 2, NVMF_SUBTYPE_CURRENT_DISC = 3 };
 #define NVMF_TREQ_NOT_SPECIFIED 0
+#define NVMF_TREQ_REQUIRED      1 /* TREQ bits 1:0, secure channel */
 #define NVMF_TREQ_NOT_REQUIRED  2
 #define NVMF_TCP_SECTYPE_NONE   0
+#define NVMF_TCP_SECTYPE_TLS13  2 /* TSAS byte 0 for TCP */
 
 struct nvmf_disc_log_entry {
         uint8_t trtype;
