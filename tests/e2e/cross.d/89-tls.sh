@@ -1,4 +1,4 @@
-# tests/e2e/cross.d/87-tls.sh — sourced by tests/e2e/cross-linux.sh.
+# tests/e2e/cross.d/89-tls.sh — sourced by tests/e2e/cross-linux.sh.
 # NVMe/TCP TLS listeners as the Linux host sees them (Debian 12 has no
 # tlshd, so the kernel cannot run the TLS handshake itself; slate-perf and
 # openssl s_client prove the TLS data path in tests/limits/tls.sh):
