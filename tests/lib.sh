@@ -74,7 +74,8 @@ slate_wait_port() {
 # (MiB/s) paces ns0's sanitize operations (namespace_create sanitize_rate_mibps);
 # SLATE_PHYS_BLOCK and SLATE_ATOMIC_MAX set ns0's physical_block_size and
 # atomic_write_max.  A file BACKEND's DATAFILE directory goes into
-# options.allowed_dirs (namespace files must lie in the state dir or there).
+# options.allowed_dirs (namespace files must lie in the state dir or there);
+# SLATE_OPTIONS adds more "options" members (JSON text, e.g. '"nop_timeout_ms": 1000').
 slate_write_config() {
 	local file=$1 port=$2 backend=$3 size=$4 data=${5:-} port2=${6:-} wp=${7:-0} nsparams
 	case $backend in
@@ -84,8 +85,10 @@ slate_write_config() {
 	esac
 	{
 		# a data file beside the state dir: its directory is allowed (options.allowed_dirs)
-		if [ "$backend" = file ]; then
-			echo "{\"options\": {\"allowed_dirs\": [\"$(dirname "$data")\"]},"
+		local opts=${SLATE_OPTIONS:-}
+		[ "$backend" = file ] && opts="\"allowed_dirs\": [\"$(dirname "$data")\"]${opts:+, $opts}"
+		if [ -n "$opts" ]; then
+			echo "{\"options\": {$opts},"
 			echo ' "config": ['
 		else
 			echo '{"config": ['

@@ -92,6 +92,11 @@ start_target() {
 	# Atomic writes are off by default; WriteAtomic16.Simple writes up to
 	# 256 blocks atomically on LUN 0.
 	local SLATE_ATOMIC_MAX=128K
+	# libiscsi's synchronous tests do not read the socket while they sleep
+	# (Sanitize.Reset waits in sleep(60) steps), so a NOP-In sent meanwhile is
+	# answered only afterwards: the answer may take 120 s here (default 30 s,
+	# as LIO's), so the pings still run but never end a session mid-test.
+	local SLATE_OPTIONS='"nop_timeout_ms": 120000'
 	# LUN 0 is encrypted at rest (core/crypt.h): every test runs over
 	# AES-XTS, and SANITIZE CRYPTOGRAPHIC ERASE is offered (Sanitize.Crypto*).
 	# CONF_PLAIN=1 runs them on a plain LUN (the crypto erase tests then skip).
