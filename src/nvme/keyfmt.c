@@ -50,7 +50,7 @@ int nvme_key_decode(const char *s, enum nvme_key_kind kind, uint8_t *out, size_t
                             what);
         int h = (s[0] - '0') * 10 + (s[1] - '0');
         int maxh = kind == NVME_KEY_TLS ? 2 : 3;
-        int minh = kind == NVME_KEY_TLS ? 1 : 0;
+        int minh = 0; /* TLS 00: no hash given, used as is (libnvme accepts it too) */
         if (h < minh || h > maxh)
                 return fail(err, errlen, -EINVAL, "%s: unknown hash field %02d (%02d..%02d)", what,
                             h, minh, maxh);
@@ -84,15 +84,18 @@ int nvme_key_decode(const char *s, enum nvme_key_kind kind, uint8_t *out, size_t
         size_t klen = (size_t)dn - pad; /* EVP_DecodeBlock counts the padding as zero bytes */
         int okl;
         if (kind == NVME_KEY_TLS)
-                okl = klen == (h == 1 ? 36u : 52u);
+                okl = h == 0 ? klen == 36 || klen == 52 : klen == (h == 1 ? 36u : 52u);
         else
                 okl = klen == 36 || klen == 52 || klen == 68;
         if (!okl) {
                 OPENSSL_cleanse(raw, sizeof(raw));
                 if (kind == NVME_KEY_TLS)
                         return fail(err, errlen, -EINVAL,
-                                    "%s: %zu key bytes, hash %02d needs %u (plus 4 CRC bytes)",
-                                    what, klen >= 4 ? klen - 4 : 0, h, h == 1 ? 32u : 48u);
+                                    "%s: %zu key bytes, hash %02d needs %s (plus 4 CRC bytes)",
+                                    what, klen >= 4 ? klen - 4 : 0, h,
+                                    h == 0   ? "32 or 48"
+                                    : h == 1 ? "32"
+                                             : "48");
                 return fail(err, errlen, -EINVAL,
                             "%s: %zu key bytes, need 32, 48 or 64 (plus 4 CRC bytes)", what,
                             klen >= 4 ? klen - 4 : 0);

@@ -6,61 +6,27 @@
  * OpenSSL and ISA-L (the key's CRC-32), shared with slate-perf's client.
  */
 #include <errno.h>
-#include <isa-l.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/kdf.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "nvme/keyfmt.h"
 #include "nvmf/tls.h"
 
-#define KEY_PREFIX "NVMeTLSkey-1:"
-#define NQN_MAX    223
+#define NQN_MAX 223
 
 static const EVP_MD *hash_md(int hash)
 {
         return hash == 1 ? EVP_sha256() : hash == 2 ? EVP_sha384() : NULL;
 }
 
+/* The interchange format is nvme/keyfmt's (one decoder for TLS PSKs and DH-HMAC-CHAP secrets). */
 int nvmf_tls_key_parse(const char *s, uint8_t *key, size_t *len, int *hash)
 {
-        size_t pl = strlen(KEY_PREFIX);
-        if (!s || strncmp(s, KEY_PREFIX, pl) != 0)
-                return -EINVAL;
-        s += pl;
-        if (s[0] != '0' || (s[1] != '0' && s[1] != '1' && s[1] != '2') || s[2] != ':')
-                return -EINVAL;
-        int h = s[1] - '0';
-        s += 3;
-        const char *end = strchr(s, ':');
-        if (!end || end[1] != '\0')
-                return -EINVAL;
-        size_t b64 = (size_t)(end - s);
-        /* 32 + 4 bytes -> 48 characters, 48 + 4 -> 72 */
-        if (b64 != 48 && b64 != 72)
-                return -EINVAL;
-        uint8_t raw[72];
-        int n = EVP_DecodeBlock(raw, (const unsigned char *)s, (int)b64);
-        if (n < 0)
-                return -EINVAL;
-        size_t klen = b64 == 48 ? 32 : 48; /* EVP_DecodeBlock counts no '=' padding off */
-        if (h == 1 && klen != 32)
-                return -EINVAL;
-        if (h == 2 && klen != 48)
-                return -EINVAL;
-        uint32_t crc = crc32_gzip_refl(0, raw, klen);
-        uint32_t got = (uint32_t)raw[klen] | (uint32_t)raw[klen + 1] << 8 |
-                       (uint32_t)raw[klen + 2] << 16 | (uint32_t)raw[klen + 3] << 24;
-        if (crc != got) {
-                OPENSSL_cleanse(raw, sizeof(raw));
-                return -EINVAL;
-        }
-        memcpy(key, raw, klen);
-        OPENSSL_cleanse(raw, sizeof(raw));
-        *len = klen;
-        *hash = h;
-        return 0;
+        *len = NVMF_TLS_KEY_MAX; /* key holds this much (nvmf/tls.h) */
+        return nvme_key_decode(s, NVME_KEY_TLS, key, len, hash, NULL, 0) < 0 ? -EINVAL : 0;
 }
 
 /* HKDF-Expand-Label(HKDF-Extract(0, in), label, context, len) (RFC 8446 7.1). */

@@ -94,6 +94,12 @@ static void test_tls(void **state)
                          0);
         assert_int_equal(len, 32);
         assert_int_equal(h, 1);
+        /* hash field 00 (no hash: the key is used as is), as libnvme accepts it */
+        assert_int_equal(dec("NVMeTLSkey-1:00:VRLbtnN9AQb2WXW3c9+wEf/DRLz0QuLdbYvEhwtdWwNf9LrZ:",
+                             NVME_KEY_TLS, k, &len, &h, err),
+                         0);
+        assert_int_equal(len, 32);
+        assert_int_equal(h, 0);
         assert_int_equal(dec("NVMeTLSkey-1:02:AgcMERYbICUqLzQ5PkNITVJXXGFma3B1en+"
                              "EiY6TmJ2ip6yxtrvAxcrP1Nne4+jt/YOD6g==:",
                              NVME_KEY_TLS, k, &len, &h, err),
@@ -137,8 +143,6 @@ static void test_bad(void **state)
                    "does not start");
         expect_bad("DHHC-1:1:AQgPFh0kKzI5QEdOVVxjanF4f4aNlJuiqbC3vsXM09pl1OOC:", D, "two-digit");
         expect_bad("DHHC-1:04:AQgPFh0kKzI5QEdOVVxjanF4f4aNlJuiqbC3vsXM09pl1OOC:", D,
-                   "unknown hash");
-        expect_bad("NVMeTLSkey-1:00:VRLbtnN9AQb2WXW3c9+wEf/DRLz0QuLdbYvEhwtdWwNf9LrZ:", T,
                    "unknown hash");
         expect_bad("NVMeTLSkey-1:03:VRLbtnN9AQb2WXW3c9+wEf/DRLz0QuLdbYvEhwtdWwNf9LrZ:", T,
                    "unknown hash");
