@@ -125,12 +125,12 @@ connection closed" "$(echo "$out" | tail -n 9)"
 expect refused_after_remove "login 2/2" "$(cli "$I1" "$T1" luns)"
 
 # config_save: the entries, the secret only when asked; the list RPC has no secret.
-ctl config_save path="$state/saved.json" >/dev/null
-ctl config_save path="$state/saved-secrets.json" include_secrets=true >/dev/null
+ctl config_save path="$state/run/saved.json" >/dev/null
+ctl config_save path="$state/run/saved-secrets.json" include_secrets=true >/dev/null
 ctl --json iscsi_acl_list >"$state/list.json"
-if grep -q "$SEC" "$state/saved.json" "$state/list.json" || ! grep -q "$SEC" "$state/saved-secrets.json" ||
-	! grep -q "\"initiator\": \"$I2\"" "$state/saved.json" || grep -q "$SEC" "$log"; then
-	slate_result FAIL acl.config_save "$state/saved.json" "secret where not asked for, or an entry missing"
+if grep -q "$SEC" "$state/run/saved.json" "$state/list.json" || ! grep -q "$SEC" "$state/run/saved-secrets.json" ||
+	! grep -q "\"initiator\": \"$I2\"" "$state/run/saved.json" || grep -q "$SEC" "$log"; then
+	slate_result FAIL acl.config_save "$state/run/saved.json" "secret where not asked for, or an entry missing"
 else
 	slate_result PASS acl.config_save
 fi
