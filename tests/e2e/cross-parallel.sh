@@ -1,7 +1,7 @@
 #!/bin/bash
 # tests/e2e/cross-parallel.sh — the e2e_cross parts in two linuxvm VMs at
 # once: the namespace-state parts (10-65, 90) and the failing-media,
-# streams, fault, CHAP and ACL parts (70-86).  Each VM boots its own kernel and
+# streams, fault and security parts (70-89).  Each VM boots its own kernel and
 # its own slated, so the halves are independent; the guests spend much of
 # their time waiting on the hosts' timers and I/O, so two of them share the
 # 2-core machine well and the group takes little more than its longer half.
