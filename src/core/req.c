@@ -134,6 +134,20 @@ static int iov_crypt(struct core_req *req, bool enc)
         return 0;
 }
 
+/*
+ * Encrypt (enc) or decrypt a flat buffer of blocks from lba in place; on failure the request
+ * ends (a decryption failure as a medium error, an encryption failure as internal) and false
+ * is returned.  True without a key.
+ */
+static bool flat_crypt(struct core_req *req, bool enc, uint64_t lba, uint8_t *buf, uint64_t len)
+{
+        struct core_ns *ns = req->ns;
+        if (!ns->crypt || !core_crypt_buf(ns->crypt, enc, lba, ns->block_size, buf, len))
+                return true;
+        finish(req, enc ? CORE_E_INTERNAL : CORE_E_MEDIUM_ERROR);
+        return false;
+}
+
 /* The issuer's plaintext back, once the ciphertext made from it is no longer needed. */
 static void crypt_restore(struct core_req *req)
 {
@@ -337,11 +351,8 @@ static void write_same_next(struct core_req *req)
                 for (uint64_t i = 0; i < n; i++)
                         memcpy((uint8_t *)req->scratch + (i << ns->block_shift),
                                req->iov[0].iov_base, ns->block_size);
-                if (core_crypt_buf(ns->crypt, true, lba, ns->block_size, req->scratch,
-                                   n << ns->block_shift)) {
-                        finish(req, CORE_E_INTERNAL);
+                if (!flat_crypt(req, true, lba, req->scratch, n << ns->block_shift))
                         return;
-                }
         }
         be_io(req, CORE_OP_WRITE, lba, n, &req->one_iov, 1);
 }
@@ -876,11 +887,8 @@ void core_backend_done(struct core_req *req, int res)
         case ST_COMPARE: {
                 uint64_t done = (req->cur_lba - req->lba) << ns->block_shift, where;
                 uint64_t n = req->one_iov.iov_len;
-                if (ns->crypt && core_crypt_buf(ns->crypt, false, req->cur_lba, ns->block_size,
-                                                req->scratch, n)) {
-                        finish(req, CORE_E_MEDIUM_ERROR);
+                if (!flat_crypt(req, false, req->cur_lba, req->scratch, n))
                         return;
-                }
                 if (!compare_iov(req, req->scratch, done, n, &where)) {
                         req->info = done + where;
                         req->info_valid = true;
@@ -896,11 +904,8 @@ void core_backend_done(struct core_req *req, int res)
         }
         case ST_READ_FOR_RMW: {
                 uint8_t *media = req->scratch;
-                if (ns->crypt &&
-                    core_crypt_buf(ns->crypt, false, req->lba, ns->block_size, media, len)) {
-                        finish(req, CORE_E_MEDIUM_ERROR);
+                if (!flat_crypt(req, false, req->lba, media, len))
                         return;
-                }
                 if (req->op == CORE_OP_COMPARE || req->op == CORE_OP_COMPARE_AND_WRITE) {
                         uint64_t where;
                         if (!compare_iov(req, media, 0, len, &where)) {
@@ -915,11 +920,8 @@ void core_backend_done(struct core_req *req, int res)
                         }
                         /* Write half of the data-out buffer: copy it flat into scratch. */
                         iov_to_flat(req, media, len, len);
-                        if (ns->crypt &&
-                            core_crypt_buf(ns->crypt, true, req->lba, ns->block_size, media, len)) {
-                                finish(req, CORE_E_INTERNAL);
+                        if (!flat_crypt(req, true, req->lba, media, len))
                                 return;
-                        }
                         if (core_atomic_journaled(req)) {
                                 /*
                                  * CORE_REQ_ATOMIC (NVMe fused Compare and Write that
@@ -945,11 +947,8 @@ void core_backend_done(struct core_req *req, int res)
                                         media[off + k] |= p[k];
                                 off += n;
                         }
-                        if (ns->crypt &&
-                            core_crypt_buf(ns->crypt, true, req->lba, ns->block_size, media, len)) {
-                                finish(req, CORE_E_INTERNAL);
+                        if (!flat_crypt(req, true, req->lba, media, len))
                                 return;
-                        }
                 }
                 req->stage = ST_WRITE_RMW;
                 req->one_iov.iov_base = media;
