@@ -294,17 +294,13 @@ static int model_apply(struct model *m, const char *method, json_t *p, char *err
                         else {
                                 /* A host with DH-HMAC-CHAP secrets or a TLS PSK: they are part of
                                  * its entry. */
+                                static const char *const hkeys[] = {
+                                    "dhchap_secret", "dhchap_ctrl_secret", "tls_psk"};
                                 json_t *hv = json_object();
-                                if (pstr(p, "dhchap_secret"))
-                                        json_object_set_new(hv, "dhchap_secret",
-                                                            json_string(pstr(p, "dhchap_secret")));
-                                if (pstr(p, "dhchap_ctrl_secret"))
-                                        json_object_set_new(
-                                            hv, "dhchap_ctrl_secret",
-                                            json_string(pstr(p, "dhchap_ctrl_secret")));
-                                if (pstr(p, "tls_psk"))
-                                        json_object_set_new(hv, "tls_psk",
-                                                            json_string(pstr(p, "tls_psk")));
+                                for (size_t k = 0; k < sizeof(hkeys) / sizeof(hkeys[0]); k++)
+                                        if (pstr(p, hkeys[k]))
+                                                json_object_set_new(hv, hkeys[k],
+                                                                    json_string(pstr(p, hkeys[k])));
                                 if (json_object_size(hv) == 0) {
                                         json_decref(hv);
                                         hv = json_true();
