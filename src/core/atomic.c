@@ -843,9 +843,10 @@ static int recover(struct core_atomic *a, unsigned *replayed, unsigned *discarde
         a->seq = h.ckpt_seq;
         uint64_t off = REC_START, prev = 0;
         uint64_t max_data = CORE_ATOMIC_MAX_BYTES; /* no atomic write is longer */
-        uint8_t *buf = malloc(REC_HDR_MAX + CORE_ATOMIC_MAX_BYTES);
-        if (!buf)
-                return -ENOMEM;
+        /* Grown to the largest record met: most journals hold small writes,
+         * and a 1 MiB buffer for each recovery costs more than the replay. */
+        size_t cap = 0;
+        uint8_t *buf = NULL;
         uint64_t nblocks = core_ns_blocks(ns);
         for (;;) {
                 struct core_atomic_rec r;
@@ -856,6 +857,15 @@ static int recover(struct core_atomic *a, unsigned *replayed, unsigned *discarde
                             r.hdr_len == sizeof(r) + r.nr_ranges * 16u && r.data_len <= max_data &&
                             off + r.hdr_len + r.data_len <= CORE_ATOMIC_JOURNAL_BYTES;
                 uint64_t total = sane ? r.hdr_len + r.data_len : 0;
+                if (sane && total > cap) {
+                        uint8_t *nb = realloc(buf, total);
+                        if (!nb) {
+                                free(buf);
+                                return -ENOMEM;
+                        }
+                        buf = nb;
+                        cap = total;
+                }
                 if (!sane || pread(a->jfd, buf, total, (off_t)off) != (ssize_t)total) {
                         if (r.seq > h.ckpt_seq)
                                 (*discarded)++;
