@@ -27,6 +27,7 @@
 #include "backend/backend.h"
 #include "core/pr.h"
 #include "core/flash.h"
+#include "core/pi.h"
 #include "core/selftest.h"
 #include "core/stats.h"
 
@@ -119,6 +120,14 @@ struct core_ns_params {
         const char *key_file;
         const char *passphrase_file;
         uint32_t pbkdf2_iter;
+        /*
+         * Protection information (core/pi.h, issue 10): the format a new
+         * namespace gets (pi.block_size is ignored: block_size above).  Not
+         * set: the saved format, else none (type 0, no metadata).  A reopen
+         * with a different format is refused (use core_ns_format).
+         */
+        bool pi_set;
+        struct core_pi_fmt pi;
 };
 
 /*
@@ -181,6 +190,7 @@ struct core_prov_limits {
 };
 
 struct core_pool;
+struct core_pistore;
 struct core_crypt;
 struct core_atomic;
 struct core_media;
@@ -321,6 +331,20 @@ struct core_ns {
         struct core_crypt *crypt;
         char kek_path[4096];
         bool kek_passphrase;
+        /*
+         * Protection information (issue 10): the metadata format of every
+         * block (type 0 and md_size 0: none), read on the data path through
+         * core_ns_pi_fmt() (one consistent copy per request), changed only
+         * by core_ns_format() (persisted in the metadata; CORE_NS_EV_FORMAT),
+         * and the store that keeps each block's metadata beside its data
+         * (core/pistore.c; NULL while the format has none).  apptab: the
+         * SCSI Application Tag mode page's ranges (core_ns_set_apptab), used
+         * by requests with pi.use_apptab.
+         */
+        struct core_pi_fmt pi;
+        _Atomic uint32_t pi_gen; /* seqcount: odd while core_ns_format changes pi */
+        struct core_pistore *pistore;
+        struct core_pi_apptab *apptab;
         atomic_int refs;
         struct core_ns *next; /* registry */
 };
@@ -577,6 +601,43 @@ uint32_t core_sanitize_estimate_s(struct core_ns *ns, enum core_sanitize_action 
 /* The first failing check of chk (CORE_CHK_*), or CORE_OK. */
 enum core_status core_ns_check(const struct core_ns *ns, unsigned chk);
 
+/* ---- Protection information (issue 10; core/pi.h is the engine) ---- */
+
+/* The namespace's metadata format now (a consistent copy; any thread). */
+void core_ns_pi_fmt(const struct core_ns *ns, struct core_pi_fmt *out);
+/* Metadata bytes per logical block (0: the format has none); any thread. */
+uint32_t core_ns_md_per_block(const struct core_ns *ns);
+/*
+ * Bytes a transfer of nlb blocks takes on the wire: nlb * block_size, plus
+ * the metadata of each block when host_md (SCSI RDPROTECT/WRPROTECT/
+ * VRPROTECT non-zero; NVMe extended LBAs unless PRACT strips an 8- or
+ * 16-byte PI-only metadata).  The personality sizes the data transfer with
+ * it.
+ */
+uint64_t core_ns_xfer_bytes(const struct core_ns *ns, uint64_t nlb, bool host_md);
+/*
+ * Format the namespace to a new metadata format (SCSI FORMAT UNIT, NVMe
+ * Format NVM, RPC namespace_format).  pi->block_size must be the
+ * namespace's block size (no block-size change); md_size 0 with type 0 is
+ * no metadata.  Waits for the namespace's commands in flight, keeps the
+ * data, and sets every block's metadata to all FFh (the PI escape: no
+ * check fails until a block is written).  Persisted before it returns;
+ * publishes CORE_NS_EV_FORMAT (old/new: the PI types).  0 or -errno:
+ * -EINVAL (inconsistent format), -ENOTSUP (a guard this build lacks, or a
+ * backend without a metadata store), -EBUSY (sanitize running), with err.
+ */
+int core_ns_format(struct core_ns *ns, const struct core_pi_fmt *pi, core_origin_t origin,
+                   char *err, size_t errlen);
+/*
+ * The application tag table (SCSI Application Tag mode page, SBC-4
+ * 6.5.3): replaces the ranges (n 0: none).  -EINVAL as core_pi_apptab_set.
+ * Not persisted (the page is not savable).  Control path.
+ */
+int core_ns_set_apptab(struct core_ns *ns, const struct core_pi_apptag_range *r, size_t n,
+                       core_origin_t origin, char *err, size_t errlen);
+/* A copy of the table's ranges (at most max); returns how many. */
+size_t core_ns_apptab(struct core_ns *ns, struct core_pi_apptag_range *out, size_t max);
+
 /* ---- Events (event.c) ---- */
 
 enum core_ns_event_type {
@@ -591,6 +652,7 @@ enum core_ns_event_type {
         CORE_NS_EV_SPACE_THRESHOLD, /* allocated space crossed the soft threshold upward */
         CORE_NS_EV_MEDIA, /* unrecoverable set or an element changed (core/media.h CORE_MEDIA_CHG_*)
                            */
+        CORE_NS_EV_FORMAT, /* metadata / protection format changed (old/new: PI type) */
         CORE_NS_EV_MAX
 };
 

@@ -107,6 +107,42 @@ struct core_req {
          */
         uint16_t placement;
         uint8_t hints;
+        /*
+         * Protection information (issue 10), on a namespace whose format has
+         * metadata (core_ns_md_per_block() > 0); ignored elsewhere.  Set
+         * after core_req_init() like nexus; cleared by it (all zero: data
+         * only, the core generates the PI of written blocks with the
+         * defaults below and checks nothing).
+         *   host_md  iov holds each block's metadata after its data
+         *            (extended LBAs; core_ns_xfer_bytes(ns, nlb, true)), on
+         *            writes what the host sent, on reads what it gets;
+         *            false: data only (SCSI xxPROTECT 0, NVMe PRACT 1 with
+         *            PI-only metadata) and the core strips/inserts.
+         *   gen      writes: the core generates the PI tuple of every
+         *            interval it stores (SCSI WRPROTECT 0, NVMe PRACT 1),
+         *            with gen_ref for the first interval (+1 each), gen_app;
+         *            with host_md the host's other metadata bytes are kept.
+         *            Without host_md the core always generates.
+         *   chk      CORE_PI_CHK_* checks: writes with host_md check what
+         *            the host sent before anything is stored; reads, verify
+         *            and compare check what is stored before anything is
+         *            returned.  A failure is CORE_E_PI_GUARD/_APPTAG/_REFTAG
+         *            with info = the failing block's LBA (info_valid).
+         *   ref, app, app_mask  what chk expects (ref: the first interval's)
+         *   use_apptab  CHK_APP compares blocks the namespace's application
+         *            tag table covers against it (SCSI ATO with the
+         *            Application Tag mode page)
+         */
+        struct {
+                bool host_md;
+                bool gen;
+                bool use_apptab;
+                unsigned chk;
+                uint64_t ref;
+                uint16_t app, app_mask;
+                uint64_t gen_ref;
+                uint16_t gen_app;
+        } pi;
         /* Data: the transport's buffers.  Length must be what op needs. */
         struct iovec iov[CORE_REQ_MAX_IOV];
         int iovcnt;
