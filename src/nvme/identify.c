@@ -5,7 +5,8 @@
  * specific namespace/controller, 08h I/O command set independent namespace.
  * Every identifier derives from the core namespace identity: NGUID and
  * UUID are ns->uuid, EUI-64 is ns->eui64 (the SCSI side's VPD 83h uses the
- * same fields).  Identify finishes inline: the 4096 bytes go C2H from buf.
+ * same fields).  The LBA formats, protection information and ELBAFs are
+ * pi.c's.  Identify finishes inline: the 4096 bytes go C2H from buf.
  */
 #include <stdio.h>
 #include <string.h>
@@ -69,7 +70,8 @@ static void id_ctrl(struct nvme_ctrl *ctrl, struct nvme_id_ctrl *id)
          * enabled in the groups of the namespaces with the flash model).
          */
         put_le32(&id->ctratt,
-                 NVME_CTRATT_HOSTID128 | (disc ? 0 : NVME_CTRATT_ENDGRPS | NVME_CTRATT_FDPS));
+                 NVME_CTRATT_HOSTID128 |
+                     (disc ? 0 : NVME_CTRATT_ENDGRPS | NVME_CTRATT_FDPS | NVME_CTRATT_ELBAS));
         id->cntrltype = disc ? NVME_CTRL_TYPE_DISC : NVME_CTRL_TYPE_IO;
         id->acl = 3;
         id->aerl = NVME_AERL - 1;
@@ -77,7 +79,9 @@ static void id_ctrl(struct nvme_ctrl *ctrl, struct nvme_id_ctrl *id)
         /* Unrecoverable blocks (lbastatus.c); Directives (directive.c); self-test (selftest.c). */
         if (!disc) {
                 put_le16(&id->oacs, NVME_OACS_GET_LBA_STATUS | NVME_OACS_DIRECTIVES |
-                                        NVME_OACS_DEVICE_SELF_TEST);
+                                        NVME_OACS_DEVICE_SELF_TEST | NVME_OACS_FORMAT);
+                /* Format NVM (pi.c): per namespace, no secure erase (FNA 0). */
+                id->fna = 0;
                 put_le16(&id->endgidmax, NVME_MAX_NSID);
                 id->dsto = 0x01; /* one device self-test operation at a time in the subsystem */
                 put_le16(&id->edstt, edstt_minutes(s));
@@ -195,14 +199,13 @@ static void id_ns(struct core_ns *ns, uint32_t nsid, struct nvme_id_ns *id)
                 put_le16(&id->nawupf, (uint16_t)m);
                 put_le16(&id->nacwu, (uint16_t)m);
         }
-        id->nlbaf = 0; /* one format: the namespace's block size */
-        id->flbas = 0;
+        /* The LBA formats: the namespace's block size with 0, 8 or 16 bytes of metadata (pi.c). */
+        nvme_pi_id_ns(ns, id);
         id->nmic = 1; /* may be attached to several controllers */
         id->rescap = RESCAP_ALL;
         id->nsattr = core_ns_wp(ns) ? 1 : 0; /* write protected, for any reason */
         memcpy(id->nguid, ns->uuid, 16);
         slate_put_be(id->eui64, 8, ns->eui64);
-        id->lbaf[0].lbads = (uint8_t)ns->block_shift;
         put_le16(&id->endgid, (uint16_t)nsid); /* its own endurance group (fdp.c) */
         uint16_t mssrl;
         uint32_t mcl;
@@ -293,8 +296,8 @@ enum nvme_parse_result nvme_identify_parse(struct nvme_cmd *cmd)
                         id->nsattr = core_ns_wp(cmd->ns) ? 1 : 0;
                         id->nstat = core_ns_ready(cmd->ns) == CORE_NS_READY; /* NRDY */
                         put_le16(&id->endgid, (uint16_t)nsid);
-                }
-                /* CNS 05h for the NVM command set: nothing beyond zeroes (no PI, no ELBAS). */
+                } else if (cns == NVME_CNS_CSI_NS)
+                        nvme_pi_id_ns_nvm(cmd->ns, p); /* ELBAF per LBA format (pi.c) */
                 break;
         }
         case NVME_CNS_ACTIVE_NS_LIST:

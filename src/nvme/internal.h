@@ -277,6 +277,33 @@ static inline void nvme_cqe_dw1(struct nvme_cmd *cmd, uint32_t v)
 void nvme_copy_window(uint8_t *dst, uint32_t dst_len, uint64_t win_off, const void *src,
                       uint64_t src_off, uint32_t src_len);
 
+/* ---- Protection information (pi.c, issue 10) ---- */
+/* How many LBA formats a namespace offers (NLBAF + 1). */
+unsigned nvme_pi_nlbaf(void);
+/* The LBA format index of a core format. */
+unsigned nvme_pi_cur_lbaf(const struct core_pi_fmt *f);
+/* Identify Namespace NLBAF, FLBAS, MC, DPC, DPS, LBAF[]. */
+void nvme_pi_id_ns(struct core_ns *ns, struct nvme_id_ns *id);
+/* NVM Command Set Identify Namespace (CNS 05h): ELBAF[] into the 4096 bytes at p. */
+void nvme_pi_id_ns_nvm(struct core_ns *ns, uint8_t *p);
+enum nvme_parse_result nvme_format_parse(struct nvme_cmd *cmd);
+void nvme_format_exec(struct nvme_cmd *cmd);
+enum nvme_pi_io_kind { NVME_PI_IO_READ, NVME_PI_IO_WRITE, NVME_PI_IO_COMPARE, NVME_PI_IO_NODATA };
+/* What an I/O command's PRINFO and tags ask of the core (struct core_req.pi). */
+struct nvme_pi_io {
+        struct core_pi_fmt fmt; /* the namespace's format when parsed */
+        bool host_md;           /* the transfer holds extended LBAs */
+        bool gen;
+        unsigned chk;
+        uint64_t ref, gen_ref;
+        uint16_t app, app_mask, gen_app;
+};
+/* Parse CDW12 PRINFO and the tags for cmd->ns; false: rejected (status set). */
+bool nvme_pi_io_parse(struct nvme_cmd *cmd, uint64_t lba, enum nvme_pi_io_kind kind,
+                      struct nvme_pi_io *out);
+/* Into a request, after core_req_init. */
+void nvme_pi_io_apply(struct core_req *req, const struct nvme_pi_io *p);
+
 /* ---- Handlers ---- */
 enum nvme_parse_result nvme_identify_parse(struct nvme_cmd *cmd);
 enum nvme_parse_result nvme_get_log_parse(struct nvme_cmd *cmd);

@@ -8,6 +8,9 @@
  * read back as zeroes, DLFEAT 001b).  Parse checks the
  * NSID, the LBA range (overflow-safe core_ns_range_ok), MDTS and the SGL;
  * exec submits to the core and maps the core status with status.c.
+ * Protection information (pi.c): PRINFO and the tags become the request's
+ * pi, and the transfer is extended LBAs when the namespace has metadata
+ * (unless PRACT strips a PI-only one).
  * Write Uncorrectable marks its blocks unrecoverable in the core
  * (core/media.h): reads of them fail with Unrecovered Read Error until a
  * write replaces their data.
@@ -21,11 +24,10 @@
 #include "nvme/internal.h"
 #include "rt/reactor.h"
 
-#define CDW12_FUA    (1u << 30)
-#define CDW12_LR     (1u << 31)
-#define CDW12_PRINFO (0xfu << 26)
-#define CDW12_DTYPE  (0xfu << 20)
-#define CDW12_DEAC   (1u << 25)
+#define CDW12_FUA   (1u << 30)
+#define CDW12_LR    (1u << 31)
+#define CDW12_DTYPE (0xfu << 20)
+#define CDW12_DEAC  (1u << 25)
 
 /* Looks up the command's namespace; false = rejected (Invalid Namespace or Format). */
 static bool io_ns(struct nvme_cmd *cmd)
@@ -102,8 +104,6 @@ enum nvme_parse_result nvme_io_rw_parse(struct nvme_cmd *cmd)
 
         if (!io_ns(cmd))
                 return NVME_PARSE_DONE;
-        if (cdw12 & CDW12_PRINFO) /* no protection information formats */
-                return nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD, 51, 2);
         /*
          * Directives (directive.c, fdp.c): a Write may name a stream (DTYPE
          * 01h, once the host enabled Streams) or a placement identifier
@@ -117,11 +117,17 @@ enum nvme_parse_result nvme_io_rw_parse(struct nvme_cmd *cmd)
                 return nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD, 50, 4);
         if (!io_range(cmd, write ? CORE_OP_WRITE : CORE_OP_READ, &lba, &nlb, &bytes))
                 return NVME_PARSE_DONE;
-        if (bytes > CORE_MAX_TRANSFER_BYTES) /* MDTS */
+        /* Protection information (pi.c): the transfer holds extended LBAs unless PRACT strips. */
+        struct nvme_pi_io pi;
+        if (!nvme_pi_io_parse(cmd, lba, write ? NVME_PI_IO_WRITE : NVME_PI_IO_READ, &pi))
+                return NVME_PARSE_DONE;
+        bytes = core_ns_xfer_bytes(cmd->ns, nlb, pi.host_md);
+        if (bytes > CORE_MAX_TRANSFER_BYTES) /* MDTS (metadata included) */
                 return nvme_invalid_field(cmd, NVME_SQE_OFF_CDW(12));
         if (!nvme_xfer(cmd, (uint32_t)bytes, write))
                 return NVME_PARSE_DONE;
         io_req_init(cmd, write ? CORE_OP_WRITE : CORE_OP_READ, lba, nlb);
+        nvme_pi_io_apply(&cmd->req, &pi);
         if (cdw12 & CDW12_FUA)
                 cmd->req.flags |= CORE_REQ_FUA;
         /* NAWUN/NAWUPF promise it: a Write that fits is atomic (one block is by itself). */
@@ -150,16 +156,17 @@ enum nvme_parse_result nvme_io_rw_parse(struct nvme_cmd *cmd)
 
 enum nvme_parse_result nvme_io_compare_parse(struct nvme_cmd *cmd)
 {
-        uint32_t cdw12 = nvme_cdw(cmd, 12);
         uint64_t lba, bytes;
         uint32_t nlb;
 
         if (!io_ns(cmd))
                 return NVME_PARSE_DONE;
-        if (cdw12 & CDW12_PRINFO)
-                return nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD, 51, 2);
         if (!io_range(cmd, CORE_OP_COMPARE, &lba, &nlb, &bytes))
                 return NVME_PARSE_DONE;
+        struct nvme_pi_io pi;
+        if (!nvme_pi_io_parse(cmd, lba, NVME_PI_IO_COMPARE, &pi))
+                return NVME_PARSE_DONE;
+        bytes = core_ns_xfer_bytes(cmd->ns, nlb, pi.host_md);
         /* The core reads the medium into scratch piece by piece: the transport's
          * second buffer, or the second half of buf. */
         if (bytes > CORE_MAX_TRANSFER_BYTES ||
@@ -168,6 +175,7 @@ enum nvme_parse_result nvme_io_compare_parse(struct nvme_cmd *cmd)
         if (!nvme_xfer(cmd, (uint32_t)bytes, true))
                 return NVME_PARSE_DONE;
         io_req_init(cmd, CORE_OP_COMPARE, lba, nlb);
+        nvme_pi_io_apply(&cmd->req, &pi);
         cmd->req.iov[0].iov_base = cmd->buf;
         cmd->req.iov[0].iov_len = bytes;
         cmd->req.iovcnt = 1;
@@ -185,11 +193,13 @@ static enum nvme_parse_result range_only_parse(struct nvme_cmd *cmd, enum core_o
 
         if (!io_ns(cmd))
                 return NVME_PARSE_DONE;
-        if (cdw12 & CDW12_PRINFO)
-                return nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD, 51, 2);
         if (!io_range(cmd, op, &lba, &nlb, &bytes))
                 return NVME_PARSE_DONE;
+        struct nvme_pi_io pi;
+        if (!nvme_pi_io_parse(cmd, lba, NVME_PI_IO_NODATA, &pi))
+                return NVME_PARSE_DONE;
         io_req_init(cmd, op, lba, nlb);
+        nvme_pi_io_apply(&cmd->req, &pi);
         if (fua_ok && (cdw12 & CDW12_FUA))
                 cmd->req.flags |= CORE_REQ_FUA;
         return NVME_PARSE_EXEC;

@@ -36,6 +36,10 @@ static const struct nvme_op admin_ops[256] = {
     /* Reads the namespaces' media in the background (core/selftest.c); one at a time. */
     [NVME_ADM_DEVICE_SELF_TEST] = {"device-self-test", NVME_ADM_DEVICE_SELF_TEST, NVME_DIR_NONE, 0,
                                    CSE_SUBSYS, nvme_dst_parse, nvme_dst_exec},
+    /* Changes the namespace's LBA format and protection information (pi.c). */
+    [NVME_ADM_FORMAT_NVM] = {"format-nvm", NVME_ADM_FORMAT_NVM, NVME_DIR_NONE, 0,
+                             NVME_EFFECTS_LBCC | NVME_EFFECTS_NCC | CSE_NS, nvme_format_parse,
+                             nvme_format_exec},
     /* Changes every block of every namespace of the subsystem; one at a time (CSE). */
     [NVME_ADM_SANITIZE] = {"sanitize", NVME_ADM_SANITIZE, NVME_DIR_NONE, 0,
                            NVME_EFFECTS_LBCC | CSE_SUBSYS, nvme_sanitize_parse, nvme_sanitize_exec},

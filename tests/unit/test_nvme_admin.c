@@ -1274,7 +1274,7 @@ static void test_lba_status(void **s)
         assert_int_equal(st(&c), 0);
         assert_int_equal(get_le16(&((struct nvme_id_ctrl *)buf)->oacs),
                          NVME_OACS_GET_LBA_STATUS | NVME_OACS_DIRECTIVES |
-                             NVME_OACS_DEVICE_SELF_TEST);
+                             NVME_OACS_DEVICE_SELF_TEST | NVME_OACS_FORMAT);
         sqe_init(&c, &admin_q, NVME_ADM_GET_LOG_PAGE, 0);
         cdw(&c, 10, NVME_LOG_CMD_EFFECTS | (255u << 16));
         sgl_len(&c, 1024);

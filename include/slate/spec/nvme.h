@@ -28,6 +28,7 @@ enum {
         NVME_ADM_DIR_SEND = 0x19, /* Directive Send (Base 2.0 5.9) */
         NVME_ADM_DIR_RECV = 0x1a, /* Directive Receive (Base 2.0 5.8) */
         NVME_ADM_DEVICE_SELF_TEST = 0x14,
+        NVME_ADM_FORMAT_NVM = 0x80, /* Format NVM (Base 2.0 5.23) */
         NVME_ADM_SANITIZE = 0x84,
         NVME_ADM_GET_LBA_STATUS = 0x86,
         NVME_OPC_FABRICS = 0x7f,
@@ -164,7 +165,9 @@ enum {
         NVME_SC_FEATURE_NOT_CHANGEABLE = 0x0e,
         NVME_SC_FEATURE_NOT_PER_NS = 0x0f,
         NVME_SC_STREAM_ALLOC_FAILED = 0x7f,  /* Directives: Stream Resource Allocation Failed */
+        NVME_SC_INVALID_FORMAT = 0x0a,       /* Format NVM: LBA format or PI not supported */
         NVME_SC_CONFLICTING_ATTRS = 0x80,    /* NVM: DSM / write zeroes attributes */
+        NVME_SC_INVALID_PI = 0x81,           /* NVM: Invalid Protection Information */
         NVME_SC_CMD_SIZE_LIMIT = 0x83,       /* NVM: Copy / DSM beyond MSRC, MSSRL, MCL */
         NVME_SC_INCOMPATIBLE_NS = 0x85,      /* NVM: Copy between different formats */
         NVME_SC_FAST_COPY_IMPOSSIBLE = 0x86, /* NVM: Copy with FCO that cannot be fast */
@@ -330,11 +333,13 @@ _Static_assert(offsetof(struct nvme_id_ctrl, psd) == 2048, "psd");
 
 /* ONCS bits */
 /* OACS (Identify Controller bytes 257:256) */
+#define NVME_OACS_FORMAT         (1u << 1)
 #define NVME_OACS_DIRECTIVES     (1u << 5)
 #define NVME_OACS_GET_LBA_STATUS (1u << 9)
 /* CTRATT (Identify Controller bytes 99:96) */
 #define NVME_CTRATT_HOSTID128      (1u << 0)
 #define NVME_CTRATT_ENDGRPS        (1u << 4)  /* Endurance Groups */
+#define NVME_CTRATT_ELBAS          (1u << 15) /* Extended LBA Formats (ELBAF) */
 #define NVME_CTRATT_FDPS           (1u << 19) /* Flexible Data Placement */
 #define NVME_OACS_DEVICE_SELF_TEST (1u << 4)
 /* Device Self-test log page (06h): 4-byte header and 20 results of 28 bytes. */
