@@ -64,6 +64,15 @@ static void usage(FILE *f)
                 "      --tls-identity ID    offer ID as the PSK identity instead\n"
                 "      --verify             NVMe/TCP: writes carry LBA-tagged blocks, every\n"
                 "                           read is checked (fails on the first bad block)\n"
+                "      --pi[=host|pract]    protection information, the type and guard the\n"
+                "                           namespace / LU is formatted with.  host (default):\n"
+                "                           slate-perf generates the PI of what it writes and\n"
+                "                           checks what it reads, the target checks both ways\n"
+                "                           (NVMe extended LBAs with PRACT 0 and PRCHK guard,\n"
+                "                           application and reference tags; SCSI WRPROTECT and\n"
+                "                           RDPROTECT 001b).  pract (NVMe): the controller\n"
+                "                           inserts and strips (PRACT 1), checking all three.\n"
+                "                           Check failures are counted by kind\n"
                 "  -v, --verbose            log connection steps to stderr\n"
                 "  -h, --help\n");
 }
@@ -276,6 +285,53 @@ uint32_t perf_verify_check(const void *buf, uint32_t len, uint32_t lba_size, uin
         return 0;
 }
 
+static uint8_t *pi_block(uint8_t *buf, const struct perf_geom *g, uint32_t i)
+{
+        return buf + (size_t)i * (g->lba_size + g->md_size);
+}
+
+void perf_pi_fill(struct perf_worker *w, uint8_t *buf, uint32_t nblocks, uint64_t lba, uint64_t seq)
+{
+        const struct perf_geom *g = w->g;
+        if (w->o->verify)
+                for (uint32_t i = 0; i < nblocks; i++)
+                        perf_verify_fill(pi_block(buf, g, i), g->lba_size, g->lba_size, lba + i,
+                                         seq);
+        struct core_pi_tags t = {.ref = lba, .app = PERF_PI_APPTAG};
+        core_pi_generate(&g->pi, (struct core_pi_buf){buf, NULL}, nblocks, &t);
+}
+
+uint32_t perf_pi_check(struct perf_worker *w, const uint8_t *buf, uint32_t nblocks, uint64_t lba)
+{
+        const struct perf_geom *g = w->g;
+        struct core_pi_check c = {.flags = CORE_PI_CHK_GUARD | CORE_PI_CHK_APP | CORE_PI_CHK_REF,
+                                  .ref = lba,
+                                  .app = PERF_PI_APPTAG,
+                                  .app_mask = 0xffff,
+                                  .lba = lba};
+        struct core_pi_err e;
+        if (core_pi_verify(&g->pi, (struct core_pi_buf){(uint8_t *)buf, NULL}, nblocks, &c, &e) !=
+            CORE_OK) {
+                if (!w->st.pi_host)
+                        fprintf(stderr,
+                                "slate-perf: queue %u: LBA %llu: %s check failed (expected "
+                                "0x%llx, read 0x%llx)\n",
+                                w->id, (unsigned long long)e.lba,
+                                e.status == CORE_E_PI_GUARD    ? "guard"
+                                : e.status == CORE_E_PI_APPTAG ? "application tag"
+                                                               : "reference tag",
+                                (unsigned long long)e.expected, (unsigned long long)e.actual);
+                w->st.pi_host++;
+                return PERF_PI_BAD;
+        }
+        if (w->o->verify)
+                for (uint32_t i = 0; i < nblocks; i++)
+                        if (perf_verify_check(pi_block((uint8_t *)buf, g, i), g->lba_size,
+                                              g->lba_size, lba + i))
+                                return i + 1;
+        return 0;
+}
+
 static void *worker_main(void *arg)
 {
         struct perf_worker *w = arg;
@@ -297,6 +353,10 @@ static void stats_add(struct perf_stats *d, const struct perf_stats *s)
         d->reads += s->reads;
         d->writes += s->writes;
         d->errors += s->errors;
+        d->pi_guard += s->pi_guard;
+        d->pi_app += s->pi_app;
+        d->pi_ref += s->pi_ref;
+        d->pi_host += s->pi_host;
         d->read_bytes += s->read_bytes;
         d->write_bytes += s->write_bytes;
         perf_hist_merge(&d->lat, &s->lat);
@@ -357,7 +417,8 @@ int main(int argc, char **argv)
                 O_PLACE,
                 O_TLS_PSK,
                 O_TLS_ID,
-                O_VERIFY
+                O_VERIFY,
+                O_PI
         };
         static const struct option lopts[] = {
             {"transport", required_argument, 0, 't'},
@@ -388,6 +449,7 @@ int main(int argc, char **argv)
             {"tls-psk", required_argument, 0, O_TLS_PSK},
             {"tls-identity", required_argument, 0, O_TLS_ID},
             {"verify", no_argument, 0, O_VERIFY},
+            {"pi", optional_argument, 0, O_PI},
             {"verbose", no_argument, 0, 'v'},
             {"help", no_argument, 0, 'h'},
             {0, 0, 0, 0},
@@ -524,6 +586,14 @@ int main(int argc, char **argv)
                 case O_VERIFY:
                         o.verify = true;
                         break;
+                case O_PI:
+                        if (!optarg || !strcmp(optarg, "host"))
+                                o.pi = PERF_PI_HOST;
+                        else if (!strcmp(optarg, "pract"))
+                                o.pi = PERF_PI_PRACT;
+                        else
+                                goto bad;
+                        break;
                 case 'v':
                         o.verbose = true;
                         break;
@@ -573,6 +643,10 @@ int main(int argc, char **argv)
         if ((o.tls_psk || o.tls_identity || o.verify) && o.transport != PERF_NVME_TCP) {
                 fprintf(stderr,
                         "slate-perf: --tls-psk, --tls-identity and --verify are NVMe/TCP's\n");
+                return 2;
+        }
+        if (o.pi == PERF_PI_PRACT && o.transport != PERF_NVME_TCP) {
+                fprintf(stderr, "slate-perf: --pi=pract is NVMe's (PRACT)\n");
                 return 2;
         }
         if (o.tls_identity && !o.tls_psk) {
@@ -731,6 +805,19 @@ int main(int argc, char **argv)
                     mibs, "read_iops", (double)tot.reads / secs, "latency", lat_json(&tot.lat),
                     "read_latency", lat_json(&tot.rlat), "write_latency", lat_json(&tot.wlat),
                     "errors", (int)tot.errors, "initiator_cpu_us_per_io", cpu_us_io);
+                if (j && o.pi)
+                        json_object_set_new(
+                            j, "pi",
+                            json_pack("{s:s,s:i,s:i,s:s,s:I,s:I,s:I,s:I}", "mode",
+                                      o.pi == PERF_PI_PRACT ? "pract" : "host", "type",
+                                      (int)g.pi.type, "md_size", (int)g.md_size, "guard",
+                                      g.pi.guard == CORE_PI_GUARD_CRC16    ? "16b"
+                                      : g.pi.guard == CORE_PI_GUARD_CRC32C ? "32b"
+                                                                           : "64b",
+                                      "guard_errors", (json_int_t)tot.pi_guard, "apptag_errors",
+                                      (json_int_t)tot.pi_app, "reftag_errors",
+                                      (json_int_t)tot.pi_ref, "initiator_check_errors",
+                                      (json_int_t)tot.pi_host));
                 if (j) {
                         json_dumpf(j, stdout,
                                    JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
@@ -750,6 +837,18 @@ int main(int argc, char **argv)
                         print_lat("read", &tot.rlat);
                         print_lat("write", &tot.wlat);
                 }
+                if (o.pi)
+                        printf("  pi: type %u, %u-byte metadata, %s guard, %s; check failures: "
+                               "guard %llu, application tag %llu, reference tag %llu, "
+                               "initiator %llu\n",
+                               g.pi.type, g.md_size,
+                               g.pi.guard == CORE_PI_GUARD_CRC16    ? "16b"
+                               : g.pi.guard == CORE_PI_GUARD_CRC32C ? "32b"
+                                                                    : "64b",
+                               o.pi == PERF_PI_PRACT ? "target inserts/strips"
+                                                     : "initiator generates/checks",
+                               (unsigned long long)tot.pi_guard, (unsigned long long)tot.pi_app,
+                               (unsigned long long)tot.pi_ref, (unsigned long long)tot.pi_host);
                 if (o.verify)
                         printf("  verify: %llu blocks read back and checked (%llu never written)\n",
                                (unsigned long long)atomic_load(&perf_run.verified),

@@ -601,6 +601,7 @@ static int ntcp_probe(const struct perf_opts *o, struct perf_geom *g, void **tct
         if ((rc = admin_cmd(ctrl, &sqe, id, 4096, NULL)))
                 goto fail;
         uint8_t mdts = id[NVME_IDC_MDTS];
+        bool elbas = get_le32((le32 *)(id + NVME_IDC_CTRATT)) & (1u << 15);
         uint32_t ioccsz = get_le32((le32 *)(id + NVME_IDC_IOCCSZ));
         ctrl->icdsz = ioccsz > 4 ? (ioccsz - 4) * 16 : 0;
         g->max_io = 0;
@@ -629,13 +630,66 @@ static int ntcp_probe(const struct perf_opts *o, struct perf_geom *g, void **tct
                 rc = -ENODEV;
                 goto fail;
         }
-        if (ms && (flbas & 0x10)) {
-                fprintf(stderr, "slate-perf: extended-LBA metadata formats are not supported\n");
+        g->lba_size = 1u << lbads;
+        g->nblocks = nsze;
+        /*
+         * Metadata: only as extended LBAs (what fabrics carry), and only
+         * with --pi, which needs protection information: its type (DPS),
+         * where it sits, and the guard (the ELBAF of the format, CNS 05h).
+         */
+        uint8_t dps = id[NVME_IDN_DPS];
+        if (ms && !(flbas & 0x10)) {
+                fprintf(stderr, "slate-perf: metadata in a separate buffer is not supported\n");
                 rc = -ENOTSUP;
                 goto fail;
         }
-        g->lba_size = 1u << lbads;
-        g->nblocks = nsze;
+        if (ms && !o->pi) {
+                fprintf(stderr,
+                        "slate-perf: namespace %u has %u bytes of metadata a block: "
+                        "use --pi\n",
+                        o->nsid, ms);
+                rc = -ENOTSUP;
+                goto fail;
+        }
+        if (o->pi && (!ms || !(dps & 7))) {
+                fprintf(stderr, "slate-perf: --pi: namespace %u has no protection information\n",
+                        o->nsid);
+                rc = -ENOTSUP;
+                goto fail;
+        }
+        if (o->pi) {
+                uint32_t elbaf = 0;
+                if (elbas) {
+                        memset(&sqe, 0, sizeof(sqe));
+                        sqe.opc = NVME_ADM_IDENTIFY;
+                        put_le32(&sqe.nsid, o->nsid);
+                        put_le32(&sqe.cdw10, 5); /* CNS 05h, CSI 00h: NVM command set */
+                        uint8_t *nvm = aligned_alloc(4096, 4096);
+                        if (!nvm || (rc = admin_cmd(ctrl, &sqe, nvm, 4096, NULL))) {
+                                free(nvm);
+                                rc = rc ? rc : -ENOMEM;
+                                goto fail;
+                        }
+                        elbaf = get_le32((le32 *)(nvm + NVME_IDNVM_ELBAF + 4 * fmt));
+                        free(nvm);
+                }
+                g->md_size = ms;
+                g->pi = (struct core_pi_fmt){.block_size = g->lba_size,
+                                             .md_size = (uint16_t)ms,
+                                             .type = dps & 7,
+                                             .guard = (elbaf >> 7) & 3,
+                                             .sts = elbaf & 0x7f,
+                                             .pi_first = (dps & 8) != 0};
+                char why[128];
+                if (core_pi_fmt_check(&g->pi, why, sizeof(why))) {
+                        fprintf(stderr, "slate-perf: --pi: format not usable here: %s\n", why);
+                        rc = -ENOTSUP;
+                        goto fail;
+                }
+                /* MDTS counts the metadata: the largest I/O in data bytes. */
+                if (g->max_io && (o->pi == PERF_PI_HOST || ms != core_pi_tuple_size(&g->pi)))
+                        g->max_io = g->max_io / (g->lba_size + ms) * g->lba_size;
+        }
 
         memset(&sqe, 0, sizeof(sqe));
         sqe.opc = NVME_ADM_SET_FEATURES;
@@ -691,7 +745,7 @@ struct ntcp_cmd {
         uint8_t *buf;
         uint8_t *slots; /* capsule slot, then nh2c H2CData slots, NTCP_SLOT each */
         uint64_t start_ns;
-        uint64_t lba;       /* first LBA (--verify) */
+        uint64_t lba;       /* first LBA (--verify, --pi) */
         uint32_t xfer_next; /* write: next offset the target may ask for; read: next C2H offset */
         unsigned h2c_next;
         bool busy, write;
@@ -710,7 +764,10 @@ struct ntcp_q {
         struct ntcp_conn c;
         struct ntcp_cmd *cmds;
         unsigned qd, nh2c, outstanding;
-        uint32_t bs;
+        uint32_t bs;   /* data bytes per I/O */
+        uint32_t xfer; /* bytes on the wire per I/O: bs, or extended LBAs with metadata */
+        uint32_t nlb;
+        bool host_md; /* the transfer holds each block's metadata */
         struct iovec *iov;
         unsigned iov_cap, iov_head, iov_cnt;
         uint8_t *rb;
@@ -789,13 +846,13 @@ static void q_submit(struct ntcp_q *q, unsigned idx)
         struct perf_io io;
         perf_next_io(q->w, &io);
         struct nvme_sqe sqe = {0};
-        uint32_t nlb = q->bs / q->w->g->lba_size;
-        bool inline_data = io.write && q->bs <= q->ctrl->icdsz;
+        uint32_t nlb = q->nlb;
+        bool inline_data = io.write && q->xfer <= q->ctrl->icdsz;
         sqe.opc = io.write ? NVME_IO_WRITE : NVME_IO_READ;
         sqe.flags = NVME_CMD_SGL;
         put_le16(&sqe.cid, (uint16_t)idx);
         put_le32(&sqe.nsid, q->w->o->nsid);
-        put_le32(&sqe.sgl.length, q->bs);
+        put_le32(&sqe.sgl.length, q->xfer);
         sqe.sgl.type = inline_data ? NVME_SGL_DATA_OFFSET : NVME_SGL_TRANSPORT_DATA;
         put_le32(&sqe.cdw10, (uint32_t)io.lba);
         put_le32(&sqe.cdw11, (uint32_t)(io.lba >> 32));
@@ -806,22 +863,45 @@ static void q_submit(struct ntcp_q *q, unsigned idx)
                 put_le32(&sqe.cdw12, (nlb - 1) | dtype << 20);
                 put_le32(&sqe.cdw13, (uint32_t)q->w->tag << 16);
         }
-        if (io.write && q->w->o->verify)
-                perf_verify_fill(cmd->buf, q->bs, q->w->g->lba_size, io.lba, q->vseq++);
+        const struct perf_opts *o = q->w->o;
+        if (o->pi) {
+                /*
+                 * PRINFO (CDW12 29:26): PRACT for --pi=pract, every check
+                 * (guard, application tag, reference tag); the reference
+                 * tag is the LBA's low bits (CDW14, CDW3 for 32b/64b
+                 * guards), the application tag PERF_PI_APPTAG, all 16
+                 * bits compared (CDW15 LBAT, LBATM).
+                 */
+                uint32_t prinfo = (o->pi == PERF_PI_PRACT ? 8u : 0u) | 7u;
+                put_le32(&sqe.cdw12, get_le32(&sqe.cdw12) | prinfo << 26);
+                put_le32(&sqe.cdw14, (uint32_t)io.lba);
+                put_le32(&sqe.cdw3, (uint32_t)(io.lba >> 32));
+                put_le32(&sqe.cdw15, PERF_PI_APPTAG | 0xffffu << 16);
+        }
+        if (io.write && o->pi == PERF_PI_HOST)
+                perf_pi_fill(q->w, cmd->buf, nlb, io.lba, q->vseq++);
+        else if (io.write && o->verify && q->host_md)
+                for (uint32_t i = 0; i < nlb; i++)
+                        perf_verify_fill(cmd->buf + (size_t)i * (q->xfer / nlb), q->w->g->lba_size,
+                                         q->w->g->lba_size, io.lba + i, q->vseq);
+        else if (io.write && o->verify)
+                perf_verify_fill(cmd->buf, q->bs, q->w->g->lba_size, io.lba, q->vseq);
+        if (io.write && o->verify && o->pi != PERF_PI_HOST)
+                q->vseq++;
         cmd->lba = io.lba;
         cmd->busy = true;
         cmd->write = io.write;
         cmd->xfer_next = 0;
         cmd->h2c_next = 0;
-        uint32_t hl = build_cmd_hdr(&q->c, cmd->slots, &sqe, inline_data ? q->bs : 0);
+        uint32_t hl = build_cmd_hdr(&q->c, cmd->slots, &sqe, inline_data ? q->xfer : 0);
         q_push(q, cmd->slots, hl);
         if (inline_data) {
-                q_push(q, cmd->buf, q->bs);
+                q_push(q, cmd->buf, q->xfer);
                 if (q->c.ddgst) {
-                        put_le32((le32 *)(cmd->slots + NTCP_DG_OFF), crc32c(cmd->buf, q->bs));
+                        put_le32((le32 *)(cmd->slots + NTCP_DG_OFF), crc32c(cmd->buf, q->xfer));
                         q_push(q, cmd->slots + NTCP_DG_OFF, 4);
                 }
-                cmd->xfer_next = q->bs;
+                cmd->xfer_next = q->xfer;
         }
         q->outstanding++;
         cmd->start_ns = perf_now_ns();
@@ -830,7 +910,26 @@ static void q_submit(struct ntcp_q *q, unsigned idx)
 static void q_complete(struct ntcp_q *q, struct ntcp_cmd *cmd, bool ok)
 {
         uint64_t now = perf_now_ns();
-        if (ok && !cmd->write && q->w->o->verify) {
+        if (ok && !cmd->write && q->w->o->pi == PERF_PI_HOST) {
+                /* The target checked; check again here, the data too with --verify. */
+                uint32_t bad = perf_pi_check(q->w, cmd->buf, q->nlb, cmd->lba);
+                if (bad == PERF_PI_BAD) {
+                        ok = false;
+                } else if (bad) {
+                        q_fail(q, -EILSEQ, "verify: LBA %llu read back wrong data",
+                               (unsigned long long)(cmd->lba + bad - 1));
+                        ok = false;
+                }
+        } else if (ok && !cmd->write && q->w->o->verify && q->host_md) {
+                uint32_t ext = q->xfer / q->nlb;
+                for (uint32_t i = 0; ok && i < q->nlb; i++)
+                        if (perf_verify_check(cmd->buf + (size_t)i * ext, q->w->g->lba_size,
+                                              q->w->g->lba_size, cmd->lba + i)) {
+                                q_fail(q, -EILSEQ, "verify: LBA %llu read back wrong data",
+                                       (unsigned long long)(cmd->lba + i));
+                                ok = false;
+                        }
+        } else if (ok && !cmd->write && q->w->o->verify) {
                 uint32_t bad = perf_verify_check(cmd->buf, q->bs, q->w->g->lba_size, cmd->lba);
                 if (bad) {
                         q_fail(q, -EILSEQ, "verify: LBA %llu read back wrong data",
@@ -862,9 +961,9 @@ static int q_r2t(struct ntcp_q *q, const struct ntcp_data_pdu *r)
         if (!cmd || !cmd->write)
                 return q_fail(q, -EPROTO, "R2T for unknown or read command %u",
                               get_le16(&r->cccid));
-        if (len == 0 || off != cmd->xfer_next || (uint64_t)off + len > q->bs)
+        if (len == 0 || off != cmd->xfer_next || (uint64_t)off + len > q->xfer)
                 return q_fail(q, -EPROTO, "R2T out of range (offset %u length %u of %u)", off, len,
-                              q->bs);
+                              q->xfer);
         cmd->xfer_next = off + len;
         while (len) {
                 uint32_t n = len < q->c.maxh2cdata ? len : q->c.maxh2cdata;
@@ -901,6 +1000,13 @@ static int q_header(struct ntcp_q *q)
                         return q_fail(q, -EPROTO, "bad CapsuleResp (cid %u, plen %u)",
                                       get_le16(&r->cqe.cid), plen);
                 int st = nvme_status(&r->cqe);
+                /* End-to-end Guard / Application Tag / Reference Tag Check Error (2h/82h-84h). */
+                if ((st & 0x7ff) == 0x282)
+                        q->w->st.pi_guard++;
+                else if ((st & 0x7ff) == 0x283)
+                        q->w->st.pi_app++;
+                else if ((st & 0x7ff) == 0x284)
+                        q->w->st.pi_ref++;
                 if (st && !q->w->st.errors)
                         fprintf(stderr, "slate-perf: queue %u: %s failed, status 0x%x\n", q->w->id,
                                 cmd->write ? "write" : "read", st);
@@ -919,12 +1025,12 @@ static int q_header(struct ntcp_q *q)
                 if (!cmd || cmd->write)
                         return q_fail(q, -EPROTO, "C2HData for unknown or write command %u",
                                       get_le16(&d->cccid));
-                if (len == 0 || off != cmd->xfer_next || (uint64_t)off + len > q->bs ||
+                if (len == 0 || off != cmd->xfer_next || (uint64_t)off + len > q->xfer ||
                     ch->pdo < ch->hlen + hd || plen != (uint64_t)ch->pdo + len + dd ||
                     (dd != 0) != q->c.ddgst)
                         return q_fail(q, -EPROTO,
                                       "bad C2HData (offset %u length %u pdo %u plen %u of %u)", off,
-                                      len, ch->pdo, plen, q->bs);
+                                      len, ch->pdo, plen, q->xfer);
                 if ((ch->flags & NTCP_F_SUCCESS) && !(ch->flags & NTCP_F_LAST))
                         return q_fail(q, -EPROTO, "C2HData SUCCESS without LAST_PDU");
                 cmd->xfer_next = off + len;
@@ -956,7 +1062,7 @@ static int q_data_done(struct ntcp_q *q)
         if (q->c.ddgst && get_le32((le32 *)q->dg) != (q->crc ^ 0xffffffffu))
                 return q_fail(q, -EBADMSG, "data digest error in C2HData");
         if (q->rflags & NTCP_F_SUCCESS) {
-                if (cmd->xfer_next != q->bs)
+                if (cmd->xfer_next != q->xfer)
                         return q_fail(q, -EPROTO, "C2HData SUCCESS before all data");
                 q_complete(q, cmd, true);
         }
@@ -1057,6 +1163,11 @@ static void ntcp_worker(struct perf_worker *w)
         const struct perf_opts *o = w->o;
         struct ntcp_q q = {.w = w, .ctrl = ctrl, .bs = w->bs};
         q.c.fd = -1;
+        q.nlb = q.bs / w->g->lba_size;
+        /* PRACT with metadata that is only the PI: data only; else extended LBAs. */
+        q.host_md = w->g->md_size &&
+                    (o->pi == PERF_PI_HOST || w->g->md_size != core_pi_tuple_size(&w->g->pi));
+        q.xfer = q.bs + (q.host_md ? q.nlb * w->g->md_size : 0);
         q.qd = o->qd;
         if (q.qd > ctrl->mqes - 1) {
                 perf_worker_fail(w, -EINVAL, "queue depth %u exceeds the target's %u entries", q.qd,
@@ -1069,7 +1180,7 @@ static void ntcp_worker(struct perf_worker *w)
                                  strerror(-rc));
                 goto out;
         }
-        q.nh2c = (q.bs + q.c.maxh2cdata - 1) / q.c.maxh2cdata;
+        q.nh2c = (q.xfer + q.c.maxh2cdata - 1) / q.c.maxh2cdata;
         q.iov_cap = q.qd * (3 + 3 * q.nh2c) + 16;
         q.cmds = calloc(q.qd, sizeof(*q.cmds));
         q.iov = calloc(q.iov_cap, sizeof(*q.iov));
@@ -1078,10 +1189,10 @@ static void ntcp_worker(struct perf_worker *w)
                 goto nomem;
         for (unsigned i = 0; i < q.qd; i++) {
                 struct ntcp_cmd *cmd = &q.cmds[i];
-                if (posix_memalign((void **)&cmd->buf, 4096, q.bs) ||
+                if (posix_memalign((void **)&cmd->buf, 4096, q.xfer) ||
                     posix_memalign((void **)&cmd->slots, 64, (size_t)NTCP_SLOT * (1 + q.nh2c)))
                         goto nomem;
-                perf_fill_pattern(cmd->buf, q.bs, ((uint64_t)w->id << 32) | i);
+                perf_fill_pattern(cmd->buf, q.xfer, ((uint64_t)w->id << 32) | i);
         }
         int fl = fcntl(q.c.fd, F_GETFL);
         fcntl(q.c.fd, F_SETFL, fl | O_NONBLOCK);

@@ -188,11 +188,14 @@ enum {
 };
 
 /* Offsets into Identify Controller / Namespace data (NVMe Base 2.0 5.17.2). */
-#define NVME_IDC_MN     24
-#define NVME_IDC_MDTS   77
-#define NVME_IDC_IOCCSZ 1792
-#define NVME_IDN_NSZE   0
-#define NVME_IDN_FLBAS  26
-#define NVME_IDN_LBAF   128
+#define NVME_IDC_MN      24
+#define NVME_IDC_MDTS    77
+#define NVME_IDC_CTRATT  96 /* bit 15: Extended LBA Formats (ELBAF in CNS 05h) */
+#define NVME_IDC_IOCCSZ  1792
+#define NVME_IDN_NSZE    0
+#define NVME_IDN_FLBAS   26
+#define NVME_IDN_DPS     29 /* bits 2:0 PI type, bit 3 PI first */
+#define NVME_IDNVM_ELBAF 12 /* CNS 05h: ELBAF[i] at 12 + 4i (STS 6:0, PIF 8:7) */
+#define NVME_IDN_LBAF    128
 
 #endif

@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "core/pi.h"
 #include "hist.h"
 
 enum perf_transport_kind {
@@ -75,11 +76,26 @@ struct perf_opts {
         const char *tls_identity; /* offer this PSK identity instead of the derived one */
         bool verify;              /* writes carry LBA-tagged blocks, reads check them */
         enum perf_place place;
+        /*
+         * --pi (issue 10): I/O with the namespace's / LU's protection
+         * information.  HOST: the initiator generates the PI of every block
+         * it writes and checks the PI of every block it reads, and asks the
+         * target to check both ways (NVMe PRACT 0, PRCHK guard/app/ref,
+         * extended LBAs; SCSI WRPROTECT/RDPROTECT 001b, 520-byte style
+         * blocks).  PRACT (NVMe only): the controller inserts and strips
+         * (PRACT 1), checking guard, application and reference tags.
+         */
+        enum { PERF_PI_NONE = 0, PERF_PI_HOST, PERF_PI_PRACT } pi;
 };
+
+/* The application tag slate-perf writes and expects with --pi. */
+#define PERF_PI_APPTAG 0x5350u
 
 /* Geometry learnt from the target before the workers start. */
 struct perf_geom {
-        uint32_t lba_size;
+        uint32_t lba_size;     /* data bytes per block */
+        uint32_t md_size;      /* metadata bytes per block (extended LBAs), 0: none */
+        struct core_pi_fmt pi; /* the protection format (pi.type 0: none) */
         uint64_t nblocks;
         uint32_t max_io; /* largest transfer in bytes the target takes, 0 = no limit */
         char desc[256];  /* one line describing the target, for the report */
@@ -87,6 +103,8 @@ struct perf_geom {
 
 struct perf_stats {
         uint64_t reads, writes, errors;
+        /* --pi: the target's end-to-end check errors, and the initiator's own. */
+        uint64_t pi_guard, pi_app, pi_ref, pi_host;
         uint64_t read_bytes, write_bytes;
         struct perf_hist lat; /* all I/Os */
         struct perf_hist rlat;
@@ -161,6 +179,18 @@ void perf_fill_pattern(void *buf, uint32_t len, uint64_t seed);
  */
 void perf_verify_fill(void *buf, uint32_t len, uint32_t lba_size, uint64_t lba, uint64_t seq);
 uint32_t perf_verify_check(const void *buf, uint32_t len, uint32_t lba_size, uint64_t lba);
+/*
+ * --pi host mode over nblocks blocks of extended LBAs (lba_size + md_size
+ * bytes each) from lba: fill the data (pattern or --verify) and generate
+ * each block's PI (reference tag: the LBA's low bits; PERF_PI_APPTAG); on
+ * reads check the PI, then (--verify) the data.  perf_pi_check returns 0,
+ * PERF_PI_BAD for a PI check failure (counted in w->st.pi_host), or 1 +
+ * the index of the first block whose data is wrong.
+ */
+#define PERF_PI_BAD UINT32_MAX
+void perf_pi_fill(struct perf_worker *w, uint8_t *buf, uint32_t nblocks, uint64_t lba,
+                  uint64_t seq);
+uint32_t perf_pi_check(struct perf_worker *w, const uint8_t *buf, uint32_t nblocks, uint64_t lba);
 
 struct perf_transport {
         const char *name;
