@@ -454,12 +454,105 @@ static void test_prinfo_parse(void **s)
         force_fmt(0, 0, 0, 0, false);
 }
 
+/* Read-modify helpers for the data path tests: an I/O with its data in buf. */
+static uint16_t io(uint8_t opc, uint64_t lba, uint32_t nlb, uint32_t flags, uint64_t ref,
+                   uint16_t app, uint16_t mask, uint32_t len)
+{
+        static struct nvme_cmd c;
+        io_cmd(&c, opc, lba, nlb, flags, ref, app, mask, len);
+        return run(&c);
+}
+
+static void test_format_and_io(void **s)
+{
+        (void)s;
+        const uint32_t ext = BS + 8;
+        struct core_pi_fmt f = {.block_size = BS, .md_size = 8, .type = 1};
+        /* Format NVM: LBAF 1 (8 bytes), extended, type 1, PI last. */
+        assert_int_equal(format(1, 1, false, true, 0), 0);
+        assert_int_equal(core_ns_md_per_block(ns), 8);
+        const struct nvme_id_ns *idn = identify_ns();
+        assert_int_equal(idn->flbas, 0x10 | 1);
+        assert_int_equal(idn->dps, 1);
+
+        /* PRACT write of data only: the controller generates guard, LBAT and the LBA. */
+        for (uint32_t i = 0; i < 4 * BS; i++)
+                buf[i] = (uint8_t)(i * 7 + 1);
+        assert_int_equal(io(NVME_IO_WRITE, 40, 4, PRACT, 40, 0xa5a5, 0, 4 * BS), 0);
+        /* Read it back as extended LBAs: the PI is what the engine computes. */
+        memset(buf, 0, 4 * ext);
+        assert_int_equal(io(NVME_IO_READ, 40, 4, PRCHK_ALL, 40, 0xa5a5, 0xffff, 4 * ext), 0);
+        for (uint32_t b = 0; b < 4; b++) {
+                const uint8_t *pi = buf + b * ext + BS;
+                assert_int_equal(slate_get_be(pi, 2),
+                                 core_pi_crc(CORE_PI_GUARD_CRC16, buf + b * ext, BS));
+                assert_int_equal(slate_get_be(pi + 2, 2), 0xa5a5);
+                assert_int_equal(slate_get_be(pi + 4, 4), 40 + b);
+                assert_int_equal(buf[b * ext + 5], (uint8_t)((b * BS + 5) * 7 + 1));
+        }
+        /* PRACT read with every check: data only. */
+        memset(buf, 0, 4 * BS);
+        assert_int_equal(io(NVME_IO_READ, 40, 4, PRACT | PRCHK_ALL, 40, 0xa5a5, 0xffff, 4 * BS), 0);
+        assert_int_equal(buf[3 * BS + 9], (uint8_t)((3 * BS + 9) * 7 + 1));
+        /* Wrong expectations on read: application tag (83h), reference tag via a type 1
+         * ILBRT mismatch (181h), and a masked application tag that passes. */
+        assert_int_equal(io(NVME_IO_READ, 40, 4, PRACT | PRCHK_A, 40, 0xa5a4, 0xffff, 4 * BS),
+                         ST(2, NVME_SC_APPTAG_CHECK));
+        assert_int_equal(io(NVME_IO_READ, 40, 4, PRACT | PRCHK_A, 40, 0xa500, 0xff00, 4 * BS), 0);
+        assert_int_equal(io(NVME_IO_READ, 40, 4, PRACT | PRCHK_R, 41, 0, 0, 4 * BS),
+                         ST(1, NVME_SC_INVALID_PI));
+        assert_int_equal(io(NVME_IO_VERIFY, 40, 4, PRCHK_ALL, 40, 0xa5a5, 0xffff, 0), 0);
+
+        /* Host-generated PI (PRACT 0) with a wrong guard, tag or reference: refused,
+         * nothing stored. */
+        struct core_pi_tags t = {.ref = 60, .app = 0x1111};
+        for (uint32_t i = 0; i < 2 * ext; i++)
+                buf[i] = (uint8_t)(i ^ 0x3c);
+        core_pi_generate(&f, (struct core_pi_buf){buf, NULL}, 2, &t);
+        buf[ext + BS] ^= 0x01; /* block 1's guard */
+        assert_int_equal(io(NVME_IO_WRITE, 60, 2, PRCHK_G, 60, 0, 0, 2 * ext),
+                         ST(2, NVME_SC_GUARD_CHECK));
+        core_pi_generate(&f, (struct core_pi_buf){buf, NULL}, 2, &t);
+        assert_int_equal(io(NVME_IO_WRITE, 60, 2, PRCHK_A, 60, 0x2222, 0xffff, 2 * ext),
+                         ST(2, NVME_SC_APPTAG_CHECK));
+        t.ref = 61; /* off by one: the reference tags do not follow the LBAs */
+        core_pi_generate(&f, (struct core_pi_buf){buf, NULL}, 2, &t);
+        assert_int_equal(io(NVME_IO_WRITE, 60, 2, PRCHK_R, 60, 0, 0, 2 * ext),
+                         ST(2, NVME_SC_REFTAG_CHECK));
+        /* Unwritten blocks are the escape: any check passes, data zero. */
+        memset(buf, 0xee, 2 * BS);
+        assert_int_equal(io(NVME_IO_READ, 60, 2, PRACT | PRCHK_ALL, 60, 0x1111, 0xffff, 2 * BS), 0);
+        assert_int_equal(buf[0], 0);
+        /* And a good one is stored, with the host's tags. */
+        t.ref = 60;
+        core_pi_generate(&f, (struct core_pi_buf){buf, NULL}, 2, &t);
+        for (uint32_t i = 0; i < 2 * ext; i++)
+                if ((i % ext) < BS)
+                        buf[i] = (uint8_t)(i ^ 0x3c);
+        core_pi_generate(&f, (struct core_pi_buf){buf, NULL}, 2, &t);
+        assert_int_equal(io(NVME_IO_WRITE, 60, 2, PRCHK_ALL, 60, 0x1111, 0xffff, 2 * ext), 0);
+        assert_int_equal(io(NVME_IO_READ, 60, 2, PRACT | PRCHK_ALL, 60, 0x1111, 0xffff, 2 * BS), 0);
+        assert_int_equal(buf[BS + 3], (uint8_t)((ext + 3) ^ 0x3c));
+        /* Write Zeroes with PRACT: zero data that reads back with every check passing. */
+        assert_int_equal(io(NVME_IO_WRITE_ZEROES, 60, 2, PRACT, 60, 0x7777, 0, 0), 0);
+        assert_int_equal(io(NVME_IO_READ, 60, 2, PRACT | PRCHK_G, 60, 0, 0, 2 * BS), 0);
+        assert_int_equal(buf[BS + 3], 0);
+
+        /* Back to no metadata. */
+        assert_int_equal(format(0, 0, false, false, 0), 0);
+        assert_int_equal(core_ns_md_per_block(ns), 0);
+        idn = identify_ns();
+        assert_int_equal(idn->flbas, 0);
+        assert_int_equal(idn->dps, 0);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_identify_formats),
             cmocka_unit_test(test_format_rejects),
             cmocka_unit_test(test_prinfo_parse),
+            cmocka_unit_test(test_format_and_io),
         };
         return cmocka_run_group_tests(tests, setup, NULL);
 }
