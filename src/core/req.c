@@ -579,6 +579,52 @@ static void pi_check_of(struct core_req *req, uint64_t lba, struct core_pi_check
         };
 }
 
+/*
+ * Extended LBAs in one host buffer are used in place: the backend reads and
+ * writes each interval's data through an iovec of its own (at most
+ * PI_EXT_VEC_MAX: io_uring's IOV_MAX), the metadata is copied out or in and
+ * the checks run on the interleaved buffer.  Cheaper than a bounce of the
+ * data (bench/pi).
+ */
+#define PI_EXT_VEC_MAX 1024u
+
+static size_t pi_units(const struct core_pi_fmt *f, uint64_t nlb)
+{
+        return f->type == CORE_PI_TYPE0 ? nlb : nlb << f->pi_exp;
+}
+
+/* The iovecs of the intervals' data in the host's buffer, after the metadata in pix.buf. */
+static struct iovec *pi_ext_vec(struct core_req *req, size_t *n)
+{
+        const struct core_pi_fmt *f = &req->pix.fmt;
+        size_t iv = f->type == CORE_PI_TYPE0 ? f->block_size : f->block_size >> f->pi_exp;
+        size_t stride = iv + f->md_size, units = pi_units(f, req->nlb);
+        struct iovec *v = (struct iovec *)(req->pix.buf +
+                                           (((size_t)req->nlb * req->pix.mdpb + 63) & ~(size_t)63));
+        uint8_t *ext = req->iov[0].iov_base;
+        for (size_t u = 0; u < units; u++) {
+                v[u].iov_base = ext + u * stride;
+                v[u].iov_len = iv;
+        }
+        *n = units;
+        return v;
+}
+
+/* The metadata of every interval between the host's buffer and pix.md (to_ext: into it). */
+static void pi_ext_md(struct core_req *req, bool to_ext)
+{
+        const struct core_pi_fmt *f = &req->pix.fmt;
+        size_t iv = f->type == CORE_PI_TYPE0 ? f->block_size : f->block_size >> f->pi_exp;
+        size_t stride = iv + f->md_size, units = pi_units(f, req->nlb);
+        uint8_t *ext = (uint8_t *)req->iov[0].iov_base + iv, *md = req->pix.md;
+        for (size_t u = 0; u < units; u++) {
+                if (to_ext)
+                        memcpy(ext + u * stride, md + u * f->md_size, f->md_size);
+                else
+                        memcpy(md + u * f->md_size, ext + u * stride, f->md_size);
+        }
+}
+
 static void pi_go(struct core_req *req);
 
 static void pi_buf_ready(struct rt_bigbuf_wait *w)
@@ -668,7 +714,13 @@ static void pi_start(struct core_req *req)
                 data_len = per << ns->block_shift;
         }
         size_t md_room = (md_len + 63) & ~(size_t)63;
-        size_t len = md_room + (bounce ? data_len : 0);
+        req->pix.ext_vec = req->pi.host_md && req->iovcnt == 1 && req->op != CORE_OP_VERIFY &&
+                           pi_units(&req->pix.fmt, nlb) <= PI_EXT_VEC_MAX;
+        if (req->pix.ext_vec) {
+                bounce = false;
+                data_len = pi_units(&req->pix.fmt, nlb) * sizeof(struct iovec);
+        }
+        size_t len = md_room + (bounce || req->pix.ext_vec ? data_len : 0);
         req->pix.bounce = bounce;
         size_t got = 0;
         void *b = rt_bigbuf_get(req->reactor, len, &got);
@@ -704,7 +756,23 @@ static void pi_go(struct core_req *req)
         uint8_t *md = req->pix.md;
         size_t md_len = nlb * req->pix.mdpb;
         struct core_pi_tags tags = {.ref = req->pi.gen_ref, .app = req->pi.gen_app};
-        if (req->pi.host_md) {
+        if (req->pix.ext_vec) {
+                /* Checked and (gen) regenerated in the host's buffer; the metadata copied out. */
+                struct core_pi_buf ext = {req->iov[0].iov_base, NULL};
+                if (req->pi.chk) {
+                        struct core_pi_check c;
+                        struct core_pi_err e;
+                        pi_check_of(req, req->lba, &c);
+                        enum core_status st = core_pi_verify(f, ext, nlb, &c, &e);
+                        if (st != CORE_OK) {
+                                pi_fail(req, st, &e);
+                                return;
+                        }
+                }
+                if (req->pi.gen)
+                        core_pi_generate(f, ext, nlb, &tags);
+                pi_ext_md(req, false);
+        } else if (req->pi.host_md) {
                 pi_ext_xfer(req, req->pix.data, md, nlb, false);
                 if (req->pi.chk) {
                         /* What the host sent, before anything is stored. */
@@ -748,7 +816,11 @@ static void pi_next(struct core_req *req)
         switch (req->pix.step) {
         case PI_W_MD:
                 req->pix.step = PI_W_DATA;
-                if (req->pix.data) {
+                if (req->pix.ext_vec) {
+                        size_t n;
+                        struct iovec *v = pi_ext_vec(req, &n);
+                        be_io(req, CORE_OP_WRITE, req->lba, req->nlb, v, (int)n);
+                } else if (req->pix.data) {
                         req->one_iov.iov_base = req->pix.data;
                         req->one_iov.iov_len = (uint64_t)req->nlb << ns->block_shift;
                         be_io(req, CORE_OP_WRITE, req->lba, req->nlb, &req->one_iov, 1);
@@ -773,7 +845,11 @@ static void pi_next(struct core_req *req)
                 uint64_t n = req->one_iov.iov_len / req->pix.mdpb;
                 md_invert(req->pix.md, req->one_iov.iov_len);
                 req->pix.step = PI_R_DATA;
-                if (req->pix.data) {
+                if (req->pix.ext_vec) {
+                        size_t nv;
+                        struct iovec *v = pi_ext_vec(req, &nv);
+                        be_io(req, CORE_OP_READ, req->lba, req->nlb, v, (int)nv);
+                } else if (req->pix.data) {
                         req->one_iov.iov_base = req->pix.data;
                         req->one_iov.iov_len = n << ns->block_shift;
                         be_io(req, CORE_OP_READ, req->pix.cur_lba, n, &req->one_iov, 1);
@@ -784,6 +860,23 @@ static void pi_next(struct core_req *req)
         }
         case PI_R_DATA: {
                 uint64_t n = req->pix.data ? req->one_iov.iov_len >> ns->block_shift : req->nlb;
+                if (req->pix.ext_vec) {
+                        /* The metadata into the host's buffer, then the checks there. */
+                        pi_ext_md(req, true);
+                        if (req->pi.chk) {
+                                struct core_pi_check c;
+                                struct core_pi_err e;
+                                pi_check_of(req, req->lba, &c);
+                                enum core_status st = core_pi_verify(
+                                    f, (struct core_pi_buf){req->iov[0].iov_base, NULL}, n, &c, &e);
+                                if (st != CORE_OK) {
+                                        pi_fail(req, st, &e);
+                                        return;
+                                }
+                        }
+                        finish(req, CORE_OK);
+                        return;
+                }
                 if (req->pi.chk) {
                         struct core_pi_check c;
                         struct core_pi_err e;

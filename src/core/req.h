@@ -198,6 +198,7 @@ struct core_req {
         struct {
                 bool users;   /* counted in the namespace's pi_users slot */
                 bool bounce;  /* the data goes through the buffer (after the metadata) */
+                bool ext_vec; /* extended LBAs in place: an iovec per interval's data */
                 uint8_t step; /* core/req.c PI_* */
                 uint32_t mdpb;
                 struct core_pi_fmt fmt;

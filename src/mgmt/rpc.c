@@ -377,7 +377,8 @@ static const char *const pi_guard_names[] = {"crc16", "crc32c", "crc64"};
 
 static bool pi_keys_given(struct rpc_ctx *c)
 {
-        static const char *const keys[] = {"pi_type", "pi_md", "pi_guard", "pi_exp", "pi_first"};
+        static const char *const keys[] = {"pi_type", "pi_md",    "pi_guard",
+                                           "pi_exp",  "pi_first", "pi_sts"};
         for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
                 if (json_object_get(c->params, keys[i]))
                         return true;
@@ -400,6 +401,8 @@ static const char *pi_from_params(struct rpc_ctx *c, uint32_t block_size, struct
         if (i == 3)
                 return "'pi_guard' must be crc16, crc32c or crc64";
         f->guard = (uint8_t)i;
+        /* The 32b guard's 80-bit space: a 16-bit storage tag leaves a 64-bit reference tag. */
+        f->sts = (uint8_t)puint(c, "pi_sts", f->guard == CORE_PI_GUARD_CRC32C ? 16 : 0);
         if (f->md_size != 0 && f->md_size != 8 && f->md_size != 16)
                 return "'pi_md' must be 8 or 16 (metadata bytes per protection interval)";
         if (!f->md_size && (f->pi_exp || f->guard || f->pi_first))
@@ -417,6 +420,8 @@ static void pi_to_params(json_t *o, const struct core_pi_fmt *f)
         json_object_set_new(o, "pi_guard", json_string(pi_guard_names[f->guard % 3]));
         json_object_set_new(o, "pi_exp", json_integer(f->pi_exp));
         json_object_set_new(o, "pi_first", json_boolean(f->pi_first));
+        if (f->sts)
+                json_object_set_new(o, "pi_sts", json_integer(f->sts));
 }
 
 /* ------------------------------------------------------------------ */
@@ -1763,7 +1768,10 @@ static const struct rpc_method rpc_methods[] = {
       STR("pi_guard", false, 7, "guard: crc16 (T10, default) | crc32c | crc64 (NVMe, 16-byte)"),
       UINT("pi_exp", false, 0, CORE_PI_MAX_EXP,
            "protection intervals per block as a power of two (SCSI P_I_EXPONENT; default 0)"),
-      BOOL("pi_first", "the PI in the first bytes of the metadata (NVMe DPS PIP; default last)")}},
+      BOOL("pi_first", "the PI in the first bytes of the metadata (NVMe DPS PIP; default last)"),
+      UINT("pi_sts", false, 0, 64,
+           "storage tag bits of the 32b/64b guard formats (NVMe STS; default 16 with crc32c, "
+           "else 0)")}},
     {"namespace_delete",
      h_namespace_delete,
      "Delete a namespace (refused while mapped to a LUN); the data file is kept",
@@ -1781,7 +1789,10 @@ static const struct rpc_method rpc_methods[] = {
       STR("pi_guard", false, 7, "guard: crc16 (T10, default) | crc32c | crc64 (NVMe, 16-byte)"),
       UINT("pi_exp", false, 0, CORE_PI_MAX_EXP,
            "protection intervals per block as a power of two (SCSI P_I_EXPONENT; default 0)"),
-      BOOL("pi_first", "the PI in the first bytes of the metadata (NVMe DPS PIP; default last)")}},
+      BOOL("pi_first", "the PI in the first bytes of the metadata (NVMe DPS PIP; default last)"),
+      UINT("pi_sts", false, 0, 64,
+           "storage tag bits of the 32b/64b guard formats (NVMe STS; default 16 with crc32c, "
+           "else 0)")}},
     {"namespace_resize",
      h_namespace_resize,
      "Grow (or, unexported or forced, shrink) a namespace; hosts are told (capacity changed)",
