@@ -130,6 +130,31 @@ static int iscsi_probe(const struct perf_opts *o, struct perf_geom *g, void **tc
                 g->lba_size = rc16->block_length;
                 g->nblocks = rc16->returned_lba + 1;
                 g->max_io = 0;
+                /*
+                 * --pi: the LU's protection (READ CAPACITY(16) PROT_EN,
+                 * P_TYPE, P_I_EXPONENT), 8 bytes per interval after the
+                 * data; WRPROTECT/RDPROTECT 001b carry it (SBC-4 4.22).
+                 * Type 2 needs the 32-byte CDBs: not here.
+                 */
+                if (o->pi && !rc16->prot_en) {
+                        fprintf(stderr, "slate-perf: --pi: the LU has no protection information\n");
+                        rc = -ENOTSUP;
+                } else if (o->pi && rc16->p_type == 1) {
+                        fprintf(stderr, "slate-perf: --pi: type 2 needs READ/WRITE(32)\n");
+                        rc = -ENOTSUP;
+                } else if (o->pi) {
+                        g->pi = (struct core_pi_fmt){.block_size = g->lba_size,
+                                                     .md_size = 8,
+                                                     .type = (uint8_t)(rc16->p_type + 1),
+                                                     .guard = CORE_PI_GUARD_CRC16,
+                                                     .pi_exp = rc16->p_i_exp};
+                        char why[128];
+                        if (core_pi_fmt_check(&g->pi, why, sizeof(why))) {
+                                fprintf(stderr, "slate-perf: --pi: %s\n", why);
+                                rc = -ENOTSUP;
+                        }
+                        g->md_size = (uint32_t)core_pi_md_per_block(&g->pi);
+                }
                 snprintf(g->desc, sizeof(g->desc), "%.200s lun %d (%llu x %u B)", t->target, t->lun,
                          (unsigned long long)g->nblocks, g->lba_size);
         }
@@ -158,6 +183,7 @@ struct iscsi_slot {
         struct iscsi_worker *iw;
         struct scsi_iovec iov;
         uint64_t start_ns;
+        uint64_t lba;
         bool write;
 };
 
@@ -180,6 +206,20 @@ static void slot_done(struct iscsi_context *ctx, int status, void *command_data,
         struct scsi_task *task = command_data;
         (void)ctx;
         bool ok = status == SCSI_STATUS_GOOD;
+        struct perf_worker *w = iw->w;
+        if (ok && !s->write && w->o->pi &&
+            perf_pi_check(w, s->iov.iov_base, w->bs / w->g->lba_size, s->lba) != 0)
+                ok = false; /* counted in pi_host */
+        /* ABORTED COMMAND, LOGICAL BLOCK GUARD / APPLICATION TAG / REFERENCE TAG CHECK FAILED */
+        if (status == SCSI_STATUS_CHECK_CONDITION && task &&
+            task->sense.key == SCSI_SENSE_COMMAND_ABORTED) {
+                if (task->sense.ascq == 0x1001)
+                        w->st.pi_guard++;
+                else if (task->sense.ascq == 0x1002)
+                        w->st.pi_app++;
+                else if (task->sense.ascq == 0x1003)
+                        w->st.pi_ref++;
+        }
         if (!ok && !iw->reported) {
                 iw->reported = true;
                 fprintf(stderr, "slate-perf: connection %u: %s failed: %s\n", iw->w->id,
@@ -203,12 +243,22 @@ static void slot_submit(struct iscsi_slot *s)
         struct perf_io io;
         perf_next_io(w, &io);
         s->write = io.write;
-        s->iov.iov_len = w->bs;
+        s->lba = io.lba;
+        /* --pi: each block's data followed by its protection information */
+        uint32_t nlb = w->bs / w->g->lba_size, ext = w->g->lba_size + w->g->md_size;
+        s->iov.iov_len = (size_t)nlb * ext;
         s->start_ns = perf_now_ns();
         struct scsi_task *task;
-        if (io.write && w->tag && w->o->place == PERF_PLACE_STREAM) {
+        if (w->o->pi && io.write) {
+                perf_pi_fill(w, s->iov.iov_base, nlb, io.lba, 0);
+                task = iscsi_write16_iov_task(iw->ctx, iw->t->lun, io.lba, NULL,
+                                              (uint32_t)s->iov.iov_len, (int)ext, 1, 0, 0, 0, 0,
+                                              slot_done, s, &s->iov, 1);
+        } else if (w->o->pi) {
+                task = iscsi_read16_iov_task(iw->ctx, iw->t->lun, io.lba, (uint32_t)s->iov.iov_len,
+                                             (int)ext, 1, 0, 0, 0, 0, slot_done, s, &s->iov, 1);
+        } else if (io.write && w->tag && w->o->place == PERF_PLACE_STREAM) {
                 /* WRITE STREAM(16) (SBC-4 5.53): LBA 2-9, STR_ID 10-11, TRANSFER LENGTH 12-13 */
-                uint32_t nlb = w->bs / w->g->lba_size;
                 uint16_t sid = iw->t->stream[w->tag - 1];
                 unsigned char cdb[16] = {0x9a};
                 for (int i = 0; i < 8; i++)
@@ -265,11 +315,13 @@ static void iscsi_worker(struct perf_worker *w)
         }
         for (unsigned i = 0; i < o->qd; i++) {
                 iw.slots[i].iw = &iw;
-                if (posix_memalign(&iw.slots[i].iov.iov_base, 4096, w->bs)) {
+                size_t len = w->bs + (size_t)(w->bs / w->g->lba_size) * w->g->md_size;
+                if (posix_memalign(&iw.slots[i].iov.iov_base, 4096, len)) {
                         perf_worker_fail(w, -ENOMEM, "out of memory");
                         goto out;
                 }
-                perf_fill_pattern(iw.slots[i].iov.iov_base, w->bs, ((uint64_t)w->id << 32) | i);
+                perf_fill_pattern(iw.slots[i].iov.iov_base, (uint32_t)len,
+                                  ((uint64_t)w->id << 32) | i);
         }
         if (perf_worker_ready(w))
                 goto out;

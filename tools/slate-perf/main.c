@@ -645,6 +645,10 @@ int main(int argc, char **argv)
                         "slate-perf: --tls-psk, --tls-identity and --verify are NVMe/TCP's\n");
                 return 2;
         }
+        if (o.pi && o.place != PERF_PLACE_NONE) {
+                fprintf(stderr, "slate-perf: --pi does not go with --place\n");
+                return 2;
+        }
         if (o.pi == PERF_PI_PRACT && o.transport != PERF_NVME_TCP) {
                 fprintf(stderr, "slate-perf: --pi=pract is NVMe's (PRACT)\n");
                 return 2;

@@ -25,7 +25,7 @@
 #     kernel too): nvme-cli reads and writes it as extended LBAs with PRACT
 #     (the metadata is more than the PI, so it is transferred);
 #   - formatting back to LBA format 0 gives the kernel its plain namespace.
-# Cost: ~15 s of VM time.
+# Cost: ~45 s of VM time (emulated).
 
 PINS=9
 pn_dev() {
@@ -40,8 +40,14 @@ pn_sectors() { cat "/sys/block/$(basename "$PNDEV")/size"; }
 pn_idns() { # pn_idns PYEXPR -> from nvme id-ns JSON (d)
 	nvme id-ns "$NVCTRL" -n $PINS -o json | python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"
 }
-pn_u16be() { python3 -c "import sys; b=open(sys.argv[1],'rb').read(); print(int.from_bytes(b[$2:$2+2],'big'))" "$1"; }
-pn_u32be() { python3 -c "import sys; b=open(sys.argv[1],'rb').read(); print(int.from_bytes(b[$2:$2+4],'big'))" "$1"; }
+pn_be() { echo $((16#$(od -An -tx1 -j "$2" -N "$3" "$1" | tr -d ' \n'))); } # FILE OFF LEN
+pn_u16be() { pn_be "$1" "$2" 2; }
+pn_u32be() { pn_be "$1" "$2" 4; }
+pn_flip() { # FILE OFF: xor bit 4 of that byte in place
+	local b
+	b=$(od -An -tu1 -j "$2" -N 1 "$1" | tr -d ' ')
+	printf "\\x$(printf %02x $((b ^ 0x10)))" | dd of="$1" bs=1 seek="$2" count=1 conv=notrunc,fsync 2>/dev/null
+}
 # pn_status SCTSC CMD... -> runs CMD, prints its output; succeeds if it failed with
 # that NVMe status (SCT and SC, e.g. 0x282: nvme-cli's "(0x4282)" less DNR/More/CRD)
 pn_status() {
@@ -56,6 +62,7 @@ pn_status() {
 pn_setup() {
 	ctl namespace_create name=pinv backend=file path="$state/pinv.img" size=64M block_size=4096 || return 1
 	ctl nvmf_ns_attach nqn="$XNQN" namespace=pinv nsid=$PINS || return 1
+	nvme ns-rescan "$NVCTRL" # not waiting for the Namespace Attribute Changed notice
 	wait_for 20 pn_dev || return 1
 	PNDEV=$(pn_dev)
 	PNC=/dev/ng${PNDEV#/dev/nvme}
@@ -66,8 +73,6 @@ PNDEV= PNC=
 check nvme-pi-namespace pn_setup
 
 pn_formats() {
-	nvme id-ns "$NVCTRL" -n $PINS -H | grep -E '^(nlbaf|flbas|mc|dpc|dps)|LBA Format|Data Protection|Metadata' | head -30
-	nvme nvm-id-ns "$NVCTRL" -n $PINS 2>&1 | head -12
 	local v
 	v=$(pn_idns '"%d %d %d %d %s" % (d["nlbaf"], d["mc"], d["dpc"], d["flbas"], ",".join(str(l["ms"]) for l in d["lbafs"][:d["nlbaf"]+1]))')
 	echo "nlbaf mc dpc flbas ms: $v"
@@ -86,10 +91,7 @@ pn_format1() {
 	local v
 	v=$(pn_idns '"%d %d" % (d["flbas"], d["dps"])')
 	echo "flbas dps: $v"
-	[ "$v" = "17 1" ] || return 1
-	ctl --json namespace_list | python3 -c "import json,sys
-n = [n for n in json.load(sys.stdin) if n['name'] == 'pinv'][0]
-print({k: v for k, v in n.items() if k.startswith('pi')})"
+	[ "$v" = "17 1" ]
 }
 check nvme-pi-format-type1 pn_format1
 
@@ -133,16 +135,13 @@ pn_wrong() {
 	# wrong application tag: End-to-end Application Tag Check Error (2h/83h)
 	pn_status 0x283 nvme read "$PNC" -s 16 -c 1 -z 8192 -d /dev/null \
 		--prinfo=0xa --ref-tag=16 --app-tag=0x4321 --app-tag-mask=0xffff || return 1
-	# ...passes where the mask leaves out the difference
-	nvme read "$PNC" -s 16 -c 1 -z 8192 -d /dev/null --prinfo=0xa --app-tag=0x1200 \
-		--app-tag-mask=0xff00 || return 1
 	# a type 1 ILBRT that is not the LBA: Invalid Protection Information (1h/81h)
 	pn_status 0x181 nvme read "$PNC" -s 16 -c 0 -z 4096 -d /dev/null \
 		--prinfo=0x9 --ref-tag=99 || return 1
 	# host-built extended LBAs (valid PI for LBAs 16-17) written to LBA 20: the reference
 	# tags do not follow (2h/84h); with a data bit flipped, the guard fails (2h/82h)
 	pn_status 0x284 nvme write "$PNC" -s 20 -c 1 -z 8208 -d "$f" --prinfo=0x1 --ref-tag=20 || return 1
-	python3 -c "import sys; b=bytearray(open(sys.argv[1],'rb').read()); b[100]^=1; open(sys.argv[2],'wb').write(b)" "$f" "$bad"
+	cp "$f" "$bad" && pn_flip "$bad" 100
 	pn_status 0x282 nvme write "$PNC" -s 16 -c 1 -z 8208 -d "$bad" --prinfo=0x4 || return 1
 	# nothing was stored: LBA 20 still unwritten (zeroes), 16 still the good data
 	nvme read "$PNC" -s 20 -c 1 -z 8192 -d "$state/pn-z.bin" --prinfo=0xc || return 1
@@ -154,11 +153,7 @@ check nvme-pi-wrong-tags-statuses pn_wrong
 
 # Flip a bit of LBA 16's data in the backing file behind slated's back.
 pn_corrupt() {
-	python3 -c "import os,sys
-fd = os.open(sys.argv[1], os.O_RDWR)
-off = 16 * 4096 + 777
-b = bytearray(os.pread(fd, 1, off)); b[0] ^= 0x10
-os.pwrite(fd, bytes(b), off); os.fsync(fd); os.close(fd)" "$state/pinv.img" || return 1
+	pn_flip "$state/pinv.img" $((16 * 4096 + 777)) || return 1
 	pn_status 0x282 nvme read "$PNC" -s 16 -c 0 -z 4096 -d "$state/pn-c.bin" --prinfo=0xc || return 1
 	# nothing of the bad block reached the host
 	! cmp -s <(head -c 4096 "$state/pn-c.bin" 2>/dev/null) <(head -c 4096 "$state/pn-d.bin") || return 1
@@ -196,6 +191,7 @@ check nvme-pi-format-none pn_format0
 pn_gone() { ! pn_dev >/dev/null; }
 pn_teardown() {
 	ctl nvmf_ns_detach nqn="$XNQN" nsid=$PINS || return 1
+	nvme ns-rescan "$NVCTRL"
 	wait_for 20 pn_gone || return 1
 	ctl namespace_delete name=pinv
 }
