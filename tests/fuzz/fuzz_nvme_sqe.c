@@ -8,7 +8,10 @@
  * fresh queue, which is finalised afterwards, and so are the reservation
  * commands (nvme_resv_do), Copy's Source Range entries (nvme_copy_decode),
  * the placement identifiers of I/O Management Send and the event types of
- * Set Features FDP Events (NSID 2 has the flash model, so FDP answers);
+ * Set Features FDP Events (NSID 2 has the flash model, so FDP answers;
+ * NSID 3 is formatted with 8-byte type 1 protection information, so
+ * PRINFO and the tags of I/O commands reach nvme/pi.c, and Format NVM's
+ * fields its parse);
  * a fused Compare left waiting pairs with (or is failed by) the next input;
  * other commands are parsed only (execution needs
  * the transport's reactor).  The controller is
@@ -89,10 +92,21 @@ static int setup_once(void)
                                     .flash = {.enable = true, .erase_block = 64u << 10}};
         if (core_ns_create(&fp, &fns, err, sizeof(err)) < 0)
                 return -1;
+        /* NSID 3: protection information (type 1, 8 bytes a block, extended LBAs). */
+        struct core_ns *pns;
+        struct core_ns_params pp = {.name = "fzs2",
+                                    .backend = "mem",
+                                    .size_bytes = 8u << 20,
+                                    .block_size = 512,
+                                    .pi_set = true,
+                                    .pi = {.block_size = 512, .md_size = 8, .type = 1}};
+        if (core_ns_create(&pp, &pns, err, sizeof(err)) < 0)
+                return -1;
         nvme_subsys_add(FUZZ_NQN, "FUZZ0002", "Slate fuzz", err, sizeof(err));
         nvme_subsys_allow_host(FUZZ_NQN, "*", err, sizeof(err));
         nvme_ns_attach(FUZZ_NQN, 1, "fzs0", err, sizeof(err));
         nvme_ns_attach(FUZZ_NQN, 2, "fzs1", err, sizeof(err));
+        nvme_ns_attach(FUZZ_NQN, 3, "fzs2", err, sizeof(err));
         nvme_listener_register("tcp", "0.0.0.0", 4420, 0);
 
         struct nvme_cmd c;
