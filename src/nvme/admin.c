@@ -313,7 +313,7 @@ static void pel_record_event(const struct core_ns_event *ev)
                                 struct nvme_pel_change_ns d = {0};
                                 put_le64(&d.nsze, core_ns_blocks(ns));
                                 put_le64(&d.nscap, core_ns_blocks(ns));
-                                d.flbas = 0;
+                                d.flbas = nvme_pi_flbas(ns); /* the LBA format in use */
                                 d.nmic = 1;
                                 put_le32(&d.nsid, nsid);
                                 nvme_pel_record(s, NVME_PEL_CHANGE_NS, 0, &d, sizeof(d));

@@ -280,8 +280,9 @@ void nvme_copy_window(uint8_t *dst, uint32_t dst_len, uint64_t win_off, const vo
 /* ---- Protection information (pi.c, issue 10) ---- */
 /* How many LBA formats a namespace offers (NLBAF + 1). */
 unsigned nvme_pi_nlbaf(void);
-/* The LBA format index of a core format. */
+/* The LBA format index of a core format; the namespace's FLBAS now. */
 unsigned nvme_pi_cur_lbaf(const struct core_pi_fmt *f);
+uint8_t nvme_pi_flbas(const struct core_ns *ns);
 /* Identify Namespace NLBAF, FLBAS, MC, DPC, DPS, LBAF[]. */
 void nvme_pi_id_ns(struct core_ns *ns, struct nvme_id_ns *id);
 /* NVM Command Set Identify Namespace (CNS 05h): ELBAF[] into the 4096 bytes at p. */

@@ -79,14 +79,26 @@ unsigned nvme_pi_cur_lbaf(const struct core_pi_fmt *f)
         return any;
 }
 
+/* FLBAS: format index bits 3:0 (6:5 upper: none), bit 4 extended LBAs. */
+static uint8_t flbas(const struct core_pi_fmt *f)
+{
+        return (uint8_t)((nvme_pi_cur_lbaf(f) & 0xf) | (f->md_size ? 0x10 : 0));
+}
+
+uint8_t nvme_pi_flbas(const struct core_ns *ns)
+{
+        struct core_pi_fmt f;
+        core_ns_pi_fmt(ns, &f);
+        return flbas(&f);
+}
+
 void nvme_pi_id_ns(struct core_ns *ns, struct nvme_id_ns *id)
 {
         struct core_pi_fmt f;
         core_ns_pi_fmt(ns, &f);
-        unsigned n = nvme_pi_nlbaf(), cur = nvme_pi_cur_lbaf(&f);
+        unsigned n = nvme_pi_nlbaf();
         id->nlbaf = (uint8_t)(n - 1);
-        /* FLBAS: format index bits 3:0 (6:5 upper: none), bit 4 extended LBAs. */
-        id->flbas = (uint8_t)((cur & 0xf) | (f.md_size ? 0x10 : 0));
+        id->flbas = flbas(&f);
         id->mc = 0x01; /* extended data LBAs; no separate metadata buffer */
         /* DPC: types 1, 2, 3, PI in the first or the last bytes of the metadata. */
         id->dpc = 0x1f;
