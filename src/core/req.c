@@ -472,6 +472,8 @@ enum {
         PI_F_MD,     /* flush: store */
         PI_Z_MD,     /* write zeroes / deallocate: metadata to the escape */
         PI_Z_DATA,   /* ...then the data */
+        PI_WS_MD,    /* write same: a piece's metadata */
+        PI_WS_DATA,  /* ...then its data */
 };
 
 static _Atomic uint64_t *pi_slot(struct core_req *req)
@@ -562,15 +564,21 @@ static void pi_fail(struct core_req *req, enum core_status st, const struct core
         finish(req, st);
 }
 
-/* The check a request asks for, of blocks from lba. */
-static void pi_check_of(struct core_req *req, uint64_t lba, struct core_pi_check *c)
+/* Reference tag of block lba's first interval, from the request's first (ref). */
+static uint64_t pi_ref_at(const struct core_req *req, uint64_t ref, uint64_t lba)
 {
         const struct core_pi_fmt *f = &req->pix.fmt;
         unsigned bits = core_pi_ref_bits(f);
-        uint64_t ref = req->pi.ref + ((lba - req->lba) << f->pi_exp);
+        ref += (lba - req->lba) << f->pi_exp;
+        return bits < 64 ? ref & ((1ull << bits) - 1) : ref;
+}
+
+/* The check a request asks for, of blocks from lba. */
+static void pi_check_of(struct core_req *req, uint64_t lba, struct core_pi_check *c)
+{
         *c = (struct core_pi_check){
             .flags = req->pi.chk,
-            .ref = bits < 64 ? ref & ((1ull << bits) - 1) : ref,
+            .ref = pi_ref_at(req, req->pi.ref, lba),
             .app = req->pi.app,
             .app_mask = req->pi.app_mask,
             .lba = lba,
@@ -656,6 +664,30 @@ static void pi_read_piece(struct core_req *req)
                             false);
 }
 
+/*
+ * WRITE SAME, a piece at a time: the block replicated in the bounce, the
+ * PI of each block generated (reference tag incremented per interval from
+ * gen_ref, gen_app), the piece's metadata stored, then its data.
+ */
+static void pi_ws_piece(struct core_req *req)
+{
+        struct core_ns *ns = req->ns;
+        uint64_t n = req->pix.end_lba - req->pix.cur_lba;
+        if (n > req->pix.piece)
+                n = req->pix.piece;
+        size_t md_len = n * req->pix.mdpb;
+        memset(req->pix.md, 0, md_len);
+        struct core_pi_tags tags = {.ref = pi_ref_at(req, req->pi.gen_ref, req->pix.cur_lba),
+                                    .app = req->pi.gen_app};
+        core_pi_generate(&req->pix.fmt, (struct core_pi_buf){req->pix.data, req->pix.md}, n, &tags);
+        md_invert(req->pix.md, md_len);
+        req->one_iov.iov_base = req->pix.md;
+        req->one_iov.iov_len = md_len;
+        req->pix.step = PI_WS_MD;
+        core_pistore_submit(ns->pistore, req, CORE_OP_WRITE, req->pix.cur_lba, n, &req->one_iov, 1,
+                            (req->flags & CORE_REQ_FUA) != 0);
+}
+
 static void pi_start(struct core_req *req)
 {
         struct core_ns *ns = req->ns;
@@ -688,6 +720,20 @@ static void pi_start(struct core_req *req)
                         return;
                 }
                 break;
+        case CORE_OP_WRITE_SAME:
+                if (block_is_zero(req->iov[0].iov_base, ns->block_size)) {
+                        /* Zeroes: as WRITE ZEROES, the metadata back to the escape. */
+                        req->pix.step = PI_Z_MD;
+                        core_pistore_submit(ns->pistore, req, CORE_OP_WRITE_ZEROES, req->lba, nlb,
+                                            NULL, 0, (req->flags & CORE_REQ_FUA) != 0);
+                        return;
+                }
+                if (req->pi.host_md) {
+                        /* The host's block with its PI replicated: not yet. */
+                        core_req_complete(req, CORE_E_INVALID_FIELD);
+                        return;
+                }
+                break;
         case CORE_OP_READ:
         case CORE_OP_WRITE:
                 break;
@@ -698,13 +744,14 @@ static void pi_start(struct core_req *req)
         }
         /* READ, WRITE, VERIFY: the buffer. */
         size_t md_len = nlb * mdpb, data_len = nlb << ns->block_shift;
-        bool bounce = req->pi.host_md || req->iovcnt > 1 || req->op == CORE_OP_VERIFY;
+        bool bounce = req->pi.host_md || req->iovcnt > 1 || req->op == CORE_OP_VERIFY ||
+                      req->op == CORE_OP_WRITE_SAME;
         if (req->op == CORE_OP_READ && !req->pi.host_md && !req->pi.chk)
                 bounce = false; /* data straight into the host's buffers */
         req->pix.cur_lba = req->lba;
         req->pix.end_lba = req->lba + nlb;
         req->pix.piece = req->nlb;
-        if (req->op == CORE_OP_VERIFY) {
+        if (req->op == CORE_OP_VERIFY || req->op == CORE_OP_WRITE_SAME) {
                 /* A piece at a time: a long VERIFY needs no buffer as long as its blocks. */
                 uint64_t per = RT_BIGBUF_CHUNK / (ns->block_size + mdpb);
                 if (per > nlb)
@@ -749,6 +796,13 @@ static void pi_go(struct core_req *req)
             req->pix.bounce
                 ? req->pix.buf + (((size_t)req->pix.piece * req->pix.mdpb + 63) & ~(size_t)63)
                 : NULL;
+        if (req->op == CORE_OP_WRITE_SAME) {
+                for (uint32_t i = 0; i < req->pix.piece; i++)
+                        memcpy(req->pix.data + ((size_t)i << ns->block_shift), req->iov[0].iov_base,
+                               ns->block_size);
+                pi_ws_piece(req);
+                return;
+        }
         if (req->op != CORE_OP_WRITE) {
                 pi_read_piece(req);
                 return;
@@ -836,6 +890,21 @@ static void pi_next(struct core_req *req)
         case PI_F_DATA:
                 req->pix.step = PI_F_MD;
                 core_pistore_submit(ns->pistore, req, CORE_OP_FLUSH, 0, 0, NULL, 0, false);
+                return;
+        case PI_WS_MD: {
+                uint64_t n = req->one_iov.iov_len / req->pix.mdpb;
+                req->pix.step = PI_WS_DATA;
+                req->one_iov.iov_base = req->pix.data;
+                req->one_iov.iov_len = n << ns->block_shift;
+                be_io(req, CORE_OP_WRITE, req->pix.cur_lba, n, &req->one_iov, 1);
+                return;
+        }
+        case PI_WS_DATA:
+                req->pix.cur_lba += req->one_iov.iov_len >> ns->block_shift;
+                if (req->pix.cur_lba < req->pix.end_lba)
+                        pi_ws_piece(req);
+                else
+                        finish(req, CORE_OK);
                 return;
         case PI_Z_MD:
                 req->pix.step = PI_Z_DATA;

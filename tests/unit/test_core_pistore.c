@@ -314,14 +314,44 @@ static void one_ns(const char *backend, unsigned type)
 
         /* Not yet on a namespace with metadata: refused, not done without PI. */
         static uint8_t scratch[BS * 8];
-        static const enum core_op notyet[] = {CORE_OP_WRITE_SAME, CORE_OP_COMPARE,
-                                              CORE_OP_COMPARE_AND_WRITE, CORE_OP_ORWRITE};
+        static const enum core_op notyet[] = {CORE_OP_COMPARE_AND_WRITE, CORE_OP_ORWRITE};
         for (size_t i = 0; i < sizeof(notyet) / sizeof(notyet[0]); i++) {
                 nx.scratch = scratch;
                 nx.scratch_len = sizeof(scratch);
                 assert_int_equal(run1(ns, notyet[i], 40, 2, data, 4 * BS, NULL),
                                  CORE_E_INVALID_FIELD);
         }
+        /* WRITE SAME: the block replicated, its PI generated per block (ref incremented). */
+        fill(data, BS, 5);
+        nx.scratch = scratch;
+        nx.scratch_len = BS;
+        nx.gen_ref = 40;
+        nx.gen_app = 0x1234;
+        assert_int_equal(run1(ns, CORE_OP_WRITE_SAME, 40, 6, data, BS, NULL), CORE_OK);
+        expect_all(40);
+        assert_int_equal(run1(ns, CORE_OP_READ, 40, 6, rd, 6 * BS, NULL), CORE_OK);
+        for (size_t i = 0; i < 6; i++)
+                assert_memory_equal(rd + i * BS, data, BS);
+        if (type != 3) {
+                expect_all(40);
+                nx.ref = 41;
+                assert_int_equal(run1(ns, CORE_OP_VERIFY, 40, 6, NULL, 0, &info), CORE_E_PI_REFTAG);
+                assert_int_equal(info, 40);
+        }
+        /* ... of zeroes: the metadata back to the escape; with the host's PI: not yet. */
+        static uint8_t zero[BS];
+        nx.scratch = scratch;
+        nx.scratch_len = BS;
+        assert_int_equal(run1(ns, CORE_OP_WRITE_SAME, 42, 2, zero, BS, NULL), CORE_OK);
+        expect_all(42);
+        nx.host_md = true;
+        nx.ref = 7; /* escapes are not checked */
+        assert_int_equal(run1(ns, CORE_OP_READ, 42, 2, back, 2 * EXT, NULL), CORE_OK);
+        assert_int_equal(back[BS], 0xff);
+        nx.scratch = scratch;
+        nx.scratch_len = BS;
+        nx.host_md = true;
+        assert_int_equal(run1(ns, CORE_OP_WRITE_SAME, 44, 2, ext, EXT, NULL), CORE_E_INVALID_FIELD);
         /* An extended-LBA transfer shorter than its blocks with their metadata: refused. */
         nx.host_md = true;
         assert_int_equal(run1(ns, CORE_OP_WRITE, 40, 2, ext, 2 * BS, NULL), CORE_E_INTERNAL);
