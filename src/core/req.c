@@ -536,6 +536,57 @@ static void cur_copy(struct iov_cur *c, uint8_t *buf, size_t len, bool to_iov)
         }
 }
 
+static size_t pi_units(const struct core_pi_fmt *f, uint64_t nlb)
+{
+        return f->type == CORE_PI_TYPE0 ? nlb : nlb << f->pi_exp;
+}
+
+/*
+ * COMPARE: the host's data (its extended LBAs' data when host_md: the
+ * metadata is not compared, the stored PI is checked instead) against the
+ * blocks read; false with *where the offset in the host's transfer of the
+ * first byte that differs.
+ */
+static bool pi_compare(struct core_req *req, const uint8_t *data, uint64_t nlb, uint64_t *where)
+{
+        const struct core_pi_fmt *f = &req->pix.fmt;
+        size_t iv = req->pi.host_md
+                        ? (f->type == CORE_PI_TYPE0 ? f->block_size : f->block_size >> f->pi_exp)
+                        : (size_t)nlb * f->block_size;
+        size_t gap = req->pi.host_md ? f->md_size : 0;
+        size_t units = req->pi.host_md ? pi_units(f, nlb) : 1;
+        struct iov_cur c = {.iov = req->iov, .cnt = req->iovcnt};
+        uint64_t off = 0;
+        for (size_t u = 0; u < units; u++) {
+                for (size_t k = 0; k < iv;) {
+                        if (c.i >= c.cnt)
+                                return true;
+                        size_t avail = c.iov[c.i].iov_len - c.off;
+                        if (!avail) {
+                                c.i++;
+                                c.off = 0;
+                                continue;
+                        }
+                        size_t n = avail < iv - k ? avail : iv - k;
+                        const uint8_t *p = (const uint8_t *)c.iov[c.i].iov_base + c.off;
+                        const uint8_t *q = data + u * iv + k;
+                        if (memcmp(p, q, n)) {
+                                size_t b = 0;
+                                while (p[b] == q[b])
+                                        b++;
+                                *where = off + k + b;
+                                return false;
+                        }
+                        c.off += n;
+                        k += n;
+                }
+                off += iv + gap;
+                uint8_t skip[64];
+                cur_copy(&c, skip, gap, false);
+        }
+        return true;
+}
+
 /* Extended LBAs in the request's iov <-> separate data and metadata (to_iov: join). */
 static void pi_ext_xfer(struct core_req *req, uint8_t *data, uint8_t *md, uint64_t nlb, bool to_iov)
 {
@@ -595,11 +646,6 @@ static void pi_check_of(struct core_req *req, uint64_t lba, struct core_pi_check
  * data (bench/pi).
  */
 #define PI_EXT_VEC_MAX 1024u
-
-static size_t pi_units(const struct core_pi_fmt *f, uint64_t nlb)
-{
-        return f->type == CORE_PI_TYPE0 ? nlb : nlb << f->pi_exp;
-}
 
 /* The iovecs of the intervals' data in the host's buffer, after the metadata in pix.buf. */
 static struct iovec *pi_ext_vec(struct core_req *req, size_t *n)
@@ -736,6 +782,7 @@ static void pi_start(struct core_req *req)
                 break;
         case CORE_OP_READ:
         case CORE_OP_WRITE:
+        case CORE_OP_COMPARE:
                 break;
         default:
                 /* Not yet with metadata (README "Protection information"). */
@@ -745,7 +792,7 @@ static void pi_start(struct core_req *req)
         /* READ, WRITE, VERIFY: the buffer. */
         size_t md_len = nlb * mdpb, data_len = nlb << ns->block_shift;
         bool bounce = req->pi.host_md || req->iovcnt > 1 || req->op == CORE_OP_VERIFY ||
-                      req->op == CORE_OP_WRITE_SAME;
+                      req->op == CORE_OP_WRITE_SAME || req->op == CORE_OP_COMPARE;
         if (req->op == CORE_OP_READ && !req->pi.host_md && !req->pi.chk)
                 bounce = false; /* data straight into the host's buffers */
         req->pix.cur_lba = req->lba;
@@ -761,7 +808,8 @@ static void pi_start(struct core_req *req)
                 data_len = per << ns->block_shift;
         }
         size_t md_room = (md_len + 63) & ~(size_t)63;
-        req->pix.ext_vec = req->pi.host_md && req->iovcnt == 1 && req->op != CORE_OP_VERIFY &&
+        req->pix.ext_vec = req->pi.host_md && req->iovcnt == 1 &&
+                           (req->op == CORE_OP_READ || req->op == CORE_OP_WRITE) &&
                            pi_units(&req->pix.fmt, nlb) <= PI_EXT_VEC_MAX;
         if (req->pix.ext_vec) {
                 bounce = false;
@@ -956,6 +1004,17 @@ static void pi_next(struct core_req *req)
                                 pi_fail(req, st, &e);
                                 return;
                         }
+                }
+                if (req->op == CORE_OP_COMPARE) {
+                        uint64_t where;
+                        if (!pi_compare(req, req->pix.data, n, &where)) {
+                                req->info = where;
+                                req->info_valid = true;
+                                finish(req, CORE_E_MISCOMPARE);
+                                return;
+                        }
+                        finish(req, CORE_OK);
+                        return;
                 }
                 if (req->op == CORE_OP_VERIFY) {
                         req->pix.cur_lba += n;

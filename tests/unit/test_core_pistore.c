@@ -321,6 +321,35 @@ static void one_ns(const char *backend, unsigned type)
                 assert_int_equal(run1(ns, notyet[i], 40, 2, data, 4 * BS, NULL),
                                  CORE_E_INVALID_FIELD);
         }
+        /* COMPARE: the stored PI checked, the data compared (offset in the host's transfer). */
+        mk_ext(type, ext, 30, 4, 4);
+        nx.scratch = scratch;
+        nx.scratch_len = BS;
+        expect_all(30);
+        nx.host_md = true;
+        assert_int_equal(run1(ns, CORE_OP_COMPARE, 30, 4, ext, 4 * EXT, NULL), CORE_OK);
+        ext[2 * EXT + 9] ^= 4;
+        nx.scratch = scratch;
+        nx.scratch_len = BS;
+        expect_all(30);
+        nx.host_md = true;
+        assert_int_equal(run1(ns, CORE_OP_COMPARE, 30, 4, ext, 4 * EXT, &info), CORE_E_MISCOMPARE);
+        assert_int_equal(info, 2 * EXT + 9);
+        ext[2 * EXT + 9] ^= 4;
+        fill(data, 4 * BS, 4);
+        data[BS + 3] ^= 1;
+        nx.scratch = scratch;
+        nx.scratch_len = BS;
+        assert_int_equal(run1(ns, CORE_OP_COMPARE, 30, 4, data, 4 * BS, &info), CORE_E_MISCOMPARE);
+        assert_int_equal(info, BS + 3);
+        nx.scratch = scratch;
+        nx.scratch_len = BS;
+        expect_all(30);
+        nx.app = 0x4444;
+        nx.host_md = true;
+        assert_int_equal(run1(ns, CORE_OP_COMPARE, 30, 4, ext, 4 * EXT, &info), CORE_E_PI_APPTAG);
+        assert_int_equal(info, 30);
+
         /* WRITE SAME: the block replicated, its PI generated per block (ref incremented). */
         fill(data, BS, 5);
         nx.scratch = scratch;
