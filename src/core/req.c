@@ -783,6 +783,7 @@ static void pi_start(struct core_req *req)
         case CORE_OP_READ:
         case CORE_OP_WRITE:
         case CORE_OP_COMPARE:
+        case CORE_OP_COMPARE_AND_WRITE:
                 break;
         default:
                 /* Not yet with metadata (README "Protection information"). */
@@ -792,7 +793,8 @@ static void pi_start(struct core_req *req)
         /* READ, WRITE, VERIFY: the buffer. */
         size_t md_len = nlb * mdpb, data_len = nlb << ns->block_shift;
         bool bounce = req->pi.host_md || req->iovcnt > 1 || req->op == CORE_OP_VERIFY ||
-                      req->op == CORE_OP_WRITE_SAME || req->op == CORE_OP_COMPARE;
+                      req->op == CORE_OP_WRITE_SAME || req->op == CORE_OP_COMPARE ||
+                      req->op == CORE_OP_COMPARE_AND_WRITE;
         if (req->op == CORE_OP_READ && !req->pi.host_md && !req->pi.chk)
                 bounce = false; /* data straight into the host's buffers */
         req->pix.cur_lba = req->lba;
@@ -833,6 +835,58 @@ static void pi_start(struct core_req *req)
         pi_go(req);
 }
 
+/*
+ * A write's blocks separated (pix.data or the request's single buffer, and
+ * pix.md: what the host sent when host_md): the host's PI checked as asked
+ * (nothing is stored when it fails; false), regenerated (gen), or
+ * generated when the host sent data only.
+ */
+static bool pi_protect(struct core_req *req)
+{
+        const struct core_pi_fmt *f = &req->pix.fmt;
+        uint64_t nlb = req->nlb;
+        struct core_pi_buf b = {pi_data(req), req->pix.md};
+        struct core_pi_tags tags = {.ref = req->pi.gen_ref, .app = req->pi.gen_app};
+        if (!req->pi.host_md) {
+                memset(req->pix.md, 0, nlb * req->pix.mdpb);
+                core_pi_generate(f, b, nlb, &tags);
+                return true;
+        }
+        if (req->pi.chk) {
+                struct core_pi_check c;
+                struct core_pi_err e;
+                pi_check_of(req, req->lba, &c);
+                enum core_status st = core_pi_verify(f, b, nlb, &c, &e);
+                if (st != CORE_OK) {
+                        pi_fail(req, st, &e);
+                        return false;
+                }
+        }
+        if (req->pi.gen)
+                core_pi_generate(f, b, nlb, &tags);
+        return true;
+}
+
+/* The write's metadata to the store first (PI_W_MD); the data follows in pi_next. */
+static void pi_store_md(struct core_req *req)
+{
+        struct core_ns *ns = req->ns;
+        size_t md_len = (size_t)req->nlb * req->pix.mdpb;
+        bool fua = (req->flags & CORE_REQ_FUA) != 0;
+        req->pix.step = PI_W_MD;
+        if (req->flags & CORE_REQ_SANITIZE) {
+                /* A sanitize overwrite: the metadata goes back to the escape with the data. */
+                core_pistore_submit(ns->pistore, req, CORE_OP_WRITE_ZEROES, req->lba, req->nlb,
+                                    NULL, 0, fua);
+                return;
+        }
+        md_invert(req->pix.md, md_len);
+        req->one_iov.iov_base = req->pix.md;
+        req->one_iov.iov_len = md_len;
+        core_pistore_submit(ns->pistore, req, CORE_OP_WRITE, req->lba, req->nlb, &req->one_iov, 1,
+                            fua);
+}
+
 /* READ, WRITE, VERIFY with the buffer in hand. */
 static void pi_go(struct core_req *req)
 {
@@ -856,7 +910,6 @@ static void pi_go(struct core_req *req)
                 return;
         }
         uint8_t *md = req->pix.md;
-        size_t md_len = nlb * req->pix.mdpb;
         struct core_pi_tags tags = {.ref = req->pi.gen_ref, .app = req->pi.gen_app};
         if (req->pix.ext_vec) {
                 /* Checked and (gen) regenerated in the host's buffer; the metadata copied out. */
@@ -874,40 +927,15 @@ static void pi_go(struct core_req *req)
                 if (req->pi.gen)
                         core_pi_generate(f, ext, nlb, &tags);
                 pi_ext_md(req, false);
-        } else if (req->pi.host_md) {
-                pi_ext_xfer(req, req->pix.data, md, nlb, false);
-                if (req->pi.chk) {
-                        /* What the host sent, before anything is stored. */
-                        struct core_pi_check c;
-                        struct core_pi_err e;
-                        pi_check_of(req, req->lba, &c);
-                        enum core_status st =
-                            core_pi_verify(f, (struct core_pi_buf){req->pix.data, md}, nlb, &c, &e);
-                        if (st != CORE_OK) {
-                                pi_fail(req, st, &e);
-                                return;
-                        }
-                }
-                if (req->pi.gen)
-                        core_pi_generate(f, (struct core_pi_buf){req->pix.data, md}, nlb, &tags);
         } else {
-                if (req->pix.data)
+                if (req->pi.host_md)
+                        pi_ext_xfer(req, req->pix.data, md, nlb, false);
+                else if (req->pix.data)
                         iov_to_flat(req, req->pix.data, 0, nlb << ns->block_shift);
-                memset(md, 0, md_len);
-                core_pi_generate(f, (struct core_pi_buf){pi_data(req), md}, nlb, &tags);
+                if (!pi_protect(req))
+                        return;
         }
-        bool fua = (req->flags & CORE_REQ_FUA) != 0;
-        req->pix.step = PI_W_MD;
-        if (req->flags & CORE_REQ_SANITIZE) {
-                /* A sanitize overwrite: the metadata goes back to the escape with the data. */
-                core_pistore_submit(ns->pistore, req, CORE_OP_WRITE_ZEROES, req->lba, nlb, NULL, 0,
-                                    fua);
-                return;
-        }
-        md_invert(md, md_len);
-        req->one_iov.iov_base = md;
-        req->one_iov.iov_len = md_len;
-        core_pistore_submit(ns->pistore, req, CORE_OP_WRITE, req->lba, nlb, &req->one_iov, 1, fua);
+        pi_store_md(req);
 }
 
 /* A store or data I/O of the protection stage completed (res >= 0). */
@@ -1005,7 +1033,7 @@ static void pi_next(struct core_req *req)
                                 return;
                         }
                 }
-                if (req->op == CORE_OP_COMPARE) {
+                if (req->op == CORE_OP_COMPARE || req->op == CORE_OP_COMPARE_AND_WRITE) {
                         uint64_t where;
                         if (!pi_compare(req, req->pix.data, n, &where)) {
                                 req->info = where;
@@ -1013,7 +1041,41 @@ static void pi_next(struct core_req *req)
                                 finish(req, CORE_E_MISCOMPARE);
                                 return;
                         }
-                        finish(req, CORE_OK);
+                        if (req->op == CORE_OP_COMPARE) {
+                                finish(req, CORE_OK);
+                                return;
+                        }
+                        /*
+                         * COMPARE AND WRITE (the range lock held since run()): the
+                         * write half of the host's buffer into the bounce, then as a
+                         * write.
+                         */
+                        struct iov_cur c = {.iov = req->iov, .cnt = req->iovcnt};
+                        uint64_t half = core_ns_xfer_bytes(ns, n, req->pi.host_md);
+                        while (half && c.i < c.cnt) {
+                                size_t avail = c.iov[c.i].iov_len - c.off;
+                                size_t k = avail < half ? avail : half;
+                                c.off += k;
+                                half -= k;
+                                if (c.off == c.iov[c.i].iov_len) {
+                                        c.i++;
+                                        c.off = 0;
+                                }
+                        }
+                        if (req->pi.host_md) {
+                                size_t iv = f->type == CORE_PI_TYPE0 ? f->block_size
+                                                                     : f->block_size >> f->pi_exp;
+                                for (size_t u = 0; u < pi_units(f, n); u++) {
+                                        cur_copy(&c, req->pix.data + u * iv, iv, false);
+                                        cur_copy(&c, req->pix.md + u * f->md_size, f->md_size,
+                                                 false);
+                                }
+                        } else {
+                                cur_copy(&c, req->pix.data, n << ns->block_shift, false);
+                        }
+                        if (!pi_protect(req))
+                                return;
+                        pi_store_md(req);
                         return;
                 }
                 if (req->op == CORE_OP_VERIFY) {

@@ -314,7 +314,7 @@ static void one_ns(const char *backend, unsigned type)
 
         /* Not yet on a namespace with metadata: refused, not done without PI. */
         static uint8_t scratch[BS * 8];
-        static const enum core_op notyet[] = {CORE_OP_COMPARE_AND_WRITE, CORE_OP_ORWRITE};
+        static const enum core_op notyet[] = {CORE_OP_ORWRITE};
         for (size_t i = 0; i < sizeof(notyet) / sizeof(notyet[0]); i++) {
                 nx.scratch = scratch;
                 nx.scratch_len = sizeof(scratch);
@@ -349,6 +349,56 @@ static void one_ns(const char *backend, unsigned type)
         nx.host_md = true;
         assert_int_equal(run1(ns, CORE_OP_COMPARE, 30, 4, ext, 4 * EXT, &info), CORE_E_PI_APPTAG);
         assert_int_equal(info, 30);
+
+        /*
+         * COMPARE AND WRITE: the compare half against the stored blocks, the
+         * write half's PI checked (a failure writes nothing), then written.
+         */
+        static uint8_t caw[8 * EXT];
+        mk_ext(type, caw, 30, 4, 4);
+        mk_ext(type, caw + 4 * EXT, 30, 4, 6);
+        caw[4 * EXT + EXT + BS] ^= 0x10; /* the write half's second guard */
+        nx.scratch = scratch;
+        nx.scratch_len = sizeof(scratch);
+        expect_all(30);
+        nx.host_md = true;
+        assert_int_equal(run1(ns, CORE_OP_COMPARE_AND_WRITE, 30, 4, caw, 8 * EXT, &info),
+                         CORE_E_PI_GUARD);
+        assert_int_equal(info, 31);
+        caw[4 * EXT + EXT + BS] ^= 0x10;
+        caw[EXT + 1] ^= 0x10; /* the compare half differs */
+        nx.scratch = scratch;
+        nx.scratch_len = sizeof(scratch);
+        expect_all(30);
+        nx.host_md = true;
+        assert_int_equal(run1(ns, CORE_OP_COMPARE_AND_WRITE, 30, 4, caw, 8 * EXT, &info),
+                         CORE_E_MISCOMPARE);
+        assert_int_equal(info, EXT + 1);
+        caw[EXT + 1] ^= 0x10;
+        nx.scratch = scratch;
+        nx.scratch_len = sizeof(scratch);
+        expect_all(30);
+        nx.host_md = true;
+        assert_int_equal(run1(ns, CORE_OP_COMPARE_AND_WRITE, 30, 4, caw, 8 * EXT, NULL), CORE_OK);
+        expect_all(30);
+        nx.host_md = true;
+        assert_int_equal(run1(ns, CORE_OP_READ, 30, 4, back, 4 * EXT, NULL), CORE_OK);
+        assert_memory_equal(back, caw + 4 * EXT, 4 * EXT);
+        /* Data only: compared, then written with generated PI. */
+        fill(data, 8 * BS, 6);
+        fill(data + 4 * BS, 4 * BS, 8);
+        nx.scratch = scratch;
+        nx.scratch_len = sizeof(scratch);
+        nx.gen_ref = 30;
+        nx.gen_app = 0x1234;
+        assert_int_equal(run1(ns, CORE_OP_COMPARE_AND_WRITE, 30, 4, data, 8 * BS, NULL), CORE_OK);
+        expect_all(30);
+        assert_int_equal(run1(ns, CORE_OP_READ, 30, 4, rd, 4 * BS, NULL), CORE_OK);
+        assert_memory_equal(rd, data + 4 * BS, 4 * BS);
+        /* Back to what the corruption test below expects. */
+        mk_ext(type, ext, 30, 4, 4);
+        nx.host_md = true;
+        assert_int_equal(run1(ns, CORE_OP_WRITE, 30, 4, ext, 4 * EXT, NULL), CORE_OK);
 
         /* WRITE SAME: the block replicated, its PI generated per block (ref incremented). */
         fill(data, BS, 5);
