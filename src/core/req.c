@@ -341,6 +341,23 @@ static void be_io(struct core_req *req, enum core_op op, uint64_t lba, uint64_t 
                            iovcnt, (req->flags & CORE_REQ_FUA) != 0);
 }
 
+/*
+ * DEALLOCATE that ends before any I/O: anchoring where the namespace cannot
+ * (INVALID FIELD), or a namespace that is not thin (the hint is ignored).
+ */
+static bool dealloc_done(struct core_req *req)
+{
+        if ((req->flags & CORE_REQ_ANCHOR) && !core_ns_can_anchor(req->ns)) {
+                core_req_complete(req, CORE_E_INVALID_FIELD);
+                return true;
+        }
+        if (!req->ns->thin) {
+                core_req_complete(req, CORE_OK);
+                return true;
+        }
+        return false;
+}
+
 static void write_same_next(struct core_req *req)
 {
         struct core_ns *ns = req->ns;
@@ -745,14 +762,8 @@ static void pi_start(struct core_req *req)
                 ns->be.ops->submit(&ns->be, req, CORE_OP_FLUSH, 0, 0, NULL, 0, false);
                 return;
         case CORE_OP_DEALLOCATE:
-                if ((req->flags & CORE_REQ_ANCHOR) && !core_ns_can_anchor(ns)) {
-                        core_req_complete(req, CORE_E_INVALID_FIELD);
+                if (dealloc_done(req))
                         return;
-                }
-                if (!ns->thin) {
-                        core_req_complete(req, CORE_OK);
-                        return;
-                }
                 /* fall through */
         case CORE_OP_WRITE_ZEROES:
                 req->pix.step = PI_Z_MD;
@@ -1218,14 +1229,8 @@ static void run(struct core_req *req)
                 start_rmw(&req->defer);
                 return;
         case CORE_OP_DEALLOCATE:
-                if ((req->flags & CORE_REQ_ANCHOR) && !core_ns_can_anchor(ns)) {
-                        core_req_complete(req, CORE_E_INVALID_FIELD);
+                if (dealloc_done(req))
                         return;
-                }
-                if (!ns->thin) {
-                        core_req_complete(req, CORE_OK);
-                        return;
-                }
                 /*
                  * Every backend's WRITE_ZEROES frees the range (hole punch,
                  * dropped pages); with CORE_REQ_ANCHOR it keeps the space.
