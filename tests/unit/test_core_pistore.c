@@ -8,8 +8,9 @@
  * and unwritten blocks reading as the escape, corruption behind the
  * target's back caught, the format persisted across close/reopen (another
  * format refused), core_ns_format resetting every block to the escape
- * and publishing its event, resize, and the operations not done yet
- * refused.
+ * and publishing its event, resize, sanitize (overwrite, block erase)
+ * resetting the metadata, COMPARE, COMPARE AND WRITE and WRITE SAME with
+ * PI, a null namespace, and the operations not done yet refused.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -579,6 +580,71 @@ static void test_null(void **st)
         assert_int_equal(core_ns_delete("pinull"), 0);
 }
 
+static pthread_mutex_t san_m = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t san_cv = PTHREAD_COND_INITIALIZER;
+static bool san_finished;
+static struct {
+        struct core_ns *ns;
+        const struct core_sanitize_params *p;
+        int rc;
+} san_call;
+
+static void san_done(void *arg, bool ok)
+{
+        (void)arg;
+        (void)ok;
+        pthread_mutex_lock(&san_m);
+        san_finished = true;
+        pthread_cond_signal(&san_cv);
+        pthread_mutex_unlock(&san_m);
+}
+
+static void san_start_fn(void *arg)
+{
+        (void)arg;
+        san_call.rc = core_sanitize_start(san_call.ns, san_call.p, NULL, rt_get(0), san_done, NULL);
+}
+
+/* Sanitize overwrite and block erase put every block's metadata back to the escape. */
+static void test_sanitize(void **st)
+{
+        (void)st;
+        static uint8_t ext[8 * EXT], back[8 * EXT];
+        static const uint8_t pat[4] = {1, 2, 3, 4};
+        const struct core_sanitize_params ps[] = {
+            {.action = CORE_SANACT_OVERWRITE, .passes = 1, .pattern_len = 4, .pattern = pat},
+            {.action = CORE_SANACT_BLOCK_ERASE},
+        };
+        struct core_ns *ns = mk("pisan", "file", 1);
+        for (size_t k = 0; k < 2; k++) {
+                mk_ext(1, ext, 8, 8, 11);
+                nx.host_md = true;
+                assert_int_equal(run1(ns, CORE_OP_WRITE, 8, 8, ext, 8 * EXT, NULL), CORE_OK);
+                san_call.ns = ns;
+                san_call.p = &ps[k];
+                san_finished = false;
+                rt_msg_call(rt_get(0), san_start_fn, NULL);
+                assert_int_equal(san_call.rc, 0);
+                pthread_mutex_lock(&san_m);
+                while (!san_finished)
+                        pthread_cond_wait(&san_cv, &san_m);
+                pthread_mutex_unlock(&san_m);
+                for (int i = 0; i < 200 && core_ns_sanitize_state(ns) == CORE_SAN_RUNNING; i++)
+                        usleep(5000);
+                assert_int_equal(core_ns_sanitize_state(ns), CORE_SAN_DONE);
+                expect_all(8);
+                nx.host_md = true;
+                nx.ref = 12345; /* escapes are not checked */
+                assert_int_equal(run1(ns, CORE_OP_READ, 8, 8, back, 8 * EXT, NULL), CORE_OK);
+                for (size_t i = 0; i < 8; i++) {
+                        assert_int_equal(back[i * EXT], k == 0 ? 1 : 0); /* the pattern, zeroes */
+                        for (size_t b = 0; b < MD; b++)
+                                assert_int_equal(back[i * EXT + BS + b], 0xff);
+                }
+        }
+        assert_int_equal(core_ns_delete("pisan"), 0);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -586,6 +652,7 @@ int main(void)
             cmocka_unit_test(test_types_file),
             cmocka_unit_test(test_persist_format_resize),
             cmocka_unit_test(test_null),
+            cmocka_unit_test(test_sanitize),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }
