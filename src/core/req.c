@@ -728,6 +728,48 @@ static void pi_read_piece(struct core_req *req)
 }
 
 /*
+ * A value of the host's PI tuple of one block (data, md): the engine's
+ * check of flag against 0 fails with the actual value unless it is 0.
+ */
+static uint64_t pi_probe(struct core_req *req, struct core_pi_buf b, unsigned flag, uint16_t app)
+{
+        struct core_pi_check c = {.flags = flag, .app = app, .app_mask = 0xffff, .lba = req->lba};
+        struct core_pi_err e;
+        if (core_pi_verify(&req->pix.fmt, b, 1, &c, &e) == CORE_OK)
+                return app;
+        return e.actual;
+}
+
+/*
+ * WRITE SAME with the host's PI: its block checked as asked; its tuple
+ * replicated as is when it escapes or for type 3 (a constant reference
+ * tag), else regenerated per block from its reference tag (incremented)
+ * and application tag (SBC-4 WRITE SAME with WRPROTECT).
+ */
+static bool pi_ws_host(struct core_req *req)
+{
+        const struct core_pi_fmt *f = &req->pix.fmt;
+        struct core_pi_buf b = {req->pix.data, req->pix.ws_md};
+        if (req->pi.chk) {
+                struct core_pi_check c;
+                struct core_pi_err e;
+                pi_check_of(req, req->lba, &c);
+                enum core_status st = core_pi_verify(f, b, 1, &c, &e);
+                if (st != CORE_OK) {
+                        pi_fail(req, st, &e);
+                        return false;
+                }
+        }
+        /* An escape passes any application tag check: 0 and 1 both. */
+        bool escape =
+            pi_probe(req, b, CORE_PI_CHK_APP, 0) == 0 && pi_probe(req, b, CORE_PI_CHK_APP, 1) == 1;
+        req->pix.ws_raw = escape || f->type == CORE_PI_TYPE3 || f->type == CORE_PI_TYPE0;
+        req->pix.ws_app = (uint16_t)pi_probe(req, b, CORE_PI_CHK_APP, 0);
+        req->pix.ws_ref = pi_probe(req, b, CORE_PI_CHK_REF, 0);
+        return true;
+}
+
+/*
  * WRITE SAME, a piece at a time: the block replicated in the bounce, the
  * PI of each block generated (reference tag incremented per interval from
  * gen_ref, gen_app), the piece's metadata stored, then its data.
@@ -739,10 +781,20 @@ static void pi_ws_piece(struct core_req *req)
         if (n > req->pix.piece)
                 n = req->pix.piece;
         size_t md_len = n * req->pix.mdpb;
-        memset(req->pix.md, 0, md_len);
         struct core_pi_tags tags = {.ref = pi_ref_at(req, req->pi.gen_ref, req->pix.cur_lba),
                                     .app = req->pi.gen_app};
-        core_pi_generate(&req->pix.fmt, (struct core_pi_buf){req->pix.data, req->pix.md}, n, &tags);
+        if (req->pi.host_md) {
+                /* The host's metadata in every block; its PI tuple regenerated unless raw. */
+                for (uint64_t i = 0; i < n; i++)
+                        memcpy(req->pix.md + i * req->pix.mdpb, req->pix.ws_md, req->pix.mdpb);
+                tags.ref = pi_ref_at(req, req->pix.ws_ref, req->pix.cur_lba);
+                tags.app = req->pix.ws_app;
+        } else {
+                memset(req->pix.md, 0, md_len);
+        }
+        if (!req->pi.host_md || !req->pix.ws_raw)
+                core_pi_generate(&req->pix.fmt, (struct core_pi_buf){req->pix.data, req->pix.md}, n,
+                                 &tags);
         md_invert(req->pix.md, md_len);
         req->one_iov.iov_base = req->pix.md;
         req->one_iov.iov_len = md_len;
@@ -778,16 +830,11 @@ static void pi_start(struct core_req *req)
                 }
                 break;
         case CORE_OP_WRITE_SAME:
-                if (block_is_zero(req->iov[0].iov_base, ns->block_size)) {
+                if (!req->pi.host_md && block_is_zero(req->iov[0].iov_base, ns->block_size)) {
                         /* Zeroes: as WRITE ZEROES, the metadata back to the escape. */
                         req->pix.step = PI_Z_MD;
                         core_pistore_submit(ns->pistore, req, CORE_OP_WRITE_ZEROES, req->lba, nlb,
                                             NULL, 0, (req->flags & CORE_REQ_FUA) != 0);
-                        return;
-                }
-                if (req->pi.host_md) {
-                        /* The host's block with its PI replicated: not yet. */
-                        core_req_complete(req, CORE_E_INVALID_FIELD);
                         return;
                 }
                 break;
@@ -828,7 +875,8 @@ static void pi_start(struct core_req *req)
                 bounce = false;
                 data_len = pi_units(&req->pix.fmt, nlb) * sizeof(struct iovec);
         }
-        size_t len = md_room + (bounce || req->pix.ext_vec ? data_len : 0);
+        size_t len = md_room + (bounce || req->pix.ext_vec ? data_len : 0) +
+                     (req->op == CORE_OP_WRITE_SAME ? mdpb : 0);
         req->pix.bounce = bounce;
         size_t got = 0;
         void *b = rt_bigbuf_get(req->reactor, len, &got);
@@ -910,8 +958,17 @@ static void pi_go(struct core_req *req)
                 ? req->pix.buf + (((size_t)req->pix.piece * req->pix.mdpb + 63) & ~(size_t)63)
                 : NULL;
         if (req->op == CORE_OP_WRITE_SAME) {
-                for (uint32_t i = 0; i < req->pix.piece; i++)
-                        memcpy(req->pix.data + ((size_t)i << ns->block_shift), req->iov[0].iov_base,
+                struct iov_cur c = {.iov = req->iov, .cnt = req->iovcnt};
+                cur_copy(&c, req->pix.data, ns->block_size, false);
+                if (req->pi.host_md) {
+                        req->pix.ws_md =
+                            req->pix.data + ((size_t)req->pix.piece << ns->block_shift);
+                        cur_copy(&c, req->pix.ws_md, req->pix.mdpb, false);
+                        if (!pi_ws_host(req))
+                                return;
+                }
+                for (uint32_t i = 1; i < req->pix.piece; i++)
+                        memcpy(req->pix.data + ((size_t)i << ns->block_shift), req->pix.data,
                                ns->block_size);
                 pi_ws_piece(req);
                 return;
@@ -1438,6 +1495,8 @@ void core_req_submit(struct core_req *req)
         case CORE_OP_WRITE_SAME:
                 need = ns->block_size;
                 scratch = ns->block_size;
+                if (req->pi.host_md)
+                        need += core_ns_md_per_block(ns);
                 break;
         default:
                 break;

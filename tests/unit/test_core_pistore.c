@@ -428,10 +428,32 @@ static void one_ns(const char *backend, unsigned type)
         nx.ref = 7; /* escapes are not checked */
         assert_int_equal(run1(ns, CORE_OP_READ, 42, 2, back, 2 * EXT, NULL), CORE_OK);
         assert_int_equal(back[BS], 0xff);
+        /* ... with the host's PI: checked, replicated with the reference tag incremented. */
+        mk_ext(type, ext, 44, 1, 12);
+        ext[5] ^= 1;
         nx.scratch = scratch;
         nx.scratch_len = BS;
+        expect_all(44);
         nx.host_md = true;
-        assert_int_equal(run1(ns, CORE_OP_WRITE_SAME, 44, 2, ext, EXT, NULL), CORE_E_INVALID_FIELD);
+        assert_int_equal(run1(ns, CORE_OP_WRITE_SAME, 44, 3, ext, EXT, &info), CORE_E_PI_GUARD);
+        assert_int_equal(info, 44);
+        ext[5] ^= 1;
+        nx.scratch = scratch;
+        nx.scratch_len = BS;
+        expect_all(44);
+        nx.host_md = true;
+        assert_int_equal(run1(ns, CORE_OP_WRITE_SAME, 44, 3, ext, EXT, NULL), CORE_OK);
+        expect_all(44);
+        assert_int_equal(run1(ns, CORE_OP_VERIFY, 44, 3, NULL, 0, NULL), CORE_OK);
+        expect_all(44);
+        nx.host_md = true;
+        assert_int_equal(run1(ns, CORE_OP_READ, 44, 3, back, 3 * EXT, NULL), CORE_OK);
+        for (size_t i = 0; i < 3; i++)
+                assert_memory_equal(back + i * EXT, ext, BS);
+        if (type != 3) {
+                expect_all(45); /* the second block's reference tag is 45 */
+                assert_int_equal(run1(ns, CORE_OP_VERIFY, 45, 2, NULL, 0, NULL), CORE_OK);
+        }
         /* An extended-LBA transfer shorter than its blocks with their metadata: refused. */
         nx.host_md = true;
         assert_int_equal(run1(ns, CORE_OP_WRITE, 40, 2, ext, 2 * BS, NULL), CORE_E_INTERNAL);
