@@ -243,6 +243,23 @@ static void one_ns(const char *backend, unsigned type)
         nx.app_mask = 0xff00; /* high byte only: equal */
         assert_int_equal(run1(ns, CORE_OP_READ, 10, 8, rd, 8 * BS, NULL), CORE_OK);
 
+        /* The application tag table (SCSI ATO): blocks it covers are checked against it. */
+        char err[128];
+        struct core_pi_apptag_range r = {.lba = 10, .count = 4, .app = 0x1234};
+        assert_int_equal(core_ns_set_apptab(ns, &r, 1, NULL, err, sizeof(err)), 0);
+        expect_all(10);
+        nx.app = 0x7777;
+        nx.use_apptab = true;
+        assert_int_equal(run1(ns, CORE_OP_READ, 10, 8, rd, 8 * BS, &info), CORE_E_PI_APPTAG);
+        assert_int_equal(info, 14); /* the first block the table does not cover */
+        r.count = 8;
+        assert_int_equal(core_ns_set_apptab(ns, &r, 1, NULL, err, sizeof(err)), 0);
+        expect_all(10);
+        nx.app = 0x7777;
+        nx.use_apptab = true;
+        assert_int_equal(run1(ns, CORE_OP_READ, 10, 8, rd, 8 * BS, NULL), CORE_OK);
+        assert_int_equal(core_ns_set_apptab(ns, NULL, 0, NULL, err, sizeof(err)), 0);
+
         /* A write whose guard is wrong in its third block: refused, nothing written. */
         static uint8_t bad[8 * EXT];
         mk_ext(type, bad, 10, 8, 2);
