@@ -468,9 +468,21 @@ static void test_format_and_io(void **s)
         (void)s;
         const uint32_t ext = BS + 8;
         struct core_pi_fmt f = {.block_size = BS, .md_size = 8, .type = 1};
+        /* A second controller (another host's view of the namespace). */
+        static struct nvme_queue q2;
+        memset(&q2, 0, sizeof(q2));
+        assert_int_equal(do_connect(&q2, 0, 0xffff, NULL), 0);
         /* Format NVM: LBAF 1 (8 bytes), extended, type 1, PI last. */
         assert_int_equal(format(1, 1, false, true, 0), 0);
         assert_int_equal(core_ns_md_per_block(ns), 8);
+        /* The other controller is told: NSID 1 in its Changed Namespace List; the
+         * formatting one is not (its host knows). */
+        pthread_mutex_lock(&q2.ctrl->lock);
+        bool told = q2.ctrl->nchanged >= 1 && q2.ctrl->changed_ns[0] == 1;
+        pthread_mutex_unlock(&q2.ctrl->lock);
+        assert_true(told);
+        assert_int_equal(admin_q.ctrl->nchanged, 0);
+        nvme_queue_fini(&q2);
         const struct nvme_id_ns *idn = identify_ns();
         assert_int_equal(idn->flbas, 0x10 | 1);
         assert_int_equal(idn->dps, 1);
