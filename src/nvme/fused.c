@@ -145,17 +145,18 @@ static void fused_done(struct core_req *req)
 static void fused_submit(struct nvme_cmd *first, struct nvme_cmd *second)
 {
         struct core_req *req = &second->req;
-        size_t len = (size_t)req->nlb << second->ns->block_shift;
         req->op = CORE_OP_COMPARE_AND_WRITE;
         /*
          * The range lock makes it atomic against every other command; a pair
          * that fits NACWU keeps CORE_REQ_ATOMIC from the Write's parse, so its
          * write half goes through the atomic-write engine (crash-atomic too).
          */
+        /* Each half's transfer: with metadata, extended LBAs unless PRACT strips (pi.c);
+         * halves that disagree are refused by the core (length). */
         req->iov[0].iov_base = first->buf;
-        req->iov[0].iov_len = len;
+        req->iov[0].iov_len = first->data_len;
         req->iov[1].iov_base = second->buf;
-        req->iov[1].iov_len = len;
+        req->iov[1].iov_len = second->data_len;
         req->iovcnt = 2;
         req->scratch = first->req.scratch;
         req->scratch_len = first->req.scratch_len;
