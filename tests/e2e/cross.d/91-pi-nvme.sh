@@ -23,9 +23,8 @@
 #     while an unchecked read (PRCHK 0) returns the flipped data;
 #   - a 16-byte metadata format (type 3, PI first; capacity 0 for the
 #     kernel too): nvme-cli reads and writes it as extended LBAs with PRACT
-#     (the metadata is more than the PI, so it is transferred);
-#   - formatting back to LBA format 0 gives the kernel its plain namespace.
-# Cost: ~45 s of VM time (emulated).
+#     (the metadata is more than the PI, so it is transferred).
+# Cost: about 50 s of VM time (emulated), most of it nvme-cli starting up.
 
 PINS=9
 pn_dev() {
@@ -60,7 +59,7 @@ pn_status() {
 }
 
 pn_setup() {
-	ctl namespace_create name=pinv backend=file path="$state/pinv.img" size=64M block_size=4096 || return 1
+	ctl namespace_create name=pinv backend=file path="$state/pinv.img" size=16M block_size=4096 || return 1
 	ctl nvmf_ns_attach nqn="$XNQN" namespace=pinv nsid=$PINS || return 1
 	nvme ns-rescan "$NVCTRL" # not waiting for the Namespace Attribute Changed notice
 	wait_for 20 pn_dev || return 1
@@ -143,11 +142,9 @@ pn_wrong() {
 	pn_status 0x284 nvme write "$PNC" -s 20 -c 1 -z 8208 -d "$f" --prinfo=0x1 --ref-tag=20 || return 1
 	cp "$f" "$bad" && pn_flip "$bad" 100
 	pn_status 0x282 nvme write "$PNC" -s 16 -c 1 -z 8208 -d "$bad" --prinfo=0x4 || return 1
-	# nothing was stored: LBA 20 still unwritten (zeroes), 16 still the good data
+	# nothing was stored: LBA 20 still unwritten (zeroes; the escape passes the checks)
 	nvme read "$PNC" -s 20 -c 1 -z 8192 -d "$state/pn-z.bin" --prinfo=0xc || return 1
-	cmp "$state/pn-z.bin" <(head -c 8192 /dev/zero) || return 1
-	nvme read "$PNC" -s 16 -c 1 -z 8192 -d "$state/pn-d2.bin" --prinfo=0xc || return 1
-	cmp "$state/pn-d.bin" "$state/pn-d2.bin"
+	cmp "$state/pn-z.bin" <(head -c 8192 /dev/zero)
 }
 check nvme-pi-wrong-tags-statuses pn_wrong
 
@@ -179,14 +176,6 @@ pn_format16() {
 	[ "$(pn_u16be "$state/pn-16r.bin" 4098)" = 119 ] && cmp <(head -c 4096 "$state/pn-16.bin") <(head -c 4096 "$state/pn-16r.bin")
 }
 check nvme-pi-format-16b-metadata pn_format16
-
-pn_format0() {
-	nvme format "$NVCTRL" -n $PINS --lbaf=0 --pi=0 --ms=0 --force || return 1
-	[ "$(pn_idns '"%d %d" % (d["flbas"], d["dps"])')" = "0 0" ] || return 1
-	wait_for 10 test "$(pn_sectors)" -gt 0 || return 1
-	dd if="$PNDEV" of=/dev/null bs=4096 count=16 iflag=direct 2>&1 | tail -1
-}
-check nvme-pi-format-none pn_format0
 
 pn_gone() { ! pn_dev >/dev/null; }
 pn_teardown() {
