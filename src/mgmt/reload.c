@@ -609,7 +609,13 @@ static void diff(struct plan *pl, struct model *run, struct model *want, json_t 
                                                     "fdp",
                                                     "encrypt",
                                                     "key_file",
-                                                    "passphrase_file"};
+                                                    "passphrase_file",
+                                                    "pool",
+                                                    "image",
+                                                    "rbd_namespace",
+                                                    "ceph_conf",
+                                                    "client_id",
+                                                    "keyring"};
                 for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
                         ns_fixed(pl, k, np, op, fixed[i]);
                 json_t *set = json_pack("{s:s}", "name", k);
