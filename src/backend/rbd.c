@@ -288,6 +288,66 @@ static int rbd_be_resize(struct backend *be, uint64_t size_bytes)
         return 0;
 }
 
+/* Provisioning: the extents rbd_diff_iterate2 reports as holding data, from off. */
+struct rbd_map_walk {
+        uint64_t off;      /* asked from here */
+        uint64_t data_end; /* data at off: end of the contiguous data so far */
+        uint64_t hole_end; /* no data at off: where the first data starts */
+        bool data, seen;
+};
+
+static int rbd_map_cb(uint64_t o, size_t l, int exists, void *arg)
+{
+        struct rbd_map_walk *w = arg;
+        if (!exists)
+                return 0;
+        if (!w->seen) {
+                w->seen = true;
+                if (o <= w->off) {
+                        w->data = true;
+                        w->data_end = o + l;
+                        return 0;
+                }
+                w->hole_end = o;
+                return -ECANCELED; /* the run of holes ends here: enough */
+        }
+        if (w->data && o <= w->data_end) {
+                if (o + l > w->data_end)
+                        w->data_end = o + l;
+                return 0;
+        }
+        return -ECANCELED;
+}
+
+/*
+ * Blocks librbd has no data for (never written, discarded) read zeroes and
+ * hold no space: deallocated.  One rbd_diff_iterate2 per call, over at most
+ * 64 MiB (a cluster round trip per object it covers; the caller asks again
+ * for the rest): GET LBA STATUS and sanitize pay it, not reads and writes.
+ */
+static int rbd_be_map_status(struct backend *be, uint64_t off, uint64_t len, enum core_prov *st,
+                             uint64_t *run)
+{
+        struct rbd_be *r = be->priv;
+        if (len > 64ull << 20)
+                len = 64ull << 20;
+        struct rbd_map_walk w = {.off = off};
+        int rc = rbd_diff_iterate2(r->image, NULL, off, len, 1, 0, rbd_map_cb, &w);
+        if (rc < 0 && rc != -ECANCELED) {
+                *st = CORE_PROV_MAPPED; /* cannot tell: mapped */
+                *run = len;
+                return 0;
+        }
+        if (w.data) {
+                *st = CORE_PROV_MAPPED;
+                *run = (w.data_end < off + len ? w.data_end : off + len) - off;
+        } else {
+                *st = CORE_PROV_DEALLOCATED;
+                *run = w.seen ? w.hole_end - off : len;
+        }
+        return 0;
+}
+
 /* "uuid block_size", e.g. "6f1c...-... 512". */
 static int rbd_be_identity_load(struct backend *be, struct backend_identity *id)
 {
@@ -328,6 +388,7 @@ const struct backend_ops backend_rbd_ops = {
     .close = rbd_be_close,
     .submit = rbd_be_submit,
     .resize = rbd_be_resize,
+    .map_status = rbd_be_map_status,
     .identity_load = rbd_be_identity_load,
     .identity_store = rbd_be_identity_store,
 };

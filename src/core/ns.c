@@ -765,6 +765,15 @@ void core_ns_shutdown_all(void)
                 struct core_ns *next = ns->next;
                 /* A personality may still hold it (an NVMe attachment): save the model now. */
                 core_flash_save(ns);
+                /*
+                 * And close its backend now (the reactors are stopped: no I/O
+                 * is in flight): an rbd image left open keeps librbd's cache
+                 * unflushed and the image's watch registered on the cluster.
+                 */
+                if (atomic_load(&ns->refs) > 1 && ns->be.ops) {
+                        ns->be.ops->close(&ns->be);
+                        ns->be.ops = NULL;
+                }
                 core_ns_put(ns);
                 ns = next;
         }
