@@ -364,8 +364,6 @@ static void be_size_changed(struct backend *be, uint64_t size_bytes)
         char err[256];
         if (!ns->block_shift || size_bytes >> ns->block_shift == core_ns_blocks(ns))
                 return; /* still opening, or nothing to follow */
-        if (0)
-                return;
         if (core_ns_resize(ns, size_bytes >> ns->block_shift, true, err, sizeof(err)))
                 LOG_WARN("core", "namespace %s: following the storage's new size: %s", ns->name,
                          err);
