@@ -124,8 +124,8 @@ clean-restart term -g 3 -n 200' \
 # writes, FUA, flushes, write zeroes / unmap, provisioning, sanitize,
 # compare); the rest of the suite, and the same commands' other CDB sizes,
 # test the SCSI and iSCSI layers, which do not know the backend (the file run
-# covers them).  RBD_CONF_FILTER=. runs everything: 230 tests, about 12 min
-# here, against about 2 min for this set.
+# covers them).  RBD_CONF_FILTER=. runs everything: 230 tests, about 7 min
+# here by this set's 1.7 s per test, against about 2.5 min for this set.
 filter=${RBD_CONF_FILTER:-'^ALL\.(Read10|Write10|Write16|WriteSame16|WriteVerify16|Verify16|CompareAndWrite|OrWrite|SyncCache10|Unmap|GetLBAStatus|Sanitize)\.'}
 tests=$(iscsi-test-cu --list | grep -E '^ALL\.[^.]+\.[^.]+$' | grep -E "$filter" | grep -v 'Sanitize.Reset$')
 CONF_TESTS=$tests CONF_BACKEND=rbd CONF_DATA=conf CONF_SIZE_MIB=0 CONF_SANITIZE_MIBPS=0 CONF_PLAIN=1 CONF_NAME=rbd.conformance \
