@@ -31,6 +31,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +52,12 @@ struct rbd_be {
         rbd_image_t image;
         bool watching;
         uint64_t watch_handle;
+        /*
+         * This gateway is resizing the image: librbd's resize waits for every
+         * watcher, this one included, to take the header notification, so
+         * its callback must not wait for the resize's lock meanwhile.
+         */
+        atomic_bool resizing;
         struct backend *be;
         char desc[512]; /* pool[/namespace]/image, for log lines */
 };
@@ -77,7 +84,8 @@ static void rbd_header_changed(void *arg)
 {
         struct rbd_be *r = arg;
         uint64_t size;
-        if (rbd_get_size(r->image, &size) < 0 || size == r->be->size_bytes)
+        if (atomic_load(&r->resizing) || rbd_get_size(r->image, &size) < 0 ||
+            size == r->be->size_bytes)
                 return;
         LOG_INFO("rbd", "%s: image size changed outside this gateway: %llu -> %llu bytes", r->desc,
                  (unsigned long long)r->be->size_bytes, (unsigned long long)size);
@@ -278,7 +286,12 @@ static int rbd_be_resize(struct backend *be, uint64_t size_bytes)
         if (rc < 0)
                 return rc;
         /* Already there: another gateway (or `rbd resize`) did it, we only follow. */
-        if (cur != size_bytes && (rc = rbd_resize(r->image, size_bytes)) < 0) {
+        if (cur != size_bytes) {
+                atomic_store(&r->resizing, true);
+                rc = rbd_resize(r->image, size_bytes);
+                atomic_store(&r->resizing, false);
+        }
+        if (rc < 0) {
                 LOG_ERR("rbd", "%s: resize to %llu bytes: %s", r->desc,
                         (unsigned long long)size_bytes, strerror(-rc));
                 return rc;

@@ -10,6 +10,8 @@
 #    image; both report the UUID stored in the image's metadata, and blocks
 #    written through one (FUA and SYNCHRONIZE CACHE, tests/durability/durable.c)
 #    read back through the other, both ways;
+#  - rbd.resize.*: namespace_resize through one gateway grows the image and
+#    the other follows, and both follow an `rbd resize` (the image's watch);
 #  - rbd.durability.*: the durability rounds (kill -9 of slated with
 #    acknowledged FUA / flushed writes, tests/durability/run.sh) on an image;
 #  - rbd.conformance.*: libiscsi's iscsi-test-cu on an RBD-backed LUN 0
@@ -63,6 +65,10 @@ gw_start() { # NAME -> config and state in $work/NAME
 	slate_write_config "$d/slate.json" 0 rbd 0 shared
 	slate_start "$d/run" "$d/slate.json" 0 "$logdir/$1.log"
 }
+size_of() { # STATEDIR -> the namespace's size in bytes as slated reports it
+	"$SLATE_BUILD/slatectl" -s "$1/run/slated.sock" --json namespace_list 2>/dev/null |
+		python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["size"])' 2>/dev/null
+}
 uuid_of() { # STATEDIR -> the namespace's UUID as slated reports it
 	"$SLATE_BUILD/slatectl" -s "$1/run/slated.sock" --json namespace_list 2>/dev/null |
 		python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["uuid"])' 2>/dev/null
@@ -98,6 +104,25 @@ if gw_start a && url_a=$(slate_url "$SLATE_PORT") && pid_a=$SLATE_PID &&
 		slate_result FAIL rbd.two-gateways.b-to-a "$logdir/b-to-a.log" "written through one, not read back through the other"
 		fail=1
 	fi
+	# A resize through one gateway grows the image; the other follows (its
+	# watch on the image header), as it follows an `rbd resize`.
+	"$SLATE_BUILD/slatectl" -s "$work/a/run/slated.sock" namespace_resize name="$SLATE_NS" size=80M >"$logdir/resize.log" 2>&1
+	for want in 83886080 100663296; do
+		[ "$want" = 100663296 ] && rbd resize slate/shared --size 96M >>"$logdir/resize.log" 2>&1
+		ok=0
+		for _ in $(seq 50); do
+			sa=$(size_of "$work/a") sb=$(size_of "$work/b")
+			[ "$sa" = "$want" ] && [ "$sb" = "$want" ] && { ok=1; break; }
+			sleep 0.1
+		done
+		echo "want $want: a=$sa b=$sb image=$(rbd info slate/shared --format json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["size"])')" >>"$logdir/resize.log"
+		if [ "$ok" = 1 ]; then
+			slate_result PASS "rbd.resize.$want"
+		else
+			slate_result FAIL "rbd.resize.$want" "$logdir/resize.log" "the gateways did not both follow the image's size"
+			fail=1
+		fi
+	done
 else
 	slate_result FAIL rbd.two-gateways "$logdir/a.log" "a gateway did not start on the image"
 	fail=1
