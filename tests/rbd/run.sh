@@ -89,21 +89,18 @@ if gw_start a && url_a=$(slate_url "$SLATE_PORT") && pid_a=$SLATE_PID &&
 		fail=1
 	fi
 	j=$work/journal
-	if "$durable" write -u "$url_a" -j "$j" -g 1 -n 200 >"$logdir/a-to-b.log" 2>&1 &&
-		"$durable" verify -u "$url_b" -j "$j" >>"$logdir/a-to-b.log" 2>&1; then
-		slate_result PASS rbd.two-gateways.a-to-b
-	else
-		slate_result FAIL rbd.two-gateways.a-to-b "$logdir/a-to-b.log" "written through one, not read back through the other"
-		fail=1
-	fi
+	cross() { # NAME FROM-URL TO-URL GEN: written through one, read back through the other
+		if "$durable" write -u "$2" -j "$j" -g "$4" -n 200 >"$logdir/$1.log" 2>&1 &&
+			"$durable" verify -u "$3" -j "$j" >>"$logdir/$1.log" 2>&1; then
+			slate_result PASS "rbd.two-gateways.$1"
+		else
+			slate_result FAIL "rbd.two-gateways.$1" "$logdir/$1.log" "written through one, not read back through the other"
+			fail=1
+		fi
+	}
+	cross a-to-b "$url_a" "$url_b" 1
 	# The other way: the exclusive lock moves to b, a's cache must not serve old data.
-	if "$durable" write -u "$url_b" -j "$j" -g 2 -n 200 >"$logdir/b-to-a.log" 2>&1 &&
-		"$durable" verify -u "$url_a" -j "$j" >>"$logdir/b-to-a.log" 2>&1; then
-		slate_result PASS rbd.two-gateways.b-to-a
-	else
-		slate_result FAIL rbd.two-gateways.b-to-a "$logdir/b-to-a.log" "written through one, not read back through the other"
-		fail=1
-	fi
+	cross b-to-a "$url_b" "$url_a" 2
 	# A resize through one gateway grows the image; the other follows (its
 	# watch on the image header), as it follows an `rbd resize`.
 	"$SLATE_BUILD/slatectl" -s "$work/a/run/slated.sock" namespace_resize name="$SLATE_NS" size=80M >"$logdir/resize.log" 2>&1
