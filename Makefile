@@ -14,7 +14,7 @@ BUILD_PKGS := meson ninja-build pkg-config gcc clang liburing-dev libisal-dev li
 	uuid-dev libjansson-dev libcmocka-dev libxxhash-dev libmicrohttpd-dev libsystemd-dev
 TEST_PKGS := libiscsi-bin libiscsi-dev sg3-utils open-iscsi tgt iperf3 libclang-rt-14-dev \
 	python3 procps iproute2 fio xfsprogs sdparm nvme-cli prometheus chromium man-db groff-base systemd \
-	ddpt openssl
+	ddpt openssl ceph-mon ceph-osd ceph-common librbd-dev librados-dev uuid-runtime
 BENCH_PKGS := libiscsi-bin tgt iperf3 util-linux procps
 # debian/control's Build-Depends plus the packaging tools; dpkg-buildpackage
 # checks Build-Depends itself, so a package missing here fails loudly there.

@@ -65,7 +65,7 @@ slate_wait_port() {
 
 # slate_write_config FILE PORT BACKEND SIZE_MIB [DATAFILE] [PORT2] [WP]
 # Writes a slated config (src/mgmt/rpc.c method table): namespace ns0
-# (BACKEND mem or file, DATAFILE for file) as LUN 0 of $SLATE_IQN on
+# (BACKEND mem, file or rbd; DATAFILE: file's data file, rbd's image) as LUN 0 of $SLATE_IQN on
 # 127.0.0.1:PORT.  PORT 0 lets slated pick a free port (slate_start then sets
 # SLATE_PORT).  PORT2 (0 too, usually) adds a second portal for MultipathIO,
 # listed after the first (SLATE_PORTS keeps that order).  WP=1 adds a
@@ -81,12 +81,17 @@ slate_write_config() {
 	case $backend in
 	mem) nsparams="\"name\": \"$SLATE_NS\", \"backend\": \"mem\", \"size\": \"${size}M\"" ;;
 	file) nsparams="\"name\": \"$SLATE_NS\", \"backend\": \"file\", \"path\": \"$data\", \"size\": \"${size}M\"" ;;
+	# rbd: DATAFILE is the image in pool "slate" of the cluster $CEPH_CONF names
+	# (tests/lib/ceph-cluster.sh); size 0 takes the image's own.
+	rbd) nsparams="\"name\": \"$SLATE_NS\", \"backend\": \"rbd\", \"pool\": \"slate\", \"image\": \"$data\", \"ceph_conf\": \"$CEPH_CONF\", \"size\": \"${size}M\"" ;;
 	*) slate_die "unknown backend $backend" ;;
 	esac
 	{
 		# a data file beside the state dir: its directory is allowed (options.allowed_dirs)
 		local opts=${SLATE_OPTIONS:-}
 		[ "$backend" = file ] && opts="\"allowed_dirs\": [\"$(dirname "$data")\"]${opts:+, $opts}"
+		# rbd: the cluster's ceph.conf, and files beside the config (other LUNs' data)
+		[ "$backend" = rbd ] && opts="\"allowed_dirs\": [\"$(dirname "$CEPH_CONF")\", \"$(dirname "$file")\"]${opts:+, $opts}"
 		if [ -n "$opts" ]; then
 			echo "{\"options\": {$opts},"
 			echo ' "config": ['

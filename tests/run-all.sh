@@ -4,7 +4,8 @@
 # Builds the ASan+UBSan debug build (build-asan/) and the clang libFuzzer
 # build (build-fuzz/), then runs every group: unit (cmocka via meson test),
 # conformance (libiscsi iscsi-test-cu), robustness (malformed PDUs),
-# durability (kill -9 and read back), e2e (Linux initiator in linuxvm) and
+# durability (kill -9 and read back), rbd (the Ceph RBD backend on a
+# throw-away cluster), e2e (Linux initiator in linuxvm) and
 # the fuzzers.  Every group prints one line per test — "PASS name",
 # "FAIL name (why)" followed by an indented log tail, "SKIP name (why)" — and
 # this script counts them.  The last line is exactly
@@ -12,7 +13,7 @@
 # status is non-zero if anything failed.  Logs: build-asan/test-logs/.
 #
 # Usage: tests/run-all.sh [group...]   groups: build unit conformance robust
-#                                      robust_nvme limits metrics reload durability service e2e
+#                                      robust_nvme limits metrics reload durability rbd service e2e
 #                                      e2e_nvme e2e_cross package fuzz
 #                                      (default: all)
 # Environment: FUZZ_SECS (per fuzzer, default 20), GROUP_TIMEOUT_<group>,
@@ -26,7 +27,7 @@ export SLATE_LOGDIR=$root/build-asan/test-logs
 mkdir -p "$SLATE_LOGDIR"
 . tests/lib.sh
 
-groups=${*:-build unit conformance robust robust_nvme limits metrics reload durability service e2e e2e_nvme e2e_cross package fuzz}
+groups=${*:-build unit conformance robust robust_nvme limits metrics reload durability rbd service e2e e2e_nvme e2e_cross package fuzz}
 npass=0
 nfail=0
 nskip=0
@@ -227,6 +228,12 @@ export -f slate_result group_build group_unit fuzz_one group_fuzz
 nvme_bg=0
 case " $groups " in *" e2e "*) case " $groups " in *" e2e_nvme "*) [ "${SLATE_SERIAL_VMS:-0}" = 1 ] || nvme_bg=1 ;; esac ;; esac
 
+# The rbd group (a throw-away Ceph cluster, tests/rbd/run.sh: about 4 min,
+# mostly waiting on the cluster's round trips) runs beside e2e when both are
+# asked for, like e2e_nvme (SLATE_SERIAL_VMS=1: on its own).
+rbd_bg=0
+case " $groups " in *" e2e "*) case " $groups " in *" rbd "*) [ "${SLATE_SERIAL_VMS:-0}" = 1 ] || rbd_bg=1 ;; esac ;; esac
+
 for g in $groups; do
 	case $g in
 	build) run_group build "$(gtimeout build 1500)" bash -c group_build ;;
@@ -239,7 +246,12 @@ for g in $groups; do
 	reload) run_group reload "$(gtimeout reload 600)" tests/reload/run.sh ;;
 	durability) run_group durability "$(gtimeout durability 600)" tests/durability/run.sh ;;
 	service) run_group service "$(gtimeout service 600)" tests/service/run.sh ;;
+	rbd) [ "$rbd_bg" = 1 ] || run_group rbd "$(gtimeout rbd 900)" tests/rbd/run.sh ;;
 	e2e)
+		if [ "$rbd_bg" = 1 ]; then
+			bg_group rbd "$(gtimeout rbd 900)" tests/rbd/run.sh &
+			rbd_pid=$!
+		fi
 		if [ "$nvme_bg" = 1 ]; then
 			(
 				bg_group e2e_nvme "$(gtimeout e2e_nvme 1500)" tests/e2e/nvme-linux.sh
@@ -252,6 +264,10 @@ for g in $groups; do
 			wait "$nvme_pid"
 			bg_collect e2e_nvme "$(gtimeout e2e_nvme 1500)"
 			bg_collect e2e_native "$(gtimeout e2e_native 900)"
+		fi
+		if [ "$rbd_bg" = 1 ]; then
+			wait "$rbd_pid"
+			bg_collect rbd "$(gtimeout rbd 900)"
 		fi
 		;;
 	e2e_nvme)

@@ -1,8 +1,9 @@
 /*
  * Backends are ops tables: mem (RAM), file (io_uring on a sparse file,
- * O_DIRECT where the file system allows) and null (discards writes, reads
- * zeroes; for measuring protocol cost).  Registered from one list in
- * backend.c.
+ * O_DIRECT where the file system allows), null (discards writes, reads
+ * zeroes; for measuring protocol cost) and rbd (a Ceph RBD image through
+ * librbd; only in builds with librbd, SLATE_HAVE_RBD).  Registered from one
+ * list in backend.c.
  *
  * Async contract for submit: the backend finishes every submit by calling
  * core_backend_done(req, res) exactly once, with res = bytes transferred or
@@ -34,6 +35,14 @@ struct backend_params {
         const char *path;    /* file backend: data file path */
         uint64_t size_bytes; /* requested size; 0 = existing file size */
         bool create;         /* create if missing */
+        /* rbd backend (NULL or "" = not given; see rbd.c) */
+        const char *pool, *image, *rbd_namespace, *ceph_conf, *client_id, *keyring;
+};
+
+/* The identity a backend keeps with its data (backend_ops.identity_load). */
+struct backend_identity {
+        uint8_t uuid[16];
+        uint32_t block_size;
 };
 
 struct backend {
@@ -54,6 +63,18 @@ struct backend {
          * Set by open; the core sends anchoring only to such backends.
          */
         bool can_anchor;
+        /*
+         * The storage is shared (rbd: other gateways, `rbd resize`): its
+         * size at open is the namespace's, whatever a local record says.
+         * Set by open.
+         */
+        bool size_shared;
+        /*
+         * Set by the owner before open (may stay NULL): the backend saw its
+         * size change outside this process.  Called on a backend thread,
+         * never a reactor; the owner follows with ops->resize.
+         */
+        void (*size_changed)(struct backend *be, uint64_t size_bytes);
         void *priv;
 };
 
@@ -99,6 +120,15 @@ struct backend_ops {
          */
         int64_t (*copy)(struct backend *dst, uint64_t dst_off, struct backend *src,
                         uint64_t src_off, uint64_t len);
+        /*
+         * The namespace's identity kept with the data itself (rbd: image
+         * metadata), so every process that opens the same storage reports
+         * the same one (control path, blocking).  load: 0, -ENOENT when none
+         * is stored yet, other -errno; store: 0 or -errno.  NULL: the
+         * identity lives in the namespace's metadata file only.
+         */
+        int (*identity_load)(struct backend *be, struct backend_identity *id);
+        int (*identity_store)(struct backend *be, const struct backend_identity *id);
 };
 
 const struct backend_ops *backend_find(const char *name);
@@ -106,6 +136,11 @@ const struct backend_ops *backend_find(const char *name);
 extern const struct backend_ops backend_mem_ops;
 extern const struct backend_ops backend_file_ops;
 extern const struct backend_ops backend_null_ops;
+#ifdef SLATE_HAVE_RBD
+extern const struct backend_ops backend_rbd_ops;
+#endif
+/* Backends this build can have, and the library each needs ("rbd": "librbd"): for errors. */
+const char *backend_missing_lib(const char *name);
 
 /* Backend completion entry into the core; see the contract above. */
 void core_backend_done(struct core_req *req, int res);

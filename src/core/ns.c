@@ -339,6 +339,53 @@ unsigned core_ns_lpsm(const struct core_ns *ns, uint64_t *lba)
         return k;
 }
 
+/*
+ * The identity kept with the data (rbd: image metadata) is the namespace's:
+ * every gateway exporting the storage reports it.  None stored yet: this
+ * namespace's (new or from its metadata file) is stored there.
+ */
+static int identity_with_data(struct core_ns *ns, int loaded, char *err, size_t errlen)
+{
+        struct backend_identity id;
+        int rc = ns->be.ops->identity_load(&ns->be, &id);
+        if (rc == -ENOENT) {
+                memcpy(id.uuid, ns->uuid, sizeof(id.uuid));
+                id.block_size = ns->block_size;
+                rc = ns->be.ops->identity_store(&ns->be, &id);
+                if (rc)
+                        snprintf(err, errlen, "storing the identity with %s: %s", ns->path,
+                                 strerror(-rc));
+                return rc;
+        }
+        if (rc) {
+                snprintf(err, errlen, "reading the identity stored with %s: %s", ns->path,
+                         strerror(-rc));
+                return rc;
+        }
+        if (id.block_size != ns->block_size) {
+                snprintf(err, errlen, "%s holds a namespace with block_size %u", ns->path,
+                         id.block_size);
+                return -EINVAL;
+        }
+        if (loaded && memcmp(id.uuid, ns->uuid, sizeof(id.uuid)))
+                LOG_WARN("core", "namespace %s: the identity stored with %s replaces the one in %s",
+                         ns->name, ns->path, ns->meta_path);
+        memcpy(ns->uuid, id.uuid, sizeof(ns->uuid));
+        return 0;
+}
+
+/* A backend saw its shared storage change size (rbd: another gateway): follow it. */
+static void be_size_changed(struct backend *be, uint64_t size_bytes)
+{
+        struct core_ns *ns = (struct core_ns *)((char *)be - offsetof(struct core_ns, be));
+        char err[256];
+        if (!ns->block_shift || size_bytes >> ns->block_shift == core_ns_blocks(ns))
+                return; /* still opening, or nothing to follow */
+        if (core_ns_resize(ns, size_bytes >> ns->block_shift, true, err, sizeof(err)))
+                LOG_WARN("core", "namespace %s: following the storage's new size: %s", ns->name,
+                         err);
+}
+
 int core_ns_create(const struct core_ns_params *p, struct core_ns **out, char *err, size_t errlen)
 {
         int rc;
@@ -350,7 +397,19 @@ int core_ns_create(const struct core_ns_params *p, struct core_ns **out, char *e
         const char *bename = p->backend ? p->backend : "file";
         const struct backend_ops *ops = backend_find(bename);
         if (!ops) {
-                snprintf(err, errlen, "unknown backend '%s' (mem, file, null)", bename);
+                const char *lib = backend_missing_lib(bename);
+                if (lib)
+                        snprintf(err, errlen,
+                                 "backend '%s' is not in this build of slated: it needs %s", bename,
+                                 lib);
+                else
+                        snprintf(err, errlen, "unknown backend '%s' (mem, file, null, rbd)",
+                                 bename);
+                return lib ? -EOPNOTSUPP : -EINVAL;
+        }
+        bool is_rbd = strcmp(ops->name, "rbd") == 0;
+        if (is_rbd && (!p->rbd_pool || !p->rbd_pool[0] || !p->rbd_image || !p->rbd_image[0])) {
+                snprintf(err, errlen, "the rbd backend needs 'pool' and 'image'");
                 return -EINVAL;
         }
         uint32_t bs = p->block_size ? p->block_size : 512;
@@ -404,9 +463,25 @@ int core_ns_create(const struct core_ns_params *p, struct core_ns **out, char *e
         atomic_init(&ns->wce, true);
         atomic_init(&ns->atomic_max_bytes, UINT32_MAX); /* not loaded yet */
 
-        bool persistent = strcmp(ops->name, "file") == 0;
+        bool is_file = strcmp(ops->name, "file") == 0;
+        bool persistent = is_file || is_rbd;
+        if (is_rbd) {
+                const char *rns = p->rbd_namespace ? p->rbd_namespace : "";
+#define KEEP(f, v) snprintf(ns->rbd.f, sizeof(ns->rbd.f), "%s", (v) ? (v) : "")
+                KEEP(pool, p->rbd_pool);
+                KEEP(image, p->rbd_image);
+                KEEP(ns, p->rbd_namespace);
+                KEEP(client_id, p->client_id);
+                KEEP(conf, p->ceph_conf);
+                KEEP(keyring, p->keyring);
+#undef KEEP
+                snprintf(ns->path, sizeof(ns->path), "rbd:%s/%s%s%s", p->rbd_pool, rns,
+                         rns[0] ? "/" : "", p->rbd_image);
+        }
         if (persistent) {
-                if (p->path && p->path[0])
+                if (is_rbd)
+                        ; /* the image, named above */
+                else if (p->path && p->path[0])
                         snprintf(ns->path, sizeof(ns->path), "%s", p->path);
                 else
                         snprintf(ns->path, sizeof(ns->path), "%s/%s.img", state_dir, p->name);
@@ -431,7 +506,7 @@ int core_ns_create(const struct core_ns_params *p, struct core_ns **out, char *e
                 rc = -EINVAL;
                 goto fail;
         }
-        if (persistent && !loaded) {
+        if (is_file && !loaded) {
                 /* Data without its identity: never a silent new disk over old data. */
                 struct stat st;
                 if (stat(ns->path, &st) == 0 && (S_ISBLK(st.st_mode) || st.st_size > 0)) {
@@ -475,9 +550,12 @@ int core_ns_create(const struct core_ns_params *p, struct core_ns **out, char *e
                                  "to existing data",
                                  p->name);
                         rc = -EINVAL;
+                } else if (p->encrypt && is_rbd) {
+                        snprintf(err, errlen, "encryption at rest is not offered on rbd yet");
+                        rc = -EOPNOTSUPP;
                 } else if (p->encrypt) {
                         struct stat st;
-                        if (persistent && stat(ns->path, &st) == 0 &&
+                        if (is_file && stat(ns->path, &st) == 0 &&
                             (S_ISBLK(st.st_mode) || st.st_size > 0)) {
                                 snprintf(err, errlen,
                                          "encrypt=true: %s holds data that would read as garbage; "
@@ -527,16 +605,25 @@ int core_ns_create(const struct core_ns_params *p, struct core_ns **out, char *e
             .path = ns->path,
             .size_bytes = ns->num_blocks * (uint64_t)ns->block_size,
             .create = true,
+            .pool = p->rbd_pool,
+            .image = p->rbd_image,
+            .rbd_namespace = p->rbd_namespace,
+            .ceph_conf = p->ceph_conf,
+            .client_id = p->client_id,
+            .keyring = p->keyring,
         };
         ns->be.ops = ops;
+        ns->be.size_changed = be_size_changed;
         rc = ops->open(&ns->be, &bp);
         if (rc) {
                 ns->be.ops = NULL;
                 snprintf(err, errlen, "backend %s open %s: %s", ops->name, ns->path, strerror(-rc));
                 goto fail;
         }
-        if (ns->num_blocks == 0)
-                ns->num_blocks = ns->be.size_bytes / bs; /* adopt an existing file's size */
+        if (ns->num_blocks == 0 || ns->be.size_shared)
+                ns->num_blocks = ns->be.size_bytes / ns->block_size; /* the storage's own size */
+        if (ops->identity_load && (rc = identity_with_data(ns, loaded, err, errlen)))
+                goto fail;
         if (ns->num_blocks == 0) {
                 snprintf(err, errlen, "size must be at least one block");
                 rc = -EINVAL;
@@ -725,6 +812,15 @@ void core_ns_shutdown_all(void)
                 struct core_ns *next = ns->next;
                 /* A personality may still hold it (an NVMe attachment): save the model now. */
                 core_flash_save(ns);
+                /*
+                 * And close its backend now (the reactors are stopped: no I/O
+                 * is in flight): an rbd image left open keeps librbd's cache
+                 * unflushed and the image's watch registered on the cluster.
+                 */
+                if (atomic_load(&ns->refs) > 1 && ns->be.ops) {
+                        ns->be.ops->close(&ns->be);
+                        ns->be.ops = NULL;
+                }
                 core_ns_put(ns);
                 ns = next;
         }

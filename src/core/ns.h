@@ -128,6 +128,13 @@ struct core_ns_params {
          */
         bool pi_set;
         struct core_pi_fmt pi;
+        /*
+         * rbd backend (backend/rbd.c, issue 14): the image pool[/rbd_namespace]/image
+         * (must exist), and how to reach the cluster: ceph_conf (default
+         * librados' search), client_id (default admin), keyring (a path).
+         */
+        const char *rbd_pool, *rbd_image, *rbd_namespace;
+        const char *ceph_conf, *client_id, *keyring;
 };
 
 /*
@@ -230,7 +237,7 @@ struct core_copy_stats {
 struct core_ns {
         char name[CORE_NS_NAME_MAX];
         char backend_name[16];
-        char path[4096];      /* data path (file backend) */
+        char path[4096];      /* data path (file backend); rbd: "rbd:pool[/namespace]/image" */
         char meta_path[4096]; /* persistent metadata (identity, geometry, reservations) */
         uint32_t block_size;
         uint32_t block_shift;
@@ -330,6 +337,11 @@ struct core_ns {
          */
         struct core_crypt *crypt;
         char kek_path[4096];
+        /* rbd backend: what namespace_create was given (core_ns_params), for config_save. */
+        struct {
+                char pool[128], image[128], ns[128], client_id[128];
+                char conf[4096], keyring[4096];
+        } rbd;
         bool kek_passphrase;
         /*
          * Protection information (issue 10): the metadata format of every

@@ -19,9 +19,11 @@ int core_pistore_open(struct core_ns *ns, uint32_t md_per_block, bool reset,
         if (!s)
                 return -ENOMEM;
         const struct backend_ops *ops = backend_find(ns->backend_name);
-        if (!ops) {
+        if (!ops || ns->be.size_shared) {
+                /* Shared storage (rbd): its metadata would have to live in the cluster too. */
                 free(s);
-                snprintf(err, errlen, "no backend %s for the metadata store", ns->backend_name);
+                snprintf(err, errlen, "no metadata store on the %s backend (yet)",
+                         ns->backend_name);
                 return -ENOTSUP;
         }
         s->md_per_block = md_per_block;

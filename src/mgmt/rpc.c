@@ -100,7 +100,7 @@ struct rpc_ctx {
         size_t errlen;
 };
 
-#define RPC_PARAMS_MAX 32
+#define RPC_PARAMS_MAX 48
 
 struct rpc_method {
         const char *name;
@@ -463,6 +463,12 @@ static int h_namespace_create(struct rpc_ctx *c)
             .key_file = pstr(c, "key_file", NULL),
             .passphrase_file = pstr(c, "passphrase_file", NULL),
             .pbkdf2_iter = (uint32_t)puint(c, "pbkdf2_iterations", 0),
+            .rbd_pool = pstr(c, "pool", NULL),
+            .rbd_image = pstr(c, "image", NULL),
+            .rbd_namespace = pstr(c, "rbd_namespace", NULL),
+            .ceph_conf = pstr(c, "ceph_conf", NULL),
+            .client_id = pstr(c, "client_id", NULL),
+            .keyring = pstr(c, "keyring", NULL),
         };
         if (pi_keys_given(c)) {
                 const char *why = pi_from_params(c, p.block_size, &p.pi);
@@ -475,9 +481,26 @@ static int h_namespace_create(struct rpc_ctx *c)
         if (!p.flash.enable && (p.flash.erase_block || p.flash.op_set || p.flash.gc_set))
                 return inval(c, "'flash_erase_block', 'flash_op_percent' and 'flash_gc' need "
                                 "'flash_model': true");
+        bool rbd = strcmp(p.backend, "rbd") == 0;
         if (strcmp(p.backend, "mem") != 0 && strcmp(p.backend, "file") != 0 &&
-            strcmp(p.backend, "null") != 0)
-                return inval(c, "'backend' must be one of mem, file, null");
+            strcmp(p.backend, "null") != 0 && !rbd)
+                return inval(c, "'backend' must be one of mem, file, null, rbd");
+        if (!rbd && (p.rbd_pool || p.rbd_image || p.rbd_namespace || p.ceph_conf || p.client_id ||
+                     p.keyring))
+                return inval(c, "'pool', 'image', 'rbd_namespace', 'ceph_conf', 'client_id' and "
+                                "'keyring' apply only to the rbd backend");
+        if (rbd && (!p.rbd_pool || !p.rbd_image))
+                return inval(c, "the rbd backend needs 'pool' and 'image'");
+        /* Files slated reads for the cluster: the path rules of data files (README "Security"). */
+        const char *rbd_files[] = {p.ceph_conf, p.keyring};
+        for (size_t i = 0; i < 2; i++) {
+                if (!rbd_files[i])
+                        continue;
+                char why[PATH_MAX + 256];
+                int prc = mgmt_path_allowed(rbd_files[i], MGMT_PATH_DATA, why, sizeof(why));
+                if (prc < 0)
+                        return opfail(c, prc, "namespace_create", why);
+        }
         if (p.block_size != 512 && p.block_size != 4096)
                 return inval(c, "'block_size' must be 512 or 4096");
         if (p.physical_block_size && (p.physical_block_size & (p.physical_block_size - 1) ||
@@ -495,7 +518,7 @@ static int h_namespace_create(struct rpc_ctx *c)
         if (p.size_bytes % p.block_size)
                 return inval(c, "'size' (%" PRIu64 ") is not a multiple of block_size %" PRIu32,
                              p.size_bytes, p.block_size);
-        if (p.size_bytes == 0 && strcmp(p.backend, "file") != 0)
+        if (p.size_bytes == 0 && strcmp(p.backend, "file") != 0 && !rbd)
                 return inval(c, "'size' is required for the %s backend", p.backend);
         if (core_ns_find(p.name))
                 return opfail(c, -EEXIST, "namespace_create", "namespace already exists");
@@ -678,6 +701,16 @@ json_t *mgmt_ns_params_json(struct core_ns *ns)
                               (core_ns_wp(ns) & CORE_WP_CONFIG) != 0, "removable", ns->removable);
         if (o && strcmp(ns->backend_name, "file") == 0 && ns->path[0])
                 json_object_set_new(o, "path", json_string(ns->path));
+        if (o && strcmp(ns->backend_name, "rbd") == 0) {
+                /* The keyring's path, never its contents. */
+                const char *const k[][2] = {
+                    {"pool", ns->rbd.pool},           {"image", ns->rbd.image},
+                    {"rbd_namespace", ns->rbd.ns},    {"ceph_conf", ns->rbd.conf},
+                    {"client_id", ns->rbd.client_id}, {"keyring", ns->rbd.keyring}};
+                for (size_t i = 0; i < sizeof(k) / sizeof(k[0]); i++)
+                        if (k[i][1][0])
+                                json_object_set_new(o, k[i][0], json_string(k[i][1]));
+        }
         if (o)
                 json_object_set_new(o, "physical_block_size",
                                     json_integer((json_int_t)ns->block_size << ns->phys_exp));
@@ -1721,7 +1754,8 @@ static const struct rpc_method rpc_methods[] = {
      h_namespace_create,
      "Create a namespace (block device), or reopen an existing file-backed one",
      {{.name = "name", .type = P_NAME, .required = true, .desc = "[A-Za-z0-9._-]{1,63}"},
-      STR("backend", false, 15, "mem | file | null (default file)"),
+      STR("backend", false, 15,
+          "mem | file | null | rbd (default file; rbd: a Ceph RBD image, builds with librbd)"),
       {.name = "size",
        .type = P_SIZE,
        .desc = "capacity in bytes, or \"1G\"-style string (K/M/G/T, binary); "
@@ -1733,6 +1767,16 @@ static const struct rpc_method rpc_methods[] = {
       STR("path", false, 4095,
           "file backend: data file (default <state_dir>/<name>.img; in the state dir or "
           "options.allowed_dirs)"),
+      STR("pool", false, 127, "rbd backend: the RADOS pool holding the image"),
+      STR("image", false, 127, "rbd backend: the RBD image (must exist: rbd create)"),
+      STR("rbd_namespace", false, 127, "rbd backend: the RBD namespace in the pool (optional)"),
+      STR("ceph_conf", false, 4095,
+          "rbd backend: ceph.conf path (default $CEPH_CONF, /etc/ceph/ceph.conf; path rules of "
+          "data files)"),
+      STR("client_id", false, 127, "rbd backend: the Ceph client id (default admin)"),
+      STR("keyring", false, 4095,
+          "rbd backend: the client's keyring path (default from ceph.conf; path rules of data "
+          "files; its contents are never logged)"),
       BOOL("thin", "sparse file (default true)"),
       BOOL("adopt", "file backend: export an existing data file or block device that has no "
                     "metadata yet, with a new identity (default false: refused)"),

@@ -16,7 +16,10 @@
 #
 # Environment: CONF_TESTS (space-separated list or grep -E regex via
 # CONF_FILTER), CONF_TIMEOUT (s per test, default 180), CONF_BACKEND
-# (file|mem), CONF_SIZE_MIB (default 256), CONF_SANITIZE_MIBPS (ns0's sanitize
+# (file|mem|rbd; rbd: CONF_DATA names the image, $CEPH_CONF the cluster),
+# CONF_NAME (result-name prefix, default conformance), CONF_SKIPS (a second
+# expected-skips file), CONF_EXTRA_LUNS=0 (skip the reruns on the write-protected,
+# removable and 4 KiB-physical LUNs, which are never ns0's backend), CONF_SIZE_MIB (default 256), CONF_SANITIZE_MIBPS (ns0's sanitize
 # pacing, default 32), TARGET_URL/TARGET_URL2 to test
 # another target (e.g. tgtd) instead of starting slated (TARGET_URL_WP: a
 # write-protected LU, TARGET_URL_RM: a removable one, TARGET_URL_PB: one with 4 KiB
@@ -25,17 +28,18 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib.sh"
 
-logdir=$SLATE_LOGDIR/conformance
+logdir=$SLATE_LOGDIR/${CONF_NAME:-conformance}
 mkdir -p "$logdir"
 skips=$here/expected-skips.txt
 timeout_s=${CONF_TIMEOUT:-180}
 backend=${CONF_BACKEND:-file}
 size=${CONF_SIZE_MIB:-256}
+cname=${CONF_NAME:-conformance}
 init1=iqn.2024-01.org.slate:initiator-1
 init2=iqn.2024-01.org.slate:initiator-2
 
 command -v iscsi-test-cu >/dev/null || {
-	slate_result FAIL conformance "" "iscsi-test-cu not installed (libiscsi-bin)"
+	slate_result FAIL "$cname" "" "iscsi-test-cu not installed (libiscsi-bin)"
 	exit 1
 }
 
@@ -105,7 +109,7 @@ start_target() {
 		[ -f "$state/ns0.key" ] || (umask 077 && head -c 32 /dev/urandom >"$state/ns0.key")
 		SLATE_NS_EXTRA="\"encrypt\": true, \"key_file\": \"$state/ns0.key\""
 	fi
-	slate_write_config "$state/slate.json" 0 "$backend" "$size" "$state/ns0.img" 0 1
+	slate_write_config "$state/slate.json" 0 "$backend" "$size" "${CONF_DATA:-$state/ns0.img}" 0 1
 	add_removable_lun "$state/slate.json" || return 1
 	slate_start "$state/run" "$state/slate.json" 0 "$daemon_log" || return 1
 	read -r port port2 _ <<<"$SLATE_PORTS"
@@ -132,7 +136,7 @@ else
 	external=0
 	state=$(mktemp -d /tmp/slate-conf.XXXXXX)
 	if ! start_target; then
-		slate_result FAIL conformance.start "$daemon_log" "slated did not start"
+		slate_result FAIL "$cname.start" "$daemon_log" "slated did not start"
 		exit 1
 	fi
 fi
@@ -210,7 +214,7 @@ run_one() {
 		slate_result FAIL "$name" "$log" "$failed of $ran failed"
 		fail=1
 	elif [ -n "$skipmsg" ] || grep -q '\[SKIPPED\]' "$log"; then
-		owner=$(awk -v t="${name#conformance.}" '$1 == t {$1 = ""; sub(/^ /, ""); print; exit}' "$skips" 2>/dev/null)
+		owner=$(awk -v t="${name#"$cname".}" '$1 == t {$1 = ""; sub(/^ /, ""); print; exit}' "$skips" ${CONF_SKIPS:-} 2>/dev/null)
 		if [ -n "$owner" ]; then
 			slate_result SKIP "$name" "" "$owner"
 		else
@@ -239,7 +243,7 @@ for t in $tests; do
 		if [ -n "${url_san:-}" ]; then
 			(
 				fail=0
-				run_one "$t" "conformance.${t#ALL.}" "$logdir/${t#ALL.}.log" "$url_san"
+				run_one "$t" "$cname.${t#ALL.}" "$logdir/${t#ALL.}.log" "$url_san"
 				echo "fail=$fail" >>"$san_out.rc"
 			) >"$san_out" 2>&1 &
 			san_pid=$!
@@ -254,7 +258,7 @@ for t in $tests; do
 	# the suite (both tests must pass) for this one name.
 	*iSCSITMF.LUNResetSimpleAsync) sel=ALL.iSCSITMF ;;
 	esac
-	run_one "$sel" "conformance.${t#ALL.}" "$logdir/${t#ALL.}.log" "$url" "$u2"
+	run_one "$sel" "$cname.${t#ALL.}" "$logdir/${t#ALL.}.log" "$url" "$u2"
 done
 if [ -n "$san_pid" ]; then
 	wait "$san_pid"
@@ -267,9 +271,9 @@ fi
 # (PI), and it first writes with WRPROTECT=000b expecting GOOD, which a
 # write-protected LU must refuse with DATA PROTECT (SBC-4); it runs on
 # LUN 0.
-if [ -n "$url_wp" ]; then
+if [ "${CONF_EXTRA_LUNS:-1}" != 0 ] && [ -n "$url_wp" ]; then
 	for t in $(echo "$tests" | tr ' ' '\n' | grep -E 'ReadOnly|WriteProtect' | grep -v 'WriteAtomic16'); do
-		run_one "$t" "conformance.wp.${t#ALL.}" "$logdir/wp.${t#ALL.}.log" "$url_wp"
+		run_one "$t" "$cname.wp.${t#ALL.}" "$logdir/wp.${t#ALL.}.log" "$url_wp"
 	done
 fi
 # The removable-medium tests again, against the removable LUN 2 (RMB=1; on
@@ -279,16 +283,16 @@ fi
 # UNIT READY GOOD after START=0 LOEJ=0 (SBC-4: the stopped power condition
 # is NOT READY, 04h/02h); Slate follows the standards, so they would fail
 # there by design (on LUN 0 they return early, RMB=0, and pass).
-if [ -n "${url_rm:-}" ]; then
+if [ "${CONF_EXTRA_LUNS:-1}" != 0 ] && [ -n "${url_rm:-}" ]; then
 	for t in $(echo "$tests" | tr ' ' '\n' | grep -E 'PreventAllow|StartStopUnit\.Simple|NoMedia'); do
-		run_one "$t" "conformance.rm.${t#ALL.}" "$logdir/rm.${t#ALL.}.log" "$url_rm"
+		run_one "$t" "$cname.rm.${t#ALL.}" "$logdir/rm.${t#ALL.}.log" "$url_rm"
 	done
 fi
 # The tests libiscsi runs only with two or more logical blocks per physical
 # block, against LUN 3 (4 KiB physical blocks; on LUN 0, LBPPBE 0, they skip).
-if [ -n "${url_pb:-}" ]; then
+if [ "${CONF_EXTRA_LUNS:-1}" != 0 ] && [ -n "${url_pb:-}" ]; then
 	for t in $(echo "$tests" | tr ' ' '\n' | grep -E 'UnmapUnaligned|InvalidDataOutSize'); do
-		run_one "$t" "conformance.pb.${t#ALL.}" "$logdir/pb.${t#ALL.}.log" "$url_pb"
+		run_one "$t" "$cname.pb.${t#ALL.}" "$logdir/pb.${t#ALL.}.log" "$url_pb"
 	done
 fi
 if [ "$external" = 0 ]; then
@@ -296,10 +300,10 @@ if [ "$external" = 0 ]; then
 	rc=$?
 	# SIGTERM must end slated cleanly (exit 0), without a leak report.
 	if [ "$rc" != 0 ] || ! slate_sanitizer_clean "$daemon_log"; then
-		slate_result FAIL conformance.clean-shutdown "$daemon_log" "exit status $rc"
+		slate_result FAIL "$cname.clean-shutdown" "$daemon_log" "exit status $rc"
 		fail=1
 	else
-		slate_result PASS conformance.clean-shutdown
+		slate_result PASS "$cname.clean-shutdown"
 	fi
 fi
 exit $fail

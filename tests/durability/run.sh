@@ -13,11 +13,13 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib.sh"
 
-logdir=$SLATE_LOGDIR/durability
+dname=${DUR_NAME:-durability}
+dbackend=${DUR_BACKEND:-file}
+logdir=$SLATE_LOGDIR/$dname
 mkdir -p "$logdir"
 bin=${DURABLE:-$SLATE_BUILD/tests/durable}
 [ -x "$bin" ] || {
-	slate_result FAIL durability.build "" "$bin not built (libiscsi-dev missing?)"
+	slate_result FAIL "$dname.build" "" "$bin not built (libiscsi-dev missing?)"
 	exit 1
 }
 state=$(mktemp -d /tmp/slate-dur.XXXXXX)
@@ -25,7 +27,7 @@ trap 'slate_stop KILL >/dev/null 2>&1; rm -rf "$state"' EXIT
 daemon_log=$logdir/slated.log
 : >"$daemon_log"
 journal=$state/journal
-slate_write_config "$state/slate.json" 0 file 64 "$state/ns0.img"
+slate_write_config "$state/slate.json" 0 "$dbackend" 64 "${DUR_DATA:-$state/ns0.img}"
 url=
 fail=0
 
@@ -42,7 +44,7 @@ round() {
 	shift 2
 	: >"$log"
 	if ! slate_alive && ! start; then
-		slate_result FAIL "durability.$name" "$daemon_log" "slated did not start"
+		slate_result FAIL "$dname.$name" "$daemon_log" "slated did not start"
 		fail=1
 		return
 	fi
@@ -72,34 +74,42 @@ round() {
 		;;
 	esac
 	if [ "$rc" != 0 ]; then
-		slate_result FAIL "durability.$name" "$log" "writer failed (rc=$rc)"
+		slate_result FAIL "$dname.$name" "$log" "writer failed (rc=$rc)"
 		fail=1
 		return
 	fi
 	if ! start; then
-		slate_result FAIL "durability.$name" "$daemon_log" "slated did not restart on the same state dir"
+		slate_result FAIL "$dname.$name" "$daemon_log" "slated did not restart on the same state dir"
 		fail=1
 		return
 	fi
 	if timeout 300 "$bin" verify -u "$url" -j "$journal" >>"$log" 2>&1; then
-		slate_result PASS "durability.$name"
+		slate_result PASS "$dname.$name"
 	else
-		slate_result FAIL "durability.$name" "$log" "acknowledged writes lost after restart"
+		slate_result FAIL "$dname.$name" "$log" "acknowledged writes lost after restart"
 		fail=1
 	fi
 	if ! slate_sanitizer_clean "$daemon_log"; then
-		slate_result FAIL "durability.$name.sanitizer" "$daemon_log" "sanitizer report in slated.log"
+		slate_result FAIL "$dname.$name.sanitizer" "$daemon_log" "sanitizer report in slated.log"
 		fail=1
 	fi
 }
 
-round kill-fua-and-sync kill -g 1 -n 1500
-round kill-overwrite kill -g 2 -n 1500
-round kill-mid-stream stream:3 -g 3 -n 10000000
-round kill-mid-stream-early stream:1 -g 4 -n 10000000
-round clean-restart term -g 5 -n 500
-round kill-after-clean kill -g 6 -n 500
+if [ -n "${DUR_ROUNDS:-}" ]; then # "NAME HOW ARGS..." per line (tests/rbd/run.sh: a cheaper set)
+	while read -r line; do
+		# shellcheck disable=SC2086
+		[ -n "$line" ] && round $line
+	done <<<"$DUR_ROUNDS"
+else
+	round kill-fua-and-sync kill -g 1 -n 1500
+	round kill-overwrite kill -g 2 -n 1500
+	round kill-mid-stream stream:3 -g 3 -n 10000000
+	round kill-mid-stream-early stream:1 -g 4 -n 10000000
+	round clean-restart term -g 5 -n 500
+	round kill-after-clean kill -g 6 -n 500
+fi
 slate_stop
+[ "$dbackend" = file ] || exit $fail
 # Atomic writes: all old or all new after a crash at any moment (core/atomic.c).
 "$here/atomic.sh" || fail=1
 # The flash model's state across restarts (core/flash.c).

@@ -672,6 +672,33 @@ static json_int_t ival(json_t *o, const char *k)
         return json_integer_value(json_object_get(o, k));
 }
 
+/*
+ * The rbd backend's keys (issue 14): checked before any cluster is asked, so
+ * this runs without one.  A build without librbd names the library.
+ */
+static void test_rbd_params(void **state)
+{
+        (void)state;
+        expect_error("namespace_create", "{\"name\":\"r1\",\"backend\":\"rbd\",\"image\":\"i\"}",
+                     -32602, "'pool' and 'image'");
+        expect_error("namespace_create", "{\"name\":\"r1\",\"backend\":\"rbd\",\"pool\":\"p\"}",
+                     -32602, "'pool' and 'image'");
+        expect_error("namespace_create",
+                     "{\"name\":\"r1\",\"backend\":\"mem\",\"size\":\"1M\",\"pool\":\"p\"}", -32602,
+                     "only to the rbd backend");
+        expect_error("namespace_create",
+                     "{\"name\":\"r1\",\"backend\":\"rbd\",\"pool\":\"p\",\"image\":\"i\","
+                     "\"keyring\":\"/etc/shadow\"}",
+                     -32000, "allowed_dirs");
+        expect_error("namespace_create", "{\"name\":\"r1\",\"backend\":\"ceph\",\"size\":\"1M\"}",
+                     -32602, "mem, file, null, rbd");
+#ifndef SLATE_HAVE_RBD
+        expect_error("namespace_create",
+                     "{\"name\":\"r1\",\"backend\":\"rbd\",\"pool\":\"p\",\"image\":\"i\"}", -32000,
+                     "librbd");
+#endif
+}
+
 /* provision_limit / provision_threshold: create, set, list, errors, config_save. */
 static void test_provisioning(void **state)
 {
@@ -885,6 +912,7 @@ int main(void)
             cmocka_unit_test(test_namespace_runtime),
             cmocka_unit_test(test_config_reload),
             cmocka_unit_test(test_provisioning),
+            cmocka_unit_test(test_rbd_params),
             cmocka_unit_test(test_socket),
             cmocka_unit_test(test_flash),
         };

@@ -1,0 +1,407 @@
+/*
+ * RBD backend (issue 14): a namespace on a Ceph RBD image, through librbd's
+ * asynchronous C API.
+ *
+ * Every backend op is one rbd_aio_* call whose completion callback runs on
+ * one of librbd's threads; it stores the result in the request and hands
+ * the request back to its reactor with rt_defer_remote() (the request's own
+ * struct rt_defer: nothing of ours is allocated per I/O, and the reactor is
+ * woken through its ring, never blocked).  librbd itself allocates its
+ * completion object per call (rbd_aio_create_completion); its C API has no
+ * way to reuse one.
+ *
+ * READ / WRITE are rbd_aio_readv / rbd_aio_writev; FLUSH is rbd_aio_flush
+ * (what the librbd cache holds reaches the OSDs); a FUA write is the write,
+ * then a flush, and completes after both.  WRITE_ZEROES is
+ * rbd_aio_write_zeroes, which librbd turns into discards of the whole
+ * objects and granules in the range (space returned: thin provisioning)
+ * and zero writes at the unaligned edges, so the range always reads
+ * zeroes.
+ *
+ * The identity of the namespace (UUID and block size) is kept in the
+ * image's metadata (rbd_metadata_set/get, key "slate.identity"), so every
+ * gateway that exports the image reports the same UUID, NAA and EUI-64.
+ * The image's size is the namespace's: a gateway reopening it takes the
+ * image's current size, and resize is rbd_resize.
+ *
+ * Connection parameters: ceph_conf (default: librados' search: $CEPH_CONF,
+ * /etc/ceph/ceph.conf...), client_id (default "admin"), keyring (a path;
+ * its contents are never logged), pool, rbd_namespace (optional), image.
+ * The image must exist (rbd create); a size larger than the image grows it.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rados/librados.h>
+#include <rbd/librbd.h>
+#include <uuid/uuid.h>
+
+#include "backend/backend.h"
+#include "rt/log.h"
+
+#define IDENTITY_KEY "slate.identity"
+
+struct rbd_be {
+        rados_t cluster;
+        rados_ioctx_t io;
+        rbd_image_t image;
+        bool watching;
+        uint64_t watch_handle;
+        /*
+         * This gateway is resizing the image: librbd's resize waits for every
+         * watcher, this one included, to take the header notification, so
+         * its callback must not wait for the resize's lock meanwhile.
+         */
+        atomic_bool resizing;
+        struct backend *be;
+        char desc[512]; /* pool[/namespace]/image, for log lines */
+};
+
+static void rbd_be_free(struct rbd_be *r)
+{
+        if (r->watching)
+                rbd_update_unwatch(r->image, r->watch_handle);
+        if (r->image)
+                rbd_close(r->image);
+        if (r->io)
+                rados_ioctx_destroy(r->io);
+        if (r->cluster)
+                rados_shutdown(r->cluster);
+        free(r);
+}
+
+/*
+ * The image's header changed (a resize by another gateway or by `rbd
+ * resize`, a snapshot, metadata): tell the owner when the size moved.
+ * Runs on a librbd thread.
+ */
+static void rbd_header_changed(void *arg)
+{
+        struct rbd_be *r = arg;
+        uint64_t size;
+        if (atomic_load(&r->resizing) || rbd_get_size(r->image, &size) < 0 ||
+            size == r->be->size_bytes)
+                return;
+        LOG_INFO("rbd", "%s: image size changed outside this gateway: %llu -> %llu bytes", r->desc,
+                 (unsigned long long)r->be->size_bytes, (unsigned long long)size);
+        if (r->be->size_changed)
+                r->be->size_changed(r->be, size);
+}
+
+static int rbd_be_open(struct backend *be, const struct backend_params *p)
+{
+        if (!p->pool || !p->pool[0] || !p->image || !p->image[0])
+                return -EINVAL;
+        struct rbd_be *r = calloc(1, sizeof(*r));
+        if (!r)
+                return -ENOMEM;
+        r->be = be;
+        snprintf(r->desc, sizeof(r->desc), "%s/%s%s%s", p->pool,
+                 p->rbd_namespace && p->rbd_namespace[0] ? p->rbd_namespace : "",
+                 p->rbd_namespace && p->rbd_namespace[0] ? "/" : "", p->image);
+        const char *step = "rados_create";
+        int rc = rados_create(&r->cluster, p->client_id && p->client_id[0] ? p->client_id : NULL);
+        if (rc < 0) {
+                r->cluster = NULL;
+                goto fail;
+        }
+        step = "reading the ceph configuration";
+        rc =
+            rados_conf_read_file(r->cluster, p->ceph_conf && p->ceph_conf[0] ? p->ceph_conf : NULL);
+        if (rc < 0)
+                goto fail;
+        if (!(p->ceph_conf && p->ceph_conf[0]))
+                rados_conf_parse_env(r->cluster, NULL); /* $CEPH_ARGS */
+        step = "keyring";
+        if (p->keyring && p->keyring[0] && (rc = rados_conf_set(r->cluster, "keyring", p->keyring)))
+                goto fail;
+        /* An unreachable cluster fails namespace_create in 30 s, not librados' 5 min. */
+        rados_conf_set(r->cluster, "client_mount_timeout", "30");
+        step = "connecting to the cluster";
+        rc = rados_connect(r->cluster);
+        if (rc < 0)
+                goto fail;
+        step = "opening the pool";
+        rc = rados_ioctx_create(r->cluster, p->pool, &r->io);
+        if (rc < 0) {
+                r->io = NULL;
+                goto fail;
+        }
+        if (p->rbd_namespace && p->rbd_namespace[0])
+                rados_ioctx_set_namespace(r->io, p->rbd_namespace);
+        step = "opening the image";
+        rc = rbd_open(r->io, p->image, &r->image, NULL);
+        if (rc < 0) {
+                r->image = NULL;
+                goto fail;
+        }
+        uint64_t size = 0;
+        step = "reading the image size";
+        if ((rc = rbd_get_size(r->image, &size)) < 0)
+                goto fail;
+        if (p->size_bytes > size) {
+                step = "growing the image";
+                if ((rc = rbd_resize(r->image, p->size_bytes)) < 0)
+                        goto fail;
+                LOG_INFO("rbd", "%s: grown from %llu to %llu bytes", r->desc,
+                         (unsigned long long)size, (unsigned long long)p->size_bytes);
+                size = p->size_bytes;
+        }
+        if (rbd_update_watch(r->image, &r->watch_handle, rbd_header_changed, r) == 0)
+                r->watching = true;
+        be->priv = r;
+        be->size_bytes = size;
+        be->size_shared = true;
+        be->volatile_cache = true; /* the librbd cache, when enabled, holds writes until a flush */
+        /* librbd discards whole objects or discard granules (64 KiB by default). */
+        be->alloc_unit = 65536;
+        be->can_anchor = false;
+        LOG_INFO("rbd", "%s: open, %llu bytes", r->desc, (unsigned long long)size);
+        return 0;
+fail:
+        LOG_ERR("rbd", "%s: %s: %s", r->desc, step, strerror(-rc));
+        rbd_be_free(r);
+        return rc < 0 ? rc : -EIO;
+}
+
+static void rbd_be_close(struct backend *be)
+{
+        struct rbd_be *r = be->priv;
+        if (!r)
+                return;
+        rbd_be_free(r);
+        be->priv = NULL;
+}
+
+static int rbd_start(struct rbd_be *r, struct core_req *req);
+
+/* On the reactor: the librbd result, and the flush after a FUA write. */
+static void rbd_fire(struct rt_defer *d)
+{
+        struct core_req *req = (struct core_req *)((char *)d - offsetof(struct core_req, defer));
+        struct rbd_be *r = req->bio.be->priv;
+        int res = req->be_res;
+        if (res >= 0 && req->bio.op == CORE_OP_WRITE && req->bio.fua) {
+                /* The write is done; its flush makes it durable, then it completes. */
+                req->bio.op = CORE_OP_FLUSH;
+                int rc = rbd_start(r, req);
+                if (rc == 0)
+                        return;
+                res = rc;
+        } else if (res >= 0 && (req->bio.op == CORE_OP_WRITE ||
+                                (req->bio.op == CORE_OP_FLUSH && req->bio.fua))) {
+                res = (int)req->bio.len; /* librbd reports 0 for a whole write */
+        } else if (res >= 0 && req->bio.op == CORE_OP_READ && (uint64_t)res != req->bio.len) {
+                LOG_WARN("rbd", "%s: short read at %llu: %d of %llu bytes", r->desc,
+                         (unsigned long long)req->bio.off, res, (unsigned long long)req->bio.len);
+                res = -EIO;
+        }
+        if (res < 0)
+                LOG_DEBUG("rbd", "%s: op %d at %llu: %s", r->desc, (int)req->bio.op,
+                          (unsigned long long)req->bio.off, strerror(-res));
+        core_backend_done(req, res);
+}
+
+/* On a librbd thread: park the result and send the request home. */
+static void rbd_complete(rbd_completion_t c, void *arg)
+{
+        struct core_req *req = arg;
+        ssize_t rv = rbd_aio_get_return_value(c);
+        rbd_aio_release(c);
+        req->be_res = rv < 0 ? (rv < INT_MIN ? -EIO : (int)rv) : (rv > INT_MAX ? INT_MAX : (int)rv);
+        req->defer.fn = rbd_fire;
+        rt_defer_remote(req->reactor, &req->defer);
+}
+
+/* Issue req->bio's op; 0, or -errno when librbd refused it (no callback will come). */
+static int rbd_start(struct rbd_be *r, struct core_req *req)
+{
+        rbd_completion_t c;
+        int rc = rbd_aio_create_completion(req, rbd_complete, &c);
+        if (rc < 0)
+                return rc;
+        switch (req->bio.op) {
+        case CORE_OP_READ:
+                rc = rbd_aio_readv(r->image, req->bio.iov, req->bio.iovcnt, req->bio.off, c);
+                break;
+        case CORE_OP_WRITE:
+                rc = rbd_aio_writev(r->image, req->bio.iov, req->bio.iovcnt, req->bio.off, c);
+                break;
+        case CORE_OP_FLUSH:
+                rc = rbd_aio_flush(r->image, c);
+                break;
+        case CORE_OP_WRITE_ZEROES:
+                rc = rbd_aio_write_zeroes(r->image, req->bio.off, req->bio.len, c, 0, 0);
+                break;
+        default:
+                rc = -EOPNOTSUPP;
+                break;
+        }
+        if (rc < 0)
+                rbd_aio_release(c);
+        return rc;
+}
+
+static void rbd_fail_deferred(struct rt_defer *d)
+{
+        struct core_req *req = (struct core_req *)((char *)d - offsetof(struct core_req, defer));
+        core_backend_done(req, req->be_res);
+}
+
+static void rbd_be_submit(struct backend *be, struct core_req *req, enum core_op op, uint64_t off,
+                          uint64_t len, const struct iovec *iov, int iovcnt, bool fua)
+{
+        struct rbd_be *r = be->priv;
+        req->bio.be = be;
+        req->bio.op = op;
+        req->bio.off = off;
+        req->bio.len = len;
+        req->bio.iov = iov;
+        req->bio.iovcnt = iovcnt;
+        req->bio.fua = fua && op == CORE_OP_WRITE;
+        req->bio.direct = false;
+        int rc = rbd_start(r, req);
+        if (rc < 0) {
+                /* Never complete from inside submit: through the reactor's defer queue. */
+                LOG_DEBUG("rbd", "%s: op %d refused by librbd: %s", r->desc, (int)op,
+                          strerror(-rc));
+                req->be_res = rc;
+                req->defer.fn = rbd_fail_deferred;
+                rt_defer(req->reactor, &req->defer);
+        }
+}
+
+static int rbd_be_resize(struct backend *be, uint64_t size_bytes)
+{
+        struct rbd_be *r = be->priv;
+        if (size_bytes == 0)
+                return -EINVAL;
+        uint64_t cur = 0;
+        int rc = rbd_get_size(r->image, &cur);
+        if (rc < 0)
+                return rc;
+        /* Already there: another gateway (or `rbd resize`) did it, we only follow. */
+        if (cur != size_bytes) {
+                atomic_store(&r->resizing, true);
+                rc = rbd_resize(r->image, size_bytes);
+                atomic_store(&r->resizing, false);
+        }
+        if (rc < 0) {
+                LOG_ERR("rbd", "%s: resize to %llu bytes: %s", r->desc,
+                        (unsigned long long)size_bytes, strerror(-rc));
+                return rc;
+        }
+        be->size_bytes = size_bytes;
+        LOG_INFO("rbd", "%s: resized to %llu bytes", r->desc, (unsigned long long)size_bytes);
+        return 0;
+}
+
+/* Provisioning: the extents rbd_diff_iterate2 reports as holding data, from off. */
+struct rbd_map_walk {
+        uint64_t off;      /* asked from here */
+        uint64_t data_end; /* data at off: end of the contiguous data so far */
+        uint64_t hole_end; /* no data at off: where the first data starts */
+        bool data, seen;
+};
+
+static int rbd_map_cb(uint64_t o, size_t l, int exists, void *arg)
+{
+        struct rbd_map_walk *w = arg;
+        if (!exists)
+                return 0;
+        if (!w->seen) {
+                w->seen = true;
+                if (o <= w->off) {
+                        w->data = true;
+                        w->data_end = o + l;
+                        return 0;
+                }
+                w->hole_end = o;
+                return -ECANCELED; /* the run of holes ends here: enough */
+        }
+        if (w->data && o <= w->data_end) {
+                if (o + l > w->data_end)
+                        w->data_end = o + l;
+                return 0;
+        }
+        return -ECANCELED;
+}
+
+/*
+ * Blocks librbd has no data for (never written, discarded) read zeroes and
+ * hold no space: deallocated.  One rbd_diff_iterate2 per call, over at most
+ * 64 MiB (a cluster round trip per object it covers; the caller asks again
+ * for the rest): GET LBA STATUS and sanitize pay it, not reads and writes.
+ */
+static int rbd_be_map_status(struct backend *be, uint64_t off, uint64_t len, enum core_prov *st,
+                             uint64_t *run)
+{
+        struct rbd_be *r = be->priv;
+        if (len > 64ull << 20)
+                len = 64ull << 20;
+        struct rbd_map_walk w = {.off = off};
+        int rc = rbd_diff_iterate2(r->image, NULL, off, len, 1, 0, rbd_map_cb, &w);
+        if (rc < 0 && rc != -ECANCELED) {
+                *st = CORE_PROV_MAPPED; /* cannot tell: mapped */
+                *run = len;
+                return 0;
+        }
+        if (w.data) {
+                *st = CORE_PROV_MAPPED;
+                *run = (w.data_end < off + len ? w.data_end : off + len) - off;
+        } else {
+                *st = CORE_PROV_DEALLOCATED;
+                *run = w.seen ? w.hole_end - off : len;
+        }
+        return 0;
+}
+
+/* "uuid block_size", e.g. "6f1c...-... 512". */
+static int rbd_be_identity_load(struct backend *be, struct backend_identity *id)
+{
+        struct rbd_be *r = be->priv;
+        char val[128];
+        size_t len = sizeof(val);
+        int rc = rbd_metadata_get(r->image, IDENTITY_KEY, val, &len);
+        if (rc < 0)
+                return rc; /* -ENOENT: none stored yet */
+        val[sizeof(val) - 1] = 0;
+        char u[37];
+        unsigned bs = 0;
+        if (sscanf(val, "%36s %u", u, &bs) != 2 || uuid_parse(u, id->uuid) ||
+            (bs != 512 && bs != 4096)) {
+                LOG_ERR("rbd", "%s: image metadata %s is malformed", r->desc, IDENTITY_KEY);
+                return -EINVAL;
+        }
+        id->block_size = bs;
+        return 0;
+}
+
+static int rbd_be_identity_store(struct backend *be, const struct backend_identity *id)
+{
+        struct rbd_be *r = be->priv;
+        char u[37], val[64];
+        uuid_unparse_lower(id->uuid, u);
+        snprintf(val, sizeof(val), "%s %u", u, id->block_size);
+        int rc = rbd_metadata_set(r->image, IDENTITY_KEY, val);
+        if (rc < 0)
+                LOG_ERR("rbd", "%s: storing the identity in the image metadata: %s", r->desc,
+                        strerror(-rc));
+        return rc;
+}
+
+const struct backend_ops backend_rbd_ops = {
+    .name = "rbd",
+    .open = rbd_be_open,
+    .close = rbd_be_close,
+    .submit = rbd_be_submit,
+    .resize = rbd_be_resize,
+    .map_status = rbd_be_map_status,
+    .identity_load = rbd_be_identity_load,
+    .identity_store = rbd_be_identity_store,
+};
