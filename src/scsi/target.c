@@ -179,6 +179,7 @@ static uint32_t event_ua(const struct core_ns_event *ev)
         uint32_t b = 0;
         switch (ev->type) {
         case CORE_NS_EV_CAPACITY:
+        case CORE_NS_EV_FORMAT: /* READ CAPACITY(16) P_TYPE, PROT_EN, P_I_EXPONENT (pi.c) */
                 return 1u << SCSI_UA_CAPACITY_CHANGED;
         case CORE_NS_EV_WRITE_PROTECT: /* SWP and the WP bit of the mode data */
         case CORE_NS_EV_WRITE_CACHE:   /* WCE of the caching page */
