@@ -128,6 +128,10 @@ static json_t *meta_body(struct core_ns *ns)
         json_t *media = core_media_to_json(ns); /* optional: absent = never used */
         if (media)
                 json_object_set_new(b, "media", media);
+        json_t *pi =
+            core_ns_pi_to_json(&ns->pi); /* optional: absent = no metadata (core/pi_ns.c) */
+        if (pi)
+                json_object_set_new(b, "pi", pi);
         return b;
 }
 
@@ -282,6 +286,12 @@ static int load_meta(struct core_ns *ns, json_t **crypt, char *err, size_t errle
                 snprintf(err, errlen, "metadata %s: bad media state", ns->meta_path);
                 goto out;
         }
+        json_t *pij = json_object_get(body, "pi");
+        if (pij && core_ns_pi_from_json(pij, &ns->pi, ns->block_size)) {
+                snprintf(err, errlen, "metadata %s: bad protection information format",
+                         ns->meta_path);
+                goto out;
+        }
         rc = 1;
 out:
         free(text);
@@ -289,11 +299,18 @@ out:
         return rc;
 }
 
+static bool pi_fmt_eq(const struct core_pi_fmt *a, const struct core_pi_fmt *b)
+{
+        return a->md_size == b->md_size && a->type == b->type && a->guard == b->guard &&
+               a->pi_exp == b->pi_exp && a->sts == b->sts && a->pi_first == b->pi_first;
+}
+
 static void ns_free(struct core_ns *ns)
 {
         core_pool_leave(ns);
         core_atomic_close(ns);
         core_flash_close(ns); /* saves the model's state */
+        core_ns_pi_close(ns);
         if (ns->be.ops)
                 ns->be.ops->close(&ns->be);
         if (ns->scsi_state && ns->scsi_state_free)
@@ -543,6 +560,38 @@ int core_ns_create(const struct core_ns_params *p, struct core_ns **out, char *e
                 ns->phys_exp = (uint8_t)(__builtin_ctz(pbs) - ns->block_shift);
         }
         derive_ids(ns);
+        /* Protection information (core/pi_ns.c): given at create, saved on reopen; never both
+         * different. */
+        ns->pi.block_size = ns->block_size;
+        if (p->pi_set) {
+                struct core_pi_fmt f = p->pi;
+                f.block_size = ns->block_size;
+                if (f.type == 0 && f.md_size == 0)
+                        memset(&f, 0, sizeof(f)), f.block_size = ns->block_size;
+                else if (core_pi_fmt_check(&f, err, errlen)) {
+                        rc = -EINVAL;
+                        goto fail;
+                }
+                if (loaded && !pi_fmt_eq(&f, &ns->pi)) {
+                        snprintf(err, errlen,
+                                 "namespace %s exists with another protection information format "
+                                 "(type %u, %u metadata bytes); change it with namespace_format",
+                                 p->name, ns->pi.type, ns->pi.md_size);
+                        rc = -EINVAL;
+                        goto fail;
+                }
+                ns->pi = f;
+        }
+        if (ns->pi.md_size && ns->crypt) {
+                snprintf(err, errlen,
+                         "protection information on an encrypted namespace is not "
+                         "supported yet");
+                rc = -ENOTSUP;
+                goto fail;
+        }
+        rc = core_ns_pi_open(ns, err, errlen);
+        if (rc)
+                goto fail;
         /* Atomic writes (core/atomic.c): given > saved > the backend's default. */
         if (p->atomic_write_max_set) {
                 if (p->atomic_write_max % ns->block_size ||

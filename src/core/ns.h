@@ -344,7 +344,21 @@ struct core_ns {
         struct core_pi_fmt pi;
         _Atomic uint32_t pi_gen; /* seqcount: odd while core_ns_format changes pi */
         struct core_pistore *pistore;
-        struct core_pi_apptab *apptab;
+        struct core_pi_apptab *_Atomic apptab;
+        /*
+         * Quiescing for core_ns_format (core/pi_ns.c): every request that
+         * reaches the data path counts itself in its reactor's pi_users
+         * slot (seq_cst, Dekker with pi_quiesce); while pi_quiesce is set
+         * new ones wait (retry next loop iteration), and the format waits
+         * for every slot to drain.  Replaced application tag tables wait
+         * in apptab_retired until no request that could read them runs.
+         */
+        _Atomic uint32_t pi_quiesce;
+        struct {
+                _Atomic uint64_t n;
+                char pad[56];
+        } pi_users[CORE_NS_ORDER_SLOTS];
+        void *apptab_retired;
         atomic_int refs;
         struct core_ns *next; /* registry */
 };
@@ -624,10 +638,22 @@ uint64_t core_ns_xfer_bytes(const struct core_ns *ns, uint64_t nlb, bool host_md
  * check fails until a block is written).  Persisted before it returns;
  * publishes CORE_NS_EV_FORMAT (old/new: the PI types).  0 or -errno:
  * -EINVAL (inconsistent format), -ENOTSUP (a guard this build lacks, or a
- * backend without a metadata store), -EBUSY (sanitize running), with err.
+ * backend without a metadata store), -EBUSY (sanitize running, or the
+ * commands in flight did not drain within 30 s), with err.  Blocking:
+ * call it from the control path or a worker thread, never on a reactor
+ * (it waits for the reactors' commands).
  */
 int core_ns_format(struct core_ns *ns, const struct core_pi_fmt *pi, core_origin_t origin,
                    char *err, size_t errlen);
+/* Whether every pi_users slot is 0 now (core/pi_ns.c). */
+bool core_ns_pi_idle(struct core_ns *ns);
+/* Open (at create) or close (at free) the namespace's metadata store; 0 or -errno. */
+int core_ns_pi_open(struct core_ns *ns, char *err, size_t errlen);
+void core_ns_pi_close(struct core_ns *ns);
+/* The format as the metadata file keeps it (NULL: none), and back (0, or -EINVAL). */
+struct json_t;
+struct json_t *core_ns_pi_to_json(const struct core_pi_fmt *f);
+int core_ns_pi_from_json(struct json_t *j, struct core_pi_fmt *f, uint32_t block_size);
 /*
  * The application tag table (SCSI Application Tag mode page, SBC-4
  * 6.5.3): replaces the ranges (n 0: none).  -EINVAL as core_pi_apptab_set.

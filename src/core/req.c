@@ -22,6 +22,7 @@
 #include "core/fault.h"
 #include "core/media.h"
 #include "core/ns.h"
+#include "core/pistore.h"
 #include "core/provision.h"
 #include "core/req.h"
 #include "core/flash.h"
@@ -37,6 +38,7 @@ enum {
         ST_SCATTER,      /* write scattered: one range in flight */
         ST_JOURNAL,      /* atomic write on the journal thread (core/atomic.c) */
         ST_CHECKPOINT,   /* flush / FUA write: the journal's checkpoint after it */
+        ST_PI,           /* the protection stage: req->pix.step says where */
 };
 
 /* How a request is ordered against atomic writes (req->order). */
@@ -48,6 +50,7 @@ enum {
 
 static void finish(struct core_req *req, enum core_status st);
 static void crypt_restore(struct core_req *req);
+static void pi_leave(struct core_req *req);
 
 /*
  * Statistics (core/stats.h): a request counts as started in
@@ -88,6 +91,7 @@ static void fire_cb(struct rt_defer *d)
         if (req->media_heal)
                 core_media_done(req, req->status);
         order_leave(req);
+        pi_leave(req);
         account_end(req);
         req->cb(req);
 }
@@ -321,6 +325,7 @@ static void finish(struct core_req *req, enum core_status st)
         if (req->media_heal)
                 core_media_done(req, st); /* before the host hears: its next read sees the heal */
         order_leave(req);
+        pi_leave(req);
         if (req->prov_bytes || req->prov_frees)
                 core_prov_done(req, st);
         req->status = st;
@@ -436,6 +441,383 @@ static void scatter_next(struct core_req *req)
         be_io(req, CORE_OP_WRITE, r->lba, r->nlb, req->sub_iov, n);
 }
 
+/* ---- The protection stage (issue 10) ---- */
+
+/*
+ * On a namespace whose format has metadata every medium op goes through
+ * here (core/req.h struct core_req.pi is the contract).  The metadata
+ * lives in the namespace's store (core/pistore.h), stored inverted so a
+ * hole is the escape.  One buffer per request, borrowed from the
+ * reactor's pool of large buffers (rt/bigbuf.h; a request parks when the
+ * pool is empty): the metadata of its blocks, then, when the data cannot
+ * be used where it is (extended LBAs from or to the host, a multi-segment
+ * buffer to check or generate from), a bounce of the data.
+ *
+ * Order: a write stores the metadata first, then the data; a read reads
+ * the metadata, then the data, then checks; WRITE ZEROES and DEALLOCATE
+ * reset the metadata to the escape first, then the data; FLUSH flushes the
+ * data, then the store.  Both halves of a FUA write are FUA, so an
+ * acknowledged FUA write (and every write before an acknowledged flush)
+ * has its data and metadata durable together.  A write interrupted
+ * between its halves (kill -9, power loss) leaves new metadata over old
+ * data for its blocks: a read with checking reports a guard error there
+ * until the host writes them again (README "Protection information").
+ */
+enum {
+        PI_W_MD = 1, /* write: the metadata is being stored */
+        PI_W_DATA,   /* write: the data is being written */
+        PI_R_MD,     /* read/verify: metadata */
+        PI_R_DATA,   /* read/verify: data */
+        PI_F_DATA,   /* flush: data */
+        PI_F_MD,     /* flush: store */
+        PI_Z_MD,     /* write zeroes / deallocate: metadata to the escape */
+        PI_Z_DATA,   /* ...then the data */
+};
+
+static _Atomic uint64_t *pi_slot(struct core_req *req)
+{
+        unsigned i = req->reactor ? rt_index(req->reactor) : 0;
+        return &req->ns->pi_users[i % CORE_NS_ORDER_SLOTS].n;
+}
+
+/* Ends what the protection stage holds: the pool buffer, the pi_users count.  Idempotent. */
+static void pi_leave(struct core_req *req)
+{
+        if (req->pix.buf) {
+                rt_bigbuf_put(req->reactor, req->pix.buf, req->pix.buf_len);
+                req->pix.buf = NULL;
+        }
+        if (req->pix.users) {
+                req->pix.users = false;
+                atomic_fetch_sub(pi_slot(req), 1);
+        }
+}
+
+static void md_invert(uint8_t *md, size_t len)
+{
+        size_t i = 0;
+        for (; i + 8 <= len; i += 8) {
+                uint64_t v;
+                memcpy(&v, md + i, 8);
+                v = ~v;
+                memcpy(md + i, &v, 8);
+        }
+        for (; i < len; i++)
+                md[i] = (uint8_t)~md[i];
+}
+
+/* A cursor over the request's iovec. */
+struct iov_cur {
+        const struct iovec *iov;
+        int cnt, i;
+        size_t off;
+};
+
+static void cur_copy(struct iov_cur *c, uint8_t *buf, size_t len, bool to_iov)
+{
+        while (len && c->i < c->cnt) {
+                size_t avail = c->iov[c->i].iov_len - c->off;
+                if (!avail) {
+                        c->i++;
+                        c->off = 0;
+                        continue;
+                }
+                size_t n = avail < len ? avail : len;
+                uint8_t *p = (uint8_t *)c->iov[c->i].iov_base + c->off;
+                if (to_iov)
+                        memcpy(p, buf, n);
+                else
+                        memcpy(buf, p, n);
+                buf += n;
+                len -= n;
+                c->off += n;
+        }
+}
+
+/* Extended LBAs in the request's iov <-> separate data and metadata (to_iov: join). */
+static void pi_ext_xfer(struct core_req *req, uint8_t *data, uint8_t *md, uint64_t nlb, bool to_iov)
+{
+        const struct core_pi_fmt *f = &req->pix.fmt;
+        if (req->iovcnt == 1) {
+                if (to_iov)
+                        core_pi_join(f, data, md, req->iov[0].iov_base, nlb);
+                else
+                        core_pi_split(f, req->iov[0].iov_base, data, md, nlb);
+                return;
+        }
+        size_t iv = f->type == CORE_PI_TYPE0 ? f->block_size : f->block_size >> f->pi_exp;
+        size_t units = f->type == CORE_PI_TYPE0 ? nlb : nlb << f->pi_exp;
+        struct iov_cur c = {.iov = req->iov, .cnt = req->iovcnt};
+        for (size_t u = 0; u < units; u++) {
+                cur_copy(&c, data + u * iv, iv, to_iov);
+                cur_copy(&c, md + u * f->md_size, f->md_size, to_iov);
+        }
+}
+
+/* The protection-neutral failure of a check: status, and the failing LBA as info. */
+static void pi_fail(struct core_req *req, enum core_status st, const struct core_pi_err *e)
+{
+        req->info = e->lba;
+        req->info_valid = true;
+        finish(req, st);
+}
+
+/* The check a request asks for, of blocks from lba. */
+static void pi_check_of(struct core_req *req, uint64_t lba, struct core_pi_check *c)
+{
+        const struct core_pi_fmt *f = &req->pix.fmt;
+        unsigned bits = core_pi_ref_bits(f);
+        uint64_t ref = req->pi.ref + ((lba - req->lba) << f->pi_exp);
+        *c = (struct core_pi_check){
+            .flags = req->pi.chk,
+            .ref = bits < 64 ? ref & ((1ull << bits) - 1) : ref,
+            .app = req->pi.app,
+            .app_mask = req->pi.app_mask,
+            .lba = lba,
+            .tab = req->pi.use_apptab ? atomic_load_explicit(&req->ns->apptab, memory_order_acquire)
+                                      : NULL,
+        };
+}
+
+static void pi_go(struct core_req *req);
+
+static void pi_buf_ready(struct rt_bigbuf_wait *w)
+{
+        struct core_req *req = (struct core_req *)((char *)w - offsetof(struct core_req, pix.wait));
+        req->pix.buf = w->buf;
+        req->pix.buf_len = w->len;
+        pi_go(req);
+}
+
+/* Where the data is: the bounce, or the request's single buffer. */
+static uint8_t *pi_data(struct core_req *req)
+{
+        return req->pix.data ? req->pix.data : (uint8_t *)req->iov[0].iov_base;
+}
+
+/* Read/verify: the next piece's metadata (verify pieces from pix.cur_lba). */
+static void pi_read_piece(struct core_req *req)
+{
+        struct core_ns *ns = req->ns;
+        uint64_t n = req->pix.end_lba - req->pix.cur_lba;
+        if (n > req->pix.piece)
+                n = req->pix.piece;
+        memset(req->pix.md, 0, n * req->pix.mdpb); /* null store: reads leave it: the escape */
+        req->one_iov.iov_base = req->pix.md;
+        req->one_iov.iov_len = n * req->pix.mdpb;
+        req->pix.step = PI_R_MD;
+        core_pistore_submit(ns->pistore, req, CORE_OP_READ, req->pix.cur_lba, n, &req->one_iov, 1,
+                            false);
+}
+
+static void pi_start(struct core_req *req)
+{
+        struct core_ns *ns = req->ns;
+        uint64_t nlb = req->nlb, mdpb = req->pix.mdpb;
+        req->stage = ST_PI;
+        switch (req->op) {
+        case CORE_OP_FLUSH:
+                req->pix.step = PI_F_DATA;
+                ns->be.ops->submit(&ns->be, req, CORE_OP_FLUSH, 0, 0, NULL, 0, false);
+                return;
+        case CORE_OP_DEALLOCATE:
+                if ((req->flags & CORE_REQ_ANCHOR) && !core_ns_can_anchor(ns)) {
+                        core_req_complete(req, CORE_E_INVALID_FIELD);
+                        return;
+                }
+                if (!ns->thin) {
+                        core_req_complete(req, CORE_OK);
+                        return;
+                }
+                /* fall through */
+        case CORE_OP_WRITE_ZEROES:
+                req->pix.step = PI_Z_MD;
+                core_pistore_submit(ns->pistore, req, CORE_OP_WRITE_ZEROES, req->lba, nlb, NULL, 0,
+                                    (req->flags & CORE_REQ_FUA) != 0);
+                return;
+        case CORE_OP_VERIFY:
+        case CORE_OP_PREFETCH:
+                if (req->op == CORE_OP_PREFETCH || !req->pi.chk) {
+                        core_req_complete(req, CORE_OK);
+                        return;
+                }
+                break;
+        case CORE_OP_READ:
+        case CORE_OP_WRITE:
+                break;
+        default:
+                /* Not yet with metadata (README "Protection information"). */
+                core_req_complete(req, CORE_E_INVALID_FIELD);
+                return;
+        }
+        /* READ, WRITE, VERIFY: the buffer. */
+        size_t md_len = nlb * mdpb, data_len = nlb << ns->block_shift;
+        bool bounce = req->pi.host_md || req->iovcnt > 1 || req->op == CORE_OP_VERIFY;
+        if (req->op == CORE_OP_READ && !req->pi.host_md && !req->pi.chk)
+                bounce = false; /* data straight into the host's buffers */
+        req->pix.cur_lba = req->lba;
+        req->pix.end_lba = req->lba + nlb;
+        req->pix.piece = req->nlb;
+        if (req->op == CORE_OP_VERIFY) {
+                /* A piece at a time: a long VERIFY needs no buffer as long as its blocks. */
+                uint64_t per = RT_BIGBUF_CHUNK / (ns->block_size + mdpb);
+                if (per > nlb)
+                        per = nlb;
+                req->pix.piece = (uint32_t)per;
+                md_len = per * mdpb;
+                data_len = per << ns->block_shift;
+        }
+        size_t md_room = (md_len + 63) & ~(size_t)63;
+        size_t len = md_room + (bounce ? data_len : 0);
+        req->pix.bounce = bounce;
+        size_t got = 0;
+        void *b = rt_bigbuf_get(req->reactor, len, &got);
+        if (!b) {
+                req->pix.wait.fn = pi_buf_ready;
+                req->pix.wait.len = len;
+                if (rt_bigbuf_wait(req->reactor, &req->pix.wait)) {
+                        core_req_complete(req, CORE_E_NO_RESOURCES);
+                        return;
+                }
+                return;
+        }
+        req->pix.buf = b;
+        req->pix.buf_len = got;
+        pi_go(req);
+}
+
+/* READ, WRITE, VERIFY with the buffer in hand. */
+static void pi_go(struct core_req *req)
+{
+        struct core_ns *ns = req->ns;
+        const struct core_pi_fmt *f = &req->pix.fmt;
+        uint64_t nlb = req->nlb;
+        req->pix.md = req->pix.buf;
+        req->pix.data =
+            req->pix.bounce
+                ? req->pix.buf + (((size_t)req->pix.piece * req->pix.mdpb + 63) & ~(size_t)63)
+                : NULL;
+        if (req->op != CORE_OP_WRITE) {
+                pi_read_piece(req);
+                return;
+        }
+        uint8_t *md = req->pix.md;
+        size_t md_len = nlb * req->pix.mdpb;
+        struct core_pi_tags tags = {.ref = req->pi.gen_ref, .app = req->pi.gen_app};
+        if (req->pi.host_md) {
+                pi_ext_xfer(req, req->pix.data, md, nlb, false);
+                if (req->pi.chk) {
+                        /* What the host sent, before anything is stored. */
+                        struct core_pi_check c;
+                        struct core_pi_err e;
+                        pi_check_of(req, req->lba, &c);
+                        enum core_status st =
+                            core_pi_verify(f, (struct core_pi_buf){req->pix.data, md}, nlb, &c, &e);
+                        if (st != CORE_OK) {
+                                pi_fail(req, st, &e);
+                                return;
+                        }
+                }
+                if (req->pi.gen)
+                        core_pi_generate(f, (struct core_pi_buf){req->pix.data, md}, nlb, &tags);
+        } else {
+                if (req->pix.data)
+                        iov_to_flat(req, req->pix.data, 0, nlb << ns->block_shift);
+                memset(md, 0, md_len);
+                core_pi_generate(f, (struct core_pi_buf){pi_data(req), md}, nlb, &tags);
+        }
+        bool fua = (req->flags & CORE_REQ_FUA) != 0;
+        req->pix.step = PI_W_MD;
+        if (req->flags & CORE_REQ_SANITIZE) {
+                /* A sanitize overwrite: the metadata goes back to the escape with the data. */
+                core_pistore_submit(ns->pistore, req, CORE_OP_WRITE_ZEROES, req->lba, nlb, NULL, 0,
+                                    fua);
+                return;
+        }
+        md_invert(md, md_len);
+        req->one_iov.iov_base = md;
+        req->one_iov.iov_len = md_len;
+        core_pistore_submit(ns->pistore, req, CORE_OP_WRITE, req->lba, nlb, &req->one_iov, 1, fua);
+}
+
+/* A store or data I/O of the protection stage completed (res >= 0). */
+static void pi_next(struct core_req *req)
+{
+        struct core_ns *ns = req->ns;
+        const struct core_pi_fmt *f = &req->pix.fmt;
+        switch (req->pix.step) {
+        case PI_W_MD:
+                req->pix.step = PI_W_DATA;
+                if (req->pix.data) {
+                        req->one_iov.iov_base = req->pix.data;
+                        req->one_iov.iov_len = (uint64_t)req->nlb << ns->block_shift;
+                        be_io(req, CORE_OP_WRITE, req->lba, req->nlb, &req->one_iov, 1);
+                } else {
+                        be_io(req, CORE_OP_WRITE, req->lba, req->nlb, req->iov, req->iovcnt);
+                }
+                return;
+        case PI_W_DATA:
+        case PI_F_MD:
+        case PI_Z_DATA:
+                finish(req, CORE_OK);
+                return;
+        case PI_F_DATA:
+                req->pix.step = PI_F_MD;
+                core_pistore_submit(ns->pistore, req, CORE_OP_FLUSH, 0, 0, NULL, 0, false);
+                return;
+        case PI_Z_MD:
+                req->pix.step = PI_Z_DATA;
+                be_io(req, CORE_OP_WRITE_ZEROES, req->lba, req->nlb, NULL, 0);
+                return;
+        case PI_R_MD: {
+                uint64_t n = req->one_iov.iov_len / req->pix.mdpb;
+                md_invert(req->pix.md, req->one_iov.iov_len);
+                req->pix.step = PI_R_DATA;
+                if (req->pix.data) {
+                        req->one_iov.iov_base = req->pix.data;
+                        req->one_iov.iov_len = n << ns->block_shift;
+                        be_io(req, CORE_OP_READ, req->pix.cur_lba, n, &req->one_iov, 1);
+                } else {
+                        be_io(req, CORE_OP_READ, req->lba, req->nlb, req->iov, req->iovcnt);
+                }
+                return;
+        }
+        case PI_R_DATA: {
+                uint64_t n = req->pix.data ? req->one_iov.iov_len >> ns->block_shift : req->nlb;
+                if (req->pi.chk) {
+                        struct core_pi_check c;
+                        struct core_pi_err e;
+                        pi_check_of(req, req->pix.cur_lba, &c);
+                        enum core_status st = core_pi_verify(
+                            f, (struct core_pi_buf){pi_data(req), req->pix.md}, n, &c, &e);
+                        if (st != CORE_OK) {
+                                pi_fail(req, st, &e);
+                                return;
+                        }
+                }
+                if (req->op == CORE_OP_VERIFY) {
+                        req->pix.cur_lba += n;
+                        if (req->pix.cur_lba < req->pix.end_lba)
+                                pi_read_piece(req);
+                        else
+                                finish(req, CORE_OK);
+                        return;
+                }
+                if (req->pi.host_md) {
+                        pi_ext_xfer(req, req->pix.data, req->pix.md, n, true);
+                } else if (req->pix.data) {
+                        struct iov_cur c = {.iov = req->iov, .cnt = req->iovcnt};
+                        cur_copy(&c, req->pix.data, n << ns->block_shift, true);
+                }
+                finish(req, CORE_OK);
+                return;
+        }
+        default:
+                finish(req, CORE_E_INTERNAL);
+                return;
+        }
+}
+
 static void run(struct core_req *req);
 
 static void run_retry(struct rt_defer *d)
@@ -452,6 +834,30 @@ static void run(struct core_req *req)
                 req->defer.fn = run_retry;
                 rt_defer(req->reactor, &req->defer);
                 return;
+        }
+        if (!req->pix.users) {
+                /* Counted for core_ns_format, which holds new requests while it runs. */
+                _Atomic uint64_t *slot = pi_slot(req);
+                atomic_fetch_add(slot, 1); /* seq_cst: Dekker with pi_quiesce */
+                if (atomic_load(&ns->pi_quiesce)) {
+                        atomic_fetch_sub(slot, 1);
+                        req->defer.fn = run_retry;
+                        rt_defer(req->reactor, &req->defer);
+                        return;
+                }
+                req->pix.users = true;
+                core_ns_pi_fmt(ns, &req->pix.fmt);
+                req->pix.mdpb =
+                    req->pix.fmt.md_size ? (uint32_t)core_pi_md_per_block(&req->pix.fmt) : 0;
+                if (req->pix.mdpb && ns->pistore) {
+                        if (core_atomic_journaled(req)) {
+                                /* The journal does not carry metadata yet. */
+                                core_req_complete(req, CORE_E_INVALID_FIELD);
+                                return;
+                        }
+                        pi_start(req);
+                        return;
+                }
         }
         if (ns->crypt && !req->crypt_restore &&
             (req->op == CORE_OP_WRITE || req->op == CORE_OP_WRITE_SCATTERED)) {
@@ -649,6 +1055,9 @@ void core_req_submit(struct core_req *req)
         req->counted = false;
         req->media_heal = false;
         req->crypt_restore = false;
+        req->pix.users = false;
+        req->pix.buf = NULL;
+        req->pix.mdpb = 0;
         if (!ns) {
                 core_req_complete(req, CORE_E_INTERNAL);
                 return;
@@ -745,6 +1154,8 @@ void core_req_submit(struct core_req *req)
         default:
                 break;
         }
+        if (req->pi.host_md && (req->op == CORE_OP_READ || req->op == CORE_OP_WRITE))
+                need += (uint64_t)req->nlb * core_ns_md_per_block(ns); /* extended LBAs */
         if (iov_bytes(req) < need || req->scratch_len < scratch ||
             (scratch && req->scratch == NULL)) {
                 LOG_WARN("core", "namespace %s: request op %d without enough buffer", ns->name,
@@ -845,8 +1256,8 @@ void core_backend_done(struct core_req *req, int res)
 {
         struct core_ns *ns = req->ns;
         uint64_t len = (uint64_t)req->nlb << ns->block_shift;
-        bool is_read =
-            req->stage == ST_READ_FOR_RMW || req->stage == ST_COMPARE || req->op == CORE_OP_READ;
+        bool is_read = req->stage == ST_READ_FOR_RMW || req->stage == ST_COMPARE ||
+                       req->op == CORE_OP_READ || req->op == CORE_OP_VERIFY;
         if (res < 0) {
                 LOG_DEBUG("core", "namespace %s: backend error %d at lba %llu", ns->name, res,
                           (unsigned long long)req->lba);
@@ -873,6 +1284,9 @@ void core_backend_done(struct core_req *req, int res)
                 return;
         case ST_SCATTER:
                 scatter_next(req);
+                return;
+        case ST_PI:
+                pi_next(req);
                 return;
         case ST_JOURNAL:
         case ST_CHECKPOINT:

@@ -15,7 +15,9 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include "core/pi.h"
 #include "core/status.h"
+#include "rt/bigbuf.h"
 #include "rt/reactor.h"
 
 struct core_ns;
@@ -187,6 +189,24 @@ struct core_req {
         } bio;
         struct rt_timer fault_timer;   /* fault injection's added latency (core/fault.h) */
         enum core_status fault_status; /* what the injected fault finishes with (CORE_OK: run) */
+        /*
+         * The protection stage (core/req.c, issue 10): the format this
+         * request runs with, its metadata per block (0: none), the buffer it
+         * borrowed from the reactor's pool (metadata, then a bounce of the
+         * data when needed), where the data is, and the step it is at.
+         */
+        struct {
+                bool users;   /* counted in the namespace's pi_users slot */
+                bool bounce;  /* the data goes through the buffer (after the metadata) */
+                uint8_t step; /* core/req.c PI_* */
+                uint32_t mdpb;
+                struct core_pi_fmt fmt;
+                uint8_t *buf, *md, *data; /* buf: borrowed; md, data: inside it (data NULL: iov) */
+                size_t buf_len;
+                uint64_t cur_lba, end_lba; /* VERIFY: the piece now, the end */
+                uint32_t piece;            /* VERIFY: blocks per piece */
+                struct rt_bigbuf_wait wait;
+        } pix;
         void *scratch; /* per-request bounce buffer owned by the issuer (compare/orwrite) */
         uint32_t scratch_len;
 };

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "core/ns.h"
+#include "core/pistore.h"
 #include "rt/log.h"
 
 #define MAX_LISTENERS 8
@@ -208,6 +209,11 @@ int core_ns_resize(struct core_ns *ns, uint64_t num_blocks, bool force, char *er
                                  ns->backend_name, (unsigned long long)bytes, strerror(-rc));
                         goto out;
                 }
+                /* The metadata store with it (core/pistore.h): new blocks' metadata escapes. */
+                if (ns->pistore && (rc = core_pistore_resize(ns->pistore, num_blocks))) {
+                        snprintf(err, errlen, "the metadata store cannot grow: %s", strerror(-rc));
+                        goto out;
+                }
                 atomic_store_explicit(&ns->num_blocks, num_blocks, memory_order_release);
         } else {
                 /*
@@ -227,6 +233,9 @@ int core_ns_resize(struct core_ns *ns, uint64_t num_blocks, bool force, char *er
                 if (brc)
                         LOG_WARN("core", "namespace %s: backend kept its size after shrink: %s",
                                  ns->name, strerror(-brc));
+                if (ns->pistore && (brc = core_pistore_resize(ns->pistore, num_blocks)))
+                        LOG_WARN("core", "namespace %s: metadata store kept its size: %s", ns->name,
+                                 strerror(-brc));
         }
         rc = core_ns_save_meta(ns);
         if (rc) {

@@ -423,6 +423,11 @@ static void ns_fixed(struct plan *pl, const char *name, json_t *np, json_t *op, 
         /* Encryption at rest (core/crypt.h): off is the same as absent. */
         if (strcmp(key, "encrypt") == 0 && !ov && json_is_false(nv))
                 return;
+        /* Protection information (core/pi.h): none, the defaults, is the same as absent. */
+        if (strncmp(key, "pi_", 3) == 0 && !ov &&
+            (json_is_false(nv) || (json_is_integer(nv) && json_integer_value(nv) == 0) ||
+             (json_is_string(nv) && strcmp(json_string_value(nv), "crc16") == 0)))
+                return;
         /* FDP (src/nvme/fdp.c): on is the same as absent. */
         if (strcmp(key, "fdp") == 0 && !ov && json_is_true(nv))
                 return;
@@ -609,7 +614,12 @@ static void diff(struct plan *pl, struct model *run, struct model *want, json_t 
                                                     "fdp",
                                                     "encrypt",
                                                     "key_file",
-                                                    "passphrase_file"};
+                                                    "passphrase_file",
+                                                    "pi_type",
+                                                    "pi_md",
+                                                    "pi_guard",
+                                                    "pi_exp",
+                                                    "pi_first"};
                 for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
                         ns_fixed(pl, k, np, op, fixed[i]);
                 json_t *set = json_pack("{s:s}", "name", k);

@@ -370,6 +370,56 @@ static uint64_t psize(struct rpc_ctx *c, const char *name, uint64_t dflt)
 }
 
 /* ------------------------------------------------------------------ */
+/* Protection information format keys (namespace_create, namespace_format; core/pi.h) */
+/* ------------------------------------------------------------------ */
+
+static const char *const pi_guard_names[] = {"crc16", "crc32c", "crc64"};
+
+static bool pi_keys_given(struct rpc_ctx *c)
+{
+        static const char *const keys[] = {"pi_type", "pi_md", "pi_guard", "pi_exp", "pi_first"};
+        for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+                if (json_object_get(c->params, keys[i]))
+                        return true;
+        return false;
+}
+
+/* The format the keys state (pi_md 8 by default when pi_type > 0); NULL or the reason it is bad. */
+static const char *pi_from_params(struct rpc_ctx *c, uint32_t block_size, struct core_pi_fmt *f)
+{
+        memset(f, 0, sizeof(*f));
+        f->block_size = block_size;
+        f->type = (uint8_t)puint(c, "pi_type", 0);
+        f->md_size = (uint16_t)puint(c, "pi_md", f->type ? 8 : 0);
+        f->pi_exp = (uint8_t)puint(c, "pi_exp", 0);
+        f->pi_first = pbool(c, "pi_first", false);
+        const char *g = pstr(c, "pi_guard", "crc16");
+        size_t i = 0;
+        while (i < 3 && strcmp(g, pi_guard_names[i]) != 0)
+                i++;
+        if (i == 3)
+                return "'pi_guard' must be crc16, crc32c or crc64";
+        f->guard = (uint8_t)i;
+        if (f->md_size != 0 && f->md_size != 8 && f->md_size != 16)
+                return "'pi_md' must be 8 or 16 (metadata bytes per protection interval)";
+        if (!f->md_size && (f->pi_exp || f->guard || f->pi_first))
+                return "'pi_exp', 'pi_guard' and 'pi_first' need metadata (pi_type > 0 or pi_md)";
+        return NULL;
+}
+
+/* The format's keys into o (nothing for a namespace without metadata). */
+static void pi_to_params(json_t *o, const struct core_pi_fmt *f)
+{
+        if (!f->md_size)
+                return;
+        json_object_set_new(o, "pi_type", json_integer(f->type));
+        json_object_set_new(o, "pi_md", json_integer(f->md_size));
+        json_object_set_new(o, "pi_guard", json_string(pi_guard_names[f->guard % 3]));
+        json_object_set_new(o, "pi_exp", json_integer(f->pi_exp));
+        json_object_set_new(o, "pi_first", json_boolean(f->pi_first));
+}
+
+/* ------------------------------------------------------------------ */
 /* Handlers                                                            */
 /* ------------------------------------------------------------------ */
 
@@ -409,6 +459,12 @@ static int h_namespace_create(struct rpc_ctx *c)
             .passphrase_file = pstr(c, "passphrase_file", NULL),
             .pbkdf2_iter = (uint32_t)puint(c, "pbkdf2_iterations", 0),
         };
+        if (pi_keys_given(c)) {
+                const char *why = pi_from_params(c, p.block_size, &p.pi);
+                if (why)
+                        return inval(c, "%s", why);
+                p.pi_set = true;
+        }
         if (core_flash_gc_parse(pstr(c, "flash_gc", "greedy"), &p.flash.gc) < 0)
                 return inval(c, "'flash_gc' must be greedy or cost-benefit");
         if (!p.flash.enable && (p.flash.erase_block || p.flash.op_set || p.flash.gc_set))
@@ -478,6 +534,31 @@ static int h_namespace_delete(struct rpc_ctx *c)
  * shrink an open bdev; LIO and nvmet only revalidate whatever size the
  * device has, so the check is ours to make).
  */
+/*
+ * A new metadata format (core_ns_format): every block's metadata becomes the
+ * escape, the data stays; hosts are told (capacity data changed, namespace
+ * attribute changed).  Without any pi_* key: back to no metadata.
+ */
+static int h_namespace_format(struct rpc_ctx *c)
+{
+        struct core_ns *ns = core_ns_find(pstr(c, "name", NULL));
+        if (!ns)
+                return opfail(c, -ENOENT, "namespace_format", "no such namespace");
+        struct core_pi_fmt f;
+        const char *why = pi_from_params(c, ns->block_size, &f);
+        if (why)
+                return inval(c, "%s", why);
+        char msg[256] = "";
+        int rc = core_ns_format(ns, &f, NULL, msg, sizeof(msg));
+        if (rc < 0)
+                return opfail(c, rc, "namespace_format", msg);
+        struct core_pi_fmt now;
+        core_ns_pi_fmt(ns, &now);
+        c->result = json_pack("{s:s}", "name", ns->name);
+        pi_to_params(c->result, &now);
+        return 0;
+}
+
 static int h_namespace_resize(struct rpc_ctx *c)
 {
         struct core_ns *ns = core_ns_find(pstr(c, "name", NULL));
@@ -629,6 +710,11 @@ json_t *mgmt_ns_params_json(struct core_ns *ns)
                 json_object_set_new(o, "elements", json_integer(core_media_elements(ns)));
                 json_object_set_new(o, "element_interleave",
                                     json_integer(core_media_interleave(ns)));
+        }
+        if (o) {
+                struct core_pi_fmt f;
+                core_ns_pi_fmt(ns, &f);
+                pi_to_params(o, &f);
         }
         return o;
 }
@@ -1669,12 +1755,33 @@ static const struct rpc_method rpc_methods[] = {
       STR("passphrase_file", false, 4095,
           "encrypted namespace: passphrase (first line, mode 0600) for PBKDF2-HMAC-SHA256"),
       UINT("pbkdf2_iterations", false, 1000, 100000000,
-           "PBKDF2 iterations for a new passphrase-wrapped key (default 200000)")}},
+           "PBKDF2 iterations for a new passphrase-wrapped key (default 200000)"),
+      UINT("pi_type", false, 0, 3,
+           "protection information type 0-3 (default 0: none; SCSI PROT_EN/P_TYPE, NVMe DPS)"),
+      UINT("pi_md", false, 0, 16,
+           "metadata bytes per protection interval: 8 or 16 (default 8 when pi_type > 0)"),
+      STR("pi_guard", false, 7, "guard: crc16 (T10, default) | crc32c | crc64 (NVMe, 16-byte)"),
+      UINT("pi_exp", false, 0, CORE_PI_MAX_EXP,
+           "protection intervals per block as a power of two (SCSI P_I_EXPONENT; default 0)"),
+      BOOL("pi_first", "the PI in the first bytes of the metadata (NVMe DPS PIP; default last)")}},
     {"namespace_delete",
      h_namespace_delete,
      "Delete a namespace (refused while mapped to a LUN); the data file is kept",
      {{.name = "name", .type = P_NAME, .required = true, .desc = "namespace name"}}},
     {"namespace_list", h_namespace_list, "List namespaces with geometry, identity and stats", {}},
+    {"namespace_format",
+     h_namespace_format,
+     "Format a namespace to a protection information format (data kept, every block's "
+     "metadata reset); hosts are told",
+     {{.name = "name", .type = P_NAME, .required = true, .desc = "namespace name"},
+      UINT("pi_type", false, 0, 3,
+           "protection information type 0-3 (default 0: none; SCSI PROT_EN/P_TYPE, NVMe DPS)"),
+      UINT("pi_md", false, 0, 16,
+           "metadata bytes per protection interval: 8 or 16 (default 8 when pi_type > 0)"),
+      STR("pi_guard", false, 7, "guard: crc16 (T10, default) | crc32c | crc64 (NVMe, 16-byte)"),
+      UINT("pi_exp", false, 0, CORE_PI_MAX_EXP,
+           "protection intervals per block as a power of two (SCSI P_I_EXPONENT; default 0)"),
+      BOOL("pi_first", "the PI in the first bytes of the metadata (NVMe DPS PIP; default last)")}},
     {"namespace_resize",
      h_namespace_resize,
      "Grow (or, unexported or forced, shrink) a namespace; hosts are told (capacity changed)",

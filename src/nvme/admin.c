@@ -375,6 +375,7 @@ static void on_ns_event(const struct core_ns_event *ev, void *arg)
                 break;
         case CORE_NS_EV_WRITE_PROTECT:
         case CORE_NS_EV_IDENTITY:
+        case CORE_NS_EV_FORMAT: /* FLBAS/DPS changed: Namespace Attribute Changed */
                 each_ctrl_of_ns(ev, ns_changed);
                 break;
         case CORE_NS_EV_PROVISIONING: /* NCAP is the limit */

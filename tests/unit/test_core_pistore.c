@@ -1,0 +1,482 @@
+/*
+ * The protection stage of the data path (issue 10) on a real reactor:
+ * namespaces formatted with PI types 1, 2 and 3 on the mem and file
+ * backends; writes with the core generating the PI and with the host's
+ * extended LBAs (single and multi-segment buffers), each check failing
+ * with its status and the failing LBA, nothing stored when a write's
+ * check fails, reads and VERIFY checking what is stored, WRITE ZEROES
+ * and unwritten blocks reading as the escape, corruption behind the
+ * target's back caught, the format persisted across close/reopen (another
+ * format refused), core_ns_format resetting every block to the escape
+ * and publishing its event, resize, and the operations not done yet
+ * refused.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/ns.h"
+#include "core/req.h"
+#include "rt/reactor.h"
+
+struct sync_req {
+        struct core_req req;
+        pthread_mutex_t lock;
+        pthread_cond_t cond;
+        bool done;
+};
+
+static void on_done(struct core_req *req)
+{
+        struct sync_req *s = req->cb_arg;
+        pthread_mutex_lock(&s->lock);
+        s->done = true;
+        pthread_cond_signal(&s->cond);
+        pthread_mutex_unlock(&s->lock);
+}
+
+static void submit_fn(void *arg)
+{
+        struct sync_req *s = arg;
+        core_req_submit(&s->req);
+}
+
+/* What the next request carries (struct core_req.pi), reset by each run. */
+static struct {
+        bool host_md, gen, use_apptab;
+        unsigned chk;
+        uint64_t ref, gen_ref;
+        uint16_t app, app_mask, gen_app;
+        uint32_t flags;
+        void *scratch;
+        uint32_t scratch_len;
+} nx;
+
+static enum core_status run(struct core_ns *ns, enum core_op op, uint64_t lba, uint32_t nlb,
+                            struct iovec *iov, int iovcnt, uint64_t *info)
+{
+        struct sync_req s;
+        memset(&s, 0, sizeof(s));
+        pthread_mutex_init(&s.lock, NULL);
+        pthread_cond_init(&s.cond, NULL);
+        core_req_init(&s.req, ns, op, lba, nlb, nx.flags, rt_get(0), on_done, &s);
+        s.req.pi.host_md = nx.host_md;
+        s.req.pi.gen = nx.gen;
+        s.req.pi.use_apptab = nx.use_apptab;
+        s.req.pi.chk = nx.chk;
+        s.req.pi.ref = nx.ref;
+        s.req.pi.app = nx.app;
+        s.req.pi.app_mask = nx.app_mask;
+        s.req.pi.gen_ref = nx.gen_ref;
+        s.req.pi.gen_app = nx.gen_app;
+        s.req.scratch = nx.scratch;
+        s.req.scratch_len = nx.scratch_len;
+        memset(&nx, 0, sizeof(nx));
+        for (int i = 0; i < iovcnt; i++)
+                s.req.iov[i] = iov[i];
+        s.req.iovcnt = iovcnt;
+        rt_msg_send(rt_get(0), submit_fn, &s);
+        pthread_mutex_lock(&s.lock);
+        while (!s.done)
+                pthread_cond_wait(&s.cond, &s.lock);
+        pthread_mutex_unlock(&s.lock);
+        if (info)
+                *info = s.req.info_valid ? s.req.info : UINT64_MAX;
+        return s.req.status;
+}
+
+static enum core_status run1(struct core_ns *ns, enum core_op op, uint64_t lba, uint32_t nlb,
+                             void *buf, size_t len, uint64_t *info)
+{
+        struct iovec v = {.iov_base = buf, .iov_len = len};
+        return run(ns, op, lba, nlb, &v, buf ? 1 : 0, info);
+}
+
+static char state_dir[256];
+
+static int setup(void **st)
+{
+        (void)st;
+        snprintf(state_dir, sizeof(state_dir), "/tmp/slate-test-pistore-XXXXXX");
+        if (!mkdtemp(state_dir))
+                return -1;
+        core_set_state_dir(state_dir);
+        if (rt_init(1) || rt_start())
+                return -1;
+        return 0;
+}
+
+static int teardown(void **st)
+{
+        (void)st;
+        rt_stop();
+        rt_join();
+        rt_fini();
+        core_ns_shutdown_all();
+        char cmd[300];
+        snprintf(cmd, sizeof(cmd), "rm -rf %s", state_dir);
+        return system(cmd) == 0 ? 0 : -1;
+}
+
+#define BS   512u
+#define MD   8u
+#define EXT  (BS + MD)
+#define NBLK 64u
+
+static struct core_pi_fmt fmt_of(unsigned type)
+{
+        return (struct core_pi_fmt){.block_size = BS, .md_size = MD, .type = (uint8_t)type};
+}
+
+static struct core_ns *mk(const char *name, const char *backend, unsigned type)
+{
+        struct core_ns_params p = {.name = name,
+                                   .backend = backend,
+                                   .size_bytes = NBLK * BS,
+                                   .thin = true,
+                                   .pi_set = true,
+                                   .pi = fmt_of(type)};
+        struct core_ns *ns = NULL;
+        char err[256] = "";
+        int rc = core_ns_create(&p, &ns, err, sizeof(err));
+        if (rc)
+                fprintf(stderr, "create %s: %s\n", name, err);
+        assert_int_equal(rc, 0);
+        return ns;
+}
+
+static void fill(uint8_t *b, size_t n, unsigned seed)
+{
+        for (size_t i = 0; i < n; i++)
+                b[i] = (uint8_t)(i * 31 + seed);
+}
+
+/* Extended LBAs for lba.. with good PI (ref: the LBA's low bits; app 0x1234). */
+static void mk_ext(unsigned type, uint8_t *ext, uint64_t lba, size_t nblk, unsigned seed)
+{
+        static uint8_t data[NBLK * BS];
+        struct core_pi_fmt f = fmt_of(type);
+        fill(data, nblk * BS, seed);
+        core_pi_insert(&f, data, (struct core_pi_buf){ext, NULL}, nblk,
+                       &(struct core_pi_tags){.ref = (uint32_t)lba, .app = 0x1234});
+}
+
+/* What a read with every check expects of blocks from lba. */
+static void expect_all(uint64_t lba)
+{
+        nx.chk = CORE_PI_CHK_GUARD | CORE_PI_CHK_APP | CORE_PI_CHK_REF;
+        nx.ref = (uint32_t)lba;
+        nx.app = 0x1234;
+        nx.app_mask = 0xffff;
+}
+
+static void one_ns(const char *backend, unsigned type)
+{
+        char name[32];
+        snprintf(name, sizeof(name), "pi-%s-%u", backend, type);
+        struct core_ns *ns = mk(name, backend, type);
+        assert_int_equal(core_ns_md_per_block(ns), MD);
+        assert_int_equal(core_ns_xfer_bytes(ns, 4, true), 4 * EXT);
+        static uint8_t ext[NBLK * EXT], back[NBLK * EXT], data[NBLK * BS], rd[NBLK * BS];
+        uint64_t info;
+
+        /* Unwritten blocks escape: a read with every check passes. */
+        expect_all(0);
+        nx.host_md = true;
+        assert_int_equal(run1(ns, CORE_OP_READ, 0, 4, back, 4 * EXT, NULL), CORE_OK);
+        for (size_t i = 0; i < 4; i++)
+                for (size_t k = 0; k < MD; k++)
+                        assert_int_equal(back[i * EXT + BS + k], 0xff);
+
+        /* The host's extended LBAs, checked and stored; read back as sent. */
+        mk_ext(type, ext, 10, 8, 1);
+        expect_all(10);
+        nx.host_md = true;
+        assert_int_equal(run1(ns, CORE_OP_WRITE, 10, 8, ext, 8 * EXT, NULL), CORE_OK);
+        expect_all(10);
+        nx.host_md = true;
+        memset(back, 0, sizeof(back));
+        assert_int_equal(run1(ns, CORE_OP_READ, 10, 8, back, 8 * EXT, NULL), CORE_OK);
+        assert_memory_equal(back, ext, 8 * EXT);
+        /* Data only, checked (the core strips). */
+        expect_all(10);
+        assert_int_equal(run1(ns, CORE_OP_READ, 10, 8, rd, 8 * BS, NULL), CORE_OK);
+        fill(data, 8 * BS, 1);
+        assert_memory_equal(rd, data, 8 * BS);
+        /* VERIFY checks what is stored. */
+        expect_all(10);
+        assert_int_equal(run1(ns, CORE_OP_VERIFY, 10, 8, NULL, 0, NULL), CORE_OK);
+
+        /* Each check fails with its status and the failing block's LBA. */
+        if (type != 3) {
+                expect_all(10);
+                nx.ref = 11; /* expected one more than stored */
+                assert_int_equal(run1(ns, CORE_OP_READ, 10, 8, rd, 8 * BS, &info),
+                                 CORE_E_PI_REFTAG);
+                assert_int_equal(info, 10);
+                expect_all(12);
+                nx.ref = 13;
+                assert_int_equal(run1(ns, CORE_OP_VERIFY, 12, 2, NULL, 0, &info), CORE_E_PI_REFTAG);
+                assert_int_equal(info, 12);
+        }
+        expect_all(10);
+        nx.app = 0x4321;
+        assert_int_equal(run1(ns, CORE_OP_READ, 10, 8, rd, 8 * BS, &info), CORE_E_PI_APPTAG);
+        assert_int_equal(info, 10);
+        expect_all(10);
+        nx.app = 0x4321;
+        nx.app_mask = 0x00ff; /* only the low byte compared: 21h vs 34h still differs */
+        assert_int_equal(run1(ns, CORE_OP_READ, 10, 8, rd, 8 * BS, &info), CORE_E_PI_APPTAG);
+        expect_all(10);
+        nx.app = 0x1299;
+        nx.app_mask = 0xff00; /* high byte only: equal */
+        assert_int_equal(run1(ns, CORE_OP_READ, 10, 8, rd, 8 * BS, NULL), CORE_OK);
+
+        /* A write whose guard is wrong in its third block: refused, nothing written. */
+        static uint8_t bad[8 * EXT];
+        mk_ext(type, bad, 10, 8, 2);
+        bad[2 * EXT + 100] ^= 1;
+        expect_all(10);
+        nx.host_md = true;
+        assert_int_equal(run1(ns, CORE_OP_WRITE, 10, 8, bad, 8 * EXT, &info), CORE_E_PI_GUARD);
+        assert_int_equal(info, 12);
+        expect_all(10);
+        nx.host_md = true;
+        assert_int_equal(run1(ns, CORE_OP_READ, 10, 8, back, 8 * EXT, NULL), CORE_OK);
+        assert_memory_equal(back, ext, 8 * EXT);
+        /* Without the check it is stored as sent, and a checking read finds the guard. */
+        nx.host_md = true;
+        assert_int_equal(run1(ns, CORE_OP_WRITE, 10, 8, bad, 8 * EXT, NULL), CORE_OK);
+        expect_all(10);
+        assert_int_equal(run1(ns, CORE_OP_READ, 10, 8, rd, 8 * BS, &info), CORE_E_PI_GUARD);
+        assert_int_equal(info, 12);
+        expect_all(10);
+        assert_int_equal(run1(ns, CORE_OP_VERIFY, 10, 8, NULL, 0, &info), CORE_E_PI_GUARD);
+        assert_int_equal(info, 12);
+        /* gen: the core regenerates the tuple of what the host sent. */
+        nx.host_md = true;
+        nx.gen = true;
+        nx.gen_ref = 10;
+        nx.gen_app = 0x1234;
+        assert_int_equal(run1(ns, CORE_OP_WRITE, 10, 8, bad, 8 * EXT, NULL), CORE_OK);
+        expect_all(10);
+        assert_int_equal(run1(ns, CORE_OP_READ, 10, 8, rd, 8 * BS, NULL), CORE_OK);
+
+        /* Data only, the core generates (FUA too); a multi-segment buffer. */
+        fill(data, 8 * BS, 3);
+        struct iovec v3[3] = {{data, 700}, {data + 700, 1000}, {data + 1700, 8 * BS - 1700}};
+        nx.gen_ref = 20;
+        nx.gen_app = 0x1234;
+        nx.flags = CORE_REQ_FUA;
+        assert_int_equal(run(ns, CORE_OP_WRITE, 20, 8, v3, 3, NULL), CORE_OK);
+        expect_all(20);
+        memset(rd, 0, sizeof(rd));
+        struct iovec r3[2] = {{rd, 1234}, {rd + 1234, 8 * BS - 1234}};
+        assert_int_equal(run(ns, CORE_OP_READ, 20, 8, r3, 2, NULL), CORE_OK);
+        assert_memory_equal(rd, data, 8 * BS);
+        /* Extended LBAs across segments both ways (a block split between two). */
+        mk_ext(type, ext, 30, 4, 4);
+        struct iovec e2[2] = {{ext, EXT + 300}, {ext + EXT + 300, 3 * EXT - 300}};
+        expect_all(30);
+        nx.host_md = true;
+        assert_int_equal(run(ns, CORE_OP_WRITE, 30, 4, e2, 2, NULL), CORE_OK);
+        memset(back, 0, sizeof(back));
+        struct iovec b2[2] = {{back, 2 * EXT + 5}, {back + 2 * EXT + 5, 2 * EXT - 5}};
+        expect_all(30);
+        nx.host_md = true;
+        assert_int_equal(run(ns, CORE_OP_READ, 30, 4, b2, 2, NULL), CORE_OK);
+        assert_memory_equal(back, ext, 4 * EXT);
+
+        /* FLUSH; WRITE ZEROES and DEALLOCATE put the metadata back to the escape. */
+        assert_int_equal(run1(ns, CORE_OP_FLUSH, 0, 0, NULL, 0, NULL), CORE_OK);
+        assert_int_equal(run1(ns, CORE_OP_WRITE_ZEROES, 20, 4, NULL, 0, NULL), CORE_OK);
+        assert_int_equal(run1(ns, CORE_OP_DEALLOCATE, 24, 4, NULL, 0, NULL), CORE_OK);
+        expect_all(20);
+        nx.ref = 999; /* escapes are not checked at all */
+        nx.host_md = true;
+        assert_int_equal(run1(ns, CORE_OP_READ, 20, 8, back, 8 * EXT, NULL), CORE_OK);
+        for (size_t i = 0; i < 8; i++) {
+                for (size_t k = 0; k < BS; k++)
+                        assert_int_equal(back[i * EXT + k], 0);
+                for (size_t k = 0; k < MD; k++)
+                        assert_int_equal(back[i * EXT + BS + k], 0xff);
+        }
+
+        /* Not yet on a namespace with metadata: refused, not done without PI. */
+        static uint8_t scratch[BS * 8];
+        static const enum core_op notyet[] = {CORE_OP_WRITE_SAME, CORE_OP_COMPARE,
+                                              CORE_OP_COMPARE_AND_WRITE, CORE_OP_ORWRITE};
+        for (size_t i = 0; i < sizeof(notyet) / sizeof(notyet[0]); i++) {
+                nx.scratch = scratch;
+                nx.scratch_len = sizeof(scratch);
+                assert_int_equal(run1(ns, notyet[i], 40, 2, data, 4 * BS, NULL),
+                                 CORE_E_INVALID_FIELD);
+        }
+        /* An extended-LBA transfer shorter than its blocks with their metadata: refused. */
+        nx.host_md = true;
+        assert_int_equal(run1(ns, CORE_OP_WRITE, 40, 2, ext, 2 * BS, NULL), CORE_E_INTERNAL);
+
+        if (strcmp(backend, "file") == 0) {
+                /* Corruption behind the target's back: a checking read gets the guard error. */
+                char path[512];
+                snprintf(path, sizeof(path), "%s/%s.img", state_dir, name);
+                int fd = open(path, O_RDWR);
+                assert_true(fd >= 0);
+                uint8_t byte = 0x5a;
+                assert_int_equal(pwrite(fd, &byte, 1, 31 * BS + 17), 1);
+                close(fd);
+                expect_all(30);
+                assert_int_equal(run1(ns, CORE_OP_READ, 30, 4, rd, 4 * BS, &info), CORE_E_PI_GUARD);
+                assert_int_equal(info, 31);
+                nx.chk = CORE_PI_CHK_GUARD;
+                assert_int_equal(run1(ns, CORE_OP_VERIFY, 28, 8, NULL, 0, &info), CORE_E_PI_GUARD);
+                assert_int_equal(info, 31);
+                /* Without checking the data is returned as it is. */
+                assert_int_equal(run1(ns, CORE_OP_READ, 30, 4, rd, 4 * BS, NULL), CORE_OK);
+        }
+        assert_int_equal(core_ns_delete(name), 0);
+}
+
+static void test_types_mem(void **st)
+{
+        (void)st;
+        for (unsigned t = 1; t <= 3; t++)
+                one_ns("mem", t);
+}
+
+static void test_types_file(void **st)
+{
+        (void)st;
+        for (unsigned t = 1; t <= 3; t++)
+                one_ns("file", t);
+}
+
+static unsigned format_events, format_new;
+
+static void on_event(const struct core_ns_event *ev, void *arg)
+{
+        (void)arg;
+        if (ev->type == CORE_NS_EV_FORMAT) {
+                format_events++;
+                format_new = ev->new_val;
+        }
+}
+
+/* Persisted across close/reopen; another format refused on reopen; format resets; resize. */
+static void test_persist_format_resize(void **st)
+{
+        (void)st;
+        static uint8_t ext[8 * EXT], back[8 * EXT];
+        char err[256];
+        struct core_ns *ns = mk("pers", "file", 1);
+        mk_ext(1, ext, 5, 8, 7);
+        expect_all(5);
+        nx.host_md = true;
+        assert_int_equal(run1(ns, CORE_OP_WRITE, 5, 8, ext, 8 * EXT, NULL), CORE_OK);
+        assert_int_equal(core_ns_delete("pers"), 0);
+
+        /* Another format on reopen: refused. */
+        struct core_ns_params p = {
+            .name = "pers", .backend = "file", .thin = true, .pi_set = true, .pi = fmt_of(3)};
+        assert_int_equal(core_ns_create(&p, &ns, err, sizeof(err)), -EINVAL);
+        /* Without a format: the saved one, and the metadata as written. */
+        p.pi_set = false;
+        assert_int_equal(core_ns_create(&p, &ns, err, sizeof(err)), 0);
+        assert_int_equal(ns->pi.type, 1);
+        expect_all(5);
+        nx.host_md = true;
+        memset(back, 0, sizeof(back));
+        assert_int_equal(run1(ns, CORE_OP_READ, 5, 8, back, 8 * EXT, NULL), CORE_OK);
+        assert_memory_equal(back, ext, 8 * EXT);
+
+        /* Format: every block's metadata back to the escape, the data kept, the event. */
+        assert_int_equal(core_ns_listen(on_event, NULL), 0);
+        unsigned before = format_events;
+        struct core_pi_fmt f2 = fmt_of(2);
+        assert_int_equal(core_ns_format(ns, &f2, NULL, err, sizeof(err)), 0);
+        assert_int_equal(format_events, before + 1);
+        assert_int_equal(format_new, 2);
+        expect_all(5);
+        nx.host_md = true;
+        assert_int_equal(run1(ns, CORE_OP_READ, 5, 8, back, 8 * EXT, NULL), CORE_OK);
+        for (size_t i = 0; i < 8; i++) {
+                assert_memory_equal(back + i * EXT, ext + i * EXT, BS);
+                for (size_t k = 0; k < MD; k++)
+                        assert_int_equal(back[i * EXT + BS + k], 0xff);
+        }
+        /* A bad format is refused and changes nothing. */
+        struct core_pi_fmt bad = fmt_of(1);
+        bad.md_size = 4;
+        assert_int_equal(core_ns_format(ns, &bad, NULL, err, sizeof(err)), -EINVAL);
+        assert_int_equal(ns->pi.type, 2);
+        /* The new format survives a reopen. */
+        assert_int_equal(core_ns_delete("pers"), 0);
+        assert_int_equal(core_ns_create(&p, &ns, err, sizeof(err)), 0);
+        assert_int_equal(ns->pi.type, 2);
+
+        /* Resize: grown blocks escape; written ones keep their metadata. */
+        nx.host_md = true;
+        mk_ext(2, ext, 60, 4, 8);
+        expect_all(60);
+        assert_int_equal(run1(ns, CORE_OP_WRITE, 60, 4, ext, 4 * EXT, NULL), CORE_OK);
+        assert_int_equal(core_ns_resize(ns, 2 * NBLK, true, err, sizeof(err)), 0);
+        expect_all(60);
+        nx.host_md = true;
+        assert_int_equal(run1(ns, CORE_OP_READ, 60, 8, back, 8 * EXT, NULL), CORE_OK);
+        assert_memory_equal(back, ext, 4 * EXT);
+        for (size_t k = 0; k < MD; k++)
+                assert_int_equal(back[4 * EXT + BS + k], 0xff);
+
+        /* Format to none: data only, no metadata, the store gone. */
+        struct core_pi_fmt none = {.block_size = BS};
+        assert_int_equal(core_ns_format(ns, &none, NULL, err, sizeof(err)), 0);
+        assert_int_equal(core_ns_md_per_block(ns), 0);
+        assert_null(ns->pistore);
+        assert_int_equal(run1(ns, CORE_OP_READ, 60, 4, back, 4 * BS, NULL), CORE_OK);
+        assert_memory_equal(back, ext, BS);
+        char path[512];
+        snprintf(path, sizeof(path), "%s/pers.pi", state_dir);
+        assert_int_not_equal(access(path, F_OK), 0);
+        assert_int_equal(core_ns_delete("pers"), 0);
+}
+
+/* A null namespace: nothing stored, every read escapes, writes are checked all the same. */
+static void test_null(void **st)
+{
+        (void)st;
+        struct core_ns *ns = mk("pinull", "null", 1);
+        static uint8_t ext[4 * EXT];
+        mk_ext(1, ext, 0, 4, 9);
+        ext[EXT + BS] ^= 0xff; /* the second block's guard */
+        uint64_t info;
+        expect_all(0);
+        nx.host_md = true;
+        assert_int_equal(run1(ns, CORE_OP_WRITE, 0, 4, ext, 4 * EXT, &info), CORE_E_PI_GUARD);
+        assert_int_equal(info, 1);
+        expect_all(0);
+        nx.host_md = true;
+        assert_int_equal(run1(ns, CORE_OP_READ, 0, 4, ext, 4 * EXT, NULL), CORE_OK);
+        assert_int_equal(ext[BS], 0xff);
+        assert_int_equal(core_ns_delete("pinull"), 0);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+            cmocka_unit_test(test_types_mem),
+            cmocka_unit_test(test_types_file),
+            cmocka_unit_test(test_persist_format_resize),
+            cmocka_unit_test(test_null),
+        };
+        return cmocka_run_group_tests(tests, setup, teardown);
+}
