@@ -1,5 +1,7 @@
 /*
  * MODE SENSE(6)/(10) and MODE SELECT(6)/(10) (SPC-5 6.11-6.14, 7.5): the
+ * Read-Write Error Recovery page (01h, SBC-4 6.5.10: all zero, nothing
+ * changeable; sg_format reads the block descriptor with it), the
  * caching page (08h, SBC-4 6.5.5; WCE maps to core_ns.wce), the control
  * page (0Ah, SPC-5 7.5.8; D_SENSE and SWP changeable), the IO advice hints
  * grouping page (0Ah/05h, SBC-4 6.5.7; built and selected by streams.c:
@@ -27,6 +29,7 @@
 
 enum { PC_CURRENT = 0, PC_CHANGEABLE = 1, PC_DEFAULT = 2, PC_SAVED = 3 };
 
+#define RWER_LEN    12 /* Read-Write Error Recovery (SBC-4 6.5.10): no retries to tune */
 #define CACHING_LEN 20
 #define CONTROL_LEN 12
 #define IEC_LEN     12
@@ -44,6 +47,7 @@ static const struct mode_page {
         uint32_t len;
         bool (*present)(const struct core_ns *ns); /* NULL: every LU */
 } mode_pages[] = {
+    {0x01, 0x00, RWER_LEN, NULL}, /* sg_format reads its block descriptor with it */
     {0x08, 0x00, CACHING_LEN, NULL},
     {0x0a, 0x00, CONTROL_LEN, NULL},
     {0x0a, 0x02, SCSI_APPTAG_HDR, scsi_apptag_page_present}, /* Application Tag (pi.c) */

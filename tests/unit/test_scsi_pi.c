@@ -64,8 +64,7 @@ static int teardown(void **state)
         scsi_target_fini(&tgt);
         free(ns.scsi_state);
         ns.scsi_state = NULL;
-        free(ns.apptab);
-        ns.apptab = NULL;
+        core_ns_pi_close(&ns); /* the application tag tables */
         return 0;
 }
 
