@@ -196,19 +196,21 @@ check pi-scsi-corruption pis_corrupt
 
 # READ(32)/WRITE(32) (7Fh, 0009h/000Bh): one block at LBA with xxPROTECT P and EILBRT R.
 pis_cdb32() { # SA P LBA R
-	printf '7f 00 00 00 00 00 00 18 00 %02x %02x 00 00 00 00 00 %s %s ff ff 00 00 00 01' "$1" $(($2 << 5)) \
+	printf '7f 00 00 00 00 00 00 18 00 %02x %02x 00 00 00 00 00 %s %s ff ff 00 00 00 00 00 01' "$1" $(($2 << 5)) \
 		"$(printf '%08x' "$3" | sed 's/../& /g')" "$(printf '%08x' "$4" | sed 's/../& /g')"
 }
+# sg_raw takes opcode 7Fh for NVMe over Fabrics unless told it is SCSI.
+pis_raw32() { sg_raw --cmdset=1 "$@"; }
 pis_type2() {
 	local out
 	sg_format --format --fmtpinfo=3 --quick --wait "$PIS_SD" || return 1
 	pis_drain_ua "$PIS_SD"
 	sg_readcap -l "$PIS_SD" | grep "prot_en=1, p_type=1" || return 1
 	head -c 512 /dev/urandom >"$state/pis-d20"
-	sg_raw -s 512 -i "$state/pis-d20" "$PIS_SD" $(pis_cdb32 0x0b 0 20 0x1000) || return 1
-	sg_raw -r 520 -o "$state/pis-b20" "$PIS_SD" $(pis_cdb32 0x09 1 20 0x1000) || return 1
+	pis_raw32 -s 512 -i "$state/pis-d20" "$PIS_SD" $(pis_cdb32 0x0b 0 20 0x1000) || return 1
+	pis_raw32 -r 520 -o "$state/pis-b20" "$PIS_SD" $(pis_cdb32 0x09 1 20 0x1000) || return 1
 	[ "$(tail -c 4 "$state/pis-b20" | od -An -tx1 | tr -d ' \n')" = 00001000 ] || return 1
-	out=$(sg_raw -r 520 -o "$state/pis-b20x" "$PIS_SD" $(pis_cdb32 0x09 1 20 0x1001) 2>&1)
+	out=$(pis_raw32 -r 520 -o "$state/pis-b20x" "$PIS_SD" $(pis_cdb32 0x09 1 20 0x1001) 2>&1)
 	pis_refused "$out" "reference tag check failed" 20 || return 1
 	out=$(pis_read 1 20 520 "$state/pis-b20y")
 	echo "$out"
