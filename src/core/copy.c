@@ -274,6 +274,16 @@ static enum core_status check_range(const struct core_copy *c, const struct core
                 return CORE_E_INTERNAL;
         if (r->src->block_size != r->dst->block_size)
                 return CORE_E_COPY_INCOMPATIBLE;
+        /*
+         * Protection information (issue 10): different metadata formats are
+         * incompatible; copying the metadata with the data is not done yet,
+         * so a copy touching a namespace with metadata is refused.
+         */
+        uint32_t smd = core_ns_md_per_block(r->src), dmd = core_ns_md_per_block(r->dst);
+        if (smd != dmd)
+                return CORE_E_COPY_INCOMPATIBLE;
+        if (smd)
+                return CORE_E_INVALID_FIELD;
         enum core_status st = core_ns_check(r->src, base);
         if (st == CORE_OK)
                 st = core_ns_check(r->dst, base | CORE_CHK_WRITABLE);

@@ -341,6 +341,23 @@ static void be_io(struct core_req *req, enum core_op op, uint64_t lba, uint64_t 
                            iovcnt, (req->flags & CORE_REQ_FUA) != 0);
 }
 
+/*
+ * DEALLOCATE that ends before any I/O: anchoring where the namespace cannot
+ * (INVALID FIELD), or a namespace that is not thin (the hint is ignored).
+ */
+static bool dealloc_done(struct core_req *req)
+{
+        if ((req->flags & CORE_REQ_ANCHOR) && !core_ns_can_anchor(req->ns)) {
+                core_req_complete(req, CORE_E_INVALID_FIELD);
+                return true;
+        }
+        if (!req->ns->thin) {
+                core_req_complete(req, CORE_OK);
+                return true;
+        }
+        return false;
+}
+
 static void write_same_next(struct core_req *req)
 {
         struct core_ns *ns = req->ns;
@@ -472,6 +489,8 @@ enum {
         PI_F_MD,     /* flush: store */
         PI_Z_MD,     /* write zeroes / deallocate: metadata to the escape */
         PI_Z_DATA,   /* ...then the data */
+        PI_WS_MD,    /* write same: a piece's metadata */
+        PI_WS_DATA,  /* ...then its data */
 };
 
 static _Atomic uint64_t *pi_slot(struct core_req *req)
@@ -534,6 +553,57 @@ static void cur_copy(struct iov_cur *c, uint8_t *buf, size_t len, bool to_iov)
         }
 }
 
+static size_t pi_units(const struct core_pi_fmt *f, uint64_t nlb)
+{
+        return f->type == CORE_PI_TYPE0 ? nlb : nlb << f->pi_exp;
+}
+
+/*
+ * COMPARE: the host's data (its extended LBAs' data when host_md: the
+ * metadata is not compared, the stored PI is checked instead) against the
+ * blocks read; false with *where the offset in the host's transfer of the
+ * first byte that differs.
+ */
+static bool pi_compare(struct core_req *req, const uint8_t *data, uint64_t nlb, uint64_t *where)
+{
+        const struct core_pi_fmt *f = &req->pix.fmt;
+        size_t iv = req->pi.host_md
+                        ? (f->type == CORE_PI_TYPE0 ? f->block_size : f->block_size >> f->pi_exp)
+                        : (size_t)nlb * f->block_size;
+        size_t gap = req->pi.host_md ? f->md_size : 0;
+        size_t units = req->pi.host_md ? pi_units(f, nlb) : 1;
+        struct iov_cur c = {.iov = req->iov, .cnt = req->iovcnt};
+        uint64_t off = 0;
+        for (size_t u = 0; u < units; u++) {
+                for (size_t k = 0; k < iv;) {
+                        if (c.i >= c.cnt)
+                                return true;
+                        size_t avail = c.iov[c.i].iov_len - c.off;
+                        if (!avail) {
+                                c.i++;
+                                c.off = 0;
+                                continue;
+                        }
+                        size_t n = avail < iv - k ? avail : iv - k;
+                        const uint8_t *p = (const uint8_t *)c.iov[c.i].iov_base + c.off;
+                        const uint8_t *q = data + u * iv + k;
+                        if (memcmp(p, q, n)) {
+                                size_t b = 0;
+                                while (p[b] == q[b])
+                                        b++;
+                                *where = off + k + b;
+                                return false;
+                        }
+                        c.off += n;
+                        k += n;
+                }
+                off += iv + gap;
+                uint8_t skip[64];
+                cur_copy(&c, skip, gap, false);
+        }
+        return true;
+}
+
 /* Extended LBAs in the request's iov <-> separate data and metadata (to_iov: join). */
 static void pi_ext_xfer(struct core_req *req, uint8_t *data, uint8_t *md, uint64_t nlb, bool to_iov)
 {
@@ -562,21 +632,68 @@ static void pi_fail(struct core_req *req, enum core_status st, const struct core
         finish(req, st);
 }
 
-/* The check a request asks for, of blocks from lba. */
-static void pi_check_of(struct core_req *req, uint64_t lba, struct core_pi_check *c)
+/* Reference tag of block lba's first interval, from the request's first (ref). */
+static uint64_t pi_ref_at(const struct core_req *req, uint64_t ref, uint64_t lba)
 {
         const struct core_pi_fmt *f = &req->pix.fmt;
         unsigned bits = core_pi_ref_bits(f);
-        uint64_t ref = req->pi.ref + ((lba - req->lba) << f->pi_exp);
+        ref += (lba - req->lba) << f->pi_exp;
+        return bits < 64 ? ref & ((1ull << bits) - 1) : ref;
+}
+
+/* The check a request asks for, of blocks from lba. */
+static void pi_check_of(struct core_req *req, uint64_t lba, struct core_pi_check *c)
+{
         *c = (struct core_pi_check){
             .flags = req->pi.chk,
-            .ref = bits < 64 ? ref & ((1ull << bits) - 1) : ref,
+            .ref = pi_ref_at(req, req->pi.ref, lba),
             .app = req->pi.app,
             .app_mask = req->pi.app_mask,
             .lba = lba,
             .tab = req->pi.use_apptab ? atomic_load_explicit(&req->ns->apptab, memory_order_acquire)
                                       : NULL,
         };
+}
+
+/*
+ * Extended LBAs in one host buffer are used in place: the backend reads and
+ * writes each interval's data through an iovec of its own (at most
+ * PI_EXT_VEC_MAX: io_uring's IOV_MAX), the metadata is copied out or in and
+ * the checks run on the interleaved buffer.  Cheaper than a bounce of the
+ * data (bench/pi).
+ */
+#define PI_EXT_VEC_MAX 1024u
+
+/* The iovecs of the intervals' data in the host's buffer, after the metadata in pix.buf. */
+static struct iovec *pi_ext_vec(struct core_req *req, size_t *n)
+{
+        const struct core_pi_fmt *f = &req->pix.fmt;
+        size_t iv = f->type == CORE_PI_TYPE0 ? f->block_size : f->block_size >> f->pi_exp;
+        size_t stride = iv + f->md_size, units = pi_units(f, req->nlb);
+        struct iovec *v = (struct iovec *)(req->pix.buf +
+                                           (((size_t)req->nlb * req->pix.mdpb + 63) & ~(size_t)63));
+        uint8_t *ext = req->iov[0].iov_base;
+        for (size_t u = 0; u < units; u++) {
+                v[u].iov_base = ext + u * stride;
+                v[u].iov_len = iv;
+        }
+        *n = units;
+        return v;
+}
+
+/* The metadata of every interval between the host's buffer and pix.md (to_ext: into it). */
+static void pi_ext_md(struct core_req *req, bool to_ext)
+{
+        const struct core_pi_fmt *f = &req->pix.fmt;
+        size_t iv = f->type == CORE_PI_TYPE0 ? f->block_size : f->block_size >> f->pi_exp;
+        size_t stride = iv + f->md_size, units = pi_units(f, req->nlb);
+        uint8_t *ext = (uint8_t *)req->iov[0].iov_base + iv, *md = req->pix.md;
+        for (size_t u = 0; u < units; u++) {
+                if (to_ext)
+                        memcpy(ext + u * stride, md + u * f->md_size, f->md_size);
+                else
+                        memcpy(md + u * f->md_size, ext + u * stride, f->md_size);
+        }
 }
 
 static void pi_go(struct core_req *req);
@@ -610,6 +727,82 @@ static void pi_read_piece(struct core_req *req)
                             false);
 }
 
+/*
+ * A value of the host's PI tuple of one block (data, md): the engine's
+ * check of flag against 0 fails with the actual value unless it is 0.
+ */
+static uint64_t pi_probe(struct core_req *req, struct core_pi_buf b, unsigned flag, uint16_t app)
+{
+        struct core_pi_check c = {.flags = flag, .app = app, .app_mask = 0xffff, .lba = req->lba};
+        struct core_pi_err e;
+        if (core_pi_verify(&req->pix.fmt, b, 1, &c, &e) == CORE_OK)
+                return app;
+        return e.actual;
+}
+
+/*
+ * WRITE SAME with the host's PI: its block checked as asked; its tuple
+ * replicated as is when it escapes or for type 3 (a constant reference
+ * tag), else regenerated per block from its reference tag (incremented)
+ * and application tag (SBC-4 WRITE SAME with WRPROTECT).
+ */
+static bool pi_ws_host(struct core_req *req)
+{
+        const struct core_pi_fmt *f = &req->pix.fmt;
+        struct core_pi_buf b = {req->pix.data, req->pix.ws_md};
+        if (req->pi.chk) {
+                struct core_pi_check c;
+                struct core_pi_err e;
+                pi_check_of(req, req->lba, &c);
+                enum core_status st = core_pi_verify(f, b, 1, &c, &e);
+                if (st != CORE_OK) {
+                        pi_fail(req, st, &e);
+                        return false;
+                }
+        }
+        /* An escape passes any application tag check: 0 and 1 both. */
+        bool escape =
+            pi_probe(req, b, CORE_PI_CHK_APP, 0) == 0 && pi_probe(req, b, CORE_PI_CHK_APP, 1) == 1;
+        req->pix.ws_raw = escape || f->type == CORE_PI_TYPE3 || f->type == CORE_PI_TYPE0;
+        req->pix.ws_app = (uint16_t)pi_probe(req, b, CORE_PI_CHK_APP, 0);
+        req->pix.ws_ref = pi_probe(req, b, CORE_PI_CHK_REF, 0);
+        return true;
+}
+
+/*
+ * WRITE SAME, a piece at a time: the block replicated in the bounce, the
+ * PI of each block generated (reference tag incremented per interval from
+ * gen_ref, gen_app), the piece's metadata stored, then its data.
+ */
+static void pi_ws_piece(struct core_req *req)
+{
+        struct core_ns *ns = req->ns;
+        uint64_t n = req->pix.end_lba - req->pix.cur_lba;
+        if (n > req->pix.piece)
+                n = req->pix.piece;
+        size_t md_len = n * req->pix.mdpb;
+        struct core_pi_tags tags = {.ref = pi_ref_at(req, req->pi.gen_ref, req->pix.cur_lba),
+                                    .app = req->pi.gen_app};
+        if (req->pi.host_md) {
+                /* The host's metadata in every block; its PI tuple regenerated unless raw. */
+                for (uint64_t i = 0; i < n; i++)
+                        memcpy(req->pix.md + i * req->pix.mdpb, req->pix.ws_md, req->pix.mdpb);
+                tags.ref = pi_ref_at(req, req->pix.ws_ref, req->pix.cur_lba);
+                tags.app = req->pix.ws_app;
+        } else {
+                memset(req->pix.md, 0, md_len);
+        }
+        if (!req->pi.host_md || !req->pix.ws_raw)
+                core_pi_generate(&req->pix.fmt, (struct core_pi_buf){req->pix.data, req->pix.md}, n,
+                                 &tags);
+        md_invert(req->pix.md, md_len);
+        req->one_iov.iov_base = req->pix.md;
+        req->one_iov.iov_len = md_len;
+        req->pix.step = PI_WS_MD;
+        core_pistore_submit(ns->pistore, req, CORE_OP_WRITE, req->pix.cur_lba, n, &req->one_iov, 1,
+                            (req->flags & CORE_REQ_FUA) != 0);
+}
+
 static void pi_start(struct core_req *req)
 {
         struct core_ns *ns = req->ns;
@@ -621,14 +814,8 @@ static void pi_start(struct core_req *req)
                 ns->be.ops->submit(&ns->be, req, CORE_OP_FLUSH, 0, 0, NULL, 0, false);
                 return;
         case CORE_OP_DEALLOCATE:
-                if ((req->flags & CORE_REQ_ANCHOR) && !core_ns_can_anchor(ns)) {
-                        core_req_complete(req, CORE_E_INVALID_FIELD);
+                if (dealloc_done(req))
                         return;
-                }
-                if (!ns->thin) {
-                        core_req_complete(req, CORE_OK);
-                        return;
-                }
                 /* fall through */
         case CORE_OP_WRITE_ZEROES:
                 req->pix.step = PI_Z_MD;
@@ -642,8 +829,19 @@ static void pi_start(struct core_req *req)
                         return;
                 }
                 break;
+        case CORE_OP_WRITE_SAME:
+                if (!req->pi.host_md && block_is_zero(req->iov[0].iov_base, ns->block_size)) {
+                        /* Zeroes: as WRITE ZEROES, the metadata back to the escape. */
+                        req->pix.step = PI_Z_MD;
+                        core_pistore_submit(ns->pistore, req, CORE_OP_WRITE_ZEROES, req->lba, nlb,
+                                            NULL, 0, (req->flags & CORE_REQ_FUA) != 0);
+                        return;
+                }
+                break;
         case CORE_OP_READ:
         case CORE_OP_WRITE:
+        case CORE_OP_COMPARE:
+        case CORE_OP_COMPARE_AND_WRITE:
                 break;
         default:
                 /* Not yet with metadata (README "Protection information"). */
@@ -652,13 +850,15 @@ static void pi_start(struct core_req *req)
         }
         /* READ, WRITE, VERIFY: the buffer. */
         size_t md_len = nlb * mdpb, data_len = nlb << ns->block_shift;
-        bool bounce = req->pi.host_md || req->iovcnt > 1 || req->op == CORE_OP_VERIFY;
+        bool bounce = req->pi.host_md || req->iovcnt > 1 || req->op == CORE_OP_VERIFY ||
+                      req->op == CORE_OP_WRITE_SAME || req->op == CORE_OP_COMPARE ||
+                      req->op == CORE_OP_COMPARE_AND_WRITE;
         if (req->op == CORE_OP_READ && !req->pi.host_md && !req->pi.chk)
                 bounce = false; /* data straight into the host's buffers */
         req->pix.cur_lba = req->lba;
         req->pix.end_lba = req->lba + nlb;
         req->pix.piece = req->nlb;
-        if (req->op == CORE_OP_VERIFY) {
+        if (req->op == CORE_OP_VERIFY || req->op == CORE_OP_WRITE_SAME) {
                 /* A piece at a time: a long VERIFY needs no buffer as long as its blocks. */
                 uint64_t per = RT_BIGBUF_CHUNK / (ns->block_size + mdpb);
                 if (per > nlb)
@@ -668,7 +868,15 @@ static void pi_start(struct core_req *req)
                 data_len = per << ns->block_shift;
         }
         size_t md_room = (md_len + 63) & ~(size_t)63;
-        size_t len = md_room + (bounce ? data_len : 0);
+        req->pix.ext_vec = req->pi.host_md && req->iovcnt == 1 &&
+                           (req->op == CORE_OP_READ || req->op == CORE_OP_WRITE) &&
+                           pi_units(&req->pix.fmt, nlb) <= PI_EXT_VEC_MAX;
+        if (req->pix.ext_vec) {
+                bounce = false;
+                data_len = pi_units(&req->pix.fmt, nlb) * sizeof(struct iovec);
+        }
+        size_t len = md_room + (bounce || req->pix.ext_vec ? data_len : 0) +
+                     (req->op == CORE_OP_WRITE_SAME ? mdpb : 0);
         req->pix.bounce = bounce;
         size_t got = 0;
         void *b = rt_bigbuf_get(req->reactor, len, &got);
@@ -686,6 +894,58 @@ static void pi_start(struct core_req *req)
         pi_go(req);
 }
 
+/*
+ * A write's blocks separated (pix.data or the request's single buffer, and
+ * pix.md: what the host sent when host_md): the host's PI checked as asked
+ * (nothing is stored when it fails; false), regenerated (gen), or
+ * generated when the host sent data only.
+ */
+static bool pi_protect(struct core_req *req)
+{
+        const struct core_pi_fmt *f = &req->pix.fmt;
+        uint64_t nlb = req->nlb;
+        struct core_pi_buf b = {pi_data(req), req->pix.md};
+        struct core_pi_tags tags = {.ref = req->pi.gen_ref, .app = req->pi.gen_app};
+        if (!req->pi.host_md) {
+                memset(req->pix.md, 0, nlb * req->pix.mdpb);
+                core_pi_generate(f, b, nlb, &tags);
+                return true;
+        }
+        if (req->pi.chk) {
+                struct core_pi_check c;
+                struct core_pi_err e;
+                pi_check_of(req, req->lba, &c);
+                enum core_status st = core_pi_verify(f, b, nlb, &c, &e);
+                if (st != CORE_OK) {
+                        pi_fail(req, st, &e);
+                        return false;
+                }
+        }
+        if (req->pi.gen)
+                core_pi_generate(f, b, nlb, &tags);
+        return true;
+}
+
+/* The write's metadata to the store first (PI_W_MD); the data follows in pi_next. */
+static void pi_store_md(struct core_req *req)
+{
+        struct core_ns *ns = req->ns;
+        size_t md_len = (size_t)req->nlb * req->pix.mdpb;
+        bool fua = (req->flags & CORE_REQ_FUA) != 0;
+        req->pix.step = PI_W_MD;
+        if (req->flags & CORE_REQ_SANITIZE) {
+                /* A sanitize overwrite: the metadata goes back to the escape with the data. */
+                core_pistore_submit(ns->pistore, req, CORE_OP_WRITE_ZEROES, req->lba, req->nlb,
+                                    NULL, 0, fua);
+                return;
+        }
+        md_invert(req->pix.md, md_len);
+        req->one_iov.iov_base = req->pix.md;
+        req->one_iov.iov_len = md_len;
+        core_pistore_submit(ns->pistore, req, CORE_OP_WRITE, req->lba, req->nlb, &req->one_iov, 1,
+                            fua);
+}
+
 /* READ, WRITE, VERIFY with the buffer in hand. */
 static void pi_go(struct core_req *req)
 {
@@ -697,47 +957,53 @@ static void pi_go(struct core_req *req)
             req->pix.bounce
                 ? req->pix.buf + (((size_t)req->pix.piece * req->pix.mdpb + 63) & ~(size_t)63)
                 : NULL;
+        if (req->op == CORE_OP_WRITE_SAME) {
+                struct iov_cur c = {.iov = req->iov, .cnt = req->iovcnt};
+                cur_copy(&c, req->pix.data, ns->block_size, false);
+                if (req->pi.host_md) {
+                        req->pix.ws_md =
+                            req->pix.data + ((size_t)req->pix.piece << ns->block_shift);
+                        cur_copy(&c, req->pix.ws_md, req->pix.mdpb, false);
+                        if (!pi_ws_host(req))
+                                return;
+                }
+                for (uint32_t i = 1; i < req->pix.piece; i++)
+                        memcpy(req->pix.data + ((size_t)i << ns->block_shift), req->pix.data,
+                               ns->block_size);
+                pi_ws_piece(req);
+                return;
+        }
         if (req->op != CORE_OP_WRITE) {
                 pi_read_piece(req);
                 return;
         }
         uint8_t *md = req->pix.md;
-        size_t md_len = nlb * req->pix.mdpb;
         struct core_pi_tags tags = {.ref = req->pi.gen_ref, .app = req->pi.gen_app};
-        if (req->pi.host_md) {
-                pi_ext_xfer(req, req->pix.data, md, nlb, false);
+        if (req->pix.ext_vec) {
+                /* Checked and (gen) regenerated in the host's buffer; the metadata copied out. */
+                struct core_pi_buf ext = {req->iov[0].iov_base, NULL};
                 if (req->pi.chk) {
-                        /* What the host sent, before anything is stored. */
                         struct core_pi_check c;
                         struct core_pi_err e;
                         pi_check_of(req, req->lba, &c);
-                        enum core_status st =
-                            core_pi_verify(f, (struct core_pi_buf){req->pix.data, md}, nlb, &c, &e);
+                        enum core_status st = core_pi_verify(f, ext, nlb, &c, &e);
                         if (st != CORE_OK) {
                                 pi_fail(req, st, &e);
                                 return;
                         }
                 }
                 if (req->pi.gen)
-                        core_pi_generate(f, (struct core_pi_buf){req->pix.data, md}, nlb, &tags);
+                        core_pi_generate(f, ext, nlb, &tags);
+                pi_ext_md(req, false);
         } else {
-                if (req->pix.data)
+                if (req->pi.host_md)
+                        pi_ext_xfer(req, req->pix.data, md, nlb, false);
+                else if (req->pix.data)
                         iov_to_flat(req, req->pix.data, 0, nlb << ns->block_shift);
-                memset(md, 0, md_len);
-                core_pi_generate(f, (struct core_pi_buf){pi_data(req), md}, nlb, &tags);
+                if (!pi_protect(req))
+                        return;
         }
-        bool fua = (req->flags & CORE_REQ_FUA) != 0;
-        req->pix.step = PI_W_MD;
-        if (req->flags & CORE_REQ_SANITIZE) {
-                /* A sanitize overwrite: the metadata goes back to the escape with the data. */
-                core_pistore_submit(ns->pistore, req, CORE_OP_WRITE_ZEROES, req->lba, nlb, NULL, 0,
-                                    fua);
-                return;
-        }
-        md_invert(md, md_len);
-        req->one_iov.iov_base = md;
-        req->one_iov.iov_len = md_len;
-        core_pistore_submit(ns->pistore, req, CORE_OP_WRITE, req->lba, nlb, &req->one_iov, 1, fua);
+        pi_store_md(req);
 }
 
 /* A store or data I/O of the protection stage completed (res >= 0). */
@@ -748,7 +1014,11 @@ static void pi_next(struct core_req *req)
         switch (req->pix.step) {
         case PI_W_MD:
                 req->pix.step = PI_W_DATA;
-                if (req->pix.data) {
+                if (req->pix.ext_vec) {
+                        size_t n;
+                        struct iovec *v = pi_ext_vec(req, &n);
+                        be_io(req, CORE_OP_WRITE, req->lba, req->nlb, v, (int)n);
+                } else if (req->pix.data) {
                         req->one_iov.iov_base = req->pix.data;
                         req->one_iov.iov_len = (uint64_t)req->nlb << ns->block_shift;
                         be_io(req, CORE_OP_WRITE, req->lba, req->nlb, &req->one_iov, 1);
@@ -765,6 +1035,21 @@ static void pi_next(struct core_req *req)
                 req->pix.step = PI_F_MD;
                 core_pistore_submit(ns->pistore, req, CORE_OP_FLUSH, 0, 0, NULL, 0, false);
                 return;
+        case PI_WS_MD: {
+                uint64_t n = req->one_iov.iov_len / req->pix.mdpb;
+                req->pix.step = PI_WS_DATA;
+                req->one_iov.iov_base = req->pix.data;
+                req->one_iov.iov_len = n << ns->block_shift;
+                be_io(req, CORE_OP_WRITE, req->pix.cur_lba, n, &req->one_iov, 1);
+                return;
+        }
+        case PI_WS_DATA:
+                req->pix.cur_lba += req->one_iov.iov_len >> ns->block_shift;
+                if (req->pix.cur_lba < req->pix.end_lba)
+                        pi_ws_piece(req);
+                else
+                        finish(req, CORE_OK);
+                return;
         case PI_Z_MD:
                 req->pix.step = PI_Z_DATA;
                 be_io(req, CORE_OP_WRITE_ZEROES, req->lba, req->nlb, NULL, 0);
@@ -773,7 +1058,11 @@ static void pi_next(struct core_req *req)
                 uint64_t n = req->one_iov.iov_len / req->pix.mdpb;
                 md_invert(req->pix.md, req->one_iov.iov_len);
                 req->pix.step = PI_R_DATA;
-                if (req->pix.data) {
+                if (req->pix.ext_vec) {
+                        size_t nv;
+                        struct iovec *v = pi_ext_vec(req, &nv);
+                        be_io(req, CORE_OP_READ, req->lba, req->nlb, v, (int)nv);
+                } else if (req->pix.data) {
                         req->one_iov.iov_base = req->pix.data;
                         req->one_iov.iov_len = n << ns->block_shift;
                         be_io(req, CORE_OP_READ, req->pix.cur_lba, n, &req->one_iov, 1);
@@ -784,6 +1073,23 @@ static void pi_next(struct core_req *req)
         }
         case PI_R_DATA: {
                 uint64_t n = req->pix.data ? req->one_iov.iov_len >> ns->block_shift : req->nlb;
+                if (req->pix.ext_vec) {
+                        /* The metadata into the host's buffer, then the checks there. */
+                        pi_ext_md(req, true);
+                        if (req->pi.chk) {
+                                struct core_pi_check c;
+                                struct core_pi_err e;
+                                pi_check_of(req, req->lba, &c);
+                                enum core_status st = core_pi_verify(
+                                    f, (struct core_pi_buf){req->iov[0].iov_base, NULL}, n, &c, &e);
+                                if (st != CORE_OK) {
+                                        pi_fail(req, st, &e);
+                                        return;
+                                }
+                        }
+                        finish(req, CORE_OK);
+                        return;
+                }
                 if (req->pi.chk) {
                         struct core_pi_check c;
                         struct core_pi_err e;
@@ -794,6 +1100,51 @@ static void pi_next(struct core_req *req)
                                 pi_fail(req, st, &e);
                                 return;
                         }
+                }
+                if (req->op == CORE_OP_COMPARE || req->op == CORE_OP_COMPARE_AND_WRITE) {
+                        uint64_t where;
+                        if (!pi_compare(req, req->pix.data, n, &where)) {
+                                req->info = where;
+                                req->info_valid = true;
+                                finish(req, CORE_E_MISCOMPARE);
+                                return;
+                        }
+                        if (req->op == CORE_OP_COMPARE) {
+                                finish(req, CORE_OK);
+                                return;
+                        }
+                        /*
+                         * COMPARE AND WRITE (the range lock held since run()): the
+                         * write half of the host's buffer into the bounce, then as a
+                         * write.
+                         */
+                        struct iov_cur c = {.iov = req->iov, .cnt = req->iovcnt};
+                        uint64_t half = core_ns_xfer_bytes(ns, n, req->pi.host_md);
+                        while (half && c.i < c.cnt) {
+                                size_t avail = c.iov[c.i].iov_len - c.off;
+                                size_t k = avail < half ? avail : half;
+                                c.off += k;
+                                half -= k;
+                                if (c.off == c.iov[c.i].iov_len) {
+                                        c.i++;
+                                        c.off = 0;
+                                }
+                        }
+                        if (req->pi.host_md) {
+                                size_t iv = f->type == CORE_PI_TYPE0 ? f->block_size
+                                                                     : f->block_size >> f->pi_exp;
+                                for (size_t u = 0; u < pi_units(f, n); u++) {
+                                        cur_copy(&c, req->pix.data + u * iv, iv, false);
+                                        cur_copy(&c, req->pix.md + u * f->md_size, f->md_size,
+                                                 false);
+                                }
+                        } else {
+                                cur_copy(&c, req->pix.data, n << ns->block_shift, false);
+                        }
+                        if (!pi_protect(req))
+                                return;
+                        pi_store_md(req);
+                        return;
                 }
                 if (req->op == CORE_OP_VERIFY) {
                         req->pix.cur_lba += n;
@@ -935,14 +1286,8 @@ static void run(struct core_req *req)
                 start_rmw(&req->defer);
                 return;
         case CORE_OP_DEALLOCATE:
-                if ((req->flags & CORE_REQ_ANCHOR) && !core_ns_can_anchor(ns)) {
-                        core_req_complete(req, CORE_E_INVALID_FIELD);
+                if (dealloc_done(req))
                         return;
-                }
-                if (!ns->thin) {
-                        core_req_complete(req, CORE_OK);
-                        return;
-                }
                 /*
                  * Every backend's WRITE_ZEROES frees the range (hole punch,
                  * dropped pages); with CORE_REQ_ANCHOR it keeps the space.
@@ -1150,6 +1495,8 @@ void core_req_submit(struct core_req *req)
         case CORE_OP_WRITE_SAME:
                 need = ns->block_size;
                 scratch = ns->block_size;
+                if (req->pi.host_md)
+                        need += core_ns_md_per_block(ns);
                 break;
         default:
                 break;

@@ -198,13 +198,18 @@ struct core_req {
         struct {
                 bool users;   /* counted in the namespace's pi_users slot */
                 bool bounce;  /* the data goes through the buffer (after the metadata) */
+                bool ext_vec; /* extended LBAs in place: an iovec per interval's data */
                 uint8_t step; /* core/req.c PI_* */
                 uint32_t mdpb;
                 struct core_pi_fmt fmt;
                 uint8_t *buf, *md, *data; /* buf: borrowed; md, data: inside it (data NULL: iov) */
                 size_t buf_len;
                 uint64_t cur_lba, end_lba; /* VERIFY: the piece now, the end */
-                uint32_t piece;            /* VERIFY: blocks per piece */
+                uint32_t piece;            /* VERIFY, WRITE SAME: blocks per piece */
+                uint8_t *ws_md;            /* WRITE SAME with the host's PI: its block's metadata */
+                bool ws_raw;               /* ...replicated as is (escape, type 3) */
+                uint64_t ws_ref;           /* ...else regenerated from its reference tag */
+                uint16_t ws_app;           /* ...and application tag */
                 struct rt_bigbuf_wait wait;
         } pix;
         void *scratch; /* per-request bounce buffer owned by the issuer (compare/orwrite) */

@@ -619,7 +619,8 @@ static void diff(struct plan *pl, struct model *run, struct model *want, json_t 
                                                     "pi_md",
                                                     "pi_guard",
                                                     "pi_exp",
-                                                    "pi_first"};
+                                                    "pi_first",
+                                                    "pi_sts"};
                 for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
                         ns_fixed(pl, k, np, op, fixed[i]);
                 json_t *set = json_pack("{s:s}", "name", k);

@@ -377,7 +377,8 @@ static const char *const pi_guard_names[] = {"crc16", "crc32c", "crc64"};
 
 static bool pi_keys_given(struct rpc_ctx *c)
 {
-        static const char *const keys[] = {"pi_type", "pi_md", "pi_guard", "pi_exp", "pi_first"};
+        static const char *const keys[] = {"pi_type", "pi_md",    "pi_guard",
+                                           "pi_exp",  "pi_first", "pi_sts"};
         for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
                 if (json_object_get(c->params, keys[i]))
                         return true;
@@ -400,6 +401,8 @@ static const char *pi_from_params(struct rpc_ctx *c, uint32_t block_size, struct
         if (i == 3)
                 return "'pi_guard' must be crc16, crc32c or crc64";
         f->guard = (uint8_t)i;
+        /* The 32b guard's 80-bit space: a 16-bit storage tag leaves a 64-bit reference tag. */
+        f->sts = (uint8_t)puint(c, "pi_sts", f->guard == CORE_PI_GUARD_CRC32C ? 16 : 0);
         if (f->md_size != 0 && f->md_size != 8 && f->md_size != 16)
                 return "'pi_md' must be 8 or 16 (metadata bytes per protection interval)";
         if (!f->md_size && (f->pi_exp || f->guard || f->pi_first))
@@ -417,6 +420,8 @@ static void pi_to_params(json_t *o, const struct core_pi_fmt *f)
         json_object_set_new(o, "pi_guard", json_string(pi_guard_names[f->guard % 3]));
         json_object_set_new(o, "pi_exp", json_integer(f->pi_exp));
         json_object_set_new(o, "pi_first", json_boolean(f->pi_first));
+        if (f->sts)
+                json_object_set_new(o, "pi_sts", json_integer(f->sts));
 }
 
 /* ------------------------------------------------------------------ */
@@ -1693,6 +1698,24 @@ static int h_log_set_level(struct rpc_ctx *c)
 #define IQN(n, d) STR(n, true, 223, d) /* RFC 7143 13.2: names up to 223 bytes */
 #define NQN(n, d) STR(n, true, 223, d) /* NVMe Base 4.5: NQNs up to 223 bytes */
 
+/* The protection information format keys (namespace_create, namespace_format). */
+#define PI_PARAMS                                                                                  \
+        UINT("pi_type", false, 0, 3,                                                               \
+             "protection information type 0-3 (default 0: none; SCSI PROT_EN/P_TYPE, NVMe DPS)"),  \
+            UINT("pi_md", false, 0, 16,                                                            \
+                 "metadata bytes per protection interval: 8 or 16 (default 8 when pi_type > 0)"),  \
+            STR("pi_guard", false, 7,                                                              \
+                "guard: crc16 (T10, default) | crc32c | crc64 (NVMe, 16-byte)"),                   \
+            UINT("pi_exp", false, 0, CORE_PI_MAX_EXP,                                              \
+                 "protection intervals per block as a power of two (SCSI P_I_EXPONENT; default "   \
+                 "0)"),                                                                            \
+            BOOL("pi_first",                                                                       \
+                 "the PI in the first bytes of the metadata (NVMe DPS PIP; default last)"),        \
+            UINT("pi_sts", false, 0, 64,                                                           \
+                 "storage tag bits of the 32b/64b guard formats (NVMe STS; default 16 with "       \
+                 "crc32c, "                                                                        \
+                 "else 0)")
+
 static const struct rpc_method rpc_methods[] = {
     {"namespace_create",
      h_namespace_create,
@@ -1756,14 +1779,7 @@ static const struct rpc_method rpc_methods[] = {
           "encrypted namespace: passphrase (first line, mode 0600) for PBKDF2-HMAC-SHA256"),
       UINT("pbkdf2_iterations", false, 1000, 100000000,
            "PBKDF2 iterations for a new passphrase-wrapped key (default 200000)"),
-      UINT("pi_type", false, 0, 3,
-           "protection information type 0-3 (default 0: none; SCSI PROT_EN/P_TYPE, NVMe DPS)"),
-      UINT("pi_md", false, 0, 16,
-           "metadata bytes per protection interval: 8 or 16 (default 8 when pi_type > 0)"),
-      STR("pi_guard", false, 7, "guard: crc16 (T10, default) | crc32c | crc64 (NVMe, 16-byte)"),
-      UINT("pi_exp", false, 0, CORE_PI_MAX_EXP,
-           "protection intervals per block as a power of two (SCSI P_I_EXPONENT; default 0)"),
-      BOOL("pi_first", "the PI in the first bytes of the metadata (NVMe DPS PIP; default last)")}},
+      PI_PARAMS}},
     {"namespace_delete",
      h_namespace_delete,
      "Delete a namespace (refused while mapped to a LUN); the data file is kept",
@@ -1773,15 +1789,7 @@ static const struct rpc_method rpc_methods[] = {
      h_namespace_format,
      "Format a namespace to a protection information format (data kept, every block's "
      "metadata reset); hosts are told",
-     {{.name = "name", .type = P_NAME, .required = true, .desc = "namespace name"},
-      UINT("pi_type", false, 0, 3,
-           "protection information type 0-3 (default 0: none; SCSI PROT_EN/P_TYPE, NVMe DPS)"),
-      UINT("pi_md", false, 0, 16,
-           "metadata bytes per protection interval: 8 or 16 (default 8 when pi_type > 0)"),
-      STR("pi_guard", false, 7, "guard: crc16 (T10, default) | crc32c | crc64 (NVMe, 16-byte)"),
-      UINT("pi_exp", false, 0, CORE_PI_MAX_EXP,
-           "protection intervals per block as a power of two (SCSI P_I_EXPONENT; default 0)"),
-      BOOL("pi_first", "the PI in the first bytes of the metadata (NVMe DPS PIP; default last)")}},
+     {{.name = "name", .type = P_NAME, .required = true, .desc = "namespace name"}, PI_PARAMS}},
     {"namespace_resize",
      h_namespace_resize,
      "Grow (or, unexported or forced, shrink) a namespace; hosts are told (capacity changed)",

@@ -106,4 +106,6 @@ slate_stop
 "$here/flash.sh" || fail=1
 # Encryption at rest: durable across kill -9, opens only with its key (core/crypt.c).
 "$here/crypt.sh" || fail=1
+# Protection information: acknowledged writes' PI durable with their data (core/pistore.c).
+"$here/pi.sh" || fail=1
 exit $fail

@@ -8,8 +8,9 @@
  * and unwritten blocks reading as the escape, corruption behind the
  * target's back caught, the format persisted across close/reopen (another
  * format refused), core_ns_format resetting every block to the escape
- * and publishing its event, resize, and the operations not done yet
- * refused.
+ * and publishing its event, resize, sanitize (overwrite, block erase)
+ * resetting the metadata, COMPARE, COMPARE AND WRITE and WRITE SAME with
+ * PI, a null namespace, and the operations not done yet refused.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -242,6 +243,23 @@ static void one_ns(const char *backend, unsigned type)
         nx.app_mask = 0xff00; /* high byte only: equal */
         assert_int_equal(run1(ns, CORE_OP_READ, 10, 8, rd, 8 * BS, NULL), CORE_OK);
 
+        /* The application tag table (SCSI ATO): blocks it covers are checked against it. */
+        char err[128];
+        struct core_pi_apptag_range r = {.lba = 10, .count = 4, .app = 0x1234};
+        assert_int_equal(core_ns_set_apptab(ns, &r, 1, NULL, err, sizeof(err)), 0);
+        expect_all(10);
+        nx.app = 0x7777;
+        nx.use_apptab = true;
+        assert_int_equal(run1(ns, CORE_OP_READ, 10, 8, rd, 8 * BS, &info), CORE_E_PI_APPTAG);
+        assert_int_equal(info, 14); /* the first block the table does not cover */
+        r.count = 8;
+        assert_int_equal(core_ns_set_apptab(ns, &r, 1, NULL, err, sizeof(err)), 0);
+        expect_all(10);
+        nx.app = 0x7777;
+        nx.use_apptab = true;
+        assert_int_equal(run1(ns, CORE_OP_READ, 10, 8, rd, 8 * BS, NULL), CORE_OK);
+        assert_int_equal(core_ns_set_apptab(ns, NULL, 0, NULL, err, sizeof(err)), 0);
+
         /* A write whose guard is wrong in its third block: refused, nothing written. */
         static uint8_t bad[8 * EXT];
         mk_ext(type, bad, 10, 8, 2);
@@ -314,13 +332,144 @@ static void one_ns(const char *backend, unsigned type)
 
         /* Not yet on a namespace with metadata: refused, not done without PI. */
         static uint8_t scratch[BS * 8];
-        static const enum core_op notyet[] = {CORE_OP_WRITE_SAME, CORE_OP_COMPARE,
-                                              CORE_OP_COMPARE_AND_WRITE, CORE_OP_ORWRITE};
+        static const enum core_op notyet[] = {CORE_OP_ORWRITE};
         for (size_t i = 0; i < sizeof(notyet) / sizeof(notyet[0]); i++) {
                 nx.scratch = scratch;
                 nx.scratch_len = sizeof(scratch);
                 assert_int_equal(run1(ns, notyet[i], 40, 2, data, 4 * BS, NULL),
                                  CORE_E_INVALID_FIELD);
+        }
+        /* COMPARE: the stored PI checked, the data compared (offset in the host's transfer). */
+        mk_ext(type, ext, 30, 4, 4);
+        nx.scratch = scratch;
+        nx.scratch_len = BS;
+        expect_all(30);
+        nx.host_md = true;
+        assert_int_equal(run1(ns, CORE_OP_COMPARE, 30, 4, ext, 4 * EXT, NULL), CORE_OK);
+        ext[2 * EXT + 9] ^= 4;
+        nx.scratch = scratch;
+        nx.scratch_len = BS;
+        expect_all(30);
+        nx.host_md = true;
+        assert_int_equal(run1(ns, CORE_OP_COMPARE, 30, 4, ext, 4 * EXT, &info), CORE_E_MISCOMPARE);
+        assert_int_equal(info, 2 * EXT + 9);
+        ext[2 * EXT + 9] ^= 4;
+        fill(data, 4 * BS, 4);
+        data[BS + 3] ^= 1;
+        nx.scratch = scratch;
+        nx.scratch_len = BS;
+        assert_int_equal(run1(ns, CORE_OP_COMPARE, 30, 4, data, 4 * BS, &info), CORE_E_MISCOMPARE);
+        assert_int_equal(info, BS + 3);
+        nx.scratch = scratch;
+        nx.scratch_len = BS;
+        expect_all(30);
+        nx.app = 0x4444;
+        nx.host_md = true;
+        assert_int_equal(run1(ns, CORE_OP_COMPARE, 30, 4, ext, 4 * EXT, &info), CORE_E_PI_APPTAG);
+        assert_int_equal(info, 30);
+
+        /*
+         * COMPARE AND WRITE: the compare half against the stored blocks, the
+         * write half's PI checked (a failure writes nothing), then written.
+         */
+        static uint8_t caw[8 * EXT];
+        mk_ext(type, caw, 30, 4, 4);
+        mk_ext(type, caw + 4 * EXT, 30, 4, 6);
+        caw[4 * EXT + EXT + BS] ^= 0x10; /* the write half's second guard */
+        nx.scratch = scratch;
+        nx.scratch_len = sizeof(scratch);
+        expect_all(30);
+        nx.host_md = true;
+        assert_int_equal(run1(ns, CORE_OP_COMPARE_AND_WRITE, 30, 4, caw, 8 * EXT, &info),
+                         CORE_E_PI_GUARD);
+        assert_int_equal(info, 31);
+        caw[4 * EXT + EXT + BS] ^= 0x10;
+        caw[EXT + 1] ^= 0x10; /* the compare half differs */
+        nx.scratch = scratch;
+        nx.scratch_len = sizeof(scratch);
+        expect_all(30);
+        nx.host_md = true;
+        assert_int_equal(run1(ns, CORE_OP_COMPARE_AND_WRITE, 30, 4, caw, 8 * EXT, &info),
+                         CORE_E_MISCOMPARE);
+        assert_int_equal(info, EXT + 1);
+        caw[EXT + 1] ^= 0x10;
+        nx.scratch = scratch;
+        nx.scratch_len = sizeof(scratch);
+        expect_all(30);
+        nx.host_md = true;
+        assert_int_equal(run1(ns, CORE_OP_COMPARE_AND_WRITE, 30, 4, caw, 8 * EXT, NULL), CORE_OK);
+        expect_all(30);
+        nx.host_md = true;
+        assert_int_equal(run1(ns, CORE_OP_READ, 30, 4, back, 4 * EXT, NULL), CORE_OK);
+        assert_memory_equal(back, caw + 4 * EXT, 4 * EXT);
+        /* Data only: compared, then written with generated PI. */
+        fill(data, 8 * BS, 6);
+        fill(data + 4 * BS, 4 * BS, 8);
+        nx.scratch = scratch;
+        nx.scratch_len = sizeof(scratch);
+        nx.gen_ref = 30;
+        nx.gen_app = 0x1234;
+        assert_int_equal(run1(ns, CORE_OP_COMPARE_AND_WRITE, 30, 4, data, 8 * BS, NULL), CORE_OK);
+        expect_all(30);
+        assert_int_equal(run1(ns, CORE_OP_READ, 30, 4, rd, 4 * BS, NULL), CORE_OK);
+        assert_memory_equal(rd, data + 4 * BS, 4 * BS);
+        /* Back to what the corruption test below expects. */
+        mk_ext(type, ext, 30, 4, 4);
+        nx.host_md = true;
+        assert_int_equal(run1(ns, CORE_OP_WRITE, 30, 4, ext, 4 * EXT, NULL), CORE_OK);
+
+        /* WRITE SAME: the block replicated, its PI generated per block (ref incremented). */
+        fill(data, BS, 5);
+        nx.scratch = scratch;
+        nx.scratch_len = BS;
+        nx.gen_ref = 40;
+        nx.gen_app = 0x1234;
+        assert_int_equal(run1(ns, CORE_OP_WRITE_SAME, 40, 6, data, BS, NULL), CORE_OK);
+        expect_all(40);
+        assert_int_equal(run1(ns, CORE_OP_READ, 40, 6, rd, 6 * BS, NULL), CORE_OK);
+        for (size_t i = 0; i < 6; i++)
+                assert_memory_equal(rd + i * BS, data, BS);
+        if (type != 3) {
+                expect_all(40);
+                nx.ref = 41;
+                assert_int_equal(run1(ns, CORE_OP_VERIFY, 40, 6, NULL, 0, &info), CORE_E_PI_REFTAG);
+                assert_int_equal(info, 40);
+        }
+        /* ... of zeroes: the metadata back to the escape; with the host's PI: not yet. */
+        static uint8_t zero[BS];
+        nx.scratch = scratch;
+        nx.scratch_len = BS;
+        assert_int_equal(run1(ns, CORE_OP_WRITE_SAME, 42, 2, zero, BS, NULL), CORE_OK);
+        expect_all(42);
+        nx.host_md = true;
+        nx.ref = 7; /* escapes are not checked */
+        assert_int_equal(run1(ns, CORE_OP_READ, 42, 2, back, 2 * EXT, NULL), CORE_OK);
+        assert_int_equal(back[BS], 0xff);
+        /* ... with the host's PI: checked, replicated with the reference tag incremented. */
+        mk_ext(type, ext, 44, 1, 12);
+        ext[5] ^= 1;
+        nx.scratch = scratch;
+        nx.scratch_len = BS;
+        expect_all(44);
+        nx.host_md = true;
+        assert_int_equal(run1(ns, CORE_OP_WRITE_SAME, 44, 3, ext, EXT, &info), CORE_E_PI_GUARD);
+        assert_int_equal(info, 44);
+        ext[5] ^= 1;
+        nx.scratch = scratch;
+        nx.scratch_len = BS;
+        expect_all(44);
+        nx.host_md = true;
+        assert_int_equal(run1(ns, CORE_OP_WRITE_SAME, 44, 3, ext, EXT, NULL), CORE_OK);
+        expect_all(44);
+        assert_int_equal(run1(ns, CORE_OP_VERIFY, 44, 3, NULL, 0, NULL), CORE_OK);
+        expect_all(44);
+        nx.host_md = true;
+        assert_int_equal(run1(ns, CORE_OP_READ, 44, 3, back, 3 * EXT, NULL), CORE_OK);
+        for (size_t i = 0; i < 3; i++)
+                assert_memory_equal(back + i * EXT, ext, BS);
+        if (type != 3) {
+                expect_all(45); /* the second block's reference tag is 45 */
+                assert_int_equal(run1(ns, CORE_OP_VERIFY, 45, 2, NULL, 0, NULL), CORE_OK);
         }
         /* An extended-LBA transfer shorter than its blocks with their metadata: refused. */
         nx.host_md = true;
@@ -470,6 +619,71 @@ static void test_null(void **st)
         assert_int_equal(core_ns_delete("pinull"), 0);
 }
 
+static pthread_mutex_t san_m = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t san_cv = PTHREAD_COND_INITIALIZER;
+static bool san_finished;
+static struct {
+        struct core_ns *ns;
+        const struct core_sanitize_params *p;
+        int rc;
+} san_call;
+
+static void san_done(void *arg, bool ok)
+{
+        (void)arg;
+        (void)ok;
+        pthread_mutex_lock(&san_m);
+        san_finished = true;
+        pthread_cond_signal(&san_cv);
+        pthread_mutex_unlock(&san_m);
+}
+
+static void san_start_fn(void *arg)
+{
+        (void)arg;
+        san_call.rc = core_sanitize_start(san_call.ns, san_call.p, NULL, rt_get(0), san_done, NULL);
+}
+
+/* Sanitize overwrite and block erase put every block's metadata back to the escape. */
+static void test_sanitize(void **st)
+{
+        (void)st;
+        static uint8_t ext[8 * EXT], back[8 * EXT];
+        static const uint8_t pat[4] = {1, 2, 3, 4};
+        const struct core_sanitize_params ps[] = {
+            {.action = CORE_SANACT_OVERWRITE, .passes = 1, .pattern_len = 4, .pattern = pat},
+            {.action = CORE_SANACT_BLOCK_ERASE},
+        };
+        struct core_ns *ns = mk("pisan", "file", 1);
+        for (size_t k = 0; k < 2; k++) {
+                mk_ext(1, ext, 8, 8, 11);
+                nx.host_md = true;
+                assert_int_equal(run1(ns, CORE_OP_WRITE, 8, 8, ext, 8 * EXT, NULL), CORE_OK);
+                san_call.ns = ns;
+                san_call.p = &ps[k];
+                san_finished = false;
+                rt_msg_call(rt_get(0), san_start_fn, NULL);
+                assert_int_equal(san_call.rc, 0);
+                pthread_mutex_lock(&san_m);
+                while (!san_finished)
+                        pthread_cond_wait(&san_cv, &san_m);
+                pthread_mutex_unlock(&san_m);
+                for (int i = 0; i < 200 && core_ns_sanitize_state(ns) == CORE_SAN_RUNNING; i++)
+                        usleep(5000);
+                assert_int_equal(core_ns_sanitize_state(ns), CORE_SAN_DONE);
+                expect_all(8);
+                nx.host_md = true;
+                nx.ref = 12345; /* escapes are not checked */
+                assert_int_equal(run1(ns, CORE_OP_READ, 8, 8, back, 8 * EXT, NULL), CORE_OK);
+                for (size_t i = 0; i < 8; i++) {
+                        assert_int_equal(back[i * EXT], k == 0 ? 1 : 0); /* the pattern, zeroes */
+                        for (size_t b = 0; b < MD; b++)
+                                assert_int_equal(back[i * EXT + BS + b], 0xff);
+                }
+        }
+        assert_int_equal(core_ns_delete("pisan"), 0);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -477,6 +691,7 @@ int main(void)
             cmocka_unit_test(test_types_file),
             cmocka_unit_test(test_persist_format_resize),
             cmocka_unit_test(test_null),
+            cmocka_unit_test(test_sanitize),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }
