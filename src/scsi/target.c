@@ -791,6 +791,8 @@ int scsi_fuzz_one(const uint8_t *cdb, size_t len)
                 scsi_mode_select_apply(&cmd);
                 if (cmd.data_in_len > cmd.buf_len || cmd.sense_len > SCSI_SENSE_MAX)
                         abort();
+                /* The Application Tag page's tables (retired ones are kept until close). */
+                core_ns_pi_close(&ns);
         }
         return 0;
 }

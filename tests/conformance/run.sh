@@ -65,7 +65,8 @@ trap cleanup EXIT
 # formatted with protection information, each LUN 0 of its own target
 # $SLATE_IQN-piN so one suite's resets do not reach another's: nspi1 type 1
 # (file), nspi2 type 2 (mem), nspi3 type 3 on 4 KiB blocks with 8 protection
-# intervals each (P_I_EXPONENT 3, file); 16 MiB each (see run_pi).
+# intervals each (P_I_EXPONENT 3, file); 16 MiB each, 48 MiB for the last
+# (Read10.Async reads 8000 blocks).
 add_removable_lun() {
 	local f=$1
 	awk -v iqn="$SLATE_IQN" -v pb="$state/ns3.img" -v pi="$conf_pi" -v pidir="$state" '
@@ -80,7 +81,7 @@ add_removable_lun() {
 			if (pi) {
 				print "  {\"method\": \"namespace_create\", \"params\": {\"name\": \"nspi1\", \"backend\": \"file\", \"path\": \"" pidir "/nspi1.img\", \"size\": \"16M\", \"block_size\": 512, \"physical_block_size\": 512, \"pi_type\": 1}},"
 				print "  {\"method\": \"namespace_create\", \"params\": {\"name\": \"nspi2\", \"backend\": \"mem\", \"size\": \"16M\", \"block_size\": 512, \"physical_block_size\": 512, \"pi_type\": 2}},"
-				print "  {\"method\": \"namespace_create\", \"params\": {\"name\": \"nspi3\", \"backend\": \"file\", \"path\": \"" pidir "/nspi3.img\", \"size\": \"16M\", \"block_size\": 4096, \"pi_type\": 3, \"pi_exp\": 3}},"
+				print "  {\"method\": \"namespace_create\", \"params\": {\"name\": \"nspi3\", \"backend\": \"file\", \"path\": \"" pidir "/nspi3.img\", \"size\": \"48M\", \"block_size\": 4096, \"pi_type\": 3, \"pi_exp\": 3}},"
 				for (i = 1; i <= 3; i++) {
 					print "  {\"method\": \"iscsi_target_create\", \"params\": {\"name\": \"" iqn "-pi" i "\"}},"
 					print "  {\"method\": \"iscsi_lun_map\", \"params\": {\"target\": \"" iqn "-pi" i "\", \"lun\": 0, \"namespace\": \"nspi" i "\"}},"
@@ -280,7 +281,14 @@ run_pi() {
 				while read -r st name msg; do
 					case $st in
 					PASS) slate_result PASS "conformance.pi$n.$name" ;;
-					FAIL) slate_result FAIL "conformance.pi$n.$name" "$log" "failed (PI type $n)"; echo fail >>"$logdir/pi$n.fail" ;;
+					FAIL)
+						if known=$(libiscsi_bug "$name" "$log"); then
+							slate_result SKIP "conformance.pi$n.$name" "" "$known"
+						else
+							slate_result FAIL "conformance.pi$n.$name" "$log" "failed (PI type $n)"
+							echo fail >>"$logdir/pi$n.fail"
+						fi
+						;;
 					SKIP)
 						owner=$(awk -v a="pi.$name" -v b="$name" '$1 == a || $1 == b {$1 = ""; sub(/^ /, ""); print; exit}' "$skips")
 						if [ -n "$owner" ]; then
