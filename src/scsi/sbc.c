@@ -8,7 +8,10 @@
  * to the block core, whose status comes back through
  * scsi_status_from_core().  The GROUP NUMBER of reads and writes becomes
  * the request's hints and, for a permanent stream, its placement
- * (streams.c).
+ * (streams.c).  RD/WR/VR/ORPROTECT are pi.c's: on an LU with protection
+ * information a non-zero value moves each block with its 8 bytes of PI
+ * (core_ns_xfer_bytes) and sets the request's checks; READ/WRITE/VERIFY(32)
+ * (type 2 LUs) decode here like the 16-byte forms.
  */
 #include <string.h>
 
@@ -227,13 +230,11 @@ static enum scsi_parse_result good_done(struct scsi_cmd *cmd)
 
 enum scsi_parse_result scsi_sbc_rw(struct scsi_cmd *cmd)
 {
-        const uint8_t *c = cmd->cdb;
         bool write = cmd->op && ((const struct scsi_op *)cmd->op)->dir == SCSI_DIR_OUT;
         struct rw_fields f;
         uint32_t bs, nlb;
         uint64_t bytes;
 
-        (void)c;
         decode_pi(cmd, &f);
         /* A block on the wire: its data, and its protection information when the CDB asks. */
         bs = (uint32_t)wire_bytes(cmd, &f, 1);
