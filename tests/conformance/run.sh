@@ -250,7 +250,10 @@ run_one() {
 # result line per test, conformance.piN.<Suite.Test>, from CUnit's output.
 # Not Sanitize.Reset (two minutes of sleep(60); it runs on the -san target).
 # A skip passes if expected-skips.txt lists pi.<Suite.Test> (a limit of
-# PI LUs) or <Suite.Test> (the same as LUN 0's, covered elsewhere).
+# PI LUs) or <Suite.Test> (the same as LUN 0's, covered elsewhere).  A failure
+# listed there as pi-core.<Suite.Test> is a command the core does not yet
+# run on a namespace with PI: reported as SKIP "KNOWN CORE GAP" (and as
+# PASS once the core does), so the list says what is missing.
 run_pi() {
 	local n=$1 u=$2 u2=$3 suite t log rc
 	for suite in $(echo "$tests" | tr ' ' '\n' | sed -n 's/^ALL\.\([^.]*\)\..*/\1/p' | uniq); do
@@ -282,8 +285,11 @@ run_pi() {
 					case $st in
 					PASS) slate_result PASS "conformance.pi$n.$name" ;;
 					FAIL)
+						gap=$(awk -v a="pi-core.$name" '$1 == a {$1 = ""; sub(/^ /, ""); print; exit}' "$skips")
 						if known=$(libiscsi_bug "$name" "$log"); then
 							slate_result SKIP "conformance.pi$n.$name" "" "$known"
+						elif [ -n "$gap" ]; then
+							slate_result SKIP "conformance.pi$n.$name" "" "KNOWN CORE GAP: $gap"
 						else
 							slate_result FAIL "conformance.pi$n.$name" "$log" "failed (PI type $n)"
 							echo fail >>"$logdir/pi$n.fail"

@@ -26,6 +26,7 @@
 
 PIS_LUN=9
 PIS_SD=
+pis_t0=$SECONDS
 pis_hctl() { basename "$(readlink -f "/sys/block/${SD#/dev/}/device")"; }
 pis_sd_lun() {
 	local hctl d
@@ -217,3 +218,4 @@ pis_type2() {
 	echo "$out" | grep -qi "invalid command operation code"
 }
 check pi-scsi-type2 pis_type2
+echo "90-pi-scsi took $((SECONDS - pis_t0)) s"
