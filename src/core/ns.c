@@ -589,7 +589,7 @@ int core_ns_create(const struct core_ns_params *p, struct core_ns **out, char *e
                 rc = -ENOTSUP;
                 goto fail;
         }
-        rc = core_ns_pi_open(ns, err, errlen);
+        rc = core_ns_pi_open(ns, !loaded, err, errlen);
         if (rc)
                 goto fail;
         /* Atomic writes (core/atomic.c): given > saved > the backend's default. */

@@ -647,8 +647,11 @@ int core_ns_format(struct core_ns *ns, const struct core_pi_fmt *pi, core_origin
                    char *err, size_t errlen);
 /* Whether every pi_users slot is 0 now (core/pi_ns.c). */
 bool core_ns_pi_idle(struct core_ns *ns);
-/* Open (at create) or close (at free) the namespace's metadata store; 0 or -errno. */
-int core_ns_pi_open(struct core_ns *ns, char *err, size_t errlen);
+/*
+ * Open (at create; fresh: a new namespace, whose store starts empty even if
+ * an old <name>.pi is left) or close (at free) the metadata store; 0 or -errno.
+ */
+int core_ns_pi_open(struct core_ns *ns, bool fresh, char *err, size_t errlen);
 void core_ns_pi_close(struct core_ns *ns);
 /* The format as the metadata file keeps it (NULL: none), and back (0, or -EINVAL). */
 struct json_t;

@@ -97,11 +97,11 @@ int core_ns_pi_from_json(json_t *j, struct core_pi_fmt *f, uint32_t block_size)
         return core_pi_fmt_check(f, NULL, 0) ? -EINVAL : 0;
 }
 
-int core_ns_pi_open(struct core_ns *ns, char *err, size_t errlen)
+int core_ns_pi_open(struct core_ns *ns, bool fresh, char *err, size_t errlen)
 {
         if (!ns->pi.md_size)
                 return 0;
-        return core_pistore_open(ns, (uint32_t)core_pi_md_per_block(&ns->pi), false, &ns->pistore,
+        return core_pistore_open(ns, (uint32_t)core_pi_md_per_block(&ns->pi), fresh, &ns->pistore,
                                  err, errlen);
 }
 

@@ -503,7 +503,8 @@ static _Atomic uint64_t *pi_slot(struct core_req *req)
 static void pi_leave(struct core_req *req)
 {
         if (req->pix.buf) {
-                rt_bigbuf_put(req->reactor, req->pix.buf, req->pix.buf_len);
+                if (req->pix.buf_len) /* else inl */
+                        rt_bigbuf_put(req->reactor, req->pix.buf, req->pix.buf_len);
                 req->pix.buf = NULL;
         }
         if (req->pix.users) {
@@ -878,6 +879,12 @@ static void pi_start(struct core_req *req)
         size_t len = md_room + (bounce || req->pix.ext_vec ? data_len : 0) +
                      (req->op == CORE_OP_WRITE_SAME ? mdpb : 0);
         req->pix.bounce = bounce;
+        if (len <= sizeof(req->pix.inl)) {
+                req->pix.buf = req->pix.inl;
+                req->pix.buf_len = 0;
+                pi_go(req);
+                return;
+        }
         size_t got = 0;
         void *b = rt_bigbuf_get(req->reactor, len, &got);
         if (!b) {

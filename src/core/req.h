@@ -202,7 +202,8 @@ struct core_req {
                 uint8_t step; /* core/req.c PI_* */
                 uint32_t mdpb;
                 struct core_pi_fmt fmt;
-                uint8_t *buf, *md, *data; /* buf: borrowed; md, data: inside it (data NULL: iov) */
+                uint8_t *buf, *md,
+                    *data; /* buf: borrowed or inl; md, data: inside it (data NULL: iov) */
                 size_t buf_len;
                 uint64_t cur_lba, end_lba; /* VERIFY: the piece now, the end */
                 uint32_t piece;            /* VERIFY, WRITE SAME: blocks per piece */
@@ -211,6 +212,8 @@ struct core_req {
                 uint64_t ws_ref;           /* ...else regenerated from its reference tag */
                 uint16_t ws_app;           /* ...and application tag */
                 struct rt_bigbuf_wait wait;
+                /* Small requests' buffer (buf_len 0): no pool for a 4 KiB command. */
+                _Alignas(64) uint8_t inl[1024];
         } pix;
         void *scratch; /* per-request bounce buffer owned by the issuer (compare/orwrite) */
         uint32_t scratch_len;

@@ -599,6 +599,29 @@ static void test_persist_format_resize(void **st)
         assert_int_equal(core_ns_delete("pers"), 0);
 }
 
+/* A new namespace never inherits an old <name>.pi left in the state dir. */
+static void test_stale_store(void **st)
+{
+        (void)st;
+        static uint8_t ext[2 * EXT], back[2 * EXT];
+        char path[512];
+        struct core_ns *ns = mk("stale", "file", 1);
+        mk_ext(1, ext, 3, 2, 13);
+        nx.host_md = true;
+        assert_int_equal(run1(ns, CORE_OP_WRITE, 3, 2, ext, 2 * EXT, NULL), CORE_OK);
+        assert_int_equal(core_ns_delete("stale"), 0);
+        snprintf(path, sizeof(path), "%s/stale.meta.json", state_dir);
+        assert_int_equal(unlink(path), 0);
+        snprintf(path, sizeof(path), "%s/stale.img", state_dir);
+        assert_int_equal(unlink(path), 0);
+        ns = mk("stale", "file", 1);
+        nx.host_md = true;
+        assert_int_equal(run1(ns, CORE_OP_READ, 3, 2, back, 2 * EXT, NULL), CORE_OK);
+        for (size_t k = 0; k < MD; k++)
+                assert_int_equal(back[BS + k], 0xff);
+        assert_int_equal(core_ns_delete("stale"), 0);
+}
+
 /* A null namespace: nothing stored, every read escapes, writes are checked all the same. */
 static void test_null(void **st)
 {
@@ -691,6 +714,7 @@ int main(void)
             cmocka_unit_test(test_types_file),
             cmocka_unit_test(test_persist_format_resize),
             cmocka_unit_test(test_null),
+            cmocka_unit_test(test_stale_store),
             cmocka_unit_test(test_sanitize),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
