@@ -85,6 +85,11 @@ enum scsi_dir { SCSI_DIR_NONE = 0, SCSI_DIR_IN, SCSI_DIR_OUT };
 #define SCSI_OPF_ELEMENTS (1u << 11)
 /* Offered only on an LU encrypted at rest (core/crypt.h): SANITIZE CRYPTOGRAPHIC ERASE. */
 #define SCSI_OPF_CRYPT (1u << 12)
+/* Offered only on an LU formatted with protection information type 2: READ/WRITE/VERIFY(32). */
+#define SCSI_OPF_PI2 (1u << 13)
+/* The CDB has an RD/WR/VR/ORPROTECT field (bits 7:5 of byte 1, of byte 10 in a 32-byte CDB):
+ * REPORT SUPPORTED OPERATION CODES lists it in the usage data of an LU with PI. */
+#define SCSI_OPF_PROTECT (1u << 14)
 
 struct scsi_op {
         const char *name;
@@ -159,6 +164,8 @@ struct scsi_lu_state {
         } group_stats[SCSI_GROUP_STATS_MAX]; /* log pages 19h/01h-1Fh, groups 1..31 */
         /* A foreground SEND DIAGNOSTIC self-test waiting for the core's (diag.c). */
         struct scsi_cmd *diag_waiter;
+        /* Control mode page ATMPE: the Application Tag mode page is used (pi.c). */
+        _Atomic bool atmpe;
 };
 
 /* Returns the LU's state, allocating it on first use; NULL only on ENOMEM. */
@@ -354,6 +361,38 @@ enum scsi_parse_result scsi_sanitize_request_sense(struct scsi_cmd *cmd);
  * offending byte and bit of the parameter list in *byte and *bit. */
 int scsi_sanitize_check_overwrite(const uint8_t *p, uint32_t len, uint32_t block_size,
                                   uint16_t *byte, int *bit);
+/*
+ * pi.c: protection information (SBC-4 4.22): the LU's format, the
+ * xxPROTECT fields mapped to cmd->req.pi, FORMAT UNIT, the Application Tag
+ * mode page (0Ah/02h).
+ */
+#define SCSI_APPTAG_HDR      16u /* the page's header (4) and reserved bytes */
+#define SCSI_APPTAG_DESC     24u /* one Application Tag descriptor */
+#define SCSI_APPTAG_MAX_DESC 64u /* descriptors a MODE SELECT may set */
+/* The LU's protection type (0: none) and P_I_EXPONENT. */
+uint8_t scsi_lu_pi_type(const struct core_ns *ns);
+uint8_t scsi_lu_pi_exp(const struct core_ns *ns);
+/* Parse time: an xxPROTECT value (the CDB's byte off, bits 7:5) this LU can do; false with the
+ * sense set (INVALID FIELD IN CDB; INVALID COMMAND OPERATION CODE for type 2 and a short CDB). */
+bool scsi_pi_protect_ok(struct scsi_cmd *cmd, uint8_t protect, uint8_t off);
+/* Does the data transfer carry each block's protection information (xxPROTECT != 0 on a PI LU)? */
+bool scsi_pi_host_md(const struct scsi_cmd *cmd, uint8_t protect);
+/* After req_init: cmd->req.pi for a checked xxPROTECT; write: the medium is written from the
+ * transfer; xfer: the transfer carries blocks (VERIFY BYTCHK 0 has none). */
+void scsi_pi_setup(struct scsi_cmd *cmd, bool write, uint8_t protect, bool xfer);
+enum scsi_parse_result scsi_pi_format_parse(struct scsi_cmd *cmd);
+void scsi_pi_format_exec(struct scsi_cmd *cmd);
+/* FORMAT UNIT's CDB and parameter list (len bytes at p) as a format; 0, or -1 with the sense
+ * set.  Pure but for cmd's sense (the fuzzer's entry). */
+int scsi_pi_format_decode(struct scsi_cmd *cmd, const uint8_t *p, uint32_t len,
+                          struct core_pi_fmt *out);
+bool scsi_apptag_page_present(const struct core_ns *ns);
+/* The page for a page control (0 current, 1 changeable, 2 default); returns its length. */
+uint32_t scsi_apptag_page_build(struct core_ns *ns, int pc, uint8_t *p);
+/* Check and apply a MODE SELECT of the page (at parameter list offset off); 0, or -EINVAL with
+ * the sense set. */
+int scsi_apptag_page_select(struct scsi_cmd *cmd, const uint8_t *p, uint32_t off, bool *changed);
+
 /* Core completion for commands that submitted cmd->req. */
 void scsi_sbc_req_done(struct core_req *req);
 

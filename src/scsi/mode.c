@@ -1,5 +1,7 @@
 /*
  * MODE SENSE(6)/(10) and MODE SELECT(6)/(10) (SPC-5 6.11-6.14, 7.5): the
+ * Read-Write Error Recovery page (01h, SBC-4 6.5.10: all zero, nothing
+ * changeable; sg_format reads the block descriptor with it), the
  * caching page (08h, SBC-4 6.5.5; WCE maps to core_ns.wce), the control
  * page (0Ah, SPC-5 7.5.8; D_SENSE and SWP changeable), the IO advice hints
  * grouping page (0Ah/05h, SBC-4 6.5.7; built and selected by streams.c:
@@ -27,6 +29,7 @@
 
 enum { PC_CURRENT = 0, PC_CHANGEABLE = 1, PC_DEFAULT = 2, PC_SAVED = 3 };
 
+#define RWER_LEN    12 /* Read-Write Error Recovery (SBC-4 6.5.10): no retries to tune */
 #define CACHING_LEN 20
 #define CONTROL_LEN 12
 #define IEC_LEN     12
@@ -44,9 +47,13 @@ static const struct mode_page {
         uint32_t len;
         bool (*present)(const struct core_ns *ns); /* NULL: every LU */
 } mode_pages[] = {
-    {0x08, 0x00, CACHING_LEN, NULL},       {0x0a, 0x00, CONTROL_LEN, NULL},
+    {0x01, 0x00, RWER_LEN, NULL}, /* sg_format reads its block descriptor with it */
+    {0x08, 0x00, CACHING_LEN, NULL},
+    {0x0a, 0x00, CONTROL_LEN, NULL},
+    {0x0a, 0x02, SCSI_APPTAG_HDR, scsi_apptag_page_present}, /* Application Tag (pi.c) */
     {0x0a, 0x05, SCSI_GROUPING_LEN, NULL}, /* IO advice hints grouping (streams.c) */
-    {0x1c, 0x00, IEC_LEN, NULL},           {0x1c, 0x02, LBP_LEN, lbp_page_present},
+    {0x1c, 0x00, IEC_LEN, NULL},
+    {0x1c, 0x02, LBP_LEN, lbp_page_present},
 };
 
 static const struct mode_page *find_page(const struct core_ns *ns, uint8_t page, uint8_t subpage)
@@ -73,6 +80,7 @@ static uint32_t build_page(struct scsi_cmd *cmd, const struct mode_page *mp, int
         struct core_ns *ns = cmd->ns;
         struct scsi_lu_state *st = ns->scsi_state;
         uint32_t len = mp->len;
+        bool pi;
 
         memset(p, 0, len);
         p[0] = mp->page;
@@ -97,10 +105,19 @@ static uint32_t build_page(struct scsi_cmd *cmd, const struct mode_page *mp, int
                         scsi_grouping_page_build(ns, pc, p);
                         break;
                 }
+                if (mp->subpage == 0x02)
+                        return scsi_apptag_page_build(ns, pc, p);
+                /* With PI (pi.c): ATO 1, fixed (we never modify an application tag);
+                 * ATMPE changeable: the Application Tag mode page is used. */
+                pi = scsi_lu_pi_type(ns) != 0;
                 if (pc == PC_CHANGEABLE) {
                         p[2] = 0x04; /* D_SENSE */
                         p[4] = 0x08; /* SWP */
+                        p[5] = pi ? 0x20 : 0;
                 } else {
+                        if (pi)
+                                p[5] =
+                                    0x80 | (pc == PC_CURRENT && atomic_load(&st->atmpe) ? 0x20 : 0);
                         p[2] = 0x02; /* GLTSD: no log parameters to save */
                         if (pc == PC_CURRENT) {
                                 p[2] |= st->d_sense ? 0x04 : 0;
@@ -281,6 +298,8 @@ static bool select_page(struct scsi_cmd *cmd, const uint8_t *p, uint32_t off, bo
                 return false;
         }
         uint32_t len = mp->len, hdr = spf ? 4 : 2;
+        if (mp->page == 0x0a && mp->subpage == 0x02) /* variable length (pi.c) */
+                return scsi_apptag_page_select(cmd, p, off, changed) == 0;
         if ((spf ? slate_be16(p + 2) : p[1]) != len - hdr) {
                 scsi_sense_invalid_field(cmd, false, (uint16_t)(off + (spf ? 2 : 1)), 7);
                 return false;
@@ -310,6 +329,13 @@ static bool select_page(struct scsi_cmd *cmd, const uint8_t *p, uint32_t off, bo
                         *changed = true;
                 }
                 core_ns_set_wp(ns, CORE_WP_SOFTWARE, p[4] & 0x08, cmd->nexus);
+                if (scsi_lu_pi_type(ns)) {
+                        bool atmpe = p[5] & 0x20;
+                        if (atmpe != atomic_load(&st->atmpe)) {
+                                atomic_store(&st->atmpe, atmpe);
+                                *changed = true;
+                        }
+                }
                 break;
         }
         case 0x1c:

@@ -8,7 +8,10 @@
  * to the block core, whose status comes back through
  * scsi_status_from_core().  The GROUP NUMBER of reads and writes becomes
  * the request's hints and, for a permanent stream, its placement
- * (streams.c).
+ * (streams.c).  RD/WR/VR/ORPROTECT are pi.c's: on an LU with protection
+ * information a non-zero value moves each block with its 8 bytes of PI
+ * (core_ns_xfer_bytes) and sets the request's checks; READ/WRITE/VERIFY(32)
+ * (type 2 LUs) decode here like the 16-byte forms.
  */
 #include <string.h>
 
@@ -22,10 +25,13 @@
 struct rw_fields {
         uint64_t lba;
         uint32_t nlb;
-        uint8_t flags;   /* CDB byte 1 (0 for 6-byte CDBs) */
-        uint8_t lba_off; /* where the LBA sits, for the field pointer */
-        uint8_t len_off; /* where the transfer length sits */
-        uint8_t grp_off; /* group number byte, 0 if none */
+        uint8_t flags;     /* CDB byte 1 (byte 10 of a 32-byte CDB; 0 for 6-byte CDBs) */
+        uint8_t flags_off; /* where flags sit */
+        uint8_t protect;   /* RD/WR/VR/ORPROTECT (flags bits 7:5) */
+        bool md;           /* the transfer carries each block's protection information */
+        uint8_t lba_off;   /* where the LBA sits, for the field pointer */
+        uint8_t len_off;   /* where the transfer length sits */
+        uint8_t grp_off;   /* group number byte, 0 if none */
 };
 
 static void decode(const uint8_t *c, struct rw_fields *f)
@@ -65,6 +71,12 @@ static void decode(const uint8_t *c, struct rw_fields *f)
                 f->nlb = c[13];
                 f->lba_off = 2, f->len_off = 13, f->grp_off = 14;
                 break;
+        case SCSI_OP_VARIABLE_LENGTH: /* READ/WRITE/VERIFY(32) */
+                f->flags = c[10];
+                f->lba = slate_be64(c + 12);
+                f->nlb = slate_be32(c + 28);
+                f->lba_off = 12, f->len_off = 28, f->grp_off = 6;
+                break;
         default: /* 16-byte forms */
                 f->flags = c[1];
                 f->lba = slate_be64(c + 2);
@@ -72,6 +84,21 @@ static void decode(const uint8_t *c, struct rw_fields *f)
                 f->lba_off = 2, f->len_off = 10, f->grp_off = 14;
                 break;
         }
+        f->flags_off = c[0] == SCSI_OP_VARIABLE_LENGTH ? 10 : 1;
+        f->protect = f->flags >> 5;
+}
+
+/* decode() and whether the transfer carries protection information. */
+static void decode_pi(const struct scsi_cmd *cmd, struct rw_fields *f)
+{
+        decode(cmd->cdb, f);
+        f->md = scsi_pi_host_md(cmd, f->protect);
+}
+
+/* Bytes of nlb blocks on the wire (with their protection information when f->md). */
+static uint64_t wire_bytes(const struct scsi_cmd *cmd, const struct rw_fields *f, uint64_t nlb)
+{
+        return core_ns_xfer_bytes(cmd->ns, nlb, f->md);
 }
 
 /* Common checks: group byte reserved bits, protection field, LBA range. */
@@ -80,13 +107,27 @@ static bool check_common(struct scsi_cmd *cmd, const struct rw_fields *f, uint8_
                          enum core_op op)
 {
         const uint8_t *c = cmd->cdb;
-        if (f->flags & 0xe0) {
-                /* RD/WR/VR/ORPROTECT: no protection information on this LU. */
-                scsi_sense_invalid_field(cmd, true, 1, 7);
-                return false;
+        if (c[0] == SCSI_OP_VARIABLE_LENGTH) {
+                if (c[7] != 0x18) { /* ADDITIONAL CDB LENGTH */
+                        scsi_sense_invalid_field(cmd, true, 7, 7);
+                        return false;
+                }
+                for (uint8_t i = 2; i < 6; i++) {
+                        if (c[i]) {
+                                scsi_sense_invalid_field(cmd, true, i, 7);
+                                return false;
+                        }
+                }
+                if (c[11]) {
+                        scsi_sense_invalid_field(cmd, true, 11, 7);
+                        return false;
+                }
         }
+        /* RD/WR/VR/ORPROTECT: what this LU's protection information allows (pi.c). */
+        if (!scsi_pi_protect_ok(cmd, f->protect, f->flags_off))
+                return false;
         if (f->flags & ~byte1_ok & 0x1f) {
-                scsi_sense_invalid_field(cmd, true, 1,
+                scsi_sense_invalid_field(cmd, true, f->flags_off,
                                          31 - __builtin_clz(f->flags & ~byte1_ok & 0x1f));
                 return false;
         }
@@ -189,13 +230,14 @@ static enum scsi_parse_result good_done(struct scsi_cmd *cmd)
 
 enum scsi_parse_result scsi_sbc_rw(struct scsi_cmd *cmd)
 {
-        const uint8_t *c = cmd->cdb;
         bool write = cmd->op && ((const struct scsi_op *)cmd->op)->dir == SCSI_DIR_OUT;
         struct rw_fields f;
-        uint32_t bs = cmd->ns->block_size, nlb;
+        uint32_t bs, nlb;
         uint64_t bytes;
 
-        decode(c, &f);
+        decode_pi(cmd, &f);
+        /* A block on the wire: its data, and its protection information when the CDB asks. */
+        bs = (uint32_t)wire_bytes(cmd, &f, 1);
         bytes = (uint64_t)f.nlb * bs;
         cmd->xfer_len = bytes > UINT32_MAX ? UINT32_MAX : (uint32_t)bytes;
         /* 6-byte forms have no flags; others: DPO, FUA, RARC (read), obsolete bits 1..0. */
@@ -214,6 +256,7 @@ enum scsi_parse_result scsi_sbc_rw(struct scsi_cmd *cmd)
                         return good_done(cmd);
                 req_init(cmd, CORE_OP_WRITE, f.lba, nlb, io_flags(f.flags));
                 req_data(cmd, nlb * bs);
+                scsi_pi_setup(cmd, true, f.protect, true);
                 group_tag(cmd, &f, true);
                 cmd->data_out_len = nlb * bs;
         } else {
@@ -223,6 +266,7 @@ enum scsi_parse_result scsi_sbc_rw(struct scsi_cmd *cmd)
                         return good_done(cmd);
                 req_init(cmd, CORE_OP_READ, f.lba, nlb, io_flags(f.flags));
                 req_data(cmd, nlb * bs);
+                scsi_pi_setup(cmd, false, f.protect, true);
                 group_tag(cmd, &f, false);
                 cmd->aux = want;
         }
@@ -234,7 +278,7 @@ enum scsi_parse_result scsi_sbc_rw(struct scsi_cmd *cmd)
 static void verify_exec(struct scsi_cmd *cmd)
 {
         if (cmd->aux & AUX_REPLICATE) {
-                uint32_t bs = cmd->ns->block_size;
+                uint32_t bs = (uint32_t)core_ns_xfer_bytes(cmd->ns, 1, cmd->req.pi.host_md);
                 for (uint32_t i = 1; i < cmd->nlb; i++)
                         memcpy(cmd->buf + (size_t)i * bs, cmd->buf, bs);
         }
@@ -244,11 +288,12 @@ static void verify_exec(struct scsi_cmd *cmd)
 enum scsi_parse_result scsi_sbc_verify(struct scsi_cmd *cmd)
 {
         struct rw_fields f;
-        uint32_t bs = cmd->ns->block_size;
+        uint32_t bs;
         uint8_t bytchk;
         uint64_t bytes;
 
-        decode(cmd->cdb, &f);
+        decode_pi(cmd, &f);
+        bs = (uint32_t)wire_bytes(cmd, &f, 1);
         bytchk = (f.flags >> 1) & 0x03;
         if (!check_common(cmd, &f, 0x16, CORE_OP_VERIFY))
                 return SCSI_PARSE_DONE;
@@ -262,6 +307,7 @@ enum scsi_parse_result scsi_sbc_verify(struct scsi_cmd *cmd)
                 if (!f.nlb)
                         return good_done(cmd);
                 req_init(cmd, CORE_OP_VERIFY, f.lba, f.nlb, io_flags(f.flags & 0x10));
+                scsi_pi_setup(cmd, false, f.protect, false);
                 return SCSI_PARSE_EXEC;
         }
         if (!check_xfer(cmd, &f, bytes, bytes, true))
@@ -275,6 +321,7 @@ enum scsi_parse_result scsi_sbc_verify(struct scsi_cmd *cmd)
         }
         req_init(cmd, CORE_OP_COMPARE, f.lba, f.nlb, io_flags(f.flags & 0x10));
         req_data(cmd, (uint32_t)bytes);
+        scsi_pi_setup(cmd, false, f.protect, true);
         req_scratch(cmd);
         cmd->data_out_len = cmd->xfer_len;
         if (bytchk == 0x03)
@@ -285,10 +332,11 @@ enum scsi_parse_result scsi_sbc_verify(struct scsi_cmd *cmd)
 enum scsi_parse_result scsi_sbc_write_verify(struct scsi_cmd *cmd)
 {
         struct rw_fields f;
-        uint32_t bs = cmd->ns->block_size, nlb;
+        uint32_t bs, nlb;
         uint64_t bytes;
 
-        decode(cmd->cdb, &f);
+        decode_pi(cmd, &f);
+        bs = (uint32_t)wire_bytes(cmd, &f, 1);
         bytes = (uint64_t)f.nlb * bs;
         cmd->xfer_len = bytes > UINT32_MAX ? UINT32_MAX : (uint32_t)bytes;
         if (!check_common(cmd, &f, 0x13, CORE_OP_WRITE))
@@ -308,6 +356,7 @@ enum scsi_parse_result scsi_sbc_write_verify(struct scsi_cmd *cmd)
         /* Written durably before status; the medium check is the write itself. */
         req_init(cmd, CORE_OP_WRITE, f.lba, nlb, CORE_REQ_FUA | io_flags(f.flags & 0x10));
         req_data(cmd, nlb * bs);
+        scsi_pi_setup(cmd, true, f.protect, true);
         group_tag(cmd, &f, true);
         cmd->data_out_len = nlb * bs;
         return SCSI_PARSE_EXEC;
@@ -318,11 +367,13 @@ enum scsi_parse_result scsi_sbc_write_verify(struct scsi_cmd *cmd)
 enum scsi_parse_result scsi_sbc_caw(struct scsi_cmd *cmd)
 {
         struct rw_fields f;
-        uint32_t bs = cmd->ns->block_size;
-        uint32_t max = (CORE_SMALL_TRANSFER_BYTES / 2) >> cmd->ns->block_shift;
+        uint32_t bs;
+        uint32_t max;
         uint64_t bytes;
 
-        decode(cmd->cdb, &f);
+        decode_pi(cmd, &f);
+        bs = (uint32_t)wire_bytes(cmd, &f, 1);
+        max = (CORE_SMALL_TRANSFER_BYTES / 2) / bs;
         bytes = 2ull * f.nlb * bs;
         cmd->xfer_len = (uint32_t)bytes;
         if (cmd->cdb[10] || cmd->cdb[11] || cmd->cdb[12]) {
@@ -350,6 +401,7 @@ enum scsi_parse_result scsi_sbc_caw(struct scsi_cmd *cmd)
                 return good_done(cmd);
         req_init(cmd, CORE_OP_COMPARE_AND_WRITE, f.lba, f.nlb, io_flags(f.flags));
         req_data(cmd, (uint32_t)bytes);
+        scsi_pi_setup(cmd, true, f.protect, true);
         group_tag(cmd, &f, true);
         req_scratch(cmd);
         cmd->data_out_len = (uint32_t)bytes;
@@ -359,11 +411,10 @@ enum scsi_parse_result scsi_sbc_caw(struct scsi_cmd *cmd)
 enum scsi_parse_result scsi_sbc_orwrite(struct scsi_cmd *cmd)
 {
         struct rw_fields f;
-        uint32_t bs = cmd->ns->block_size;
         uint64_t bytes;
 
-        decode(cmd->cdb, &f);
-        bytes = (uint64_t)f.nlb * bs;
+        decode_pi(cmd, &f);
+        bytes = wire_bytes(cmd, &f, f.nlb);
         cmd->xfer_len = bytes > UINT32_MAX ? UINT32_MAX : (uint32_t)bytes;
         /* media |= data happens in scratch: it must hold the whole range. */
         if (!check_common(cmd, &f, 0x1a, CORE_OP_ORWRITE) ||
@@ -378,6 +429,7 @@ enum scsi_parse_result scsi_sbc_orwrite(struct scsi_cmd *cmd)
         }
         req_init(cmd, CORE_OP_ORWRITE, f.lba, f.nlb, io_flags(f.flags));
         req_data(cmd, (uint32_t)bytes);
+        scsi_pi_setup(cmd, true, f.protect, true);
         group_tag(cmd, &f, true);
         req_scratch(cmd);
         cmd->data_out_len = (uint32_t)bytes;
@@ -390,10 +442,11 @@ enum scsi_parse_result scsi_sbc_write_same(struct scsi_cmd *cmd)
 {
         struct rw_fields f;
         bool sixteen = cmd->cdb[0] == SCSI_OP_WRITE_SAME_16;
-        uint32_t bs = cmd->ns->block_size;
+        uint32_t bs;
         bool ndob;
 
-        decode(cmd->cdb, &f);
+        decode_pi(cmd, &f);
+        bs = (uint32_t)wire_bytes(cmd, &f, 1);
         ndob = sixteen && (f.flags & 0x01);
         cmd->xfer_len = ndob ? 0 : bs;
         /* UNMAP/ANCHOR pass the common check so write protection is reported first. */
@@ -434,6 +487,7 @@ enum scsi_parse_result scsi_sbc_write_same(struct scsi_cmd *cmd)
         if (ndob) {
                 req_init(cmd, (f.flags & 0x08) ? CORE_OP_DEALLOCATE : CORE_OP_WRITE_ZEROES, f.lba,
                          f.nlb, anchor ? CORE_REQ_ANCHOR : 0);
+                scsi_pi_setup(cmd, true, f.protect, false);
                 return SCSI_PARSE_EXEC;
         }
         if (cmd->edtl != bs) {
@@ -452,6 +506,7 @@ enum scsi_parse_result scsi_sbc_write_same(struct scsi_cmd *cmd)
         }
         req_init(cmd, CORE_OP_WRITE_SAME, f.lba, f.nlb, 0);
         req_data(cmd, bs);
+        scsi_pi_setup(cmd, true, f.protect, true);
         group_tag(cmd, &f, true);
         req_scratch(cmd); /* the core replicates the block there */
         cmd->data_out_len = bs;
@@ -519,11 +574,15 @@ enum scsi_parse_result scsi_sbc_read_capacity16(struct scsi_cmd *cmd)
         put_be64(&d->last_lba, core_ns_blocks(ns) - 1);
         put_be32(&d->block_len, ns->block_size);
         /*
-         * P_TYPE/PROT_EN 0; LBPPBE: logical blocks per physical block
-         * (exponent), the first one aligned at LBA 0; thin: LBPME and LBPRZ
-         * (deallocated blocks read zeroes).
+         * P_TYPE (type - 1) and PROT_EN, P_I_EXPONENT (pi.c); LBPPBE:
+         * logical blocks per physical block (exponent), the first one
+         * aligned at LBA 0; thin: LBPME and LBPRZ (deallocated blocks read
+         * zeroes).
          */
-        d->lbppbe = ns->phys_exp;
+        uint8_t type = scsi_lu_pi_type(ns);
+        if (type)
+                d->prot = (uint8_t)(((type - 1) << 1) | 0x01);
+        d->lbppbe = (uint8_t)(ns->phys_exp | (scsi_lu_pi_exp(ns) << 4));
         if (ns->thin)
                 put_be16(&d->lowest_aligned, 0xc000);
         scsi_cmd_data_in(cmd, sizeof(*d), alloc);

@@ -134,7 +134,7 @@ static uint32_t put_timeouts(uint8_t *p, const struct scsi_op *op)
         return sizeof(*t);
 }
 
-static uint32_t rsoc_one(uint8_t *b, const struct scsi_op *op, bool rctd)
+static uint32_t rsoc_one(uint8_t *b, const struct scsi_op *op, bool rctd, const struct core_ns *ns)
 {
         uint32_t len = 4;
         memset(b, 0, 4);
@@ -146,6 +146,9 @@ static uint32_t rsoc_one(uint8_t *b, const struct scsi_op *op, bool rctd)
         b[2] = 0;
         b[3] = op->cdb_len;
         memcpy(b + 4, op->usage, op->cdb_len);
+        /* An LU with protection information takes the xxPROTECT field (pi.c). */
+        if ((op->flags & SCSI_OPF_PROTECT) && scsi_lu_pi_type(ns))
+                b[4 + (op->opcode == SCSI_OP_VARIABLE_LENGTH ? 10 : 1)] |= 0xe0;
         len += op->cdb_len;
         if (rctd)
                 len += put_timeouts(b + len, op);
@@ -192,23 +195,25 @@ enum scsi_parse_result scsi_spc_rsoc(struct scsi_cmd *cmd)
                         scsi_sense_invalid_field(cmd, true, 2, 2);
                         return SCSI_PARSE_DONE;
                 }
-                len = rsoc_one(b, scsi_op_for_lu(scsi_op_lookup(req_op, 0), cmd->ns), rctd);
+                len =
+                    rsoc_one(b, scsi_op_for_lu(scsi_op_lookup(req_op, 0), cmd->ns), rctd, cmd->ns);
                 break;
         case 2:
                 if (!scsi_op_has_sa(req_op)) {
                         scsi_sense_invalid_field(cmd, true, 2, 2);
                         return SCSI_PARSE_DONE;
                 }
-                len = rsoc_one(b, scsi_op_for_lu(scsi_op_lookup(req_op, req_sa), cmd->ns), rctd);
+                len = rsoc_one(b, scsi_op_for_lu(scsi_op_lookup(req_op, req_sa), cmd->ns), rctd,
+                               cmd->ns);
                 break;
         case 3:
                 if (scsi_op_has_sa(req_op))
                         len = rsoc_one(b, scsi_op_for_lu(scsi_op_lookup(req_op, req_sa), cmd->ns),
-                                       rctd);
+                                       rctd, cmd->ns);
                 else
                         len = rsoc_one(
                             b, req_sa ? NULL : scsi_op_for_lu(scsi_op_lookup(req_op, 0), cmd->ns),
-                            rctd);
+                            rctd, cmd->ns);
                 break;
         default:
                 scsi_sense_invalid_field(cmd, true, 2, 2);

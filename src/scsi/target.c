@@ -179,7 +179,7 @@ static uint32_t event_ua(const struct core_ns_event *ev)
         uint32_t b = 0;
         switch (ev->type) {
         case CORE_NS_EV_CAPACITY:
-        case CORE_NS_EV_FORMAT: /* READ CAPACITY(16) P_TYPE/PROT_EN changed: 2Ah/09h */
+        case CORE_NS_EV_FORMAT: /* READ CAPACITY(16) P_TYPE, PROT_EN, P_I_EXPONENT (pi.c) */
                 return 1u << SCSI_UA_CAPACITY_CHANGED;
         case CORE_NS_EV_WRITE_PROTECT: /* SWP and the WP bit of the mode data */
         case CORE_NS_EV_WRITE_CACHE:   /* WCE of the caching page */
@@ -735,6 +735,14 @@ int scsi_fuzz_one(const uint8_t *cdb, size_t len)
         ns.be.can_anchor = len > 1 && (cdb[len - 1] & 8);
         /* 8 logical blocks per physical block, so WRITE LONG's PBLOCK is accepted. */
         ns.phys_exp = len > 1 && (cdb[len - 1] & 0x20) ? 3 : 0;
+        /* Protection information type 0-3 by the last byte's two high bits (pi.c: the
+         * xxPROTECT fields, the 32-byte CDBs, the Application Tag mode page). */
+        uint8_t pit = len > 1 ? (uint8_t)(cdb[len - 1] >> 6) : 0;
+        ns.pi = (struct core_pi_fmt){.block_size = 512,
+                                     .md_size = pit ? 8 : 0,
+                                     .type = pit,
+                                     .guard = CORE_PI_GUARD_CRC16,
+                                     .pi_first = true};
         atomic_store(&ns.wp, 0);
         atomic_store(&ns.ready, CORE_NS_READY);
         atomic_store(&ns.san_state, CORE_SAN_NEVER);
@@ -756,6 +764,11 @@ int scsi_fuzz_one(const uint8_t *cdb, size_t len)
                 memmove(buf, cdb + cl, n);
                 scsi_xcopy_fuzz_params(&cmd, n);
                 scsi_scatter_fuzz_params(&cmd, n);
+                /* FORMAT UNIT's parameter list, decoded (not applied). */
+                if (((const struct scsi_op *)cmd.op)->exec == scsi_pi_format_exec) {
+                        struct core_pi_fmt f;
+                        scsi_pi_format_decode(&cmd, buf, n, &f);
+                }
                 /* SEND DIAGNOSTIC's diagnostic pages (SELFTEST=0, SELF-TEST CODE 000b). */
                 if (((const struct scsi_op *)cmd.op)->exec == scsi_diag_send_exec &&
                     !(cmd.cdb[1] & 0xe4)) {
@@ -778,6 +791,8 @@ int scsi_fuzz_one(const uint8_t *cdb, size_t len)
                 scsi_mode_select_apply(&cmd);
                 if (cmd.data_in_len > cmd.buf_len || cmd.sense_len > SCSI_SENSE_MAX)
                         abort();
+                /* The Application Tag page's tables (retired ones are kept until close). */
+                core_ns_pi_close(&ns);
         }
         return 0;
 }

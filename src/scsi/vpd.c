@@ -53,7 +53,9 @@ uint32_t scsi_inquiry_std_build(struct scsi_cmd *cmd, uint8_t *out)
         q->version = 0x06;       /* SPC-4: what iscsi-test-cu accepts (4..6) */
         q->flags3 = 0x10 | 0x02; /* HISUP, response data format 2 */
         q->additional_len = sizeof(*q) - 5;
-        q->flags5 = 0x08; /* 3PC: third-party copy (EXTENDED COPY, xcopy.c) */
+        /* 3PC: third-party copy (EXTENDED COPY, xcopy.c); PROTECT: an LU can be formatted with
+         * protection information (pi.c; READ CAPACITY(16) PROT_EN says whether it is). */
+        q->flags5 = 0x08 | (cmd->ns ? 0x01 : 0);
         q->flags7 = 0x02; /* CMDQUE */
         memcpy(q->vendor, SLATE_VENDOR, 8);
         memcpy(q->product, SLATE_PRODUCT, 16);
@@ -284,12 +286,16 @@ int scsi_vpd_build(struct scsi_cmd *cmd, uint8_t page, uint8_t *out, uint32_t ca
                 break;
         case 0x86:
                 n = 0x3c;
+                /* SPT 111b: types 1, 2 and 3; GRD_CHK, APP_CHK, REF_CHK (pi.c). */
+                p[0] = (0x07 << 3) | 0x04 | 0x02 | 0x01;
                 p[1] = 0x10 | 0x01; /* GROUP_SUP (streams.c), SIMPSUP */
-                p[3] = 0x01;        /* LUICLR */
+                p[3] = 0x10 | 0x01; /* P_I_I_SUP (P_I_EXPONENT), LUICLR */
                 break;
         case 0xb0: {
                 struct scsi_vpd_block_limits *b = (void *)out;
-                uint32_t max_blocks = CORE_MAX_TRANSFER_BYTES >> ns->block_shift;
+                /* With PI a block may carry its metadata on the wire (pi.c). */
+                uint32_t max_blocks =
+                    (uint32_t)(CORE_MAX_TRANSFER_BYTES / core_ns_xfer_bytes(ns, 1, true));
                 uint32_t opt_blocks = CORE_SMALL_TRANSFER_BYTES >> ns->block_shift;
                 uint32_t caw = opt_blocks / 2; /* compare and write halves in one slot buffer */
                 n = 0x3c;

@@ -3,7 +3,9 @@
  * input is one CDB, parsed against a fake (thin) logical unit by
  * scsi_fuzz_one(); for MODE SELECT the bytes after the CDB are the
  * parameter list, checked and applied (mode pages, the Logical Block
- * Provisioning page 1Ch/02h included).
+ * Provisioning page 1Ch/02h and the Application Tag page 0Ah/02h
+ * included), and for FORMAT UNIT they are its parameter list, decoded;
+ * the last byte's two high bits give the LU a protection type.
  */
 #include <stddef.h>
 #include <stdint.h>

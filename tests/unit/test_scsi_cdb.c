@@ -549,7 +549,7 @@ static void test_mode_sense(void **state)
         assert_int_equal(cmd.status, SAM_STAT_GOOD);
         assert_int_equal(buf[0], cmd.data_in_len - 1);
         assert_int_equal(buf[3], 8);
-        assert_int_equal(cmd.data_in_len, 4 + 8 + 20 + 12 + 12);
+        assert_int_equal(cmd.data_in_len, 4 + 8 + 12 + 20 + 12 + 12); /* 01h 08h 0Ah 1Ch */
         /* Write protection set by management: every host hears of it first. */
         core_ns_set_wp(&ns, CORE_WP_CONFIG, true, NULL);
         cdb[1] = 0x08; /* DBD */

@@ -266,18 +266,18 @@ static void test_mode_page(void **state)
         uint8_t cdb[10] = {0x5a, 0x08, 0xc8, 0x00, 0, 0, 0, 0x01, 0x00, 0};
         run(cdb, 10, 256);
         expect_sense(SK_ILLEGAL_REQUEST, 0x39, 0x00);
-        /* All pages and subpages: the five of them (the IO advice hints grouping page 0Ah/05h
-         * needs MODE SENSE(10)); all pages, subpage 00h: three. */
+        /* All pages and subpages: the six of them (the IO advice hints grouping page 0Ah/05h
+         * needs MODE SENSE(10)); all pages, subpage 00h: four. */
         uint8_t all10[10] = {0x5a, 0x08, 0x3f, 0xff, 0, 0, 0, 0x10, 0x00, 0};
         run(all10, 10, 4096);
-        assert_int_equal(cmd.data_in_len, 8 + 20 + 12 + SCSI_GROUPING_LEN + 12 + 24);
+        assert_int_equal(cmd.data_in_len, 8 + 12 + 20 + 12 + SCSI_GROUPING_LEN + 12 + 24);
         uint8_t all[6] = {0x1a, 0x08, 0x3f, 0xff, 0xff, 0};
         run(all, 6, 255);
         assert_int_equal(cmd.data_in_len, 255); /* MODE DATA LENGTH is one byte: capped */
         assert_int_equal(buf[0], 0xff);
         all[3] = 0;
         run(all, 6, 255);
-        assert_int_equal(cmd.data_in_len, 4 + 20 + 12 + 12);
+        assert_int_equal(cmd.data_in_len, 4 + 12 + 20 + 12 + 12);
         all[2] = 0x08;
         all[3] = 0x02;
         run(all, 6, 255);

@@ -15,6 +15,7 @@
 enum scsi_opcode {
         SCSI_OP_TEST_UNIT_READY = 0x00,
         SCSI_OP_REQUEST_SENSE = 0x03,
+        SCSI_OP_FORMAT_UNIT = 0x04,
         SCSI_OP_READ_6 = 0x08,
         SCSI_OP_WRITE_6 = 0x0a,
         SCSI_OP_INQUIRY = 0x12,
@@ -78,7 +79,10 @@ enum scsi_opcode {
 #define SCSI_SAI_RESTORE_ELEMENTS    0x19   /* RESTORE ELEMENTS AND REBUILD */
 #define SCSI_SAO_WRITE_LONG_16       0x11   /* 9Fh service action */
 #define SCSI_SAO_WRITE_SCATTERED_16  0x12   /* 9Fh service action */
-#define SCSI_VL_WRITE_ATOMIC_32      0x000f /* 7Fh service actions (bytes 8-9) */
+#define SCSI_VL_READ_32              0x0009 /* 7Fh service actions (bytes 8-9) */
+#define SCSI_VL_VERIFY_32            0x000a
+#define SCSI_VL_WRITE_32             0x000b
+#define SCSI_VL_WRITE_ATOMIC_32      0x000f
 #define SCSI_VL_WRITE_STREAM_32      0x0010
 #define SCSI_VL_WRITE_SCATTERED_32   0x0011
 #define SCSI_MI_REPORT_TPG           0x0a
