@@ -470,27 +470,31 @@ static void scatter_next(struct core_req *req)
  * be used where it is (extended LBAs from or to the host, a multi-segment
  * buffer to check or generate from), a bounce of the data.
  *
- * Order: a write stores the metadata first, then the data; a read reads
+ * Order: a write stores the metadata first, then the data (on a store
+ * that survives a restart: the metadata to the escape, the data, the new
+ * metadata; pi_store_md); a read reads
  * the metadata, then the data, then checks; WRITE ZEROES and DEALLOCATE
  * reset the metadata to the escape first, then the data; FLUSH flushes the
  * data, then the store.  Both halves of a FUA write are FUA, so an
  * acknowledged FUA write (and every write before an acknowledged flush)
- * has its data and metadata durable together.  A write interrupted
- * between its halves (kill -9, power loss) leaves new metadata over old
- * data for its blocks: a read with checking reports a guard error there
- * until the host writes them again (README "Protection information").
+ * has its data and metadata durable together, and a write interrupted
+ * anywhere leaves each block's metadata agreeing with its data or the
+ * escape (pi_store_md).
  */
 enum {
-        PI_W_MD = 1, /* write: the metadata is being stored */
-        PI_W_DATA,   /* write: the data is being written */
-        PI_R_MD,     /* read/verify: metadata */
-        PI_R_DATA,   /* read/verify: data */
-        PI_F_DATA,   /* flush: data */
-        PI_F_MD,     /* flush: store */
-        PI_Z_MD,     /* write zeroes / deallocate: metadata to the escape */
-        PI_Z_DATA,   /* ...then the data */
-        PI_WS_MD,    /* write same: a piece's metadata */
-        PI_WS_DATA,  /* ...then its data */
+        PI_W_MD = 1,     /* write: the metadata is being stored */
+        PI_W_DATA,       /* write: the data is being written */
+        PI_R_MD,         /* read/verify: metadata */
+        PI_R_DATA,       /* read/verify: data */
+        PI_F_DATA,       /* flush: data */
+        PI_F_MD,         /* flush: store */
+        PI_Z_MD,         /* write zeroes / deallocate: metadata to the escape */
+        PI_Z_DATA,       /* ...then the data */
+        PI_WS_MD,        /* write same: a piece's metadata */
+        PI_WS_DATA,      /* ...then its data */
+        PI_W_ESC,        /* write, persistent store: the metadata to the escape first */
+        PI_W_DATA_FIRST, /* ...then the data */
+        PI_W_MD_LAST,    /* ...then the new metadata */
 };
 
 static _Atomic uint64_t *pi_slot(struct core_req *req)
@@ -933,13 +937,13 @@ static bool pi_protect(struct core_req *req)
         return true;
 }
 
-/* The write's metadata to the store first (PI_W_MD); the data follows in pi_next. */
-static void pi_store_md(struct core_req *req)
+/* The write's metadata to the store (step: PI_W_MD, data next; PI_W_MD_LAST, done next). */
+static void pi_store_md_step(struct core_req *req, int step)
 {
         struct core_ns *ns = req->ns;
         size_t md_len = (size_t)req->nlb * req->pix.mdpb;
         bool fua = (req->flags & CORE_REQ_FUA) != 0;
-        req->pix.step = PI_W_MD;
+        req->pix.step = step;
         if (req->flags & CORE_REQ_SANITIZE) {
                 /* A sanitize overwrite: the metadata goes back to the escape with the data. */
                 core_pistore_submit(ns->pistore, req, CORE_OP_WRITE_ZEROES, req->lba, req->nlb,
@@ -951,6 +955,47 @@ static void pi_store_md(struct core_req *req)
         req->one_iov.iov_len = md_len;
         core_pistore_submit(ns->pistore, req, CORE_OP_WRITE, req->lba, req->nlb, &req->one_iov, 1,
                             fua);
+}
+
+/*
+ * A write's two halves.  On a store that survives a restart (file): the
+ * blocks' metadata goes to the escape first, then the data is written,
+ * then the new metadata: whatever step a kill -9 (or power loss) cuts, a
+ * block holds its old data with its old metadata or the escape, or its new
+ * data with the escape or its new metadata -- never metadata that
+ * disagrees with the data, so a block acknowledged earlier stays readable
+ * with checking while a later write to it was in flight.  (Metadata first,
+ * then data, left new metadata over old data: the durability test's
+ * mid-stream kill found an acknowledged block failing its guard check.)
+ * On mem nothing outlives the process: metadata, then data.
+ */
+static void pi_store_md(struct core_req *req)
+{
+        struct core_ns *ns = req->ns;
+        if (ns->pistore->persistent && !(req->flags & CORE_REQ_SANITIZE)) {
+                req->pix.step = PI_W_ESC;
+                core_pistore_submit(ns->pistore, req, CORE_OP_WRITE_ZEROES, req->lba, req->nlb,
+                                    NULL, 0, (req->flags & CORE_REQ_FUA) != 0);
+                return;
+        }
+        pi_store_md_step(req, PI_W_MD);
+}
+
+static void pi_write_data(struct core_req *req, int step)
+{
+        struct core_ns *ns = req->ns;
+        req->pix.step = step;
+        if (req->pix.ext_vec) {
+                size_t n;
+                struct iovec *v = pi_ext_vec(req, &n);
+                be_io(req, CORE_OP_WRITE, req->lba, req->nlb, v, (int)n);
+        } else if (req->pix.data) {
+                req->one_iov.iov_base = req->pix.data;
+                req->one_iov.iov_len = (uint64_t)req->nlb << ns->block_shift;
+                be_io(req, CORE_OP_WRITE, req->lba, req->nlb, &req->one_iov, 1);
+        } else {
+                be_io(req, CORE_OP_WRITE, req->lba, req->nlb, req->iov, req->iovcnt);
+        }
 }
 
 /* READ, WRITE, VERIFY with the buffer in hand. */
@@ -1020,20 +1065,16 @@ static void pi_next(struct core_req *req)
         const struct core_pi_fmt *f = &req->pix.fmt;
         switch (req->pix.step) {
         case PI_W_MD:
-                req->pix.step = PI_W_DATA;
-                if (req->pix.ext_vec) {
-                        size_t n;
-                        struct iovec *v = pi_ext_vec(req, &n);
-                        be_io(req, CORE_OP_WRITE, req->lba, req->nlb, v, (int)n);
-                } else if (req->pix.data) {
-                        req->one_iov.iov_base = req->pix.data;
-                        req->one_iov.iov_len = (uint64_t)req->nlb << ns->block_shift;
-                        be_io(req, CORE_OP_WRITE, req->lba, req->nlb, &req->one_iov, 1);
-                } else {
-                        be_io(req, CORE_OP_WRITE, req->lba, req->nlb, req->iov, req->iovcnt);
-                }
+                pi_write_data(req, PI_W_DATA);
+                return;
+        case PI_W_ESC:
+                pi_write_data(req, PI_W_DATA_FIRST);
+                return;
+        case PI_W_DATA_FIRST:
+                pi_store_md_step(req, PI_W_MD_LAST);
                 return;
         case PI_W_DATA:
+        case PI_W_MD_LAST:
         case PI_F_MD:
         case PI_Z_DATA:
                 finish(req, CORE_OK);

@@ -117,7 +117,8 @@ void scsi_pi_setup(struct scsi_cmd *cmd, bool write, uint8_t protect, bool xfer)
         r->pi.host_md = protect && xfer;
         if (write && (!protect || !xfer)) { /* the device server generates it */
                 uint16_t app = 0;
-                const struct core_pi_apptab *t = __atomic_load_n(&ns->apptab, __ATOMIC_ACQUIRE);
+                const struct core_pi_apptab *t =
+                    atomic_load_explicit(&ns->apptab, memory_order_acquire);
                 if (tab && t)
                         core_pi_apptab_lookup(t, cmd->lba, &app);
                 r->pi.gen = true;

@@ -279,8 +279,10 @@ static int do_verify(const char *journal)
                         continue; /* only the newest acknowledged write per LBA matters */
                 t = iscsi_read10_sync(g_iscsi, g_lun, (uint32_t)r[i].lba, g_bs, (int)g_bs, 0, 0, 0,
                                       0, 0);
-                if (!good(t, "READ(10)"))
+                if (!good(t, "READ(10)")) {
+                        free(r);
                         return 2;
+                }
                 checked++;
                 if (t->datain.size < (int)g_bs || !decode(t->datain.data, r[i].lba, &g, &s)) {
                         if (bad++ < 10)
