@@ -362,8 +362,14 @@ void nvme_set_features_exec(struct nvme_cmd *cmd)
         if (hb->acre > 1 || hb->etdas > 1 || hb->lbafee > 1 || (cdfe & ~0xcu)) {
                 nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD, NVME_LOC_NONE, -1);
         } else {
+                /* copy_cross_namespace keeps 2h/3h on whatever the host writes: Linux 6.9+
+                 * sends Host Behavior Support at connect (ACRE/LBAFEE, because CTRATT ELBAS
+                 * is set) with CDFE 0, and gives user space no way to send it again. */
+                if (ctrl->copy_xns)
+                        cdfe |= 0x0c;
                 pthread_mutex_lock(&ctrl->lock);
                 ctrl->hb = *hb;
+                put_le16(&ctrl->hb.cdfe, cdfe);
                 atomic_store_explicit(&ctrl->copy_fmts, cdfe, memory_order_relaxed);
                 pthread_mutex_unlock(&ctrl->lock);
         }

@@ -1523,11 +1523,11 @@ static uint16_t run_copy(uint32_t nsid, uint64_t sdlba, unsigned fmt, const stru
         return st(&c);
 }
 
-/* Host Behavior Support with CDFE (Set Features 16h, 512 bytes in capsule). */
-static uint16_t set_cdfe(uint16_t cdfe)
+/* Host Behavior Support with CDFE (Set Features 16h, 512 bytes in capsule) on q. */
+static uint16_t set_cdfe_on(struct nvme_queue *q, uint16_t cdfe)
 {
         static struct nvme_cmd c;
-        sqe_init(&c, &admin_q, NVME_ADM_SET_FEATURES, 0);
+        sqe_init(&c, q, NVME_ADM_SET_FEATURES, 0);
         c.reactor = rt_get(0);
         c.done = on_done;
         c.sqe[39] = 0x01;
@@ -1545,6 +1545,11 @@ static uint16_t set_cdfe(uint16_t cdfe)
                 pthread_mutex_unlock(&w.m);
         }
         return st(&c);
+}
+
+static uint16_t set_cdfe(uint16_t cdfe)
+{
+        return set_cdfe_on(&admin_q, cdfe);
 }
 
 /* Blocks [lba, lba + n) of nsid 1 hold pattern tag (one byte per block, at its start). */
@@ -1722,6 +1727,15 @@ static void test_copy_cross_namespace_option(void **s)
         assert_int_equal(get_hbs_cdfe(&q2, 0), 0x0c); /* current */
         assert_int_equal(get_hbs_cdfe(&q2, 1), 0x0c); /* default */
         assert_int_equal(atomic_load(&q2.ctrl->copy_fmts), 0x0c);
+        assert_int_equal(get_hbs_cdfe(&q1, 0), 0);
+        /* What Linux 6.9+ sends at connect (LBAFEE, CDFE 0) leaves them on; elsewhere it is
+         * the host's to change. */
+        assert_int_equal(set_cdfe_on(&q2, 0), 0);
+        assert_int_equal(get_hbs_cdfe(&q2, 0), 0x0c);
+        assert_int_equal(atomic_load(&q2.ctrl->copy_fmts), 0x0c);
+        assert_int_equal(set_cdfe_on(&q1, 0x0c), 0);
+        assert_int_equal(get_hbs_cdfe(&q1, 0), 0x0c);
+        assert_int_equal(set_cdfe_on(&q1, 0), 0);
         assert_int_equal(get_hbs_cdfe(&q1, 0), 0);
         /* A controller reset (CC.EN 1 -> 0) returns to the subsystem's default. */
         atomic_store(&q2.ctrl->copy_fmts, 0);
