@@ -50,7 +50,8 @@ reload_keeps_hosts() {
 	python3 - "$state/base.json" "$state/slate.json" "$XNQN" "$XIQN-rl" "$XIQN-gone" <<'PY' || return 1
 import json, sys
 base, out, nqn, iqn_rl, iqn_gone = sys.argv[1:]
-cfg = json.load(open(base))["config"]
+doc = json.load(open(base))
+cfg = doc["config"]
 keep = []
 for e in cfg:
     p = e["params"]
@@ -68,7 +69,8 @@ keep[at:at] = [
 ]
 at = next(i for i, e in enumerate(keep) if e["method"] == "nvmf_listener_add")
 keep[at:at] = [{"method": "nvmf_ns_attach", "params": {"nqn": nqn, "nsid": 7, "namespace": "rl"}}]
-json.dump({"config": keep}, open(out, "w"), indent=1)
+# the options (allowed_dirs: later parts make data files in the state dir) stay as they were
+json.dump({"options": doc.get("options", {}), "config": keep}, open(out, "w"), indent=1)
 PY
 	ctl config_reload dry_run=true || return 1
 	# data from both hosts before the reload
@@ -101,9 +103,10 @@ PY
 	cp "$state/base.json" "$state/slate.json"
 	python3 - "$state/slate.json" <<'PY' || return 1
 import json, sys
-cfg = json.load(open(sys.argv[1]))["config"]
+doc = json.load(open(sys.argv[1]))
+cfg = doc["config"]
 drop = lambda p: "gone" in (p.get("name"), p.get("namespace")) or "opt" in (p.get("name"), p.get("namespace")) or str(p.get("name", "")).endswith("-gone") or str(p.get("target", "")).endswith("-gone")
-json.dump({"config": [e for e in cfg if not drop(e["params"])]}, open(sys.argv[1], "w"))
+json.dump({"options": doc.get("options", {}), "config": [e for e in cfg if not drop(e["params"])]}, open(sys.argv[1], "w"))
 PY
 	rl_hup || return 1
 	wait_for 20 sh -c "! test -b $optdev" || { echo "$optdev still there"; return 1; }
