@@ -144,5 +144,19 @@ const char *backend_missing_lib(const char *name);
 
 /* Backend completion entry into the core; see the contract above. */
 void core_backend_done(struct core_req *req, int res);
+/* Record the backend I/O a submit starts in req->bio (for retries and checks); not direct. */
+static inline void backend_bio_set(struct core_req *req, struct backend *be, enum core_op op,
+                                   uint64_t off, uint64_t len, const struct iovec *iov, int iovcnt,
+                                   bool fua)
+{
+        req->bio.be = be;
+        req->bio.op = op;
+        req->bio.off = off;
+        req->bio.len = len;
+        req->bio.iov = iov;
+        req->bio.iovcnt = iovcnt;
+        req->bio.fua = fua;
+        req->bio.direct = false;
+}
 
 #endif

@@ -175,14 +175,7 @@ static void file_submit(struct backend *be, struct core_req *req, enum core_op o
         struct file_be *f = be->priv;
         struct io_uring_sqe *sqe = rt_sqe(req->reactor);
         req->ev.fn = file_done;
-        req->bio.be = be;
-        req->bio.op = op;
-        req->bio.off = off;
-        req->bio.len = len;
-        req->bio.iov = iov;
-        req->bio.iovcnt = iovcnt;
-        req->bio.fua = fua;
-        req->bio.direct = false;
+        backend_bio_set(req, be, op, off, len, iov, iovcnt, fua);
         switch (op) {
         case CORE_OP_READ:
         case CORE_OP_WRITE: {

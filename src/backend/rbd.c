@@ -257,14 +257,7 @@ static void rbd_be_submit(struct backend *be, struct core_req *req, enum core_op
                           uint64_t len, const struct iovec *iov, int iovcnt, bool fua)
 {
         struct rbd_be *r = be->priv;
-        req->bio.be = be;
-        req->bio.op = op;
-        req->bio.off = off;
-        req->bio.len = len;
-        req->bio.iov = iov;
-        req->bio.iovcnt = iovcnt;
-        req->bio.fua = fua && op == CORE_OP_WRITE;
-        req->bio.direct = false;
+        backend_bio_set(req, be, op, off, len, iov, iovcnt, fua && op == CORE_OP_WRITE);
         int rc = rbd_start(r, req);
         if (rc < 0) {
                 /* Never complete from inside submit: through the reactor's defer queue. */
