@@ -236,13 +236,20 @@ static void rx_kick(struct iscsi_conn *c)
 static struct iscsi_task *task_get(struct iscsi_conn *c, bool immediate)
 {
         struct iscsi_task *t = c->free_tasks;
-        if (!t)
+        if (!t && c->task_hw == c->nr_tasks)
                 return NULL;
         /* Keep the reserve for immediate PDUs so NOP/TMF still flow at a full window. */
         if (!immediate && c->outstanding >= ISCSI_QUEUE_DEPTH &&
             c->nr_free <= ISCSI_TASK_RESERVE / 2)
                 return NULL;
-        c->free_tasks = t->next_free;
+        if (t) {
+                c->free_tasks = t->next_free;
+        } else { /* a task's first use: its pages are the region's zeroes */
+                t = &c->tasks[c->task_hw];
+                t->idx = c->task_hw;
+                t->buf = c->region + (size_t)t->idx * ISCSI_TASK_BUF_LEN;
+                c->task_hw++;
+        }
         c->nr_free--;
         uint8_t *buf = t->buf;
         uint32_t idx = t->idx, gen = t->r2t_gen;
@@ -905,7 +912,7 @@ static int task_big_buffer(struct iscsi_task *t)
 
 static struct iscsi_task *find_unsol_task(struct iscsi_conn *c, uint32_t itt)
 {
-        for (uint32_t i = 0; i < c->nr_tasks; i++) {
+        for (uint32_t i = 0; i < c->task_hw; i++) {
                 struct iscsi_task *t = &c->tasks[i];
                 if (t->state == ISCSI_TASK_RX_DATA && t->itt == itt && !t->unsol_done &&
                     !t->aborted)
@@ -932,7 +939,7 @@ static int hdr_data_out(struct iscsi_conn *c)
                         goto bad;
         } else {
                 uint32_t idx = ttt & 0xffff;
-                if (idx >= c->nr_tasks)
+                if (idx >= c->task_hw)
                         return HDR_OK;
                 t = &c->tasks[idx];
                 if (t->state != ISCSI_TASK_RX_DATA || t->ttt != ttt || t->itt != itt || t->aborted)
@@ -1207,7 +1214,7 @@ static void abort_one(struct iscsi_task *x, struct iscsi_task *tmf)
 /* Abort every SCSI task (of one LUN, or all when lun == UINT64_MAX) not already answering. */
 static void abort_tasks(struct iscsi_conn *c, uint64_t lun, struct iscsi_task *tmf)
 {
-        for (uint32_t i = 0; i < c->nr_tasks; i++) {
+        for (uint32_t i = 0; i < c->task_hw; i++) {
                 struct iscsi_task *x = &c->tasks[i];
                 if (x == tmf || !x->is_scsi || x->finished || x->aborted)
                         continue;
@@ -1233,7 +1240,7 @@ void iscsi_conn_abort_lun(struct iscsi_conn *c, uint64_t lun)
                 return;
         struct iscsi_task *receiving = c->rx_state != ISCSI_RX_BHS ? c->rx_task : NULL;
         unsigned n = 0;
-        for (uint32_t i = 0; i < c->nr_tasks; i++) {
+        for (uint32_t i = 0; i < c->task_hw; i++) {
                 struct iscsi_task *x = &c->tasks[i];
                 if (x == receiving || !x->is_scsi || x->finished || x->aborted)
                         continue;
@@ -1268,7 +1275,7 @@ static void dispatch_tmf(struct iscsi_conn *c, struct iscsi_task *t)
         switch (func) {
         case ISCSI_TMF_ABORT_TASK: {
                 struct iscsi_task *x = NULL;
-                for (uint32_t i = 0; i < c->nr_tasks; i++) {
+                for (uint32_t i = 0; i < c->task_hw; i++) {
                         struct iscsi_task *y = &c->tasks[i];
                         if (y != t && y->is_scsi && y->itt == rtt && !y->finished && !y->aborted &&
                             (y->state == ISCSI_TASK_RX_DATA || y->state == ISCSI_TASK_EXEC)) {
@@ -1338,7 +1345,7 @@ static void dispatch_logout(struct iscsi_conn *c, struct iscsi_task *t)
         c->state = ISCSI_CONN_LOGOUT;
         c->rx_state = ISCSI_RX_STOP;
         c->logout_task = t;
-        for (uint32_t i = 0; i < c->nr_tasks; i++) {
+        for (uint32_t i = 0; i < c->task_hw; i++) {
                 struct iscsi_task *x = &c->tasks[i];
                 if (x->is_scsi && x->state == ISCSI_TASK_RX_DATA && !x->finished) {
                         x->aborted = true;
@@ -1613,30 +1620,23 @@ int iscsi_conn_tasks_init(struct iscsi_conn *c)
 {
         if (c->tasks)
                 return 0;
+        /* One lazily backed region, the task table then the task buffers, and no loop
+         * over the tasks: a connection pays for the tasks it has had in flight at
+         * once, not for the whole window (144 tasks: ~0.5 MiB of table alone). */
         uint32_t n = ISCSI_QUEUE_DEPTH + ISCSI_TASK_RESERVE;
-        c->tasks = calloc(n, sizeof(*c->tasks));
-        /* One lazily backed region: untouched task buffers cost no memory. */
-        size_t len = (size_t)n * ISCSI_TASK_BUF_LEN;
+        size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+        size_t tab = ((size_t)n * sizeof(*c->tasks) + pg - 1) / pg * pg;
+        size_t len = tab + (size_t)n * ISCSI_TASK_BUF_LEN;
         void *region = mmap(NULL, len, PROT_READ | PROT_WRITE,
                             MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (!c->tasks || region == MAP_FAILED) {
-                if (region != MAP_FAILED)
-                        munmap(region, len);
-                free(c->tasks);
-                c->tasks = NULL;
+        if (region == MAP_FAILED)
                 return -ENOMEM;
-        }
-        c->region = region;
+        c->tasks = region;
+        c->region = (uint8_t *)region + tab;
         c->region_len = len;
         c->nr_tasks = n;
-        for (uint32_t i = c->nr_tasks; i-- > 0;) {
-                struct iscsi_task *t = &c->tasks[i];
-                t->conn = c;
-                t->idx = i;
-                t->buf = c->region + (size_t)i * ISCSI_TASK_BUF_LEN;
-                t->next_free = c->free_tasks;
-                c->free_tasks = t;
-        }
+        c->task_hw = 0;
+        c->free_tasks = NULL;
         c->nr_free = c->nr_tasks;
         return 0;
 }
@@ -1798,9 +1798,8 @@ static void conn_free(struct iscsi_conn *c)
         if (c->fd >= 0)
                 close(c->fd);
         bool started = c->r != NULL;
-        if (c->region)
-                munmap(c->region, c->region_len);
-        free(c->tasks);
+        if (c->tasks) /* the mapping: the task table, then region */
+                munmap(c->tasks, c->region_len);
         conn_release(c);
         if (started)
                 atomic_fetch_sub(&live_conns, 1);
@@ -1849,7 +1848,7 @@ void iscsi_conn_close(struct iscsi_conn *c, const char *reason)
                         tx->done(c, tx);
         }
         /* Every task not inside the backend ends now; those inside end in scsi_done. */
-        for (uint32_t i = 0; i < c->nr_tasks; i++) {
+        for (uint32_t i = 0; i < c->task_hw; i++) {
                 struct iscsi_task *t = &c->tasks[i];
                 if (t->state == ISCSI_TASK_FREE)
                         continue;

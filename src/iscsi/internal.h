@@ -435,9 +435,12 @@ struct iscsi_conn {
         struct rt_txq txq;
         struct iscsi_tx login_tx;
 
-        /* Tasks. */
+        /* Tasks: tasks[0, task_hw) were handed out at least once (freed ones are on
+         * free_tasks); the rest are untouched zero pages of region, handed out in order
+         * when the free list is empty (iscsi_conn_tasks_init, task_get). */
         struct iscsi_task *tasks;
         uint32_t nr_tasks;
+        uint32_t task_hw;
         struct iscsi_task *free_tasks;
         uint32_t nr_free;
         uint32_t outstanding; /* non-immediate tasks in the CmdSN window */
