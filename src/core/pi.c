@@ -334,6 +334,39 @@ void core_pi_insert(const struct core_pi_fmt *f, const void *src, struct core_pi
         }
 }
 
+void core_pi_reguard(const struct core_pi_fmt *f, struct core_pi_buf b, size_t nblocks)
+{
+        if (f->type == CORE_PI_TYPE0)
+                return;
+        struct walk w;
+        walk_init(f, b, &w);
+        size_t units = nblocks << f->pi_exp;
+        for (size_t u = 0; u < units; u++) {
+                uint8_t *d = w.data + u * w.dstride, *md = w.md + u * w.mstride;
+                if (escaped(f, md + w.po))
+                        continue;
+                slate_put_be(md + w.po, guard_bytes(f), interval_guard(f, d, md, w.po));
+        }
+}
+
+void core_pi_retag(const struct core_pi_fmt *f, struct core_pi_buf b, size_t nblocks, uint64_t ref)
+{
+        if (f->type == CORE_PI_TYPE0)
+                return;
+        struct walk w;
+        walk_init(f, b, &w);
+        size_t units = nblocks << f->pi_exp;
+        uint64_t rmask = ref_mask(f);
+        for (size_t u = 0; u < units; u++) {
+                uint8_t *pi = w.md + u * w.mstride + w.po;
+                if (escaped(f, pi))
+                        continue;
+                u128 space = get_space(f, pi);
+                space = (space & ~(u128)rmask) | ((ref + u) & rmask);
+                put_space(f, pi, space);
+        }
+}
+
 enum core_status core_pi_strip(const struct core_pi_fmt *f, struct core_pi_buf src, void *dst,
                                size_t nblocks, const struct core_pi_check *c, struct core_pi_err *e)
 {

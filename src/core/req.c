@@ -847,6 +847,7 @@ static void pi_start(struct core_req *req)
         case CORE_OP_WRITE:
         case CORE_OP_COMPARE:
         case CORE_OP_COMPARE_AND_WRITE:
+        case CORE_OP_ORWRITE:
                 break;
         default:
                 /* Not yet with metadata (README "Protection information"). */
@@ -857,7 +858,7 @@ static void pi_start(struct core_req *req)
         size_t md_len = nlb * mdpb, data_len = nlb << ns->block_shift;
         bool bounce = req->pi.host_md || req->iovcnt > 1 || req->op == CORE_OP_VERIFY ||
                       req->op == CORE_OP_WRITE_SAME || req->op == CORE_OP_COMPARE ||
-                      req->op == CORE_OP_COMPARE_AND_WRITE;
+                      req->op == CORE_OP_COMPARE_AND_WRITE || req->op == CORE_OP_ORWRITE;
         if (req->op == CORE_OP_READ && !req->pi.host_md && !req->pi.chk)
                 bounce = false; /* data straight into the host's buffers */
         req->pix.cur_lba = req->lba;
@@ -880,8 +881,10 @@ static void pi_start(struct core_req *req)
                 bounce = false;
                 data_len = pi_units(&req->pix.fmt, nlb) * sizeof(struct iovec);
         }
+        /* ORWRITE: the host's metadata after the bounce (pi_or_hmd). */
         size_t len = md_room + (bounce || req->pix.ext_vec ? data_len : 0) +
-                     (req->op == CORE_OP_WRITE_SAME ? mdpb : 0);
+                     (req->op == CORE_OP_WRITE_SAME ? mdpb : 0) +
+                     (req->op == CORE_OP_ORWRITE ? md_room : 0);
         req->pix.bounce = bounce;
         if (len <= sizeof(req->pix.inl)) {
                 req->pix.buf = req->pix.inl;
@@ -935,6 +938,94 @@ static bool pi_protect(struct core_req *req)
         if (req->pi.gen)
                 core_pi_generate(f, b, nlb, &tags);
         return true;
+}
+
+/*
+ * ORWRITE (SBC-4 5.11; the range lock held since run()): the host's data
+ * goes flat into the issuer's scratch and its metadata (host_md) after the
+ * bounce, where its protection information is checked as a write's would
+ * be (chk) before anything is read or written.  Then the stored blocks are
+ * read (metadata into pix.md, data into the bounce) and pi_orwrite ORs.
+ */
+static uint8_t *pi_or_hmd(struct core_req *req)
+{
+        return req->pix.data + ((((size_t)req->nlb << req->ns->block_shift) + 63) & ~(size_t)63);
+}
+
+static bool pi_or_host(struct core_req *req)
+{
+        uint64_t nlb = req->nlb;
+        uint8_t *hmd = pi_or_hmd(req);
+        if (!req->pi.host_md) {
+                iov_to_flat(req, req->scratch, 0, nlb << req->ns->block_shift);
+                return true;
+        }
+        pi_ext_xfer(req, req->scratch, hmd, nlb, false);
+        if (req->pi.chk) {
+                struct core_pi_check c;
+                struct core_pi_err e;
+                pi_check_of(req, req->lba, &c);
+                enum core_status st = core_pi_verify(
+                    &req->pix.fmt, (struct core_pi_buf){req->scratch, hmd}, nlb, &c, &e);
+                if (st != CORE_OK) {
+                        pi_fail(req, st, &e);
+                        return false;
+                }
+        }
+        return true;
+}
+
+static void pi_store_md(struct core_req *req);
+
+/*
+ * ORWRITE with the stored blocks in hand: their protection information
+ * checked (rmw_chk: what a read of them would check; a failure writes
+ * nothing), the data ORed, and the result's metadata: the host's with the
+ * guard recomputed over the new data (host_md; gen: regenerated whole), or
+ * the stored blocks' other metadata bytes with a tuple generated from
+ * gen_ref and gen_app.  Then stored as a write is (pi_store_md).
+ */
+static void pi_orwrite(struct core_req *req)
+{
+        const struct core_pi_fmt *f = &req->pix.fmt;
+        uint64_t nlb = req->nlb;
+        size_t len = (size_t)nlb << req->ns->block_shift;
+        struct core_pi_buf b = {req->pix.data, req->pix.md};
+        if (req->pi.rmw_chk) {
+                struct core_pi_check c;
+                struct core_pi_err e;
+                pi_check_of(req, req->lba, &c);
+                c.flags = req->pi.rmw_chk;
+                c.ref = pi_ref_at(req, req->pi.rmw_ref, req->lba);
+                enum core_status st = core_pi_verify(f, b, nlb, &c, &e);
+                if (st != CORE_OK) {
+                        pi_fail(req, st, &e);
+                        return;
+                }
+        }
+        uint8_t *d = req->pix.data;
+        const uint8_t *h = req->scratch;
+        size_t i = 0;
+        for (; i + 8 <= len; i += 8) {
+                uint64_t x, y;
+                memcpy(&x, d + i, 8);
+                memcpy(&y, h + i, 8);
+                x |= y;
+                memcpy(d + i, &x, 8);
+        }
+        for (; i < len; i++)
+                d[i] |= h[i];
+        struct core_pi_tags tags = {.ref = req->pi.gen_ref, .app = req->pi.gen_app};
+        if (req->pi.host_md) {
+                memcpy(req->pix.md, pi_or_hmd(req), nlb * req->pix.mdpb);
+                if (req->pi.gen)
+                        core_pi_generate(f, b, nlb, &tags);
+                else
+                        core_pi_reguard(f, b, nlb);
+        } else {
+                core_pi_generate(f, b, nlb, &tags);
+        }
+        pi_store_md(req);
 }
 
 /* The write's metadata to the store (step: PI_W_MD, data next; PI_W_MD_LAST, done next). */
@@ -1025,6 +1116,8 @@ static void pi_go(struct core_req *req)
                 pi_ws_piece(req);
                 return;
         }
+        if (req->op == CORE_OP_ORWRITE && !pi_or_host(req))
+                return;
         if (req->op != CORE_OP_WRITE) {
                 pi_read_piece(req);
                 return;
@@ -1136,6 +1229,10 @@ static void pi_next(struct core_req *req)
                                 }
                         }
                         finish(req, CORE_OK);
+                        return;
+                }
+                if (req->op == CORE_OP_ORWRITE) {
+                        pi_orwrite(req);
                         return;
                 }
                 if (req->pi.chk) {
@@ -1549,7 +1646,8 @@ void core_req_submit(struct core_req *req)
         default:
                 break;
         }
-        if (req->pi.host_md && (req->op == CORE_OP_READ || req->op == CORE_OP_WRITE))
+        if (req->pi.host_md &&
+            (req->op == CORE_OP_READ || req->op == CORE_OP_WRITE || req->op == CORE_OP_ORWRITE))
                 need += (uint64_t)req->nlb * core_ns_md_per_block(ns); /* extended LBAs */
         if (iov_bytes(req) < need || req->scratch_len < scratch ||
             (scratch && req->scratch == NULL)) {

@@ -10,7 +10,8 @@
  * format refused), core_ns_format resetting every block to the escape
  * and publishing its event, resize, sanitize (overwrite, block erase)
  * resetting the metadata, COMPARE, COMPARE AND WRITE and WRITE SAME with
- * PI, a null namespace, and the operations not done yet refused.
+ * PI, ORWRITE with PI (both sides checked, the result's guard recomputed),
+ * a null namespace.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -55,8 +56,8 @@ static void submit_fn(void *arg)
 /* What the next request carries (struct core_req.pi), reset by each run. */
 static struct {
         bool host_md, gen, use_apptab;
-        unsigned chk;
-        uint64_t ref, gen_ref;
+        unsigned chk, rmw_chk;
+        uint64_t ref, gen_ref, rmw_ref;
         uint16_t app, app_mask, gen_app;
         uint32_t flags;
         void *scratch;
@@ -75,6 +76,8 @@ static enum core_status run(struct core_ns *ns, enum core_op op, uint64_t lba, u
         s.req.pi.gen = nx.gen;
         s.req.pi.use_apptab = nx.use_apptab;
         s.req.pi.chk = nx.chk;
+        s.req.pi.rmw_chk = nx.rmw_chk;
+        s.req.pi.rmw_ref = nx.rmw_ref;
         s.req.pi.ref = nx.ref;
         s.req.pi.app = nx.app;
         s.req.pi.app_mask = nx.app_mask;
@@ -330,15 +333,76 @@ static void one_ns(const char *backend, unsigned type)
                         assert_int_equal(back[i * EXT + BS + k], 0xff);
         }
 
-        /* Not yet on a namespace with metadata: refused, not done without PI. */
+        /*
+         * ORWRITE: the stored blocks checked (rmw_chk), the data ORed, the
+         * result's PI generated (data only) or the host's with its guard
+         * recomputed; a failing check on either side writes nothing.
+         */
         static uint8_t scratch[BS * 8];
-        static const enum core_op notyet[] = {CORE_OP_ORWRITE};
-        for (size_t i = 0; i < sizeof(notyet) / sizeof(notyet[0]); i++) {
-                nx.scratch = scratch;
-                nx.scratch_len = sizeof(scratch);
-                assert_int_equal(run1(ns, notyet[i], 40, 2, data, 4 * BS, NULL),
-                                 CORE_E_INVALID_FIELD);
-        }
+        static uint8_t orb[4 * BS], want[4 * BS], orx[4 * EXT];
+        fill(data, 2 * BS, 7);
+        nx.gen_ref = 40;
+        nx.gen_app = 0x1234;
+        assert_int_equal(run1(ns, CORE_OP_WRITE, 40, 2, data, 2 * BS, NULL), CORE_OK);
+        fill(orb, 2 * BS, 9);
+        for (size_t i = 0; i < 2 * BS; i++)
+                want[i] = data[i] | orb[i];
+        nx.scratch = scratch;
+        nx.scratch_len = sizeof(scratch);
+        nx.rmw_chk = CORE_PI_CHK_GUARD | CORE_PI_CHK_REF;
+        nx.rmw_ref = 40;
+        nx.gen_ref = 40;
+        nx.gen_app = 0x1234;
+        assert_int_equal(run1(ns, CORE_OP_ORWRITE, 40, 2, orb, 2 * BS, NULL), CORE_OK);
+        expect_all(40);
+        assert_int_equal(run1(ns, CORE_OP_READ, 40, 2, rd, 2 * BS, NULL), CORE_OK);
+        assert_memory_equal(rd, want, 2 * BS);
+        /* The host's PI: tags kept (application tag 5678h), guard recomputed over the result. */
+        struct core_pi_fmt f = fmt_of(type);
+        fill(orb, 2 * BS, 11);
+        core_pi_insert(&f, orb, (struct core_pi_buf){orx, NULL}, 2,
+                       &(struct core_pi_tags){.ref = 40, .app = 0x5678});
+        orx[EXT + BS] ^= 0x40; /* the second block's guard */
+        nx.scratch = scratch;
+        nx.scratch_len = sizeof(scratch);
+        nx.host_md = true;
+        nx.chk = CORE_PI_CHK_GUARD | CORE_PI_CHK_REF;
+        nx.ref = 40;
+        nx.rmw_chk = CORE_PI_CHK_GUARD;
+        assert_int_equal(run1(ns, CORE_OP_ORWRITE, 40, 2, orx, 2 * EXT, &info), CORE_E_PI_GUARD);
+        assert_int_equal(info, 41);
+        expect_all(40); /* nothing written: still the first ORWRITE's result and PI */
+        assert_int_equal(run1(ns, CORE_OP_READ, 40, 2, rd, 2 * BS, NULL), CORE_OK);
+        assert_memory_equal(rd, want, 2 * BS);
+        for (size_t i = 0; i < 2 * BS; i++)
+                want[i] |= orb[i];
+        orx[EXT + BS] ^= 0x40;
+        nx.scratch = scratch;
+        nx.scratch_len = sizeof(scratch);
+        nx.host_md = true;
+        nx.chk = CORE_PI_CHK_GUARD | CORE_PI_CHK_REF;
+        nx.ref = 40;
+        nx.rmw_chk = CORE_PI_CHK_GUARD | CORE_PI_CHK_REF;
+        nx.rmw_ref = 40;
+        assert_int_equal(run1(ns, CORE_OP_ORWRITE, 40, 2, orx, 2 * EXT, NULL), CORE_OK);
+        expect_all(40);
+        nx.app = 0x5678;
+        assert_int_equal(run1(ns, CORE_OP_READ, 40, 2, rd, 2 * BS, NULL), CORE_OK);
+        assert_memory_equal(rd, want, 2 * BS);
+        /* A stored block that fails its guard: the ORWRITE is refused, nothing written. */
+        mk_ext(type, ext, 40, 2, 13);
+        ext[EXT + BS] ^= 1;
+        nx.host_md = true;
+        assert_int_equal(run1(ns, CORE_OP_WRITE, 40, 2, ext, 2 * EXT, NULL), CORE_OK);
+        nx.scratch = scratch;
+        nx.scratch_len = sizeof(scratch);
+        nx.rmw_chk = CORE_PI_CHK_GUARD;
+        nx.gen_ref = 40;
+        assert_int_equal(run1(ns, CORE_OP_ORWRITE, 40, 2, orb, 2 * BS, &info), CORE_E_PI_GUARD);
+        assert_int_equal(info, 41);
+        nx.host_md = true;
+        assert_int_equal(run1(ns, CORE_OP_READ, 40, 2, back, 2 * EXT, NULL), CORE_OK);
+        assert_memory_equal(back, ext, 2 * EXT);
         /* COMPARE: the stored PI checked, the data compared (offset in the host's transfer). */
         mk_ext(type, ext, 30, 4, 4);
         nx.scratch = scratch;
