@@ -788,6 +788,13 @@ static void pi_ws_piece(struct core_req *req)
         size_t md_len = n * req->pix.mdpb;
         struct core_pi_tags tags = {.ref = pi_ref_at(req, req->pi.gen_ref, req->pix.cur_lba),
                                     .app = req->pi.gen_app};
+        if (ns->crypt && req->pix.cur_lba != req->lba) {
+                /* The piece before was encrypted in place: the host's block again. */
+                iov_to_flat(req, req->pix.data, 0, ns->block_size);
+                for (uint64_t i = 1; i < n; i++)
+                        memcpy(req->pix.data + (i << ns->block_shift), req->pix.data,
+                               ns->block_size);
+        }
         if (req->pi.host_md) {
                 /* The host's metadata in every block; its PI tuple regenerated unless raw. */
                 for (uint64_t i = 0; i < n; i++)
@@ -861,6 +868,8 @@ static void pi_start(struct core_req *req)
                       req->op == CORE_OP_COMPARE_AND_WRITE || req->op == CORE_OP_ORWRITE;
         if (req->op == CORE_OP_READ && !req->pi.host_md && !req->pi.chk)
                 bounce = false; /* data straight into the host's buffers */
+        if (ns->crypt)
+                bounce = true; /* encrypted and decrypted there (pi_write_data, PI_R_DATA) */
         req->pix.cur_lba = req->lba;
         req->pix.end_lba = req->lba + nlb;
         req->pix.piece = req->nlb;
@@ -874,7 +883,7 @@ static void pi_start(struct core_req *req)
                 data_len = per << ns->block_shift;
         }
         size_t md_room = (md_len + 63) & ~(size_t)63;
-        req->pix.ext_vec = req->pi.host_md && req->iovcnt == 1 &&
+        req->pix.ext_vec = !ns->crypt && req->pi.host_md && req->iovcnt == 1 &&
                            (req->op == CORE_OP_READ || req->op == CORE_OP_WRITE) &&
                            pi_units(&req->pix.fmt, nlb) <= PI_EXT_VEC_MAX;
         if (req->pix.ext_vec) {
@@ -1081,6 +1090,10 @@ static void pi_write_data(struct core_req *req, int step)
                 struct iovec *v = pi_ext_vec(req, &n);
                 be_io(req, CORE_OP_WRITE, req->lba, req->nlb, v, (int)n);
         } else if (req->pix.data) {
+                /* Encryption at rest: the bounce's plaintext is no longer needed. */
+                if (!flat_crypt(req, true, req->lba, req->pix.data,
+                                (uint64_t)req->nlb << ns->block_shift))
+                        return;
                 req->one_iov.iov_base = req->pix.data;
                 req->one_iov.iov_len = (uint64_t)req->nlb << ns->block_shift;
                 be_io(req, CORE_OP_WRITE, req->lba, req->nlb, &req->one_iov, 1);
@@ -1178,6 +1191,8 @@ static void pi_next(struct core_req *req)
                 return;
         case PI_WS_MD: {
                 uint64_t n = req->one_iov.iov_len / req->pix.mdpb;
+                if (!flat_crypt(req, true, req->pix.cur_lba, req->pix.data, n << ns->block_shift))
+                        return;
                 req->pix.step = PI_WS_DATA;
                 req->one_iov.iov_base = req->pix.data;
                 req->one_iov.iov_len = n << ns->block_shift;
@@ -1214,6 +1229,10 @@ static void pi_next(struct core_req *req)
         }
         case PI_R_DATA: {
                 uint64_t n = req->pix.data ? req->one_iov.iov_len >> ns->block_shift : req->nlb;
+                /* Encryption at rest: the bounce decrypted before anything looks at it. */
+                if (req->pix.data &&
+                    !flat_crypt(req, false, req->pix.cur_lba, req->pix.data, n << ns->block_shift))
+                        return;
                 if (req->pix.ext_vec) {
                         /* The metadata into the host's buffer, then the checks there. */
                         pi_ext_md(req, true);
