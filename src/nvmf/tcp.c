@@ -170,14 +170,18 @@ struct tcp_queue {
         struct tx_item ic_it, term_it;
         uint8_t ic_buf[sizeof(struct nvme_tcp_icresp)];
 
-        /* Command pool. */
+        /* Command pool: one mapping, the commands then their buffers (queue_cmds_init);
+         * a slot's pages are touched when a command first uses it, so a queue costs
+         * what it has in flight at most, not the whole pool. */
         struct tcp_cmd *cmds;
         uint8_t *bufs;
-        size_t bufs_len;
+        void *pool_map;
+        size_t pool_len;
         uint16_t free_stack[TCP_POOL];
         unsigned nfree;
-        unsigned nexec; /* commands the personality owns (done not yet called) */
-        unsigned naer;  /* of which parked AERs */
+        unsigned cmd_hw; /* slots [0, cmd_hw) were ever handed out (the stack pops 0, 1, ...) */
+        unsigned nexec;  /* commands the personality owns (done not yet called) */
+        unsigned naer;   /* of which parked AERs */
         /* Commands waiting for a large buffer, oldest first; one request in the pool for the head.
          */
         unsigned nbufwait;
@@ -586,9 +590,8 @@ static void queue_free(struct tcp_queue *q)
         free(q->tls_stage);
         if (q->fd >= 0)
                 close(q->fd);
-        if (q->bufs)
-                munmap(q->bufs, q->bufs_len);
-        free(q->cmds);
+        if (q->pool_map)
+                munmap(q->pool_map, q->pool_len);
         rt_conn_release(&q->admit);
         pthread_mutex_lock(&reg_lock);
         if (q->reg_prev)
@@ -699,7 +702,7 @@ static void queue_close(struct tcp_queue *q, const char *reason)
         q->bw_head = q->bw_tail = lent;
         if (lent != TCP_POOL)
                 q->cmds[lent].bw_next = TCP_POOL; /* queue_big_granted releases it */
-        for (unsigned i = 0; q->cmds && i < TCP_POOL; i++) {
+        for (unsigned i = 0; q->cmds && i < q->cmd_hw; i++) {
                 struct tcp_cmd *c = &q->cmds[i];
                 if (c->state == CMD_BUFWAIT) {
                         if (i == lent)
@@ -765,7 +768,13 @@ static struct tcp_cmd *cmd_get(struct tcp_queue *q)
 {
         if (!q->nfree)
                 return NULL;
-        struct tcp_cmd *c = &q->cmds[q->free_stack[--q->nfree]];
+        uint16_t ttag = q->free_stack[--q->nfree];
+        struct tcp_cmd *c = &q->cmds[ttag];
+        if (ttag >= q->cmd_hw) { /* the slot's first use: its pages are the mapping's zeroes */
+                c->q = q;
+                c->ttag = ttag;
+                q->cmd_hw = ttag + 1u;
+        }
         memset(&c->nc, 0, sizeof(c->nc));
         /* Data in the slot's first half (or a pool buffer), the core's scratch in its second. */
         c->nc.buf = cmd_slot_buf(c);
@@ -1568,28 +1577,24 @@ static void rx_process(struct tcp_queue *q)
  */
 static int queue_cmds_init(struct tcp_queue *q)
 {
-        q->cmds = calloc(TCP_POOL, sizeof(*q->cmds));
-        q->bufs_len = (size_t)TCP_POOL * TCP_BUF_LEN;
-        q->bufs = mmap(NULL, q->bufs_len, PROT_READ | PROT_WRITE,
+        /* Anonymous zero pages backed on first touch, without a loop over the slots: a
+         * connection that sends a few commands and leaves (connection churn, the fuzz
+         * harness) pays for a few pages, not for the pool. */
+        size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+        size_t cmds_len = ((size_t)TCP_POOL * sizeof(*q->cmds) + pg - 1) / pg * pg;
+        size_t len = cmds_len + (size_t)TCP_POOL * TCP_BUF_LEN;
+        void *m = mmap(NULL, len, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (q->bufs == MAP_FAILED)
-                q->bufs = NULL;
-        if (!q->cmds || !q->bufs) {
-                free(q->cmds);
-                if (q->bufs)
-                        munmap(q->bufs, q->bufs_len);
-                q->cmds = NULL;
-                q->bufs = NULL;
+        if (m == MAP_FAILED)
                 return -ENOMEM;
-        }
-        for (unsigned i = 0; i < TCP_POOL; i++) {
-                struct tcp_cmd *c = &q->cmds[i];
-                c->q = q;
-                c->ttag = (uint16_t)i;
-                c->nc.buf = q->bufs + (size_t)i * TCP_BUF_LEN;
+        q->pool_map = m;
+        q->pool_len = len;
+        q->cmds = m;
+        q->bufs = (uint8_t *)m + cmds_len;
+        for (unsigned i = 0; i < TCP_POOL; i++)
                 q->free_stack[i] = (uint16_t)(TCP_POOL - 1 - i);
-        }
         q->nfree = TCP_POOL;
+        q->cmd_hw = 0;
         return 0;
 }
 

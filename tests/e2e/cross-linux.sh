@@ -112,10 +112,11 @@ for part in tests/e2e/cross.d/*.sh; do
 	[ -f "$part" ] || continue
 	# shellcheck disable=SC2053
 	[ "$parts" = all ] || [[ $(basename "$part" .sh) == $parts ]] || continue
-	echo "--- $part"
+	echo "--- $part (at ${SECONDS}s)"
 	# shellcheck disable=SC1090
 	. "$part"
 done
+echo "--- parts done (at ${SECONDS}s)"
 
 check daemon-alive slate_alive
 rc=0
