@@ -65,17 +65,22 @@ static uint64_t flushes(struct core_ns *ns)
         return core_stats_ops(&ns->stats, CORE_OPC_FLUSH);
 }
 
+static struct core_ns *mk_params(const struct core_ns_params *p)
+{
+        struct core_ns *ns = NULL;
+        char err[256];
+        int rc = core_ns_create(p, &ns, err, sizeof(err));
+        if (rc)
+                fprintf(stderr, "create %s: %s\n", p->name, err);
+        assert_int_equal(rc, 0);
+        return ns;
+}
+
 static struct core_ns *mk(const char *name, const char *backend, uint64_t size, uint32_t bs)
 {
         struct core_ns_params p = {
             .name = name, .backend = backend, .size_bytes = size, .block_size = bs};
-        struct core_ns *ns = NULL;
-        char err[256];
-        int rc = core_ns_create(&p, &ns, err, sizeof(err));
-        if (rc)
-                fprintf(stderr, "create %s: %s\n", name, err);
-        assert_int_equal(rc, 0);
-        return ns;
+        return mk_params(&p);
 }
 
 static void rm(struct core_ns *ns)
@@ -547,13 +552,7 @@ static struct core_ns *mk_pi(const char *name, const char *backend, unsigned typ
             .block_size = PBS,
             .pi_set = true,
             .pi = {.block_size = PBS, .md_size = PMD, .type = (uint8_t)type}};
-        struct core_ns *ns = NULL;
-        char err[256];
-        int rc = core_ns_create(&p, &ns, err, sizeof(err));
-        if (rc)
-                fprintf(stderr, "create %s: %s\n", name, err);
-        assert_int_equal(rc, 0);
-        return ns;
+        return mk_params(&p);
 }
 
 /* An I/O with protection settings: host_md (extended LBAs), checks, generated tags. */
