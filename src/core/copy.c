@@ -248,6 +248,18 @@ static void active_end(struct core_copy *c)
         }
 }
 
+/* The same metadata format on both (none on both included). */
+static bool same_md_fmt(const struct core_ns *a, const struct core_ns *b)
+{
+        struct core_pi_fmt fa, fb;
+        core_ns_pi_fmt(a, &fa);
+        core_ns_pi_fmt(b, &fb);
+        if (!fa.md_size || !fb.md_size)
+                return fa.md_size == fb.md_size;
+        return fa.type == fb.type && fa.md_size == fb.md_size && fa.guard == fb.guard &&
+               fa.pi_exp == fb.pi_exp && fa.pi_first == fb.pi_first && fa.sts == fb.sts;
+}
+
 /* End with st: the callback from the reactor's defer queue (never inside submit). */
 static void finish(struct core_copy *c, enum core_status st)
 {
@@ -274,16 +286,9 @@ static enum core_status check_range(const struct core_copy *c, const struct core
                 return CORE_E_INTERNAL;
         if (r->src->block_size != r->dst->block_size)
                 return CORE_E_COPY_INCOMPATIBLE;
-        /*
-         * Protection information (issue 10): different metadata formats are
-         * incompatible; copying the metadata with the data is not done yet,
-         * so a copy touching a namespace with metadata is refused.
-         */
-        uint32_t smd = core_ns_md_per_block(r->src), dmd = core_ns_md_per_block(r->dst);
-        if (smd != dmd)
+        /* Protection information (issue 10): the metadata moves, so the formats must agree. */
+        if (!same_md_fmt(r->src, r->dst))
                 return CORE_E_COPY_INCOMPATIBLE;
-        if (smd)
-                return CORE_E_INVALID_FIELD;
         enum core_status st = core_ns_check(r->src, base);
         if (st == CORE_OK)
                 st = core_ns_check(r->dst, base | CORE_CHK_WRITABLE);
@@ -346,6 +351,56 @@ static void chunk_done(struct core_copy *c)
 
 static void req_done(struct core_req *req);
 
+/*
+ * A chunk's read of the source on a namespace with metadata: extended
+ * LBAs (the metadata comes with the data), checked as c->pi.src_chk asks.
+ */
+static void pi_read_setup(struct core_copy *c, const struct core_copy_range *r)
+{
+        struct core_pi_fmt f;
+        core_ns_pi_fmt(r->src, &f);
+        if (!f.md_size)
+                return;
+        struct core_req *q = &c->req;
+        q->pi.host_md = true;
+        q->pi.chk = r->src_chk;
+        q->pi.ref = r->src_ref + (c->chunk_lba << f.pi_exp);
+        q->pi.app = r->src_app;
+        q->pi.app_mask = r->src_app_mask;
+}
+
+/*
+ * ...and its write to the destination: the metadata as read, type 1
+ * reference tags moved to the destination LBAs (or, dst_gen, the PI
+ * generated anew by the protection stage), checked as dst_chk asks.
+ */
+static void pi_write_setup(struct core_copy *c, const struct core_copy_range *r)
+{
+        struct core_pi_fmt f;
+        core_ns_pi_fmt(r->dst, &f);
+        if (!f.md_size)
+                return;
+        struct core_req *q = &c->req;
+        /* Types 2, 3: the blocks of the ranges before this one and of the chunks before. */
+        uint64_t before = c->chunk_lba;
+        for (unsigned i = 0; i < c->cur; i++)
+                before += c->ranges[i].nlb;
+        uint64_t ref = f.type == CORE_PI_TYPE1 ? q->lba : c->pi.dst_ref + (before << f.pi_exp);
+        q->pi.host_md = true;
+        if (c->pi.dst_gen) {
+                q->pi.gen = true;
+                q->pi.gen_app = c->pi.dst_app;
+                q->pi.gen_ref = ref;
+                return;
+        }
+        if (f.type == CORE_PI_TYPE1)
+                core_pi_retag(&f, (struct core_pi_buf){c->buf, NULL}, c->chunk_nlb, q->lba);
+        q->pi.chk = c->pi.dst_chk;
+        q->pi.ref = ref;
+        q->pi.app = c->pi.dst_app;
+        q->pi.app_mask = c->pi.dst_app_mask;
+}
+
 static void flush_next(struct core_copy *c)
 {
         if (!(c->flags & CORE_REQ_FUA)) {
@@ -384,8 +439,9 @@ static void req_done(struct core_req *req)
                               c->chunk_nlb, 0, c->reactor, req_done, c);
                 c->req.nexus = c->nexus;
                 c->req.iov[0].iov_base = c->buf;
-                c->req.iov[0].iov_len = (size_t)c->chunk_nlb << r->dst->block_shift;
+                c->req.iov[0].iov_len = core_ns_xfer_bytes(r->dst, c->chunk_nlb, true);
                 c->req.iovcnt = 1;
+                pi_write_setup(c, r);
                 c->stage = ST_WRITE;
                 core_req_submit(&c->req);
                 return;
@@ -446,8 +502,10 @@ static bool dst_provisioned(const struct core_ns *ns)
 static bool can_offload(const struct core_copy *c, const struct core_copy_range *r)
 {
         /* Ciphertext is bound to its LBA and key (core/crypt.h): never copied as is. */
+        /* Nor is a block's metadata, which lives in the metadata store (core/pistore.h). */
         return !c->no_offload && r->src->be.ops == r->dst->be.ops && r->src->be.ops->copy &&
-               !r->src->crypt && !r->dst->crypt && !dst_provisioned(r->dst) && workers_ready();
+               !r->src->crypt && !r->dst->crypt && !dst_provisioned(r->dst) &&
+               !core_ns_md_per_block(r->src) && workers_ready();
 }
 
 static void step(struct core_copy *c)
@@ -494,7 +552,8 @@ static void step(struct core_copy *c)
                                 finish(c, st);
                         return; /* parked: pool_put hands us a buffer and steps us */
                 }
-                max = COPY_CHUNK_BYTES >> shift;
+                /* With metadata the chunk is extended LBAs: data and metadata per block. */
+                max = COPY_CHUNK_BYTES / (((uint64_t)1 << shift) + core_ns_md_per_block(r->src));
         }
         uint64_t n = left < max ? left : max;
         c->chunk_nlb = (uint32_t)n;
@@ -513,8 +572,9 @@ static void step(struct core_copy *c)
                       c->reactor, req_done, c);
         c->req.nexus = c->nexus;
         c->req.iov[0].iov_base = c->buf;
-        c->req.iov[0].iov_len = (size_t)n << shift;
+        c->req.iov[0].iov_len = core_ns_xfer_bytes(r->src, n, true);
         c->req.iovcnt = 1;
+        pi_read_setup(c, r);
         c->stage = ST_READ;
         core_req_submit(&c->req);
 }

@@ -21,6 +21,24 @@
  * host's business (as on real devices), but each block is copied whole.
  * With CORE_REQ_FUA the destinations are durable when cb runs.
  *
+ * Protection information (issue 10): a range between namespaces with
+ * metadata needs the same format on both (type, metadata size, guard,
+ * interval, PI position, storage tag; else CORE_E_COPY_INCOMPATIBLE, as
+ * different block sizes are).  Each block's metadata moves with its data
+ * (both read and written as extended LBAs through the protection stage):
+ * guard and application tag as they are, the reference tag of a type 1
+ * block set to the destination LBA's (type 1 ties it to the LBA; type 2
+ * and 3 tags are the writer's and move unchanged; escaped blocks stay
+ * escaped).  A range's src_chk asks for checks of its source blocks
+ * before their chunk is written (guard; application tag against src_app
+ * under src_app_mask; reference tag against src_ref, +1 per interval); a
+ * failure stops the copy with CORE_E_PI_* and nothing of that chunk
+ * written.  c->pi.dst_gen instead gives every destination block a new
+ * tuple (guard over its data, pi.dst_app, reference tag from the
+ * destination LBA on type 1, else pi.dst_ref + the blocks of the copy
+ * before it); c->pi.dst_chk checks what is about to be written (after the
+ * type 1 retag) against the same tags, pi.dst_app under pi.dst_app_mask.
+ *
  * Execution: between two file-backed namespaces each chunk is a
  * copy_file_range (a reflink where the file system can) on a core worker
  * thread, never on the reactor; elsewhere (mem, null, mixed backends)
@@ -61,6 +79,10 @@ struct core_copy_range { /* nlb blocks of src from src_lba to dst at dst_lba */
         struct core_ns *dst;
         uint64_t dst_lba;
         uint64_t nlb; /* in blocks; src and dst must have the same block size */
+        /* Protection information (above): checks of the source blocks, their expected tags. */
+        unsigned src_chk; /* CORE_PI_CHK_* */
+        uint64_t src_ref;
+        uint16_t src_app, src_app_mask;
 };
 
 struct core_copy {
@@ -69,6 +91,12 @@ struct core_copy {
         unsigned nranges;
         const struct core_pr_nexus *nexus; /* reservation checks: read on src, write on dst */
         uint32_t flags;                    /* CORE_REQ_FUA: destinations durable at cb */
+        struct {                           /* protection information (above); zero: move it */
+                bool dst_gen;              /* generate the destination's PI */
+                unsigned dst_chk;          /* CORE_PI_CHK_* of what is written */
+                uint64_t dst_ref;          /* types 2, 3: the first destination block's tag */
+                uint16_t dst_app, dst_app_mask;
+        } pi;
         struct rt_reactor *reactor;
         void (*cb)(struct core_copy *c);
         void *cb_arg;

@@ -669,13 +669,6 @@ int core_ns_create(const struct core_ns_params *p, struct core_ns **out, char *e
                 }
                 ns->pi = f;
         }
-        if (ns->pi.md_size && ns->crypt) {
-                snprintf(err, errlen,
-                         "protection information on an encrypted namespace is not "
-                         "supported yet");
-                rc = -ENOTSUP;
-                goto fail;
-        }
         rc = core_ns_pi_open(ns, !loaded, err, errlen);
         if (rc)
                 goto fail;

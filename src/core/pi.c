@@ -216,14 +216,21 @@ static void put_tuple(const struct core_pi_fmt *f, uint8_t *pi, uint64_t guard, 
         put_space(f, pi, space);
 }
 
+/* The intervals of nblocks to walk (0 without PI), w set up for them. */
+static size_t walk_units(const struct core_pi_fmt *f, struct core_pi_buf b, size_t nblocks,
+                         struct walk *w)
+{
+        if (f->type == CORE_PI_TYPE0)
+                return 0;
+        walk_init(f, b, w);
+        return nblocks << f->pi_exp;
+}
+
 void core_pi_generate(const struct core_pi_fmt *f, struct core_pi_buf b, size_t nblocks,
                       const struct core_pi_tags *t)
 {
-        if (f->type == CORE_PI_TYPE0)
-                return;
         struct walk w;
-        walk_init(f, b, &w);
-        size_t units = nblocks << f->pi_exp;
+        size_t units = walk_units(f, b, nblocks, &w);
         for (size_t u = 0; u < units; u++) {
                 uint8_t *d = w.data + u * w.dstride, *md = w.md + u * w.mstride;
                 put_tuple(f, md + w.po, interval_guard(f, d, md, w.po), t->app, t->ref + u,
@@ -331,6 +338,33 @@ void core_pi_insert(const struct core_pi_fmt *f, const void *src, struct core_pi
                 if (w.po)
                         crc = crc_more(f->guard, crc, md, w.po);
                 put_tuple(f, md + w.po, crc_final(f->guard, crc), t->app, t->ref + u, t->stag);
+        }
+}
+
+void core_pi_reguard(const struct core_pi_fmt *f, struct core_pi_buf b, size_t nblocks)
+{
+        struct walk w;
+        size_t units = walk_units(f, b, nblocks, &w);
+        for (size_t u = 0; u < units; u++) {
+                uint8_t *d = w.data + u * w.dstride, *md = w.md + u * w.mstride;
+                if (escaped(f, md + w.po))
+                        continue;
+                slate_put_be(md + w.po, guard_bytes(f), interval_guard(f, d, md, w.po));
+        }
+}
+
+void core_pi_retag(const struct core_pi_fmt *f, struct core_pi_buf b, size_t nblocks, uint64_t ref)
+{
+        struct walk w;
+        size_t units = walk_units(f, b, nblocks, &w);
+        uint64_t rmask = ref_mask(f);
+        for (size_t u = 0; u < units; u++) {
+                uint8_t *pi = w.md + u * w.mstride + w.po;
+                if (escaped(f, pi))
+                        continue;
+                u128 space = get_space(f, pi);
+                space = (space & ~(u128)rmask) | ((ref + u) & rmask);
+                put_space(f, pi, space);
         }
 }
 

@@ -149,6 +149,21 @@ struct core_pi_err {
 void core_pi_generate(const struct core_pi_fmt *f, struct core_pi_buf b, size_t nblocks,
                       const struct core_pi_tags *t);
 
+/*
+ * Recompute every interval's guard over its (changed) data, keeping its
+ * application tag, reference tag and other metadata bytes (ORWRITE: the
+ * result of the OR gets a guard of its own).  Escaped tuples stay escaped
+ * (their guard is not looked at).
+ */
+void core_pi_reguard(const struct core_pi_fmt *f, struct core_pi_buf b, size_t nblocks);
+
+/*
+ * Set the reference tag of every interval that does not escape to ref (+1
+ * per interval), keeping its guard, application tag and storage tag (a
+ * copy moving type 1 blocks to another LBA).
+ */
+void core_pi_retag(const struct core_pi_fmt *f, struct core_pi_buf b, size_t nblocks, uint64_t ref);
+
 /* Check nblocks; the first failing interval (guard, then application tag,
  * then reference tag) ends it: its status is returned and described in *e
  * (may be NULL).  CORE_OK if all pass (type 0: always). */

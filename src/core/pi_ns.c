@@ -165,13 +165,6 @@ int core_ns_format(struct core_ns *ns, const struct core_pi_fmt *pi, core_origin
                 snprintf(err, errlen, "a sanitize is in progress");
                 return -EBUSY;
         }
-        if (f.md_size && ns->crypt) {
-                /* The metadata would be stored in the clear beside encrypted data. */
-                snprintf(err, errlen,
-                         "protection information on an encrypted namespace is not "
-                         "supported yet");
-                return -ENOTSUP;
-        }
         /* One format at a time; pi_quiesce also holds new requests. */
         uint32_t exp = 0;
         if (!atomic_compare_exchange_strong(&ns->pi_quiesce, &exp, 1)) {

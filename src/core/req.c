@@ -788,6 +788,13 @@ static void pi_ws_piece(struct core_req *req)
         size_t md_len = n * req->pix.mdpb;
         struct core_pi_tags tags = {.ref = pi_ref_at(req, req->pi.gen_ref, req->pix.cur_lba),
                                     .app = req->pi.gen_app};
+        if (ns->crypt && req->pix.cur_lba != req->lba) {
+                /* The piece before was encrypted in place: the host's block again. */
+                iov_to_flat(req, req->pix.data, 0, ns->block_size);
+                for (uint64_t i = 1; i < n; i++)
+                        memcpy(req->pix.data + (i << ns->block_shift), req->pix.data,
+                               ns->block_size);
+        }
         if (req->pi.host_md) {
                 /* The host's metadata in every block; its PI tuple regenerated unless raw. */
                 for (uint64_t i = 0; i < n; i++)
@@ -847,6 +854,7 @@ static void pi_start(struct core_req *req)
         case CORE_OP_WRITE:
         case CORE_OP_COMPARE:
         case CORE_OP_COMPARE_AND_WRITE:
+        case CORE_OP_ORWRITE:
                 break;
         default:
                 /* Not yet with metadata (README "Protection information"). */
@@ -857,9 +865,11 @@ static void pi_start(struct core_req *req)
         size_t md_len = nlb * mdpb, data_len = nlb << ns->block_shift;
         bool bounce = req->pi.host_md || req->iovcnt > 1 || req->op == CORE_OP_VERIFY ||
                       req->op == CORE_OP_WRITE_SAME || req->op == CORE_OP_COMPARE ||
-                      req->op == CORE_OP_COMPARE_AND_WRITE;
+                      req->op == CORE_OP_COMPARE_AND_WRITE || req->op == CORE_OP_ORWRITE;
         if (req->op == CORE_OP_READ && !req->pi.host_md && !req->pi.chk)
                 bounce = false; /* data straight into the host's buffers */
+        if (ns->crypt)
+                bounce = true; /* encrypted and decrypted there (pi_write_data, PI_R_DATA) */
         req->pix.cur_lba = req->lba;
         req->pix.end_lba = req->lba + nlb;
         req->pix.piece = req->nlb;
@@ -873,15 +883,17 @@ static void pi_start(struct core_req *req)
                 data_len = per << ns->block_shift;
         }
         size_t md_room = (md_len + 63) & ~(size_t)63;
-        req->pix.ext_vec = req->pi.host_md && req->iovcnt == 1 &&
+        req->pix.ext_vec = !ns->crypt && req->pi.host_md && req->iovcnt == 1 &&
                            (req->op == CORE_OP_READ || req->op == CORE_OP_WRITE) &&
                            pi_units(&req->pix.fmt, nlb) <= PI_EXT_VEC_MAX;
         if (req->pix.ext_vec) {
                 bounce = false;
                 data_len = pi_units(&req->pix.fmt, nlb) * sizeof(struct iovec);
         }
+        /* ORWRITE: the host's metadata after the bounce (pi_or_hmd). */
         size_t len = md_room + (bounce || req->pix.ext_vec ? data_len : 0) +
-                     (req->op == CORE_OP_WRITE_SAME ? mdpb : 0);
+                     (req->op == CORE_OP_WRITE_SAME ? mdpb : 0) +
+                     (req->op == CORE_OP_ORWRITE ? md_room : 0);
         req->pix.bounce = bounce;
         if (len <= sizeof(req->pix.inl)) {
                 req->pix.buf = req->pix.inl;
@@ -937,6 +949,94 @@ static bool pi_protect(struct core_req *req)
         return true;
 }
 
+/*
+ * ORWRITE (SBC-4 5.11; the range lock held since run()): the host's data
+ * goes flat into the issuer's scratch and its metadata (host_md) after the
+ * bounce, where its protection information is checked as a write's would
+ * be (chk) before anything is read or written.  Then the stored blocks are
+ * read (metadata into pix.md, data into the bounce) and pi_orwrite ORs.
+ */
+static uint8_t *pi_or_hmd(struct core_req *req)
+{
+        return req->pix.data + ((((size_t)req->nlb << req->ns->block_shift) + 63) & ~(size_t)63);
+}
+
+static bool pi_or_host(struct core_req *req)
+{
+        uint64_t nlb = req->nlb;
+        uint8_t *hmd = pi_or_hmd(req);
+        if (!req->pi.host_md) {
+                iov_to_flat(req, req->scratch, 0, nlb << req->ns->block_shift);
+                return true;
+        }
+        pi_ext_xfer(req, req->scratch, hmd, nlb, false);
+        if (req->pi.chk) {
+                struct core_pi_check c;
+                struct core_pi_err e;
+                pi_check_of(req, req->lba, &c);
+                enum core_status st = core_pi_verify(
+                    &req->pix.fmt, (struct core_pi_buf){req->scratch, hmd}, nlb, &c, &e);
+                if (st != CORE_OK) {
+                        pi_fail(req, st, &e);
+                        return false;
+                }
+        }
+        return true;
+}
+
+static void pi_store_md(struct core_req *req);
+
+/*
+ * ORWRITE with the stored blocks in hand: their protection information
+ * checked (rmw_chk: what a read of them would check; a failure writes
+ * nothing), the data ORed, and the result's metadata: the host's with the
+ * guard recomputed over the new data (host_md; gen: regenerated whole), or
+ * the stored blocks' other metadata bytes with a tuple generated from
+ * gen_ref and gen_app.  Then stored as a write is (pi_store_md).
+ */
+static void pi_orwrite(struct core_req *req)
+{
+        const struct core_pi_fmt *f = &req->pix.fmt;
+        uint64_t nlb = req->nlb;
+        size_t len = (size_t)nlb << req->ns->block_shift;
+        struct core_pi_buf b = {req->pix.data, req->pix.md};
+        if (req->pi.rmw_chk) {
+                struct core_pi_check c;
+                struct core_pi_err e;
+                pi_check_of(req, req->lba, &c);
+                c.flags = req->pi.rmw_chk;
+                c.ref = pi_ref_at(req, req->pi.rmw_ref, req->lba);
+                enum core_status st = core_pi_verify(f, b, nlb, &c, &e);
+                if (st != CORE_OK) {
+                        pi_fail(req, st, &e);
+                        return;
+                }
+        }
+        uint8_t *d = req->pix.data;
+        const uint8_t *h = req->scratch;
+        size_t i = 0;
+        for (; i + 8 <= len; i += 8) {
+                uint64_t x, y;
+                memcpy(&x, d + i, 8);
+                memcpy(&y, h + i, 8);
+                x |= y;
+                memcpy(d + i, &x, 8);
+        }
+        for (; i < len; i++)
+                d[i] |= h[i];
+        struct core_pi_tags tags = {.ref = req->pi.gen_ref, .app = req->pi.gen_app};
+        if (req->pi.host_md) {
+                memcpy(req->pix.md, pi_or_hmd(req), nlb * req->pix.mdpb);
+                if (req->pi.gen)
+                        core_pi_generate(f, b, nlb, &tags);
+                else
+                        core_pi_reguard(f, b, nlb);
+        } else {
+                core_pi_generate(f, b, nlb, &tags);
+        }
+        pi_store_md(req);
+}
+
 /* The write's metadata to the store (step: PI_W_MD, data next; PI_W_MD_LAST, done next). */
 static void pi_store_md_step(struct core_req *req, int step)
 {
@@ -990,6 +1090,10 @@ static void pi_write_data(struct core_req *req, int step)
                 struct iovec *v = pi_ext_vec(req, &n);
                 be_io(req, CORE_OP_WRITE, req->lba, req->nlb, v, (int)n);
         } else if (req->pix.data) {
+                /* Encryption at rest: the bounce's plaintext is no longer needed. */
+                if (!flat_crypt(req, true, req->lba, req->pix.data,
+                                (uint64_t)req->nlb << ns->block_shift))
+                        return;
                 req->one_iov.iov_base = req->pix.data;
                 req->one_iov.iov_len = (uint64_t)req->nlb << ns->block_shift;
                 be_io(req, CORE_OP_WRITE, req->lba, req->nlb, &req->one_iov, 1);
@@ -1025,6 +1129,8 @@ static void pi_go(struct core_req *req)
                 pi_ws_piece(req);
                 return;
         }
+        if (req->op == CORE_OP_ORWRITE && !pi_or_host(req))
+                return;
         if (req->op != CORE_OP_WRITE) {
                 pi_read_piece(req);
                 return;
@@ -1085,6 +1191,8 @@ static void pi_next(struct core_req *req)
                 return;
         case PI_WS_MD: {
                 uint64_t n = req->one_iov.iov_len / req->pix.mdpb;
+                if (!flat_crypt(req, true, req->pix.cur_lba, req->pix.data, n << ns->block_shift))
+                        return;
                 req->pix.step = PI_WS_DATA;
                 req->one_iov.iov_base = req->pix.data;
                 req->one_iov.iov_len = n << ns->block_shift;
@@ -1121,6 +1229,10 @@ static void pi_next(struct core_req *req)
         }
         case PI_R_DATA: {
                 uint64_t n = req->pix.data ? req->one_iov.iov_len >> ns->block_shift : req->nlb;
+                /* Encryption at rest: the bounce decrypted before anything looks at it. */
+                if (req->pix.data &&
+                    !flat_crypt(req, false, req->pix.cur_lba, req->pix.data, n << ns->block_shift))
+                        return;
                 if (req->pix.ext_vec) {
                         /* The metadata into the host's buffer, then the checks there. */
                         pi_ext_md(req, true);
@@ -1136,6 +1248,10 @@ static void pi_next(struct core_req *req)
                                 }
                         }
                         finish(req, CORE_OK);
+                        return;
+                }
+                if (req->op == CORE_OP_ORWRITE) {
+                        pi_orwrite(req);
                         return;
                 }
                 if (req->pi.chk) {
@@ -1549,7 +1665,8 @@ void core_req_submit(struct core_req *req)
         default:
                 break;
         }
-        if (req->pi.host_md && (req->op == CORE_OP_READ || req->op == CORE_OP_WRITE))
+        if (req->pi.host_md &&
+            (req->op == CORE_OP_READ || req->op == CORE_OP_WRITE || req->op == CORE_OP_ORWRITE))
                 need += (uint64_t)req->nlb * core_ns_md_per_block(ns); /* extended LBAs */
         if (iov_bytes(req) < need || req->scratch_len < scratch ||
             (scratch && req->scratch == NULL)) {

@@ -134,12 +134,22 @@ struct core_req {
          *   use_apptab  CHK_APP compares blocks the namespace's application
          *            tag table covers against it (SCSI ATO with the
          *            Application Tag mode page)
+         *   rmw_chk, rmw_ref  ORWRITE: the checks of the stored blocks read
+         *            before the OR (rmw_ref the first interval's expected
+         *            reference tag; app, app_mask and use_apptab as for chk);
+         *            a failure ends it with nothing written.  chk applies to
+         *            the host's metadata (host_md) as for a write.  The
+         *            result's guard is recomputed; its application and
+         *            reference tags are the host's (host_md) or generated
+         *            (gen_ref, gen_app)
          */
         struct {
                 bool host_md;
                 bool gen;
                 bool use_apptab;
                 unsigned chk;
+                unsigned rmw_chk;
+                uint64_t rmw_ref;
                 uint64_t ref;
                 uint16_t app, app_mask;
                 uint64_t gen_ref;

@@ -24,7 +24,11 @@
  * On a thin namespace it then deallocates every block as a block erase does
  * (NVMe: unless NDAS), so they read as zeroes and their space is returned;
  * otherwise the blocks keep the old ciphertext, which reads as garbage
- * (SCSI WACEREQ 01b: reads after it succeed).
+ * (SCSI WACEREQ 01b: reads after it succeed).  On a namespace with
+ * protection information the old PI would fail every checked read of that
+ * garbage, so there the erase always goes on with a pass that puts every
+ * block's metadata back to the escape: deallocating (WRITE ZEROES) unless
+ * NDAS, else writing zeroes -- the blocks read as zeroes, unchecked.
  * Every operation ends with a flush: it is complete only when on stable
  * media.
  *
@@ -202,11 +206,17 @@ static void step(struct core_sanitize *s)
                 submit(s, CORE_OP_WRITE, s->next_lba, n);
 }
 
+/* A cryptographic erase of a namespace with metadata: a pass resets it (file comment). */
+static bool erase_md(const struct core_sanitize *s)
+{
+        return s->p.action == CORE_SANACT_CRYPTO_ERASE && core_ns_md_per_block(s->ns);
+}
+
 /* Whether the operation's pass deallocates (WRITE ZEROES) rather than writes. */
 static bool deallocates(const struct core_sanitize *s)
 {
         if (s->p.action == CORE_SANACT_CRYPTO_ERASE)
-                return s->ns->thin && !s->p.no_dealloc;
+                return (s->ns->thin || erase_md(s)) && !s->p.no_dealloc;
         return s->p.action == CORE_SANACT_BLOCK_ERASE && !s->p.no_dealloc;
 }
 
@@ -217,7 +227,7 @@ static int run(struct core_sanitize *s, struct rt_reactor *r)
         uint32_t bs = ns->block_size;
         uint64_t size = ns->num_blocks << ns->block_shift;
         uint64_t chunk = deallocates(s) ? ERASE_CHUNK_BYTES : WRITE_CHUNK_BYTES;
-        bool key_only = s->p.action == CORE_SANACT_CRYPTO_ERASE && !deallocates(s);
+        bool key_only = s->p.action == CORE_SANACT_CRYPTO_ERASE && !deallocates(s) && !erase_md(s);
 
         if (s->p.action == CORE_SANACT_CRYPTO_ERASE) {
                 /* The erase itself: a new key, the old one gone from memory and metadata. */
@@ -436,7 +446,7 @@ uint32_t core_sanitize_estimate_s(struct core_ns *ns, enum core_sanitize_action 
         if (a == CORE_SANACT_CRYPTO_ERASE) {
                 if (!ns->crypt)
                         return UINT32_MAX;
-                if (!ns->thin)
+                if (!ns->thin && !core_ns_md_per_block(ns))
                         return 1;            /* a key change and a flush */
                 a = CORE_SANACT_BLOCK_ERASE; /* then a deallocation of every block */
         }

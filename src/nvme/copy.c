@@ -7,10 +7,22 @@
  * host enabled them in Host Behavior Support CDFE (Base 2.1 5.27.1.18),
  * 2h and 3h (a Source Namespace Identifier per entry: copies across the
  * subsystem's namespaces).  1h and 3h differ from 0h and 2h only by their
- * longer protection information tags; no namespace is formatted with PI,
- * so those tags and PRINFOR/PRINFOW are ignored, as 3.3.2.3 says they are
- * without PI.  Source Options FCO (fast copy only) never fails: every copy
+ * longer protection information tags (80-bit ELBT for the 32b and 64b
+ * guards).  Source Options FCO (fast copy only) never fails: every copy
  * here is done inside the target (ONCS NVMAFC).
+ *
+ * Protection information (issue 10; NVM Command Set 3.3.2.3): each block's
+ * metadata moves with it (core/copy.h; source and destination need the
+ * same format, else Incompatible Namespace or Format), a type 1 block's
+ * reference tag set to its destination LBA.  PRINFOR's PRCHK checks every
+ * source block against its range's ELBT/ELBAT/ELBATM (PRACT means nothing
+ * for a read that returns no data: ignored); PRINFOW with PRACT generates
+ * the destination's PI from ILBRT (CDW14, CDW3 above 32 bits) and LBAT
+ * (CDW15), without PRACT its PRCHK checks what is written against ILBRT,
+ * LBAT and LBATM.  A type 1 ELBT or ILBRT that is not the LBA with the
+ * reference tag checked: Invalid Protection Information; STCR/STCW
+ * (storage tag checks, PIC.STCRS 0): Invalid Field.  Without PI the fields
+ * are ignored, as 3.3.2.3 says.
  *
  * Limits (Identify Namespace MSRC, MSSRL, MCL) are the core engine's
  * (CORE_COPY_MAX_*) in the namespace's blocks; beyond them: Command Size
@@ -26,10 +38,18 @@
 #include "core/copy.h"
 #include "nvme/internal.h"
 
-#define CDW12_NR     0xffu
-#define CDW12_DESFMT (0xfu << 8)
-#define CDW12_DTYPE  (0xfu << 20)
-#define CDW12_FUA    (1u << 30)
+#define CDW12_NR         0xffu
+#define CDW12_DESFMT     (0xfu << 8)
+#define CDW12_DTYPE      (0xfu << 20)
+#define CDW12_FUA        (1u << 30)
+#define CDW12_PRINFOR(x) (((x) >> 12) & 0xfu)
+#define CDW12_PRINFOW(x) (((x) >> 26) & 0xfu)
+#define CDW12_STCW       (1u << 24)
+#define CDW12_STCR       (1u << 25)
+#define PRINFO_PRACT     0x8u
+#define PRINFO_GUARD     0x4u
+#define PRINFO_APP       0x2u
+#define PRINFO_REF       0x1u
 
 struct copy_ctx {
         struct core_copy copy;
@@ -137,6 +157,67 @@ void nvme_copy_release(struct nvme_cmd *cmd)
         put_refs(ctx_of(cmd));
 }
 
+static unsigned prchk(unsigned prinfo, const struct core_pi_fmt *f)
+{
+        unsigned c = 0;
+        if (prinfo & PRINFO_GUARD)
+                c |= CORE_PI_CHK_GUARD;
+        if (prinfo & PRINFO_APP)
+                c |= CORE_PI_CHK_APP;
+        if ((prinfo & PRINFO_REF) && f->type != CORE_PI_TYPE3)
+                c |= CORE_PI_CHK_REF;
+        return c;
+}
+
+/*
+ * PRINFOR and the entries' expected tags, PRINFOW and the command's tags
+ * (file comment), onto the ranges and the core copy; NVME_PARSE_EXEC, or
+ * the refusal.
+ */
+static enum nvme_parse_result pi_decode(struct nvme_cmd *cmd, struct copy_ctx *x, unsigned n,
+                                        unsigned fmt, uint64_t sdlba)
+{
+        uint32_t cdw12 = nvme_cdw(cmd, 12);
+        struct core_pi_fmt f;
+        core_ns_pi_fmt(cmd->ns, &f);
+        if (f.type == CORE_PI_TYPE0)
+                return NVME_PARSE_EXEC;
+        if (cdw12 & (CDW12_STCW | CDW12_STCR))
+                return refuse(cmd, NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD, sdlba);
+        unsigned rb = core_pi_ref_bits(&f);
+        uint64_t mask = rb >= 64 ? UINT64_MAX : (1ull << rb) - 1;
+        unsigned rchk = prchk(CDW12_PRINFOR(cdw12), &f);
+        for (unsigned i = 0; i < n && rchk; i++) {
+                const uint8_t *e = cmd->buf + (size_t)i * entry_size(fmt);
+                struct core_copy_range *r = &x->ranges[i];
+                /* 0h/2h: ELBT 24-27, ELBAT 28-29, ELBATM 30-31; 1h/3h: ELBT 26-35 (its
+                 * low 64 bits here), ELBAT 36-37, ELBATM 38-39. */
+                bool ext = fmt == 1 || fmt == 3;
+                r->src_chk = rchk;
+                r->src_ref = (ext ? slate_get_le(e + 26, 8) : slate_get_le(e + 24, 4)) & mask;
+                r->src_app = (uint16_t)slate_get_le(e + (ext ? 36 : 28), 2);
+                r->src_app_mask = (uint16_t)slate_get_le(e + (ext ? 38 : 30), 2);
+                if (f.type == CORE_PI_TYPE1 && (rchk & CORE_PI_CHK_REF) &&
+                    r->src_ref != (r->src_lba & mask))
+                        return refuse(cmd, NVME_SCT_CMD_SPECIFIC, NVME_SC_INVALID_PI, r->src_lba);
+        }
+        unsigned w = CDW12_PRINFOW(cdw12);
+        uint64_t ref = nvme_cdw(cmd, 14);
+        if (f.guard != CORE_PI_GUARD_CRC16)
+                ref |= (uint64_t)nvme_cdw(cmd, 3) << 32;
+        ref &= mask;
+        uint32_t cdw15 = nvme_cdw(cmd, 15);
+        x->copy.pi.dst_gen = (w & PRINFO_PRACT) != 0;
+        x->copy.pi.dst_chk = x->copy.pi.dst_gen ? 0 : prchk(w, &f);
+        x->copy.pi.dst_ref = ref;
+        x->copy.pi.dst_app = (uint16_t)cdw15;
+        x->copy.pi.dst_app_mask = (uint16_t)(cdw15 >> 16);
+        if (f.type == CORE_PI_TYPE1 && (x->copy.pi.dst_chk & CORE_PI_CHK_REF) &&
+            ref != (sdlba & mask))
+                return refuse(cmd, NVME_SCT_CMD_SPECIFIC, NVME_SC_INVALID_PI, sdlba);
+        return NVME_PARSE_EXEC;
+}
+
 enum nvme_parse_result nvme_copy_decode(struct nvme_cmd *cmd)
 {
         struct nvme_ctrl *ctrl = cmd->queue->ctrl;
@@ -196,7 +277,7 @@ enum nvme_parse_result nvme_copy_decode(struct nvme_cmd *cmd)
         core_copy_init(&x->copy, x->ranges, n, (cdw12 & CDW12_FUA) ? CORE_REQ_FUA : 0, cmd->reactor,
                        copy_done, cmd);
         x->copy.nexus = nvme_ctrl_pr_id(ctrl);
-        return NVME_PARSE_EXEC;
+        return pi_decode(cmd, x, n, fmt, sdlba);
 }
 
 void nvme_io_copy_exec(struct nvme_cmd *cmd)

@@ -380,6 +380,9 @@ bool scsi_pi_host_md(const struct scsi_cmd *cmd, uint8_t protect);
 /* After req_init: cmd->req.pi for a checked xxPROTECT; write: the medium is written from the
  * transfer; xfer: the transfer carries blocks (VERIFY BYTCHK 0 has none). */
 void scsi_pi_setup(struct scsi_cmd *cmd, bool write, uint8_t protect, bool xfer);
+/* After scsi_pi_setup, ORWRITE: the checks of the stored blocks before the OR (cmd->req.pi.rmw_*).
+ */
+void scsi_pi_setup_rmw(struct scsi_cmd *cmd);
 enum scsi_parse_result scsi_pi_format_parse(struct scsi_cmd *cmd);
 void scsi_pi_format_exec(struct scsi_cmd *cmd);
 /* FORMAT UNIT's CDB and parameter list (len bytes at p) as a format; 0, or -1 with the sense

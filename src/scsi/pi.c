@@ -140,6 +140,34 @@ void scsi_pi_setup(struct scsi_cmd *cmd, bool write, uint8_t protect, bool xfer)
         }
 }
 
+/*
+ * ORWRITE reads the blocks it ORs into: their stored protection
+ * information is checked as a READ with RDPROTECT 000b would check it
+ * (guard; reference tag from the LBA on type 1; application tags only
+ * against the Application Tag mode page with ATMPE), so an ORWRITE never
+ * builds on data a read would report as corrupt, whatever ORPROTECT says
+ * of the Data-Out buffer (our choice: SBC-4 5.11 gives ORPROTECT to the
+ * transferred protection information only).
+ */
+void scsi_pi_setup_rmw(struct scsi_cmd *cmd)
+{
+        struct core_req *r = &cmd->req;
+        uint8_t type = scsi_lu_pi_type(cmd->ns);
+        bool tab = apptab_on(cmd->ns);
+        unsigned chk = CORE_PI_CHK_GUARD | CORE_PI_CHK_REF;
+
+        if (!type)
+                return;
+        if (type == 2)
+                chk &= ~(unsigned)CORE_PI_CHK_REF; /* no expected initial reference tag */
+        if (tab) {
+                chk |= CORE_PI_CHK_APP;
+                r->pi.use_apptab = true;
+        }
+        r->pi.rmw_chk = chk;
+        r->pi.rmw_ref = (uint32_t)cmd->lba;
+}
+
 /* ---- FORMAT UNIT (SBC-4 5.3) ---- */
 
 enum scsi_parse_result scsi_pi_format_parse(struct scsi_cmd *cmd)

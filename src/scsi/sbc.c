@@ -430,6 +430,7 @@ enum scsi_parse_result scsi_sbc_orwrite(struct scsi_cmd *cmd)
         req_init(cmd, CORE_OP_ORWRITE, f.lba, f.nlb, io_flags(f.flags));
         req_data(cmd, (uint32_t)bytes);
         scsi_pi_setup(cmd, true, f.protect, true);
+        scsi_pi_setup_rmw(cmd);
         group_tag(cmd, &f, true);
         req_scratch(cmd);
         cmd->data_out_len = (uint32_t)bytes;

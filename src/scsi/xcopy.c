@@ -42,6 +42,25 @@
 #include "core/copy.h"
 #include "scsi/internal.h"
 
+/*
+ * Protection information (issue 10): each block's PI moves with it (core/copy.h);
+ * the source blocks are checked as a READ with RDPROTECT 000b checks them
+ * (guard; type 1: the reference tag, from the LBA), so a copy never
+ * spreads a block a read would call corrupt.  SPC-5 gives EXTENDED COPY
+ * no protection field.
+ */
+static void pi_ranges(struct core_copy_range *r, unsigned n)
+{
+        for (unsigned i = 0; i < n; i++) {
+                if (!r[i].src)
+                        continue;
+                r[i].src_chk = CORE_PI_CHK_GUARD;
+                if (scsi_lu_pi_type(r[i].src) == 1)
+                        r[i].src_chk |= CORE_PI_CHK_REF;
+                r[i].src_ref = (uint32_t)r[i].src_lba;
+        }
+}
+
 /* Token copy (ODX, below): sizes and ROD types (SPC-5 5.17.6, SBC-4 5.9). */
 #define ODX_TOKEN_LEN       512u
 #define ODX_WUT_HDR         536u
@@ -626,6 +645,7 @@ void scsi_xcopy_exec(struct scsi_cmd *cmd)
                 scsi_cmd_good(cmd);
                 scsi_cmd_finish_deferred(cmd);
         }
+        pi_ranges(op->ranges, op->copy.nranges);
         core_copy_submit(&op->copy);
         return;
 out:
@@ -1287,6 +1307,7 @@ static void wut_exec(struct scsi_cmd *cmd)
                 wut_done(op, CORE_OK, 0);
                 return;
         }
+        pi_ranges(op->ranges, op->copy.nranges);
         core_copy_submit(&op->copy);
         return;
 out:

@@ -70,10 +70,13 @@ trap cleanup EXIT
 # $SLATE_IQN-piN so one suite's resets do not reach another's: nspi1 type 1
 # (file), nspi2 type 2 (mem), nspi3 type 3 on 4 KiB blocks with 8 protection
 # intervals each (P_I_EXPONENT 3, file); 16 MiB each, 48 MiB for the last
-# (Read10.Async reads 8000 blocks).
+# (Read10.Async reads 8000 blocks).  Encrypted at rest like LUN 0 (unless
+# CONF_PLAIN=1), so Sanitize.CryptoErase & co. run on them too.
 add_removable_lun() {
 	local f=$1
-	awk -v iqn="$SLATE_IQN" -v pb="$state/ns3.img" -v pi="$conf_pi" -v pidir="$state" '
+	local picrypt=0
+	[ "${CONF_PLAIN:-0}" != 1 ] && picrypt=1
+	awk -v iqn="$SLATE_IQN" -v pb="$state/ns3.img" -v pi="$conf_pi" -v pidir="$state" -v picrypt="$picrypt" '
 		!done && /"iscsi_portal_add"/ {
 			print "  {\"method\": \"namespace_create\", \"params\": {\"name\": \"ns2\", \"backend\": \"mem\", \"size\": \"8M\", \"removable\": true}},"
 			print "  {\"method\": \"iscsi_lun_map\", \"params\": {\"target\": \"" iqn "\", \"lun\": 2, \"namespace\": \"ns2\"}},"
@@ -83,9 +86,11 @@ add_removable_lun() {
 			print "  {\"method\": \"iscsi_target_create\", \"params\": {\"name\": \"" iqn "-san\"}},"
 			print "  {\"method\": \"iscsi_lun_map\", \"params\": {\"target\": \"" iqn "-san\", \"lun\": 0, \"namespace\": \"nss\"}},"
 			if (pi) {
-				print "  {\"method\": \"namespace_create\", \"params\": {\"name\": \"nspi1\", \"backend\": \"file\", \"path\": \"" pidir "/nspi1.img\", \"size\": \"16M\", \"block_size\": 512, \"physical_block_size\": 512, \"pi_type\": 1}},"
-				print "  {\"method\": \"namespace_create\", \"params\": {\"name\": \"nspi2\", \"backend\": \"mem\", \"size\": \"16M\", \"block_size\": 512, \"physical_block_size\": 512, \"pi_type\": 2}},"
-				print "  {\"method\": \"namespace_create\", \"params\": {\"name\": \"nspi3\", \"backend\": \"file\", \"path\": \"" pidir "/nspi3.img\", \"size\": \"48M\", \"block_size\": 4096, \"pi_type\": 3, \"pi_exp\": 3}},"
+				for (i = 1; i <= 3; i++)
+					ck[i] = picrypt ? ", \"encrypt\": true, \"key_file\": \"" pidir "/nspi" i ".key\"" : ""
+				print "  {\"method\": \"namespace_create\", \"params\": {\"name\": \"nspi1\", \"backend\": \"file\", \"path\": \"" pidir "/nspi1.img\", \"size\": \"16M\", \"block_size\": 512, \"physical_block_size\": 512, \"pi_type\": 1" ck[1] "}},"
+				print "  {\"method\": \"namespace_create\", \"params\": {\"name\": \"nspi2\", \"backend\": \"mem\", \"size\": \"16M\", \"block_size\": 512, \"physical_block_size\": 512, \"pi_type\": 2" ck[2] "}},"
+				print "  {\"method\": \"namespace_create\", \"params\": {\"name\": \"nspi3\", \"backend\": \"file\", \"path\": \"" pidir "/nspi3.img\", \"size\": \"48M\", \"block_size\": 4096, \"pi_type\": 3, \"pi_exp\": 3" ck[3] "}},"
 				for (i = 1; i <= 3; i++) {
 					print "  {\"method\": \"iscsi_target_create\", \"params\": {\"name\": \"" iqn "-pi" i "\"}},"
 					print "  {\"method\": \"iscsi_lun_map\", \"params\": {\"target\": \"" iqn "-pi" i "\", \"lun\": 0, \"namespace\": \"nspi" i "\"}},"
@@ -121,7 +126,9 @@ start_target() {
 	# CONF_PLAIN=1 runs them on a plain LUN (the crypto erase tests then skip).
 	local SLATE_NS_EXTRA=
 	if [ "${CONF_PLAIN:-0}" != 1 ]; then
-		[ -f "$state/ns0.key" ] || (umask 077 && head -c 32 /dev/urandom >"$state/ns0.key")
+		for k in ns0 nspi1 nspi2 nspi3; do
+			[ -f "$state/$k.key" ] || (umask 077 && head -c 32 /dev/urandom >"$state/$k.key")
+		done
 		SLATE_NS_EXTRA="\"encrypt\": true, \"key_file\": \"$state/ns0.key\""
 	fi
 	slate_write_config "$state/slate.json" 0 "$backend" "$size" "${CONF_DATA:-$state/ns0.img}" 0 1

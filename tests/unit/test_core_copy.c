@@ -4,8 +4,10 @@
  * ranges (memmove: as if each range were read whole before written),
  * cancellation before and during a copy, every check the equivalent read
  * and write would get (write protection, range, reservation, format),
- * the engine limits, FUA, counters, and many copies sharing the reactor's
- * few chunk buffers.
+ * the engine limits, FUA, counters, many copies sharing the reactor's few
+ * chunk buffers, and protection information (each block's metadata moved,
+ * type 1 reference tags retagged, source checks failing with nothing
+ * written, the destination's PI generated or checked, formats that differ).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -63,17 +65,22 @@ static uint64_t flushes(struct core_ns *ns)
         return core_stats_ops(&ns->stats, CORE_OPC_FLUSH);
 }
 
+static struct core_ns *mk_params(const struct core_ns_params *p)
+{
+        struct core_ns *ns = NULL;
+        char err[256];
+        int rc = core_ns_create(p, &ns, err, sizeof(err));
+        if (rc)
+                fprintf(stderr, "create %s: %s\n", p->name, err);
+        assert_int_equal(rc, 0);
+        return ns;
+}
+
 static struct core_ns *mk(const char *name, const char *backend, uint64_t size, uint32_t bs)
 {
         struct core_ns_params p = {
             .name = name, .backend = backend, .size_bytes = size, .block_size = bs};
-        struct core_ns *ns = NULL;
-        char err[256];
-        int rc = core_ns_create(&p, &ns, err, sizeof(err));
-        if (rc)
-                fprintf(stderr, "create %s: %s\n", name, err);
-        assert_int_equal(rc, 0);
-        return ns;
+        return mk_params(&p);
 }
 
 static void rm(struct core_ns *ns)
@@ -172,6 +179,8 @@ static void copy_cb(struct core_copy *c)
 }
 
 static bool cancel_at_submit;
+/* Protection settings for the next copy (core_copy.pi), applied after core_copy_init. */
+static __typeof__(((struct core_copy *)0)->pi) next_pi;
 
 static void submit_copy(void *arg)
 {
@@ -186,6 +195,8 @@ static void start_copy(struct core_copy *c, const struct core_copy_range *r, uns
 {
         core_copy_init(c, r, n, flags, rt_get(0), copy_cb, NULL);
         c->nexus = nexus;
+        c->pi = next_pi;
+        memset(&next_pi, 0, sizeof(next_pi));
         rt_msg_send(rt_get(0), submit_copy, c);
 }
 
@@ -526,6 +537,174 @@ static void test_many_at_once(void **st)
  * host write (no copy_file_range around the limit), stops with the
  * space-allocation status at the hard limit, and copies what fits.
  */
+/* ---- protection information ---- */
+
+#define PBS  512u
+#define PMD  8u
+#define PEXT (PBS + PMD)
+
+static struct core_ns *mk_pi(const char *name, const char *backend, unsigned type)
+{
+        struct core_ns_params p = {
+            .name = name,
+            .backend = backend,
+            .size_bytes = 4 * MIB,
+            .block_size = PBS,
+            .pi_set = true,
+            .pi = {.block_size = PBS, .md_size = PMD, .type = (uint8_t)type}};
+        return mk_params(&p);
+}
+
+/* An I/O with protection settings: host_md (extended LBAs), checks, generated tags. */
+static enum core_status pio(struct core_ns *ns, enum core_op op, uint64_t lba, void *buf,
+                            uint32_t nlb, bool host_md, unsigned chk, uint64_t ref, uint16_t app,
+                            uint64_t *info)
+{
+        static struct core_req req;
+        core_req_init(&req, ns, op, lba, nlb, 0, rt_get(0), req_cb, NULL);
+        req.iov[0].iov_base = buf;
+        req.iov[0].iov_len = core_ns_xfer_bytes(ns, nlb, host_md);
+        req.iovcnt = 1;
+        req.pi.host_md = host_md;
+        req.pi.chk = chk;
+        req.pi.ref = ref;
+        req.pi.app = app;
+        req.pi.app_mask = 0xffff;
+        req.pi.gen_ref = ref;
+        req.pi.gen_app = app;
+        pending = 1;
+        rt_msg_send(rt_get(0), submit_req, &req);
+        wait_all();
+        if (info)
+                *info = req.info_valid ? req.info : UINT64_MAX;
+        return req.status;
+}
+
+#define ALLCHK (CORE_PI_CHK_GUARD | CORE_PI_CHK_APP | CORE_PI_CHK_REF)
+
+static void check_pi(const char *backend)
+{
+        char na[32], nb[32], nc[32], nd[32];
+        snprintf(na, sizeof(na), "pi-%s-a", backend);
+        snprintf(nb, sizeof(nb), "pi-%s-b", backend);
+        snprintf(nc, sizeof(nc), "pi-%s-c", backend);
+        snprintf(nd, sizeof(nd), "pi-%s-d", backend);
+        struct core_ns *a = mk_pi(na, backend, 1), *b = mk_pi(nb, backend, 1);
+        struct core_ns *c3 = mk_pi(nc, backend, 3), *d = mk(nd, backend, 4 * MIB, PBS);
+        static uint8_t data[64 * PBS], rd[64 * PBS], ext[64 * PEXT];
+        struct core_copy c;
+        uint64_t info;
+        for (size_t i = 0; i < sizeof(data); i++)
+                data[i] = (uint8_t)(i * 13 + 5);
+
+        /* Written with generated PI (reference tags from LBA 0, app 1234h), copied to b at 100. */
+        assert_int_equal(pio(a, CORE_OP_WRITE, 0, data, 16, false, 0, 0, 0x1234, NULL), CORE_OK);
+        struct core_copy_range r1[] = {
+            {a, 0, b, 100, 16, .src_chk = CORE_PI_CHK_GUARD | CORE_PI_CHK_REF, .src_ref = 0}};
+        assert_int_equal(copy(r1, 1, 0, NULL, &c), CORE_OK);
+        assert_int_equal(atomic_load(&c.blocks_done), 16);
+        /* Every check passes at the destination: guard and app tag moved, ref now 100.. */
+        assert_int_equal(pio(b, CORE_OP_READ, 100, rd, 16, false, ALLCHK, 100, 0x1234, NULL),
+                         CORE_OK);
+        assert_memory_equal(rd, data, 16 * PBS);
+        assert_int_equal(pio(b, CORE_OP_READ, 100, rd, 16, false, ALLCHK, 0, 0x1234, &info),
+                         CORE_E_PI_REFTAG);
+        assert_int_equal(info, 100);
+        /* Overlapping, within a (memmove): still every tag right at the destination. */
+        struct core_copy_range r2[] = {{a, 0, a, 4, 8}};
+        assert_int_equal(copy(r2, 1, 0, NULL, NULL), CORE_OK);
+        assert_int_equal(pio(a, CORE_OP_READ, 4, rd, 8, false, ALLCHK, 4, 0x1234, NULL), CORE_OK);
+        assert_memory_equal(rd, data, 8 * PBS);
+
+        /* Formats that differ (PI and none, type 1 and 3): incompatible, both ways. */
+        struct core_copy_range f1[] = {{a, 0, d, 0, 1}}, f2[] = {{d, 0, a, 0, 1}},
+                               f3[] = {{a, 0, c3, 0, 1}};
+        assert_int_equal(copy(f1, 1, 0, NULL, NULL), CORE_E_COPY_INCOMPATIBLE);
+        assert_int_equal(copy(f2, 1, 0, NULL, NULL), CORE_E_COPY_INCOMPATIBLE);
+        assert_int_equal(copy(f3, 1, 0, NULL, NULL), CORE_E_COPY_INCOMPATIBLE);
+
+        /* A source block with a bad guard (stored unchecked): the checked copy writes nothing. */
+        struct core_pi_fmt f = {.block_size = PBS, .md_size = PMD, .type = 1};
+        core_pi_insert(&f, data, (struct core_pi_buf){ext, NULL}, 4,
+                       &(struct core_pi_tags){.ref = 20, .app = 0x1234});
+        ext[2 * PEXT + 7] ^= 0x20;
+        assert_int_equal(pio(a, CORE_OP_WRITE, 20, ext, 4, true, 0, 20, 0, NULL), CORE_OK);
+        struct core_copy_range r3[] = {{a, 20, b, 200, 4, .src_chk = CORE_PI_CHK_GUARD}};
+        assert_int_equal(copy(r3, 1, 0, NULL, &c), CORE_E_PI_GUARD);
+        assert_int_equal(atomic_load(&c.blocks_done), 0);
+        static uint8_t back[4 * PEXT];
+        assert_int_equal(pio(b, CORE_OP_READ, 200, back, 4, true, 0, 0, 0, NULL), CORE_OK);
+        for (size_t i = 0; i < 4; i++) /* still unwritten: the escape */
+                for (size_t k = 0; k < PMD; k++)
+                        assert_int_equal(back[i * PEXT + PBS + k], 0xff);
+        /* Unchecked it is copied as it is: the destination's checking read finds the guard. */
+        struct core_copy_range r4[] = {{a, 20, b, 200, 4}};
+        assert_int_equal(copy(r4, 1, 0, NULL, NULL), CORE_OK);
+        assert_int_equal(pio(b, CORE_OP_READ, 200, rd, 4, false, ALLCHK, 200, 0x1234, &info),
+                         CORE_E_PI_GUARD);
+        assert_int_equal(info, 202);
+        /* The expected source reference tag wrong (NVMe ELBT): the reference tag error. */
+        struct core_copy_range r5[] = {{a, 0, b, 300, 2, .src_chk = CORE_PI_CHK_REF, .src_ref = 1}};
+        assert_int_equal(copy(r5, 1, 0, NULL, NULL), CORE_E_PI_REFTAG);
+        /* The application tag against the range's expected one, under its mask. */
+        struct core_copy_range r6[] = {{a, 0, b, 300, 2, .src_chk = CORE_PI_CHK_APP,
+                                        .src_app = 0x4321, .src_app_mask = 0xff00}};
+        assert_int_equal(copy(r6, 1, 0, NULL, NULL), CORE_E_PI_APPTAG);
+        r6[0].src_app_mask = 0x0ff0; /* 32h vs 23h ... */
+        assert_int_equal(copy(r6, 1, 0, NULL, NULL), CORE_E_PI_APPTAG);
+        r6[0].src_app = 0x1299;
+        r6[0].src_app_mask = 0xff00; /* ... the high byte alone agrees */
+        assert_int_equal(copy(r6, 1, 0, NULL, NULL), CORE_OK);
+
+        /* dst_gen: new PI at the destination (app 5555h), even over the bad guard. */
+        next_pi.dst_gen = true;
+        next_pi.dst_app = 0x5555;
+        assert_int_equal(copy(r4, 1, 0, NULL, NULL), CORE_OK);
+        assert_int_equal(pio(b, CORE_OP_READ, 200, rd, 4, false, ALLCHK, 200, 0x5555, NULL),
+                         CORE_OK);
+        /* dst_chk: what is about to be written checked (app tag 1234h expected: 5555h is not). */
+        struct core_copy_range r7[] = {{b, 200, b, 400, 4}};
+        next_pi.dst_chk = CORE_PI_CHK_APP;
+        next_pi.dst_app = 0x1234;
+        next_pi.dst_app_mask = 0xffff;
+        assert_int_equal(copy(r7, 1, 0, NULL, &c), CORE_E_PI_APPTAG);
+        assert_int_equal(atomic_load(&c.blocks_done), 0);
+        next_pi.dst_chk = CORE_PI_CHK_APP | CORE_PI_CHK_REF | CORE_PI_CHK_GUARD;
+        next_pi.dst_app = 0x5555;
+        next_pi.dst_app_mask = 0xffff;
+        assert_int_equal(copy(r7, 1, 0, NULL, NULL), CORE_OK);
+
+        /* Type 3: tags move unchanged (its reference tag is not the LBA's). */
+        assert_int_equal(pio(c3, CORE_OP_WRITE, 0, data, 4, false, 0, 0xabcd, 0x1234, NULL),
+                         CORE_OK);
+        struct core_copy_range r8[] = {{c3, 0, c3, 50, 4}};
+        assert_int_equal(copy(r8, 1, 0, NULL, NULL), CORE_OK);
+        assert_int_equal(pio(c3, CORE_OP_READ, 50, back, 4, true, ALLCHK, 0, 0x1234, NULL),
+                         CORE_OK);
+        static const uint8_t ref3[4] = {0, 0, 0xab, 0xcd};
+        assert_memory_equal(back + PBS + 4, ref3, 4);
+        /* A chunk is at most a megabyte of extended LBAs: 3000 blocks take two. */
+        assert_int_equal(pio(a, CORE_OP_WRITE, 1000, data, 64, false, 0, 1000, 0x1234, NULL),
+                         CORE_OK);
+        struct core_copy_range r9[] = {{a, 1000, b, 4000, 3000, .src_chk = CORE_PI_CHK_GUARD}};
+        assert_int_equal(copy(r9, 1, 0, NULL, NULL), CORE_OK);
+        assert_int_equal(pio(b, CORE_OP_READ, 4000, rd, 64, false, ALLCHK, 4000, 0x1234, NULL),
+                         CORE_OK);
+        assert_memory_equal(rd, data, 64 * PBS);
+        assert_int_equal(pio(b, CORE_OP_READ, 6010, rd, 8, false, ALLCHK, 6010, 0, NULL), CORE_OK);
+        rm(a);
+        rm(b);
+        rm(c3);
+        rm(d);
+}
+
+static void test_pi(void **st)
+{
+        (void)st;
+        check_pi("mem");
+        check_pi("file"); /* never offloaded: the metadata is not in the data file */
+}
+
 static void test_provision_limit(void **st)
 {
         (void)st;
@@ -566,6 +745,7 @@ int main(void)
             cmocka_unit_test(test_fua),
             cmocka_unit_test(test_many_at_once),
             cmocka_unit_test(test_provision_limit),
+            cmocka_unit_test(test_pi),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -507,6 +507,68 @@ static void test_apptab(void **st)
         free(tab);
 }
 
+/*
+ * core_pi_reguard (ORWRITE: a new guard over changed data, tags kept) and
+ * core_pi_retag (copy: type 1 reference tags moved to the destination LBA,
+ * guard, application and storage tags kept), on 8-byte PI and on 16-byte
+ * metadata with the 32b guard, a storage tag and the PI last (the guard
+ * covering the metadata bytes before it); escapes left alone.
+ */
+static void test_reguard_retag(void **st)
+{
+        (void)st;
+        const struct core_pi_fmt fmts[] = {
+            {.block_size = 512, .md_size = 8, .type = 1, .pi_first = true},
+            {.block_size = 4096, .md_size = 8, .type = 1, .pi_exp = 2, .pi_first = true},
+            {.block_size = 512,
+             .md_size = 16,
+             .type = 1,
+             .guard = CORE_PI_GUARD_CRC32C,
+             .sts = 16,
+             .pi_first = true},
+            {.block_size = 512, .md_size = 16, .type = 1, .pi_first = false},
+        };
+        static uint8_t ext[4 * (4096 + 64)];
+        for (size_t k = 0; k < sizeof(fmts) / sizeof(fmts[0]); k++) {
+                const struct core_pi_fmt *f = &fmts[k];
+                size_t eb = core_pi_ext_block_size(f);
+                struct core_pi_buf b = {ext, NULL};
+                for (size_t i = 0; i < 4 * eb; i++)
+                        ext[i] = (uint8_t)(i * 11 + k);
+                core_pi_generate(f, b, 4,
+                                 &(struct core_pi_tags){.ref = 10, .app = 0x77, .stag = 5});
+                struct core_pi_check all = {.flags = CORE_PI_CHK_GUARD | CORE_PI_CHK_APP |
+                                                     CORE_PI_CHK_REF,
+                                            .ref = 10,
+                                            .app = 0x77,
+                                            .app_mask = 0xffff};
+                assert_int_equal(core_pi_verify(f, b, 4, &all, NULL), CORE_OK);
+                /* Data changed in the second interval: its guard fails, until reguarded. */
+                ext[eb + 3] ^= 0x5a;
+                struct core_pi_err e;
+                assert_int_equal(core_pi_verify(f, b, 4, &all, &e), CORE_E_PI_GUARD);
+                assert_int_equal(e.block, 1);
+                core_pi_reguard(f, b, 4);
+                assert_int_equal(core_pi_verify(f, b, 4, &all, NULL), CORE_OK);
+                /* Retag to 500: the old expectation fails on the reference tag only. */
+                core_pi_retag(f, b, 4, 500);
+                assert_int_equal(core_pi_verify(f, b, 4, &all, &e), CORE_E_PI_REFTAG);
+                all.ref = 500;
+                assert_int_equal(core_pi_verify(f, b, 4, &all, NULL), CORE_OK);
+                /* An escaped tuple stays escaped through both (its bytes untouched). */
+                size_t po = f->pi_first ? 0 : f->md_size - core_pi_tuple_size(f);
+                uint8_t *md3 = ext + 3 * eb - f->md_size + po; /* block 2's last tuple */
+                memset(md3, 0xff, core_pi_tuple_size(f));
+                uint8_t keep[16];
+                memcpy(keep, md3, core_pi_tuple_size(f));
+                core_pi_reguard(f, b, 4);
+                core_pi_retag(f, b, 4, 900);
+                assert_memory_equal(md3, keep, core_pi_tuple_size(f));
+                all.ref = 900;
+                assert_int_equal(core_pi_verify(f, b, 4, &all, NULL), CORE_OK);
+        }
+}
+
 static void test_status_rows(void **st)
 {
         (void)st;
@@ -550,7 +612,7 @@ int main(void)
             cmocka_unit_test(test_layouts),     cmocka_unit_test(test_types_and_checks),
             cmocka_unit_test(test_escapes),     cmocka_unit_test(test_type0),
             cmocka_unit_test(test_layout_ops),  cmocka_unit_test(test_apptab),
-            cmocka_unit_test(test_status_rows),
+            cmocka_unit_test(test_status_rows), cmocka_unit_test(test_reguard_retag),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -10,7 +10,8 @@
  * format refused), core_ns_format resetting every block to the escape
  * and publishing its event, resize, sanitize (overwrite, block erase)
  * resetting the metadata, COMPARE, COMPARE AND WRITE and WRITE SAME with
- * PI, a null namespace, and the operations not done yet refused.
+ * PI, ORWRITE with PI (both sides checked, the result's guard recomputed),
+ * a null namespace.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -24,10 +25,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/ns.h"
 #include "core/req.h"
+#include "slate/byteorder.h"
 #include "rt/reactor.h"
 
 struct sync_req {
@@ -55,8 +58,8 @@ static void submit_fn(void *arg)
 /* What the next request carries (struct core_req.pi), reset by each run. */
 static struct {
         bool host_md, gen, use_apptab;
-        unsigned chk;
-        uint64_t ref, gen_ref;
+        unsigned chk, rmw_chk;
+        uint64_t ref, gen_ref, rmw_ref;
         uint16_t app, app_mask, gen_app;
         uint32_t flags;
         void *scratch;
@@ -75,6 +78,8 @@ static enum core_status run(struct core_ns *ns, enum core_op op, uint64_t lba, u
         s.req.pi.gen = nx.gen;
         s.req.pi.use_apptab = nx.use_apptab;
         s.req.pi.chk = nx.chk;
+        s.req.pi.rmw_chk = nx.rmw_chk;
+        s.req.pi.rmw_ref = nx.rmw_ref;
         s.req.pi.ref = nx.ref;
         s.req.pi.app = nx.app;
         s.req.pi.app_mask = nx.app_mask;
@@ -139,14 +144,21 @@ static struct core_pi_fmt fmt_of(unsigned type)
         return (struct core_pi_fmt){.block_size = BS, .md_size = MD, .type = (uint8_t)type};
 }
 
+/* When set, mk makes namespaces encrypted at rest with this key file. */
+static const char *mk_key;
+static uint64_t mk_blocks = NBLK;
+static bool mk_thick; /* not thin */
+
 static struct core_ns *mk(const char *name, const char *backend, unsigned type)
 {
         struct core_ns_params p = {.name = name,
                                    .backend = backend,
-                                   .size_bytes = NBLK * BS,
-                                   .thin = true,
+                                   .size_bytes = mk_blocks * BS,
+                                   .thin = !mk_thick,
                                    .pi_set = true,
-                                   .pi = fmt_of(type)};
+                                   .pi = fmt_of(type),
+                                   .encrypt = mk_key != NULL,
+                                   .key_file = mk_key};
         struct core_ns *ns = NULL;
         char err[256] = "";
         int rc = core_ns_create(&p, &ns, err, sizeof(err));
@@ -184,7 +196,7 @@ static void expect_all(uint64_t lba)
 static void one_ns(const char *backend, unsigned type)
 {
         char name[32];
-        snprintf(name, sizeof(name), "pi-%s-%u", backend, type);
+        snprintf(name, sizeof(name), "pi%s-%s-%u", mk_key ? "c" : "", backend, type);
         struct core_ns *ns = mk(name, backend, type);
         assert_int_equal(core_ns_md_per_block(ns), MD);
         assert_int_equal(core_ns_xfer_bytes(ns, 4, true), 4 * EXT);
@@ -330,15 +342,76 @@ static void one_ns(const char *backend, unsigned type)
                         assert_int_equal(back[i * EXT + BS + k], 0xff);
         }
 
-        /* Not yet on a namespace with metadata: refused, not done without PI. */
+        /*
+         * ORWRITE: the stored blocks checked (rmw_chk), the data ORed, the
+         * result's PI generated (data only) or the host's with its guard
+         * recomputed; a failing check on either side writes nothing.
+         */
         static uint8_t scratch[BS * 8];
-        static const enum core_op notyet[] = {CORE_OP_ORWRITE};
-        for (size_t i = 0; i < sizeof(notyet) / sizeof(notyet[0]); i++) {
-                nx.scratch = scratch;
-                nx.scratch_len = sizeof(scratch);
-                assert_int_equal(run1(ns, notyet[i], 40, 2, data, 4 * BS, NULL),
-                                 CORE_E_INVALID_FIELD);
-        }
+        static uint8_t orb[4 * BS], want[4 * BS], orx[4 * EXT];
+        fill(data, 2 * BS, 7);
+        nx.gen_ref = 40;
+        nx.gen_app = 0x1234;
+        assert_int_equal(run1(ns, CORE_OP_WRITE, 40, 2, data, 2 * BS, NULL), CORE_OK);
+        fill(orb, 2 * BS, 9);
+        for (size_t i = 0; i < 2 * BS; i++)
+                want[i] = data[i] | orb[i];
+        nx.scratch = scratch;
+        nx.scratch_len = sizeof(scratch);
+        nx.rmw_chk = CORE_PI_CHK_GUARD | CORE_PI_CHK_REF;
+        nx.rmw_ref = 40;
+        nx.gen_ref = 40;
+        nx.gen_app = 0x1234;
+        assert_int_equal(run1(ns, CORE_OP_ORWRITE, 40, 2, orb, 2 * BS, NULL), CORE_OK);
+        expect_all(40);
+        assert_int_equal(run1(ns, CORE_OP_READ, 40, 2, rd, 2 * BS, NULL), CORE_OK);
+        assert_memory_equal(rd, want, 2 * BS);
+        /* The host's PI: tags kept (application tag 5678h), guard recomputed over the result. */
+        struct core_pi_fmt f = fmt_of(type);
+        fill(orb, 2 * BS, 11);
+        core_pi_insert(&f, orb, (struct core_pi_buf){orx, NULL}, 2,
+                       &(struct core_pi_tags){.ref = 40, .app = 0x5678});
+        orx[EXT + BS] ^= 0x40; /* the second block's guard */
+        nx.scratch = scratch;
+        nx.scratch_len = sizeof(scratch);
+        nx.host_md = true;
+        nx.chk = CORE_PI_CHK_GUARD | CORE_PI_CHK_REF;
+        nx.ref = 40;
+        nx.rmw_chk = CORE_PI_CHK_GUARD;
+        assert_int_equal(run1(ns, CORE_OP_ORWRITE, 40, 2, orx, 2 * EXT, &info), CORE_E_PI_GUARD);
+        assert_int_equal(info, 41);
+        expect_all(40); /* nothing written: still the first ORWRITE's result and PI */
+        assert_int_equal(run1(ns, CORE_OP_READ, 40, 2, rd, 2 * BS, NULL), CORE_OK);
+        assert_memory_equal(rd, want, 2 * BS);
+        for (size_t i = 0; i < 2 * BS; i++)
+                want[i] |= orb[i];
+        orx[EXT + BS] ^= 0x40;
+        nx.scratch = scratch;
+        nx.scratch_len = sizeof(scratch);
+        nx.host_md = true;
+        nx.chk = CORE_PI_CHK_GUARD | CORE_PI_CHK_REF;
+        nx.ref = 40;
+        nx.rmw_chk = CORE_PI_CHK_GUARD | CORE_PI_CHK_REF;
+        nx.rmw_ref = 40;
+        assert_int_equal(run1(ns, CORE_OP_ORWRITE, 40, 2, orx, 2 * EXT, NULL), CORE_OK);
+        expect_all(40);
+        nx.app = 0x5678;
+        assert_int_equal(run1(ns, CORE_OP_READ, 40, 2, rd, 2 * BS, NULL), CORE_OK);
+        assert_memory_equal(rd, want, 2 * BS);
+        /* A stored block that fails its guard: the ORWRITE is refused, nothing written. */
+        mk_ext(type, ext, 40, 2, 13);
+        ext[EXT + BS] ^= 1;
+        nx.host_md = true;
+        assert_int_equal(run1(ns, CORE_OP_WRITE, 40, 2, ext, 2 * EXT, NULL), CORE_OK);
+        nx.scratch = scratch;
+        nx.scratch_len = sizeof(scratch);
+        nx.rmw_chk = CORE_PI_CHK_GUARD;
+        nx.gen_ref = 40;
+        assert_int_equal(run1(ns, CORE_OP_ORWRITE, 40, 2, orb, 2 * BS, &info), CORE_E_PI_GUARD);
+        assert_int_equal(info, 41);
+        nx.host_md = true;
+        assert_int_equal(run1(ns, CORE_OP_READ, 40, 2, back, 2 * EXT, NULL), CORE_OK);
+        assert_memory_equal(back, ext, 2 * EXT);
         /* COMPARE: the stored PI checked, the data compared (offset in the host's transfer). */
         mk_ext(type, ext, 30, 4, 4);
         nx.scratch = scratch;
@@ -510,6 +583,83 @@ static void test_types_file(void **st)
                 one_ns("file", t);
 }
 
+/*
+ * Encryption at rest with PI: every test above on encrypted namespaces
+ * (the data goes through the bounce, encrypted after its PI is made over
+ * the plaintext, decrypted before any check), the data file holding no
+ * plaintext while the metadata store holds the PI in the clear, and a
+ * WRITE SAME of several pieces (each piece's copies made again after the
+ * one before was encrypted in place).
+ */
+static void test_types_crypt(void **st)
+{
+        (void)st;
+        static char key[512];
+        snprintf(key, sizeof(key), "%s/pi.key", state_dir);
+        FILE *kf = fopen(key, "w");
+        assert_non_null(kf);
+        fputs("00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\n", kf);
+        fclose(kf);
+        assert_int_equal(chmod(key, 0600), 0);
+        mk_key = key;
+        for (unsigned t = 1; t <= 3; t++) {
+                one_ns("mem", t);
+                one_ns("file", t);
+        }
+
+        /* What lands in the files: ciphertext beside PI in the clear. */
+        struct core_ns *ns = mk("pi-crypt", "file", 1);
+        static uint8_t data[4 * BS], raw[4 * BS], md[4 * MD];
+        fill(data, sizeof(data), 21);
+        nx.gen_ref = 8;
+        nx.gen_app = 0x1234;
+        assert_int_equal(run1(ns, CORE_OP_WRITE, 8, 4, data, 4 * BS, NULL), CORE_OK);
+        assert_int_equal(run1(ns, CORE_OP_FLUSH, 0, 0, NULL, 0, NULL), CORE_OK);
+        char path[512];
+        snprintf(path, sizeof(path), "%s/pi-crypt.img", state_dir);
+        int fd = open(path, O_RDONLY);
+        assert_true(fd >= 0);
+        assert_int_equal(pread(fd, raw, sizeof(raw), 8 * BS), (ssize_t)sizeof(raw));
+        close(fd);
+        assert_memory_not_equal(raw, data, BS);
+        snprintf(path, sizeof(path), "%s/pi-crypt.pi", state_dir);
+        fd = open(path, O_RDONLY);
+        assert_true(fd >= 0);
+        assert_int_equal(pread(fd, md, sizeof(md), 8 * MD), (ssize_t)sizeof(md));
+        close(fd);
+        for (size_t i = 0; i < 4; i++) { /* stored inverted; the guard is the plaintext's CRC */
+                assert_int_equal((uint16_t)~slate_get_be(md + i * MD, 2) & 0xffff,
+                                 core_pi_crc(CORE_PI_GUARD_CRC16, data + i * BS, BS));
+                assert_int_equal((uint32_t)~slate_get_be(md + i * MD + 4, 4), 8 + i);
+        }
+        assert_int_equal(core_ns_delete("pi-crypt"), 0);
+
+        /* WRITE SAME over more than one piece (a piece: a megabyte of blocks and metadata). */
+        mk_blocks = 8192;
+        ns = mk("pi-crypt-ws", "mem", 1);
+        static uint8_t blk[BS], scratch[BS], rd[BS * 64];
+        fill(blk, BS, 33);
+        nx.scratch = scratch;
+        nx.scratch_len = BS;
+        nx.gen_ref = 100;
+        nx.gen_app = 0x1234;
+        assert_int_equal(run1(ns, CORE_OP_WRITE_SAME, 100, 5000, blk, BS, NULL), CORE_OK);
+        for (uint64_t lba = 100; lba < 5100; lba += 1000) {
+                uint32_t n = lba + 64 <= 5100 ? 64 : 5100 - lba;
+                expect_all(lba);
+                assert_int_equal(run1(ns, CORE_OP_READ, lba, n, rd, n * BS, NULL), CORE_OK);
+                for (uint32_t i = 0; i < n; i++)
+                        assert_memory_equal(rd + i * BS, blk, BS);
+        }
+        expect_all(4900);
+        assert_int_equal(run1(ns, CORE_OP_VERIFY, 100, 5000, NULL, 0, NULL), CORE_E_PI_REFTAG);
+        expect_all(100);
+        assert_int_equal(run1(ns, CORE_OP_VERIFY, 100, 5000, NULL, 0, NULL), CORE_OK);
+        assert_int_equal(core_ns_delete("pi-crypt-ws"), 0);
+        mk_blocks = NBLK;
+        mk_key = NULL;
+}
+
 static unsigned format_events, format_new;
 
 static void on_event(const struct core_ns_event *ev, void *arg)
@@ -667,7 +817,10 @@ static void san_start_fn(void *arg)
         san_call.rc = core_sanitize_start(san_call.ns, san_call.p, NULL, rt_get(0), san_done, NULL);
 }
 
-/* Sanitize overwrite and block erase put every block's metadata back to the escape. */
+/*
+ * Sanitize overwrite, block erase and cryptographic erase put every block's
+ * metadata back to the escape.
+ */
 static void test_sanitize(void **st)
 {
         (void)st;
@@ -678,12 +831,37 @@ static void test_sanitize(void **st)
             {.action = CORE_SANACT_BLOCK_ERASE},
         };
         struct core_ns *ns = mk("pisan", "file", 1);
-        for (size_t k = 0; k < 2; k++) {
+        for (size_t k = 0; k < 4; k++) {
+                if (k == 2) {
+                        /*
+                         * CRYPTOGRAPHIC ERASE of an encrypted namespace that is not thin
+                         * (its blocks would otherwise keep their old ciphertext): the old
+                         * PI would fail every checked read of the garbage, so the metadata
+                         * goes back to the escape too -- deallocating, or (NDAS) writing
+                         * zeroes.
+                         */
+                        assert_int_equal(core_ns_delete("pisan"), 0);
+                        static char key[512];
+                        snprintf(key, sizeof(key), "%s/san.key", state_dir);
+                        FILE *kf = fopen(key, "w");
+                        assert_non_null(kf);
+                        fputs("ffeeddccbbaa99887766554433221100ffeeddccbbaa99887766554433221100\n",
+                              kf);
+                        fclose(kf);
+                        assert_int_equal(chmod(key, 0600), 0);
+                        mk_key = key;
+                        mk_thick = true;
+                        ns = mk("pisan-c", "file", 1);
+                        mk_key = NULL;
+                        mk_thick = false;
+                }
+                const struct core_sanitize_params pc = {.action = CORE_SANACT_CRYPTO_ERASE,
+                                                        .no_dealloc = k == 3};
                 mk_ext(1, ext, 8, 8, 11);
                 nx.host_md = true;
                 assert_int_equal(run1(ns, CORE_OP_WRITE, 8, 8, ext, 8 * EXT, NULL), CORE_OK);
                 san_call.ns = ns;
-                san_call.p = &ps[k];
+                san_call.p = k < 2 ? &ps[k] : &pc;
                 san_finished = false;
                 rt_msg_call(rt_get(0), san_start_fn, NULL);
                 assert_int_equal(san_call.rc, 0);
@@ -704,17 +882,15 @@ static void test_sanitize(void **st)
                                 assert_int_equal(back[i * EXT + BS + b], 0xff);
                 }
         }
-        assert_int_equal(core_ns_delete("pisan"), 0);
+        assert_int_equal(core_ns_delete("pisan-c"), 0);
 }
 
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-            cmocka_unit_test(test_types_mem),
-            cmocka_unit_test(test_types_file),
-            cmocka_unit_test(test_persist_format_resize),
-            cmocka_unit_test(test_null),
-            cmocka_unit_test(test_stale_store),
+            cmocka_unit_test(test_types_mem),   cmocka_unit_test(test_types_file),
+            cmocka_unit_test(test_types_crypt), cmocka_unit_test(test_persist_format_resize),
+            cmocka_unit_test(test_null),        cmocka_unit_test(test_stale_store),
             cmocka_unit_test(test_sanitize),
         };
         return cmocka_run_group_tests(tests, setup, teardown);

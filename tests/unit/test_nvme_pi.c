@@ -5,7 +5,9 @@
  * reference/application tags of the I/O commands as struct core_req.pi
  * and the transfer length with metadata, and, through the core's data
  * path, writes and reads with PRACT and PRCHK and the end-to-end check
- * errors (2h/82h-84h).
+ * errors (2h/82h-84h), and Copy on a namespace with PI (PRINFOR with the
+ * entry's tags, PRINFOW with the command's, Invalid Protection
+ * Information, the check errors, STCW refused).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -463,6 +465,35 @@ static uint16_t io(uint8_t opc, uint64_t lba, uint32_t nlb, uint32_t flags, uint
         return run(&c);
 }
 
+static struct nvme_cmd cio;
+
+/*
+ * Copy (19h) format 0h of one range: nlb blocks from slba to sdlba; PRINFOR with the
+ * entry's ELBT, ELBAT, ELBATM; PRINFOW (CDW12 bits 29:26, given as the Read/Write
+ * PRINFO bits) with ILBRT, LBAT, LBATM.
+ */
+static void copy_sqe(struct nvme_cmd *c, uint64_t sdlba, uint64_t slba, uint32_t nlb,
+                     uint32_t prinfor, uint32_t elbt, uint16_t elbat, uint16_t elbatm,
+                     uint32_t prinfow, uint32_t ilbrt, uint16_t lbat, uint16_t lbatm)
+{
+        io_cmd(c, NVME_IO_COPY, sdlba, 1, prinfow, ilbrt, lbat, lbatm, 32);
+        cdw(c, 12, nvme_cdw(c, 12) | ((prinfor >> 26) << 12));
+        memset(buf, 0, 32);
+        slate_put_le(buf + 8, 8, slba);
+        slate_put_le(buf + 16, 2, nlb - 1);
+        slate_put_le(buf + 24, 4, elbt);
+        slate_put_le(buf + 28, 2, elbat);
+        slate_put_le(buf + 30, 2, elbatm);
+}
+
+static uint16_t copy_cmd(uint64_t sdlba, uint64_t slba, uint32_t nlb, uint32_t prinfor,
+                         uint32_t elbt, uint16_t elbat, uint16_t elbatm, uint32_t prinfow,
+                         uint32_t ilbrt, uint16_t lbat, uint16_t lbatm)
+{
+        copy_sqe(&cio, sdlba, slba, nlb, prinfor, elbt, elbat, elbatm, prinfow, ilbrt, lbat, lbatm);
+        return run(&cio);
+}
+
 static void test_format_and_io(void **s)
 {
         (void)s;
@@ -549,6 +580,43 @@ static void test_format_and_io(void **s)
         assert_int_equal(io(NVME_IO_WRITE_ZEROES, 60, 2, PRACT, 60, 0x7777, 0, 0), 0);
         assert_int_equal(io(NVME_IO_READ, 60, 2, PRACT | PRCHK_G, 60, 0, 0, 2 * BS), 0);
         assert_int_equal(buf[BS + 3], 0);
+
+        /*
+         * Copy (format 0h): LBAs 40-43 (PI generated above: ref 40.., app A5A5h) to 100.
+         * The metadata moves, the type 1 reference tags become 100..; PRINFOR checks
+         * against the entry's ELBT/ELBAT/ELBATM, PRINFOW against ILBRT/LBAT/LBATM.
+         */
+        assert_int_equal(
+            copy_cmd(100, 40, 4, PRCHK_ALL, 40, 0xa5a5, 0xffff, PRCHK_ALL, 100, 0xa5a5, 0xffff), 0);
+        assert_int_equal(io(NVME_IO_READ, 100, 4, PRACT | PRCHK_ALL, 100, 0xa5a5, 0xffff, 4 * BS),
+                         0);
+        assert_int_equal(buf[3 * BS + 9], (uint8_t)((3 * BS + 9) * 7 + 1));
+        /* A type 1 ELBT or ILBRT that is not the LBA: Invalid Protection Information. */
+        assert_int_equal(copy_cmd(100, 40, 4, PRCHK_R, 41, 0, 0, 0, 0, 0, 0),
+                         ST(1, NVME_SC_INVALID_PI));
+        assert_int_equal(copy_cmd(100, 40, 4, 0, 0, 0, 0, PRCHK_R, 101, 0, 0),
+                         ST(1, NVME_SC_INVALID_PI));
+        /* The source's application tag is not ELBAT: 83h, nothing copied (DW0 0). */
+        assert_int_equal(copy_cmd(200, 40, 4, PRCHK_A, 40, 0x1234, 0xffff, 0, 0, 0, 0),
+                         ST(2, NVME_SC_APPTAG_CHECK));
+        assert_int_equal(io(NVME_IO_READ, 200, 4, PRACT | PRCHK_A, 200, 0x1234, 0xffff, 4 * BS), 0);
+        /* PRINFOW PRACT: the destination's PI generated with LBAT 4242h. */
+        assert_int_equal(copy_cmd(200, 40, 4, 0, 0, 0, 0, PRACT, 200, 0x4242, 0), 0);
+        assert_int_equal(io(NVME_IO_READ, 200, 4, PRACT | PRCHK_ALL, 200, 0x4242, 0xffff, 4 * BS),
+                         0);
+        /* A corrupt source block: the guard error with PRINFOR's guard check. */
+        io_cmd(&cio, NVME_IO_READ, 40, 1, 0, 0, 0, 0, ext);
+        assert_int_equal(run(&cio), 0);
+        buf[17] ^= 0x08;
+        io_cmd(&cio, NVME_IO_WRITE, 40, 1, 0, 0, 0, 0, ext);
+        assert_int_equal(run(&cio), 0);
+        assert_int_equal(copy_cmd(300, 40, 4, PRCHK_G, 40, 0, 0, 0, 0, 0, 0),
+                         ST(2, NVME_SC_GUARD_CHECK));
+        assert_int_equal(copy_cmd(300, 40, 4, 0, 0, 0, 0, 0, 0, 0, 0), 0); /* unchecked: moved */
+        /* STCR/STCW (storage tag checks): Invalid Field. */
+        copy_sqe(&cio, 300, 40, 4, 0, 0, 0, 0, 0, 0, 0, 0);
+        cdw(&cio, 12, nvme_cdw(&cio, 12) | (1u << 24));
+        assert_int_equal(run(&cio), ST(0, NVME_SC_INVALID_FIELD));
 
         /* Back to no metadata. */
         assert_int_equal(format(0, 0, false, false, 0), 0);

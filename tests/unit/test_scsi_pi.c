@@ -215,6 +215,26 @@ static void test_type1_write(void **state)
         assert_int_equal(run(caw, 16, 1040), SCSI_PARSE_EXEC);
         assert_int_equal(cmd.data_out_len, 1040);
         assert_int_equal(cmd.req.pi.ref, 5);
+        /*
+         * ORWRITE(16): ORPROTECT for the transferred PI as WRPROTECT would be;
+         * the stored blocks checked as a READ with RDPROTECT 000b (guard, type
+         * 1 reference tag from the LBA) before the OR.
+         */
+        rw16(c, 0x8b, 0, 12, 2);
+        assert_int_equal(run(c, 16, 1024), SCSI_PARSE_EXEC);
+        assert_int_equal(cmd.req.op, CORE_OP_ORWRITE);
+        assert_true(cmd.req.pi.gen);
+        assert_false(cmd.req.pi.host_md);
+        assert_int_equal(cmd.req.pi.gen_ref, 12);
+        assert_int_equal(cmd.req.pi.rmw_chk, G | R);
+        assert_int_equal(cmd.req.pi.rmw_ref, 12);
+        rw16(c, 0x8b, 4, 12, 2);
+        assert_int_equal(run(c, 16, 1040), SCSI_PARSE_EXEC);
+        assert_true(cmd.req.pi.host_md);
+        assert_false(cmd.req.pi.gen);
+        assert_int_equal(cmd.req.pi.chk, G);
+        assert_int_equal(cmd.req.pi.rmw_chk, G | R);
+        assert_int_equal(cmd.data_out_len, 1040);
         /* VERIFY(16) BYTCHK 0: checks the medium, transfers nothing. */
         rw16(c, 0x8f, 2, 3, 4);
         assert_int_equal(run(c, 16, 0), SCSI_PARSE_EXEC);
@@ -235,6 +255,9 @@ static void test_type2(void **state)
         rw16(c, 0x88, 0, 4, 1); /* reference tags unknown: not checked */
         assert_int_equal(run(c, 16, 512), SCSI_PARSE_EXEC);
         assert_int_equal(cmd.req.pi.chk, G);
+        rw16(c, 0x8b, 0, 4, 1); /* ORWRITE: the stored reference tags not checked either */
+        assert_int_equal(run(c, 16, 512), SCSI_PARSE_EXEC);
+        assert_int_equal(cmd.req.pi.rmw_chk, G);
         rw32(c, SCSI_VL_READ_32, 1, 4, 2, 0x1000, 0xbeef, 0xff00);
         assert_int_equal(run(c, 32, 1040), SCSI_PARSE_EXEC);
         assert_int_equal(cmd.req.op, CORE_OP_READ);

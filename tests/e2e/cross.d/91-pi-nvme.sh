@@ -18,13 +18,16 @@
 #     ILBRT that is not the LBA 181h (Invalid Protection Information), a
 #     host-built write with a bad guard 282h and with reference tags that
 #     do not follow the LBAs 284h, and such a write stores nothing;
+#   - `nvme copy` with --prinfor/--prinfow: the metadata moves, type 1
+#     reference tags become the destination LBAs, each check's status;
 #   - corruption behind the target's back (bits flipped in the backing
 #     file): a checked read is 282h (Guard Check Error), not the bad data,
 #     while an unchecked read (PRCHK 0) returns the flipped data;
 #   - a 16-byte metadata format (type 3, PI first; capacity 0 for the
 #     kernel too): nvme-cli reads and writes it as extended LBAs with PRACT
 #     (the metadata is more than the PI, so it is transferred).
-# Cost: about 50 s of VM time (emulated), most of it nvme-cli starting up.
+# Cost: about 55 s of VM time (emulated; the copy checks about 6 s of it), most of it
+# nvme-cli starting up.
 
 PINS=9
 pn_dev() {
@@ -147,6 +150,38 @@ pn_wrong() {
 	cmp "$state/pn-z.bin" <(head -c 8192 /dev/zero)
 }
 check nvme-pi-wrong-tags-statuses pn_wrong
+
+# NVMe Copy with PI (core/copy.c): the blocks' metadata moves with them, a type 1
+# reference tag becomes the destination LBA's; PRINFOR checks the sources against
+# the entry's ELBT/ELBAT/ELBATM, PRINFOW the destination against ILBRT/LBAT/LBATM
+# or (PRACT) makes new PI.
+pn_copy() {
+	nvme copy "$PNC" -n $PINS --sdlba=40 --slbs=16 --blocks=1 --prinfor=0x7 \
+		--expected-ref-tags=16 --expected-app-tags=0x1234 --expected-app-tag-masks=0xffff \
+		--prinfow=0x7 --ref-tag=40 --app-tag=0x1234 --app-tag-mask=0xffff || return 1
+	nvme read "$PNC" -s 40 -c 1 -z 8208 -d "$state/pn-cp.bin" --prinfo=0x7 --ref-tag=40 \
+		--app-tag=0x1234 --app-tag-mask=0xffff || return 1
+	echo "copied to 40: app $(pn_u16be "$state/pn-cp.bin" 4098) ref $(pn_u32be "$state/pn-cp.bin" 4100), $(pn_u32be "$state/pn-cp.bin" 8204)"
+	[ "$(pn_u16be "$state/pn-cp.bin" 4098)" = 4660 ] && [ "$(pn_u32be "$state/pn-cp.bin" 4100)" = 40 ] &&
+		[ "$(pn_u32be "$state/pn-cp.bin" 8204)" = 41 ] || return 1
+	cmp <(head -c 4096 "$state/pn-cp.bin") <(head -c 4096 "$state/pn-d.bin") || return 1
+	# a source application tag that is not ELBAT: 2h/83h; an ELBT that is not the
+	# type 1 source LBA: 1h/81h (Invalid Protection Information)
+	pn_status 0x283 nvme copy "$PNC" -n $PINS --sdlba=50 --slbs=16 --blocks=1 --prinfor=0x2 \
+		--expected-app-tags=0x4321 --expected-app-tag-masks=0xffff || return 1
+	pn_status 0x181 nvme copy "$PNC" -n $PINS --sdlba=50 --slbs=16 --blocks=1 --prinfor=0x1 \
+		--expected-ref-tags=99 || return 1
+	# nothing reached LBA 50 (still the escape: zeroes, every check passes)
+	nvme read "$PNC" -s 50 -c 1 -z 8192 -d "$state/pn-z.bin" --prinfo=0xf --ref-tag=50 || return 1
+	cmp "$state/pn-z.bin" <(head -c 8192 /dev/zero) || return 1
+	# PRINFOW PRACT: the destination's PI made anew with LBAT 77h
+	nvme copy "$PNC" -n $PINS --sdlba=60 --slbs=16 --blocks=1 --prinfow=0x8 --ref-tag=60 \
+		--app-tag=0x77 || return 1
+	nvme read "$PNC" -s 60 -c 1 -z 8192 -d "$state/pn-cp2.bin" --prinfo=0xf --ref-tag=60 \
+		--app-tag=0x77 --app-tag-mask=0xffff || return 1
+	cmp "$state/pn-cp2.bin" "$state/pn-d.bin"
+}
+check nvme-pi-copy-prinfor-prinfow pn_copy
 
 # Flip a bit of LBA 16's data in the backing file behind slated's back.
 pn_corrupt() {
