@@ -644,9 +644,9 @@ static void diff(struct plan *pl, struct model *run, struct model *want, json_t 
                         ns_fixed(pl, k, np, op, fixed[i]);
                 json_t *set = json_pack("{s:s}", "name", k);
                 static const char *const mut[][2] = {
-                    {"wp", "write_protect"},     {"wc", "write_cache"},
-                    {"pl", "provision_limit"},   {"pt", "provision_threshold"},
-                    {"aw", "atomic_write_max"},  {"el", "elements"},
+                    {"wp", "write_protect"},      {"wc", "write_cache"},
+                    {"pl", "provision_limit"},    {"pt", "provision_threshold"},
+                    {"aw", "atomic_write_max"},   {"el", "elements"},
                     {"ei", "element_interleave"}, {"ag", "ana_group"}};
                 for (size_t i = 0; i < sizeof(mut) / sizeof(mut[0]); i++)
                         if (!json_equal(json_object_get(n, mut[i][0]),

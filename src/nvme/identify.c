@@ -65,9 +65,9 @@ static void id_ctrl(struct nvme_ctrl *ctrl, struct nvme_id_ctrl *id)
         id->mdts = (uint8_t)mdts_shift();
         put_le16(&id->cntlid, ctrl->cntlid);
         put_le32(&id->ver, NVME_VS_1_4);
-        put_le32(&id->oaes, disc ? NVME_AEN_CFG_DISC_CHANGE
-                                 : NVME_AEN_CFG_NS_ATTR | NVME_AEN_CFG_ANA_CHANGE |
-                                       NVME_AEN_CFG_LBA_STATUS);
+        put_le32(&id->oaes,
+                 disc ? NVME_AEN_CFG_DISC_CHANGE
+                      : NVME_AEN_CFG_NS_ATTR | NVME_AEN_CFG_ANA_CHANGE | NVME_AEN_CFG_LBA_STATUS);
         /*
          * 128-bit host identifier; on I/O controllers endurance groups (one
          * per namespace, ENDGID = NSID) and Flexible Data Placement (fdp.c:

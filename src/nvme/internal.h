@@ -402,7 +402,7 @@ uint32_t nvme_lba_status_log(struct nvme_ctrl *ctrl, uint8_t *p, uint32_t cap);
  * bytes; rgo: groups only), returns its length.  NVME_ANA_LOG_MAX holds the largest. */
 uint8_t nvme_ana_state(enum core_ana_state st);
 /* ANATT: seconds a group stays in change (transitioning) before a host may give up on it. */
-#define NVME_ANATT_S 10
+#define NVME_ANATT_S     10
 #define NVME_ANA_LOG_MAX (16u + 32u * CORE_ANA_GROUPS + 4u * NVME_MAX_NSID)
 uint32_t nvme_ana_log(struct nvme_subsys *s, bool rgo, uint8_t *p, uint32_t cap);
 

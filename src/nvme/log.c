@@ -208,8 +208,8 @@ enum nvme_parse_result nvme_get_log_parse(struct nvme_cmd *cmd)
                         return nvme_invalid_field(cmd, NVME_SQE_OFF_CDW(10) + 1);
                 uint8_t *a = malloc(NVME_ANA_LOG_MAX);
                 if (!a)
-                        return nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_INTERNAL,
-                                           NVME_LOC_NONE, -1);
+                        return nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_INTERNAL, NVME_LOC_NONE,
+                                           -1);
                 uint32_t asize = nvme_ana_log(ctrl->subsys, lsp & 1, a, NVME_ANA_LOG_MAX);
                 if (lpo > asize) {
                         free(a);

@@ -57,7 +57,7 @@ uint32_t scsi_alua_rtpg_build(const struct core_ns *ns, uint16_t rel_port, bool 
         d[1] = 0x80 | 0x40 | 0x08 | 0x04 | 0x02 | 0x01;
         slate_put_be(d + 2, 2, core_gateway_tpg(g));
         d[5] = core_ana_group_change_count(g) ? 0x02 : 0x00; /* altered by implicit behaviour */
-        d[7] = 1;                                               /* TARGET PORT COUNT */
+        d[7] = 1;                                            /* TARGET PORT COUNT */
         slate_put_be(d + 8 + 2, 2, rel_port);
         slate_put_be(b, 4, (hdr - 4) + 12);
         return hdr + 12;
@@ -75,8 +75,8 @@ enum scsi_parse_result scsi_spc_rtpg(struct scsi_cmd *cmd)
                 scsi_sense_invalid_field(cmd, true, 1, 7);
                 return SCSI_PARSE_DONE;
         }
-        uint32_t len = scsi_alua_rtpg_build(cmd->ns, tgt ? tgt->rel_port_id : 1, fmt == 1,
-                                            cmd->buf);
+        uint32_t len =
+            scsi_alua_rtpg_build(cmd->ns, tgt ? tgt->rel_port_id : 1, fmt == 1, cmd->buf);
         scsi_cmd_data_in(cmd, len, alloc);
         return SCSI_PARSE_DONE;
 }

@@ -58,7 +58,7 @@ uint32_t scsi_inquiry_std_build(struct scsi_cmd *cmd, uint8_t *out)
          * protection information (pi.c; READ CAPACITY(16) PROT_EN says whether it is). */
         q->flags5 = 0x08 | (cmd->ns ? 0x01 : 0);
         q->flags5 |= 0x10; /* TPGS 01b: implicit ALUA (alua.c) */
-        q->flags7 = 0x02; /* CMDQUE */
+        q->flags7 = 0x02;  /* CMDQUE */
         memcpy(q->vendor, SLATE_VENDOR, 8);
         memcpy(q->product, SLATE_PRODUCT, 16);
         memcpy(q->revision, SLATE_REVISION, 4);
