@@ -206,16 +206,19 @@ enum nvme_parse_result nvme_get_log_parse(struct nvme_cmd *cmd)
         if (lid == NVME_LOG_ANA) { /* ana.c; up to 4.6 KiB: its own buffer too */
                 if (lsp & ~1u)     /* only RGO */
                         return nvme_invalid_field(cmd, NVME_SQE_OFF_CDW(10) + 1);
-                uint8_t *a = malloc(NVME_ANA_LOG_MAX);
+                /*
+                 * Its size is the largest it can be (what hosts compute from
+                 * NANAGRPID and MNAN, and nvme-cli reads in 4 KiB pieces),
+                 * zeroes past the descriptors.
+                 */
+                if (lpo > NVME_ANA_LOG_MAX)
+                        return nvme_invalid_field(cmd, NVME_SQE_OFF_CDW(12));
+                uint8_t *a = calloc(1, NVME_ANA_LOG_MAX);
                 if (!a)
                         return nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_INTERNAL, NVME_LOC_NONE,
                                            -1);
-                uint32_t asize = nvme_ana_log(ctrl->subsys, lsp & 1, a, NVME_ANA_LOG_MAX);
-                if (lpo > asize) {
-                        free(a);
-                        return nvme_invalid_field(cmd, NVME_SQE_OFF_CDW(12));
-                }
-                nvme_copy_window(cmd->buf, len, lpo, a, 0, asize);
+                nvme_ana_log(ctrl->subsys, lsp & 1, a, NVME_ANA_LOG_MAX);
+                nvme_copy_window(cmd->buf, len, lpo, a, 0, NVME_ANA_LOG_MAX);
                 free(a);
                 if (!rae)
                         nvme_ctrl_log_read(ctrl, lid);

@@ -2357,7 +2357,6 @@ static void test_media(void **s)
         setfeat(NVME_FEAT_ASYNC_EVENT, NVME_AEN_CFG_NS_ATTR, false, NULL);
 }
 
-
 /*
  * Asymmetric Namespace Access (ana.c, core/ana.h): Identify's fields, log
  * 0Ch with and without RGO, the change notice when a group's state
@@ -2405,6 +2404,11 @@ static void test_ana(void **s)
         assert_int_equal(get_le32(&d->nnsids), 0);
         assert_int_equal(slate_get_le(buf + 48, 4), 0);
         assert_int_equal(get_log(NVME_LOG_ANA, 2, 4096, 0), ST(0, NVME_SC_INVALID_FIELD));
+        /* nvme-cli reads what NANAGRPID and MNAN allow in 4 KiB pieces: the rest is zeroes. */
+        assert_int_equal(get_log(NVME_LOG_ANA, 0, 528, 4096), 0);
+        assert_int_equal(buf[0], 0);
+        assert_int_equal(get_log(NVME_LOG_ANA, 0, 4, NVME_ANA_LOG_MAX + 4),
+                         ST(0, NVME_SC_INVALID_FIELD));
 
         /* A state change: the notice is pending (AEC bit 11), the log and the status follow. */
         ctrl->aec |= NVME_AEN_CFG_ANA_CHANGE;
