@@ -9,7 +9,11 @@
 # CNTLID; `nvme ana-log` reads the state; a change on the second gateway
 # reaches the kernel through the ANA change notice (its path becomes
 # inaccessible) while I/O on the namespace keeps working through the first.
-# About 5 s of VM time.
+# It costs about a minute of VM time on a loaded machine (a second slated
+# under ASan, a second controller), so make test's pattern ('[1-69]*') does
+# not run it: only a pattern that names it does, e.g.
+#   CROSS_NAME=ana CROSS_PARTS='93-*' tests/e2e/cross-linux.sh
+case $parts in *93* | *ana*) ;; *) return 0 ;; esac
 
 ana_b=/tmp/slate-e2e-cross-b
 ana_port=4421
