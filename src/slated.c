@@ -22,6 +22,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "core/ana.h"
 #include "core/ns.h"
 #include "iscsi/iscsi.h"
 #include "nvme/nvme.h"
@@ -227,6 +228,11 @@ int main(int argc, char **argv)
                 rt_log_threshold = l;
         }
         mgmt_options_apply_limits(&opts);
+        /* Before any target or controller exists: CNTLIDs and port ids derive from it. */
+        core_gateway_set_id(opts.gateway_id);
+        if (opts.gateway_id)
+                LOG_INFO("slated", "gateway %u: controller IDs and SCSI port ids offset by it",
+                         opts.gateway_id);
         rt_limits_raise_nofile();
         if (!xfer_pool_mib)
                 xfer_pool_mib = opts.xfer_pool_mib ? opts.xfer_pool_mib : RT_BIGBUF_DEFAULT_MIB;

@@ -281,7 +281,8 @@ static void finish(struct core_copy *c, enum core_status st)
  */
 static enum core_status check_range(const struct core_copy *c, const struct core_copy_range *r)
 {
-        const unsigned base = CORE_CHK_STARTED | CORE_CHK_SANITIZING | CORE_CHK_SANITIZE_FAILED;
+        const unsigned base =
+            CORE_CHK_ACCESS | CORE_CHK_STARTED | CORE_CHK_SANITIZING | CORE_CHK_SANITIZE_FAILED;
         if (!r->src || !r->dst)
                 return CORE_E_INTERNAL;
         if (r->src->block_size != r->dst->block_size)

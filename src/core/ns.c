@@ -11,6 +11,7 @@
  * leaves either the old or the new version.
  */
 #include "core/ns.h"
+#include "core/ana.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -412,6 +413,10 @@ int core_ns_create(const struct core_ns_params *p, struct core_ns **out, char *e
                 snprintf(err, errlen, "the rbd backend needs 'pool' and 'image'");
                 return -EINVAL;
         }
+        if (p->ana_group > CORE_ANA_GROUPS) {
+                snprintf(err, errlen, "ana_group must be 1..%u", CORE_ANA_GROUPS);
+                return -EINVAL;
+        }
         uint32_t bs = p->block_size ? p->block_size : 512;
         if (bs != 512 && bs != 4096) {
                 snprintf(err, errlen, "block_size must be 512 or 4096");
@@ -461,6 +466,7 @@ int core_ns_create(const struct core_ns_params *p, struct core_ns **out, char *e
         atomic_init(&ns->ready, CORE_NS_READY);
         atomic_init(&ns->san_state, CORE_SAN_NEVER);
         atomic_init(&ns->wce, true);
+        atomic_init(&ns->ana_group, p->ana_group ? p->ana_group : 1);
         atomic_init(&ns->atomic_max_bytes, UINT32_MAX); /* not loaded yet */
 
         bool is_file = strcmp(ops->name, "file") == 0;

@@ -135,6 +135,8 @@ struct core_ns_params {
          */
         const char *rbd_pool, *rbd_image, *rbd_namespace;
         const char *ceph_conf, *client_id, *keyring;
+        /* The asymmetric access group (core/ana.h), 1..CORE_ANA_GROUPS; 0 = 1. */
+        uint32_t ana_group;
 };
 
 /*
@@ -181,6 +183,8 @@ enum core_sanitize_state {
 #define CORE_CHK_STARTED         (1u << 2) /* CORE_E_NOT_READY when stopped (implies MEDIUM) */
 #define CORE_CHK_SANITIZE_FAILED (1u << 3) /* CORE_E_SANITIZE_FAILED in failure mode */
 #define CORE_CHK_WRITABLE        (1u << 4) /* CORE_E_WRITE_PROTECT[_SOFTWARE] */
+/* CORE_E_ANA_* when this gateway's access group of the namespace cannot be accessed (first). */
+#define CORE_CHK_ACCESS (1u << 5)
 
 /*
  * Provisioned-capacity limits (provision.c): a hard limit and a soft
@@ -261,6 +265,7 @@ struct core_ns {
          */
         pthread_mutex_t lock;
         _Atomic uint32_t wp;           /* CORE_WP_* reasons; 0 = writable */
+        _Atomic uint32_t ana_group;    /* asymmetric access group (core/ana.h), 1.. */
         _Atomic uint8_t ready;         /* enum core_ns_ready */
         _Atomic uint8_t san_state;     /* enum core_sanitize_state */
         _Atomic uint16_t san_progress; /* of a running sanitize, 0..65535 */
@@ -694,6 +699,7 @@ enum core_ns_event_type {
         CORE_NS_EV_MEDIA, /* unrecoverable set or an element changed (core/media.h CORE_MEDIA_CHG_*)
                            */
         CORE_NS_EV_FORMAT, /* metadata / protection format changed (old/new: PI type) */
+        CORE_NS_EV_ANA,    /* its access group's state, or its group, changed (old/new: states) */
         CORE_NS_EV_MAX
 };
 

@@ -1588,6 +1588,9 @@ void core_req_submit(struct core_req *req)
         unsigned chk = CORE_CHK_STARTED;
         if (!(req->flags & CORE_REQ_SANITIZE))
                 chk |= CORE_CHK_SANITIZING | (medium ? CORE_CHK_SANITIZE_FAILED : 0);
+        /* A host's command through this gateway's path (core/ana.h); the engines' own are not. */
+        if (!(req->flags & (CORE_REQ_SANITIZE | CORE_REQ_SELFTEST)))
+                chk |= CORE_CHK_ACCESS;
         if (writes)
                 chk |= CORE_CHK_WRITABLE;
         enum core_status st = core_ns_check(ns, chk);

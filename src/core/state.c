@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/ana.h"
 #include "core/ns.h"
 #include "core/pistore.h"
 #include "rt/log.h"
@@ -257,6 +258,12 @@ out:
 
 enum core_status core_ns_check(const struct core_ns *ns, unsigned chk)
 {
+        /* The path first: a gateway that cannot reach the namespace knows nothing else. */
+        if (chk & CORE_CHK_ACCESS) {
+                enum core_status st = core_ana_access(core_ana_state(core_ns_ana_group(ns)));
+                if (st != CORE_OK)
+                        return st;
+        }
         if ((chk & CORE_CHK_SANITIZING) && core_ns_sanitize_state(ns) == CORE_SAN_RUNNING)
                 return CORE_E_SANITIZE_IN_PROGRESS;
         if (chk & (CORE_CHK_MEDIUM | CORE_CHK_STARTED)) {

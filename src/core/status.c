@@ -32,6 +32,10 @@ static const char *const names[CORE_STATUS_MAX] = {
     [CORE_E_PI_GUARD] = "pi-guard-check-failed",
     [CORE_E_PI_APPTAG] = "pi-application-tag-check-failed",
     [CORE_E_PI_REFTAG] = "pi-reference-tag-check-failed",
+    [CORE_E_ANA_INACCESSIBLE] = "asymmetric-access-inaccessible",
+    [CORE_E_ANA_STANDBY] = "asymmetric-access-standby",
+    [CORE_E_ANA_PERSISTENT_LOSS] = "asymmetric-access-persistent-loss",
+    [CORE_E_ANA_TRANSITION] = "asymmetric-access-transition",
 };
 
 const char *core_status_name(enum core_status s)

@@ -38,6 +38,11 @@ enum core_status {
         CORE_E_PI_GUARD,               /* protection information guard check failed (core/pi.h) */
         CORE_E_PI_APPTAG,              /* application tag check failed (info = the block's LBA) */
         CORE_E_PI_REFTAG,              /* reference tag check failed (info = the block's LBA) */
+        /* Asymmetric access (core/ana.h): this gateway's group of the namespace is ... */
+        CORE_E_ANA_INACCESSIBLE,    /* ... inaccessible (SCSI unavailable) */
+        CORE_E_ANA_STANDBY,         /* ... standby (SCSI only; NVMe: inaccessible) */
+        CORE_E_ANA_PERSISTENT_LOSS, /* ... in persistent loss (SCSI offline) */
+        CORE_E_ANA_TRANSITION,      /* ... changing state (transitioning) */
         CORE_STATUS_MAX
 };
 

@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/ana.h"
 #include "core/ns.h"
 #include "mgmt/metrics.h"
 #include "iscsi/iscsi.h"
@@ -288,6 +289,18 @@ static int parse_options(json_t *opts, struct mgmt_options *o, char *err, size_t
                         }
                 } else if (strcmp(key, "allowed_dirs") == 0) {
                         rc = parse_allowed_dirs(v, o, err, errlen);
+                } else if (strcmp(key, "gateway_id") == 0) {
+                        if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+                            json_integer_value(v) > CORE_GATEWAY_ID_MAX) {
+                                snprintf(err, errlen,
+                                         "options.gateway_id must be an integer in [0, %u] (0: "
+                                         "a lone gateway)",
+                                         CORE_GATEWAY_ID_MAX);
+                                rc = -EINVAL;
+                        } else {
+                                o->gateway_id = (unsigned)json_integer_value(v);
+                                rc = 0;
+                        }
                 } else {
                         snprintf(err, errlen, "unknown option \"%.64s\"", key);
                         rc = -EINVAL;
@@ -425,10 +438,10 @@ const char *mgmt_config_options_diff(json_t *root, const char *path)
                 return NULL; /* cannot happen: check_shape parsed them */
         if (strcmp(o.state_dir, cfg_opts.state_dir) || strcmp(o.rpc_socket, cfg_opts.rpc_socket) ||
             strcmp(o.http_listen, cfg_opts.http_listen) || o.reactors != cfg_opts.reactors ||
-            o.xfer_pool_mib != cfg_opts.xfer_pool_mib)
+            o.xfer_pool_mib != cfg_opts.xfer_pool_mib || o.gateway_id != cfg_opts.gateway_id)
                 LOG_WARN("mgmt",
-                         "reload %s: options state_dir, rpc_socket, http_listen, reactors and "
-                         "xfer_pool_mib take effect only when slated restarts",
+                         "reload %s: options state_dir, rpc_socket, http_listen, reactors, "
+                         "xfer_pool_mib and gateway_id take effect only when slated restarts",
                          path);
         if (o.log_level[0] && strcmp(o.log_level, cfg_opts.log_level) != 0)
                 return json_string_value(
@@ -838,6 +851,13 @@ json_t *mgmt_config_dump(bool with_secrets)
                                        json_pack("{s:s, s:b}", "name", nm, "write_cache", false)));
         }
         free(v);
+        /* access groups that are not optimized (core/ana.h), before any host can connect */
+        for (uint32_t g = 1; g <= CORE_ANA_GROUPS; g++)
+                if (core_ana_state(g) != CORE_ANA_OPTIMIZED)
+                        json_array_append_new(
+                            out, entry("ana_group_set",
+                                       json_pack("{s:i, s:s}", "group", (int)g, "state",
+                                                 core_ana_state_name(core_ana_state(g)))));
 
         /* 2. targets, 3. their LUN maps */
         size_t i;

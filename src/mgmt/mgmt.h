@@ -45,6 +45,8 @@ struct mgmt_options {
         unsigned n_allowed_dirs;
         char allowed_dirs[MGMT_ALLOWED_DIRS_MAX][1024];
         bool allow_block_devices;
+        /* Several gateways, one namespace (core/ana.h): 0 alone, else 1..15; at start only. */
+        unsigned gateway_id;
 };
 /* xfer_pool_mib: room for one largest transfer (32 MiB) at least; default 64. */
 #define MGMT_XFER_POOL_MIN_MIB 32u

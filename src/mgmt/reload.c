@@ -53,6 +53,7 @@ struct model {
         json_t *listeners; /* [ {addr, port, tls} ] */
         json_t *auth;      /* iqn, or "" for discovery -> iscsi_target_auth params (no "target") */
         json_t *acl;       /* iqn -> {initiator -> iscsi_acl_add params (luns as "0,2,4-7")} */
+        json_t *ana;       /* access group (str) -> state, the groups not optimized */
         const char *log_level;
 };
 
@@ -78,6 +79,7 @@ static void model_init(struct model *m)
         m->listeners = json_array();
         m->auth = json_object();
         m->acl = json_object();
+        m->ana = json_object();
         m->log_level = NULL;
 }
 
@@ -91,6 +93,7 @@ static void model_fini(struct model *m)
         json_decref(m->listeners);
         json_decref(m->auth);
         json_decref(m->acl);
+        json_decref(m->ana);
 }
 
 static const char *pstr(json_t *p, const char *k)
@@ -155,6 +158,8 @@ static int model_apply(struct model *m, const char *method, json_t *p, char *err
                         json_object_set_new(o, "size", json_integer(psize(p, "size", 0)));
                 /* The element model (core/media.h): applied live by namespace_set. */
                 json_object_set_new(o, "el", json_integer(pint(p, "elements", 0)));
+                /* The access group (core/ana.h): applied live by namespace_set. */
+                json_object_set_new(o, "ag", json_integer(pint(p, "ana_group", 1)));
                 json_object_set_new(o, "ei", json_integer(pint(p, "element_interleave", 0)));
                 json_object_set_new(m->ns, name, o);
         } else if (strcmp(method, "namespace_set") == 0 ||
@@ -166,7 +171,8 @@ static int model_apply(struct model *m, const char *method, json_t *p, char *err
                     {"write_protect", "wp"},    {"write_cache", "wc"},
                     {"provision_limit", "pl"},  {"provision_threshold", "pt"},
                     {"atomic_write_max", "aw"}, {"size", "size"},
-                    {"elements", "el"},         {"element_interleave", "ei"}};
+                    {"elements", "el"},         {"element_interleave", "ei"},
+                    {"ana_group", "ag"}};
                 for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
                         json_t *v = json_object_get(p, keys[i][0]);
                         if (!v)
@@ -344,6 +350,13 @@ static int model_apply(struct model *m, const char *method, json_t *p, char *err
                 }
         } else if (strcmp(method, "log_set_level") == 0) {
                 m->log_level = pstr(p, "level");
+        } else if (strcmp(method, "ana_group_set") == 0) {
+                char g[24];
+                snprintf(g, sizeof(g), "%" JSON_INTEGER_FORMAT, pint(p, "group", 0));
+                if (strcmp(pstr(p, "state"), "optimized") == 0)
+                        json_object_del(m->ana, g); /* the default: not in the model */
+                else
+                        json_object_set_new(m->ana, g, json_string(pstr(p, "state")));
         } else if (strncmp(method, "fault_", 6) == 0) {
                 /* Our choice: fault rules are runtime state, never part of the configuration. */
                 FAIL("method %s: fault injection is not configuration (not saved, not reloaded); "
@@ -631,10 +644,10 @@ static void diff(struct plan *pl, struct model *run, struct model *want, json_t 
                         ns_fixed(pl, k, np, op, fixed[i]);
                 json_t *set = json_pack("{s:s}", "name", k);
                 static const char *const mut[][2] = {
-                    {"wp", "write_protect"},     {"wc", "write_cache"},
-                    {"pl", "provision_limit"},   {"pt", "provision_threshold"},
-                    {"aw", "atomic_write_max"},  {"el", "elements"},
-                    {"ei", "element_interleave"}};
+                    {"wp", "write_protect"},      {"wc", "write_cache"},
+                    {"pl", "provision_limit"},    {"pt", "provision_threshold"},
+                    {"aw", "atomic_write_max"},   {"el", "elements"},
+                    {"ei", "element_interleave"}, {"ag", "ana_group"}};
                 for (size_t i = 0; i < sizeof(mut) / sizeof(mut[0]); i++)
                         if (!json_equal(json_object_get(n, mut[i][0]),
                                         json_object_get(o, mut[i][0])))
@@ -678,6 +691,9 @@ static void diff(struct plan *pl, struct model *run, struct model *want, json_t 
                         json_object_del(cp, "atomic_write_max");
                         json_object_del(cp, "elements");
                         json_object_del(cp, "element_interleave");
+                        json_object_del(cp, "ana_group");
+                        if (json_integer_value(json_object_get(w, "ag")) > 1)
+                                json_object_set(cp, "ana_group", json_object_get(w, "ag"));
                         if (json_integer_value(json_object_get(w, "el")))
                                 json_object_set(cp, "elements", json_object_get(w, "el"));
                         if (json_integer_value(json_object_get(w, "ei")))
@@ -784,6 +800,14 @@ static void diff(struct plan *pl, struct model *run, struct model *want, json_t 
                                                (json_int_t)strtoll(k2, NULL, 10), "namespace", v));
                 }
         }
+        /* access group states: the file's, optimized where it no longer says otherwise */
+        json_object_foreach(want->ana, k, n) if (!json_equal(n, json_object_get(run->ana, k)))
+            step(pl, "ana_group_set",
+                 json_pack("{s:I, s:O}", "group", (json_int_t)strtoll(k, NULL, 10), "state", n));
+        json_object_foreach(run->ana, k, o) if (!json_object_get(want->ana, k))
+            step(pl, "ana_group_set",
+                 json_pack("{s:I, s:s}", "group", (json_int_t)strtoll(k, NULL, 10), "state",
+                           "optimized"));
         /* 6. portals and listeners last: hosts can connect once everything exists */
         json_array_foreach(late, i, e)
             step(pl, pstr(e, "method"), json_incref(json_object_get(e, "params")));

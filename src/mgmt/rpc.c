@@ -37,6 +37,7 @@
 
 #include <uuid/uuid.h>
 
+#include "core/ana.h"
 #include "core/atomic.h"
 #include "core/fault.h"
 #include "core/flash.h"
@@ -458,6 +459,7 @@ static int h_namespace_create(struct rpc_ctx *c)
             .fdp_off = !pbool(c, "fdp", true),
             .elements_set = json_object_get(c->params, "elements") != NULL,
             .elements = (uint32_t)puint(c, "elements", 0),
+            .ana_group = (uint32_t)puint(c, "ana_group", 1),
             .element_interleave = (uint32_t)puint(c, "element_interleave", 0),
             .encrypt = pbool(c, "encrypt", false),
             .key_file = pstr(c, "key_file", NULL),
@@ -625,10 +627,13 @@ static int h_namespace_set(struct rpc_ctx *c)
         json_t *aw = json_object_get(c->params, "atomic_write_max");
         json_t *el = json_object_get(c->params, "elements");
         json_t *ei = json_object_get(c->params, "element_interleave");
-        if (!wp && !wc && !pl && !pt && !aw && !el && !ei)
+        json_t *ag = json_object_get(c->params, "ana_group");
+        if (!wp && !wc && !pl && !pt && !aw && !el && !ei && !ag)
                 return inval(c, "give 'write_protect', 'write_cache', 'provision_limit', "
-                                "'provision_threshold', 'atomic_write_max', 'elements' and/or "
-                                "'element_interleave'");
+                                "'provision_threshold', 'atomic_write_max', 'elements', "
+                                "'element_interleave' and/or 'ana_group'");
+        if (ag && core_ns_set_ana_group(ns, (uint32_t)puint(c, "ana_group", 1), NULL) < 0)
+                return inval(c, "'ana_group' must be 1..%u", CORE_ANA_GROUPS);
         if (el || ei) {
                 char msg[256] = "";
                 uint32_t n = el ? (uint32_t)puint(c, "elements", 0) : core_media_elements(ns);
@@ -670,7 +675,59 @@ static int h_namespace_set(struct rpc_ctx *c)
             (json_int_t)atomic_load(&ns->prov.threshold), "atomic_write_max",
             (json_int_t)atomic_load(&ns->atomic_max_bytes), "elements",
             (int)core_media_elements(ns), "element_interleave", (int)core_media_interleave(ns));
+        if (c->result)
+                json_object_set_new(c->result, "ana_group", json_integer(core_ns_ana_group(ns)));
         return 0;
+}
+
+/* An access group's state on this gateway (core/ana.h); hosts are told (ANA change, 2Ah/06h). */
+static int h_ana_group_set(struct rpc_ctx *c)
+{
+        uint32_t g = (uint32_t)puint(c, "group", 1);
+        enum core_ana_state st;
+        if (core_ana_state_parse(pstr(c, "state", ""), &st) < 0)
+                return inval(c, "'state' must be optimized, non-optimized, standby, inaccessible, "
+                                "persistent-loss or transitioning");
+        enum core_ana_state old = core_ana_state(g);
+        int rc = core_ana_set_state(g, st, NULL);
+        if (rc < 0)
+                return inval(c, "'group' must be 1..%u", CORE_ANA_GROUPS);
+        c->result = json_pack("{s:i, s:s, s:s, s:I}", "group", (int)g, "state",
+                              core_ana_state_name(st), "previous", core_ana_state_name(old),
+                              "change_count", (json_int_t)core_ana_change_count());
+        return 0;
+}
+
+/* Every access group that is not optimized or holds a namespace, and the gateway's ids. */
+static void ana_count_ns(struct core_ns *ns, void *arg)
+{
+        unsigned *n = arg;
+        uint32_t g = core_ns_ana_group(ns);
+        if (g && g <= CORE_ANA_GROUPS)
+                n[g]++;
+}
+
+static int h_ana_group_list(struct rpc_ctx *c)
+{
+        unsigned n[CORE_ANA_GROUPS + 1] = {0};
+        core_ns_foreach(ana_count_ns, n);
+        json_t *groups = json_array();
+        for (uint32_t g = 1; g <= CORE_ANA_GROUPS; g++) {
+                enum core_ana_state st = core_ana_state(g);
+                if (!n[g] && st == CORE_ANA_OPTIMIZED)
+                        continue;
+                json_array_append_new(
+                    groups, json_pack("{s:i, s:s, s:i, s:i, s:I}", "group", (int)g, "state",
+                                      core_ana_state_name(st), "namespaces", (int)n[g],
+                                      "scsi_target_port_group", (int)core_gateway_tpg(g),
+                                      "change_count", (json_int_t)core_ana_group_change_count(g)));
+        }
+        uint16_t lo, hi;
+        core_gateway_cntlid_range(&lo, &hi);
+        c->result = json_pack("{s:i, s:I, s:[i,i], s:o}", "gateway_id", (int)core_gateway_id(),
+                              "change_count", (json_int_t)core_ana_change_count(), "cntlid_range",
+                              (int)lo, (int)hi, "groups", groups);
+        return c->result ? 0 : opfail(c, -ENOMEM, "ana_group_list", NULL);
 }
 
 /* The namespace's shared state (core/ns.h) as namespace_list shows it. */
@@ -685,10 +742,11 @@ static json_t *mgmt_ns_state_json(struct core_ns *ns)
         for (unsigned i = 0; i < sizeof(wp_names) / sizeof(wp_names[0]); i++)
                 if (r & (1u << i))
                         json_array_append_new(wp, json_string(wp_names[i]));
-        return json_pack("{s:o, s:s, s:s, s:f}", "write_protect", wp, "ready",
+        return json_pack("{s:o, s:s, s:s, s:f, s:s}", "write_protect", wp, "ready",
                          ready_names[core_ns_ready(ns) % 3], "sanitize",
                          san_names[core_ns_sanitize_state(ns) % 4], "sanitize_progress",
-                         atomic_load(&ns->san_progress) / 65535.0);
+                         atomic_load(&ns->san_progress) / 65535.0, "ana_state",
+                         core_ana_state_name(core_ana_state(core_ns_ana_group(ns))));
 }
 
 /* Shared by namespace_list (full) and config_save (replayable params only). */
@@ -754,6 +812,8 @@ json_t *mgmt_ns_params_json(struct core_ns *ns)
                 core_ns_pi_fmt(ns, &f);
                 pi_to_params(o, &f);
         }
+        if (o && core_ns_ana_group(ns) != 1)
+                json_object_set_new(o, "ana_group", json_integer(core_ns_ana_group(ns)));
         return o;
 }
 
@@ -968,6 +1028,7 @@ static void ns_list_one(struct core_ns *ns, void *arg)
         json_object_set_new(o, "eui64", json_string(eui));
         json_object_set_new(o, "write_cache", json_boolean(atomic_load(&ns->wce)));
         json_object_set_new(o, "state", mgmt_ns_state_json(ns));
+        json_object_set_new(o, "ana_group", json_integer(core_ns_ana_group(ns)));
         json_object_set_new(o, "media", mgmt_ns_media_json(ns));
         struct core_prov_info pi;
         core_ns_provision_info(ns, &pi);
@@ -1823,6 +1884,8 @@ static const struct rpc_method rpc_methods[] = {
           "encrypted namespace: passphrase (first line, mode 0600) for PBKDF2-HMAC-SHA256"),
       UINT("pbkdf2_iterations", false, 1000, 100000000,
            "PBKDF2 iterations for a new passphrase-wrapped key (default 200000)"),
+      UINT("ana_group", false, 1, CORE_ANA_GROUPS,
+           "asymmetric access group (NVMe ANAGRPID, SCSI target port group; default 1)"),
       PI_PARAMS}},
     {"namespace_delete",
      h_namespace_delete,
@@ -1863,7 +1926,21 @@ static const struct rpc_method rpc_methods[] = {
       UINT("elements", false, 0, CORE_MEDIA_MAX_ELEMENTS,
            "physical elements (0 = no model); refused while an element is failed or "
            "depopulated"),
-      UINT("element_interleave", false, 0, UINT32_MAX, "blocks per stripe unit")}},
+      UINT("element_interleave", false, 0, UINT32_MAX, "blocks per stripe unit"),
+      UINT("ana_group", false, 1, CORE_ANA_GROUPS,
+           "move to another asymmetric access group (hosts are told: ANA change, 2Ah/06h)")}},
+    {"ana_group_set",
+     h_ana_group_set,
+     "Set an asymmetric access group's state on this gateway (NVMe ANA, SCSI ALUA); hosts "
+     "are told",
+     {UINT("group", true, 1, CORE_ANA_GROUPS, "access group"),
+      STR("state", true, 15,
+          "optimized | non-optimized | standby (SCSI; NVMe: inaccessible) | inaccessible | "
+          "persistent-loss | transitioning")}},
+    {"ana_group_list",
+     h_ana_group_list,
+     "This gateway's id, controller ID range, and the access groups in use or not optimized",
+     {}},
     {"element_set",
      h_element_set,
      "Fail, degrade or heal a physical element, or depopulate it (capacity shrinks)",

@@ -58,6 +58,7 @@ static const struct {
     {NVME_EVT_SANITIZED, NVME_AER_TYPE_IO_SPECIFIC, NVME_AER_IO_SANITIZE_DONE, NVME_LOG_SANITIZE},
     {NVME_EVT_PROV, NVME_AER_TYPE_VENDOR, NVME_AER_VS_PROV_THRESHOLD, NVME_LOG_VS_PROVISIONING},
     {NVME_EVT_LBA_STATUS, NVME_AER_TYPE_NOTICE, NVME_AER_NOTICE_LBA_STATUS, NVME_LOG_LBA_STATUS},
+    {NVME_EVT_ANA, NVME_AER_TYPE_NOTICE, NVME_AER_NOTICE_ANA, NVME_LOG_ANA},
 };
 
 /* On the admin reactor: pair pending, unmasked events with parked AERs. */
@@ -177,6 +178,8 @@ void nvme_ctrl_raise(struct nvme_ctrl *ctrl, uint32_t evt, uint32_t nsid)
                 enable |= NVME_EVT_PROV;
         if ((evt & NVME_EVT_LBA_STATUS) && (ctrl->aec & NVME_AEN_CFG_LBA_STATUS))
                 enable |= NVME_EVT_LBA_STATUS;
+        if ((evt & NVME_EVT_ANA) && (ctrl->aec & NVME_AEN_CFG_ANA_CHANGE))
+                enable |= NVME_EVT_ANA;
         ctrl->aen_pending |= enable;
         pthread_mutex_unlock(&ctrl->lock);
         if (enable)
@@ -296,6 +299,19 @@ static void lba_status_alert(struct nvme_ctrl *c, uint32_t nsid, const struct co
 }
 
 /*
+ * This gateway's state of the namespace's access group changed, or the
+ * namespace moved to another group (core/ana.h): the Asymmetric Namespace
+ * Access Change notice (Base 2.0 8.1.4, AEC bit 11), masked until the host
+ * reads log 0Ch with RAE cleared.  Linux answers it by re-reading the log
+ * and moving I/O to the paths it finds optimized.
+ */
+static void ana_changed(struct nvme_ctrl *c, uint32_t nsid, const struct core_ns_event *ev)
+{
+        (void)ev;
+        nvme_ctrl_raise(c, NVME_EVT_ANA, nsid);
+}
+
+/*
  * Persistent Event log entries (pel.c) for a namespace event, in every
  * subsystem the namespace is attached to (under nvme_lock).
  */
@@ -384,6 +400,9 @@ static void on_ns_event(const struct core_ns_event *ev, void *arg)
                 break;
         case CORE_NS_EV_SPACE_THRESHOLD:
                 each_ctrl_of_ns(ev, prov_threshold);
+                break;
+        case CORE_NS_EV_ANA:
+                each_ctrl_of_ns(ev, ana_changed);
                 break;
         default:
                 break;

@@ -47,8 +47,9 @@ static bool feat_ok(struct nvme_ctrl *ctrl, uint8_t fid)
 
 static uint32_t aec_mask(struct nvme_ctrl *ctrl)
 {
-        return ctrl->subsys->discovery ? NVME_AEN_CFG_DISC_CHANGE
-                                       : NVME_AEN_CFG_NS_ATTR | NVME_AEN_CFG_LBA_STATUS;
+        return ctrl->subsys->discovery
+                   ? NVME_AEN_CFG_DISC_CHANGE
+                   : NVME_AEN_CFG_NS_ATTR | NVME_AEN_CFG_ANA_CHANGE | NVME_AEN_CFG_LBA_STATUS;
 }
 
 /* The write cache setting of the first attached namespace (all are set together). */

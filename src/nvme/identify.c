@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/ana.h"
 #include "core/atomic.h"
 #include "nvme/internal.h"
 
@@ -58,12 +59,15 @@ static void id_ctrl(struct nvme_ctrl *ctrl, struct nvme_id_ctrl *id)
         pad_copy(id->mn, sizeof(id->mn), s->model);
         pad_copy(id->fr, sizeof(id->fr), s->fr);
         id->rab = 6;
-        id->cmic = disc ? 0 : 0x02; /* the subsystem may have several controllers */
+        /* The subsystem may have several controllers, and reports ANA (ana.c): several
+         * gateways may export it, each with its own states. */
+        id->cmic = disc ? 0 : NVME_CMIC_MULTI_CTRL | NVME_CMIC_ANA;
         id->mdts = (uint8_t)mdts_shift();
         put_le16(&id->cntlid, ctrl->cntlid);
         put_le32(&id->ver, NVME_VS_1_4);
         put_le32(&id->oaes,
-                 disc ? NVME_AEN_CFG_DISC_CHANGE : NVME_AEN_CFG_NS_ATTR | NVME_AEN_CFG_LBA_STATUS);
+                 disc ? NVME_AEN_CFG_DISC_CHANGE
+                      : NVME_AEN_CFG_NS_ATTR | NVME_AEN_CFG_ANA_CHANGE | NVME_AEN_CFG_LBA_STATUS);
         /*
          * 128-bit host identifier; on I/O controllers endurance groups (one
          * per namespace, ENDGID = NSID) and Flexible Data Placement (fdp.c:
@@ -121,6 +125,16 @@ static void id_ctrl(struct nvme_ctrl *ctrl, struct nvme_id_ctrl *id)
                 /* Block erase and overwrite (core/sanitize.c); crypto erase when every
                  * namespace is encrypted at rest (core/crypt.h).  NDAS is honoured
                  * (NDI = 0). */
+                /* ANA (ana.c): every state, groups 1..CORE_ANA_GROUPS; a namespace's
+                 * group may change while attached (ANACAP bit 6 clear: namespace_set). */
+                id->anatt = NVME_ANATT_S;
+                id->anacap = NVME_ANACAP_OPTIMIZED | NVME_ANACAP_NON_OPTIMIZED |
+                             NVME_ANACAP_INACCESSIBLE | NVME_ANACAP_PERSISTENT_LOSS |
+                             NVME_ANACAP_CHANGE;
+                put_le32(&id->anagrpmax, CORE_ANA_GROUPS);
+                put_le32(&id->nanagrpid, CORE_ANA_GROUPS);
+                /* Linux sizes the ANA log with MNAN and refuses ANA without it (1..NN). */
+                put_le32(&id->mnan, NVME_MAX_NSID);
                 put_le32(&id->sanicap, NVME_SANICAP_BES | NVME_SANICAP_OWS |
                                            NVME_SANICAP_NODMMAS_NOT |
                                            (nvme_subsys_crypto_erasable(s) ? NVME_SANICAP_CES : 0));
@@ -203,6 +217,7 @@ static void id_ns(struct core_ns *ns, uint32_t nsid, struct nvme_id_ns *id)
         /* The LBA formats: the namespace's block size with 0, 8 or 16 bytes of metadata (pi.c). */
         nvme_pi_id_ns(ns, id);
         id->nmic = 1; /* may be attached to several controllers */
+        put_le32(&id->anagrpid, core_ns_ana_group(ns));
         id->rescap = RESCAP_ALL;
         id->nsattr = core_ns_wp(ns) ? 1 : 0; /* write protected, for any reason */
         memcpy(id->nguid, ns->uuid, 16);
@@ -293,6 +308,7 @@ enum nvme_parse_result nvme_identify_parse(struct nvme_cmd *cmd)
                 } else if (cns == NVME_CNS_NS_INDEPENDENT) {
                         struct nvme_id_ns_indep *id = (struct nvme_id_ns_indep *)p;
                         id->nmic = 1;
+                        put_le32(&id->anagrpid, core_ns_ana_group(cmd->ns));
                         id->rescap = RESCAP_ALL;
                         id->nsattr = core_ns_wp(cmd->ns) ? 1 : 0;
                         id->nstat = core_ns_ready(cmd->ns) == CORE_NS_READY; /* NRDY */

@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/ana.h"
 #include "nvme/auth.h"
 #include "nvme/nvme.h"
 #include "slate/spec/nvme.h"
@@ -46,6 +47,7 @@
 #define NVME_EVT_SANITIZED    (1u << 3) /* Sanitize Operation Completed (log 81h) */
 #define NVME_EVT_PROV         (1u << 4) /* vendor: provisioning soft threshold (log C0h) */
 #define NVME_EVT_LBA_STATUS   (1u << 5) /* LBA Status Information Alert (log 0Eh) */
+#define NVME_EVT_ANA          (1u << 6) /* Asymmetric Namespace Access Change (log 0Ch) */
 
 struct nvme_pel;
 
@@ -395,6 +397,14 @@ void nvme_dst_log(struct nvme_ctrl *ctrl, uint8_t *p);
 enum nvme_parse_result nvme_get_lba_status_parse(struct nvme_cmd *cmd);
 /* Fill p[0..cap) with the LBA Status Information log; returns its length (LSLPLEN). */
 uint32_t nvme_lba_status_log(struct nvme_ctrl *ctrl, uint8_t *p, uint32_t cap);
+
+/* ANA (ana.c): the NVMe state of a core access state; log 0Ch of s into p (at most cap
+ * bytes; rgo: groups only), returns its length.  NVME_ANA_LOG_MAX holds the largest. */
+uint8_t nvme_ana_state(enum core_ana_state st);
+/* ANATT: seconds a group stays in change (transitioning) before a host may give up on it. */
+#define NVME_ANATT_S     10
+#define NVME_ANA_LOG_MAX (16u + 32u * CORE_ANA_GROUPS + 4u * NVME_MAX_NSID)
+uint32_t nvme_ana_log(struct nvme_subsys *s, bool rgo, uint8_t *p, uint32_t cap);
 
 /* directive.c: Directive Send/Receive (Identify and Streams) and stream Writes. */
 enum nvme_parse_result nvme_dir_recv_parse(struct nvme_cmd *cmd);

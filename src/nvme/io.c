@@ -257,8 +257,9 @@ void nvme_io_write_uncor_exec(struct nvme_cmd *cmd)
         uint64_t lba = (uint64_t)nvme_cdw(cmd, 10) | ((uint64_t)nvme_cdw(cmd, 11) << 32);
         uint32_t nlb = (nvme_cdw(cmd, 12) & 0xffff) + 1;
         io_req_init(cmd, CORE_OP_WRITE, lba, nlb); /* for the error log's LBA */
-        enum core_status st = core_ns_check(ns, CORE_CHK_SANITIZING | CORE_CHK_STARTED |
-                                                    CORE_CHK_SANITIZE_FAILED | CORE_CHK_WRITABLE);
+        enum core_status st =
+            core_ns_check(ns, CORE_CHK_ACCESS | CORE_CHK_SANITIZING | CORE_CHK_STARTED |
+                                  CORE_CHK_SANITIZE_FAILED | CORE_CHK_WRITABLE);
         if (st == CORE_OK && (atomic_load(&ns->media_flags) & CORE_MEDIA_F_DEPOP))
                 st = CORE_E_DEPOP_IN_PROGRESS;
         if (st == CORE_OK &&

@@ -10,11 +10,14 @@
  * provisioning status (the page of the provisioning threshold event,
  * admin.c), and 70h Discovery on discovery controllers.  NUMDL/NUMDU give
  * the length, LPOL/LPOU a dword-aligned offset (LPA bit 2); bytes past the
- * end of a log read as zeroes.  RAE = 0 on 04h/70h/80h/81h/C0h unmasks the
+ * end of a log read as zeroes; 0Ch Asymmetric Namespace Access (ana.c).
+ * RAE = 0 on 04h/0Ch/70h/80h/81h/C0h unmasks the
  * matching event.
  */
+#include <stdlib.h>
 #include <string.h>
 
+#include "core/ana.h"
 #include "core/media.h"
 #include "nvme/internal.h"
 
@@ -199,6 +202,28 @@ enum nvme_parse_result nvme_get_log_parse(struct nvme_cmd *cmd)
 
         if (lid == NVME_LOG_PERSISTENT_EVENT) /* its own buffer: larger than a page */
                 return nvme_pel_log_page(cmd, lsp, len, lpo);
+
+        if (lid == NVME_LOG_ANA) { /* ana.c; up to 4.6 KiB: its own buffer too */
+                if (lsp & ~1u)     /* only RGO */
+                        return nvme_invalid_field(cmd, NVME_SQE_OFF_CDW(10) + 1);
+                /*
+                 * Its size is the largest it can be (what hosts compute from
+                 * NANAGRPID and MNAN, and nvme-cli reads in 4 KiB pieces),
+                 * zeroes past the descriptors.
+                 */
+                if (lpo > NVME_ANA_LOG_MAX)
+                        return nvme_invalid_field(cmd, NVME_SQE_OFF_CDW(12));
+                uint8_t *a = calloc(1, NVME_ANA_LOG_MAX);
+                if (!a)
+                        return nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_INTERNAL, NVME_LOC_NONE,
+                                           -1);
+                nvme_ana_log(ctrl->subsys, lsp & 1, a, NVME_ANA_LOG_MAX);
+                nvme_copy_window(cmd->buf, len, lpo, a, 0, NVME_ANA_LOG_MAX);
+                free(a);
+                if (!rae)
+                        nvme_ctrl_log_read(ctrl, lid);
+                return NVME_PARSE_DONE;
+        }
 
         union {
                 uint8_t raw[4096];

@@ -48,6 +48,13 @@ static const struct nvme_status_map status_map[CORE_STATUS_MAX] = {
     [CORE_E_PI_GUARD] = {NVME_SCT_MEDIA, NVME_SC_GUARD_CHECK, true},
     [CORE_E_PI_APPTAG] = {NVME_SCT_MEDIA, NVME_SC_APPTAG_CHECK, true},
     [CORE_E_PI_REFTAG] = {NVME_SCT_MEDIA, NVME_SC_REFTAG_CHECK, true},
+    /* Path Related Status (Base 2.0 fig. 97, core/ana.h): Asymmetric Access Inaccessible /
+     * Persistent Loss / Transition; no DNR: the host retries on another path.  NVMe has no
+     * standby: inaccessible. */
+    [CORE_E_ANA_INACCESSIBLE] = {NVME_SCT_PATH, NVME_SC_ANA_INACCESSIBLE, false},
+    [CORE_E_ANA_STANDBY] = {NVME_SCT_PATH, NVME_SC_ANA_INACCESSIBLE, false},
+    [CORE_E_ANA_PERSISTENT_LOSS] = {NVME_SCT_PATH, NVME_SC_ANA_PERSISTENT_LOSS, false},
+    [CORE_E_ANA_TRANSITION] = {NVME_SCT_PATH, NVME_SC_ANA_TRANSITION, false},
 };
 
 static const struct nvme_status_map internal_error = {NVME_SCT_GENERIC, NVME_SC_INTERNAL, false};

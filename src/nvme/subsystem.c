@@ -594,10 +594,18 @@ static int ctrl_create(struct nvme_subsys *s, struct nvme_queue *q, const char *
                 free(ctrl);
                 return -ENODEV;
         }
-        /* Controller IDs 1..FFEFh, unique across the target. */
-        for (unsigned tries = 0; tries < 0xffef; tries++) {
+        /*
+         * Controller IDs unique across the target, in this gateway's range
+         * (core/ana.h: 1..FFEFh alone), so that gateways exporting one
+         * subsystem never hand a host one CNTLID twice (Linux refuses it).
+         */
+        uint16_t lo, hi;
+        core_gateway_cntlid_range(&lo, &hi);
+        for (unsigned tries = 0; tries <= (unsigned)(hi - lo); tries++) {
+                if (next_cntlid < lo || next_cntlid > hi)
+                        next_cntlid = lo;
                 uint16_t id = next_cntlid;
-                next_cntlid = next_cntlid >= 0xffef ? 1 : next_cntlid + 1;
+                next_cntlid = next_cntlid >= hi ? lo : next_cntlid + 1;
                 if (!cntlid_used_locked(id)) {
                         ctrl->cntlid = id;
                         break;

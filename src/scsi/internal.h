@@ -10,6 +10,7 @@
 
 #include <stddef.h>
 
+#include "core/ana.h"
 #include "scsi/scsi.h"
 
 /* Sense keys */
@@ -199,6 +200,15 @@ enum scsi_parse_result scsi_spc_report_luns(struct scsi_cmd *cmd);
 enum scsi_parse_result scsi_spc_request_sense(struct scsi_cmd *cmd);
 enum scsi_parse_result scsi_spc_tur(struct scsi_cmd *cmd);
 enum scsi_parse_result scsi_spc_rsoc(struct scsi_cmd *cmd);
+/*
+ * ALUA (alua.c): REPORT TARGET PORT GROUPS; the SCSI asymmetric access
+ * state of a core one; the RTPG parameter data of ns seen through the port
+ * rel_port (extended: format 001b), into b (at least 20 bytes), its length.
+ */
+enum scsi_parse_result scsi_spc_rtpg(struct scsi_cmd *cmd);
+uint8_t scsi_alua_state(enum core_ana_state st);
+uint32_t scsi_alua_rtpg_build(const struct core_ns *ns, uint16_t rel_port, bool extended,
+                              uint8_t *b);
 enum scsi_parse_result scsi_spc_start_stop(struct scsi_cmd *cmd);
 enum scsi_parse_result scsi_spc_prevent_allow(struct scsi_cmd *cmd);
 enum scsi_parse_result scsi_spc_pr_in(struct scsi_cmd *cmd);

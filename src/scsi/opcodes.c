@@ -740,6 +740,17 @@ static const struct scsi_op varlen_ops[] = {
 };
 
 static const struct scsi_op maint_in_ops[] = {
+    {"REPORT TARGET PORT GROUPS",
+     0xa3,
+     SCSI_MI_REPORT_TPG,
+     true,
+     12,
+     SCSI_DIR_IN,
+     SCSI_OPF_PR_EXEMPT,
+     T_SHORT,
+     scsi_spc_rtpg,
+     NULL,
+     {0xa3, 0xea, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0, CTL}},
     {"REPORT SUPPORTED OPERATION CODES",
      0xa3,
      SCSI_MI_REPORT_SUPPORTED_OPS,

@@ -80,6 +80,7 @@ static const uint8_t ua_sense[SCSI_UA_MAX][2] = {
     [SCSI_UA_INQUIRY_CHANGED] = {0x3f, 0x03},
     [SCSI_UA_THIN_THRESHOLD] = {0x38, 0x07},
     [SCSI_UA_ELEMENT_CHANGED] = {0x0b, 0x14},
+    [SCSI_UA_ALUA_CHANGED] = {0x2a, 0x06},
 };
 
 /* Consumes the highest-priority pending UA (lowest bit) into cmd's sense. */
@@ -209,6 +210,10 @@ static uint32_t event_ua(const struct core_ns_event *ev)
                 if (ev->new_val & (CORE_MEDIA_CHG_ELEMENT | CORE_MEDIA_CHG_DEPOP))
                         return 1u << SCSI_UA_ELEMENT_CHANGED;
                 return 0;
+        case CORE_NS_EV_ANA:
+                /* SPC-5 5.16.2.6: the LU's access state, or its target port group, changed
+                 * (implicit ALUA: management changed it, every nexus is told). */
+                return 1u << SCSI_UA_ALUA_CHANGED;
         case CORE_NS_EV_RESERVATION:
                 if (ev->pr_events & CORE_PR_EV_RES_PREEMPTED)
                         b |= 1u << SCSI_UA_RESERVATIONS_PREEMPTED;
@@ -470,7 +475,8 @@ void scsi_target_init(struct scsi_target *tgt, const char *name, uint16_t tpgt)
         memset(tgt, 0, sizeof(*tgt));
         copy_str(tgt->name, sizeof(tgt->name), name);
         tgt->tpgt = tpgt;
-        tgt->rel_port_id = tpgt ? tpgt : 1;
+        /* Offset by the gateway id (core/ana.h): unique across the gateways of one LU. */
+        tgt->rel_port_id = core_gateway_rel_port(tpgt ? tpgt : 1);
         pthread_mutex_init(&tgt->lock, NULL);
         for (unsigned l = 0; l < SCSI_MAX_LUNS; l++)
                 atomic_init(&tgt->luns[l], NULL);
@@ -620,8 +626,11 @@ enum scsi_parse_result scsi_cmd_parse(struct scsi_cmd *cmd)
                 unsigned chk = 0;
                 if (op->flags & (SCSI_OPF_MEDIUM | SCSI_OPF_NEEDS_MEDIUM))
                         chk |= CORE_CHK_MEDIUM;
+                /* ALUA (SPC-5 5.16.2.4): in standby, unavailable, offline or transitioning
+                 * only the commands without medium access run (INQUIRY, REPORT TARGET PORT
+                 * GROUPS, REQUEST SENSE, mode and log pages, reservations ...). */
                 if (op->flags & SCSI_OPF_MEDIUM)
-                        chk |= CORE_CHK_STARTED | CORE_CHK_SANITIZE_FAILED;
+                        chk |= CORE_CHK_ACCESS | CORE_CHK_STARTED | CORE_CHK_SANITIZE_FAILED;
                 if (chk && !scsi_check_state(cmd, chk))
                         return SCSI_PARSE_DONE;
                 if (!(op->flags & SCSI_OPF_PR_EXEMPT) &&

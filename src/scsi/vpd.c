@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/ana.h"
 #include "core/atomic.h"
 #include "slate/spec/scsi.h"
 #include "scsi/internal.h"
@@ -56,7 +57,8 @@ uint32_t scsi_inquiry_std_build(struct scsi_cmd *cmd, uint8_t *out)
         /* 3PC: third-party copy (EXTENDED COPY, xcopy.c); PROTECT: an LU can be formatted with
          * protection information (pi.c; READ CAPACITY(16) PROT_EN says whether it is). */
         q->flags5 = 0x08 | (cmd->ns ? 0x01 : 0);
-        q->flags7 = 0x02; /* CMDQUE */
+        q->flags5 |= 0x10; /* TPGS 01b: implicit ALUA (alua.c) */
+        q->flags7 = 0x02;  /* CMDQUE */
         memcpy(q->vendor, SLATE_VENDOR, 8);
         memcpy(q->product, SLATE_PRODUCT, 16);
         memcpy(q->revision, SLATE_REVISION, 4);
@@ -135,9 +137,9 @@ static uint32_t vpd83(struct scsi_cmd *cmd, uint8_t *p)
                 memset(d, 0, 4);
                 slate_put_be(d + 2, 2, tgt->rel_port_id);
                 n += desig(p + n, 0x51, 0x94, d, 4);
-                /* Target port group. */
+                /* Target port group (ALUA, alua.c): the LU's access group on this gateway. */
                 memset(d, 0, 4);
-                slate_put_be(d + 2, 2, tgt->tpgt);
+                slate_put_be(d + 2, 2, core_gateway_tpg(core_ns_ana_group(cmd->ns)));
                 n += desig(p + n, 0x51, 0x95, d, 4);
         }
         return n;

@@ -57,12 +57,87 @@ fi
 export CEPH_CONF
 slate_result PASS rbd.cluster "" "started in $(cat "$cdir/start-seconds") s, $(($(ceph_cluster_rss "$cdir") / 1024)) MiB resident"
 
+# --- several gateways, one namespace: ANA and ALUA (core/ana.h), ~3 s ---
+# Gateway a (gateway_id 1) keeps group 1 optimized, b (gateway_id 2) makes it
+# non-optimized; both export the image as NSID 1 of one NVMe subsystem too.
+# A raw NVMe/TCP host (ana_host.py) and a libiscsi host (alua-probe) read
+# through each gateway what a multipath host reads: distinct CNTLIDs, relative
+# port ids and target port groups, one NGUID, each gateway's own state (log
+# 0Ch with and without RGO, RTPG in both formats); then a state change on b
+# reaches connected hosts (the ANA change notice, UA 2Ah/06h) and I/O through
+# b fails with the path status a host fails over on (NVMe 3h/02h, NOT READY
+# 04h/0Ch) while a still serves it.  The data claim (one image, both
+# gateways) is rbd.two-gateways.*'s.
+ana_nqn=nqn.2026-12.io.slate:rbd-shared
+ctl() { "$SLATE_BUILD/slatectl" -s "$work/$1/run/slated.sock" "${@:2}"; }
+ana_checks() {
+	local g port log=$logdir/ana.log
+	declare -A nport
+	: >"$log"
+	for g in a b; do
+		ctl $g nvmf_subsystem_create nqn=$ana_nqn >>"$log" 2>&1
+		ctl $g nvmf_ns_attach nqn=$ana_nqn nsid=1 namespace="$SLATE_NS" >>"$log" 2>&1
+		ctl $g nvmf_listener_add addr=127.0.0.1 port=0 >>"$log" 2>&1
+		nport[$g]=$(ctl $g --json nvmf_listener_list 2>>"$log" |
+			python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["port"])' 2>>"$log")
+	done
+	ctl b ana_group_set group=1 state=non-optimized >>"$log" 2>&1
+	python3 "$here/ana_host.py" info "${nport[a]}" $ana_nqn >"$work/nvme-a.json" 2>>"$log"
+	python3 "$here/ana_host.py" info "${nport[b]}" $ana_nqn >"$work/nvme-b.json" 2>>"$log"
+	"$SLATE_BUILD/tests/alua-probe" "$url_a" >"$work/scsi-a.json" 2>>"$log"
+	"$SLATE_BUILD/tests/alua-probe" "$url_b" >"$work/scsi-b.json" 2>>"$log"
+	ana_verdict() { # NAME PYTHON-EXPRESSION over a, b (NVMe) and sa, sb (SCSI)
+		if python3 - "$work" "$2" >>"$log" 2>&1 <<'PY'; then
+import json, sys
+w, expr = sys.argv[1], sys.argv[2]
+ld = lambda n: json.loads(open("%s/%s.json" % (w, n)).read().splitlines()[0])
+a, b, sa, sb = ld("nvme-a"), ld("nvme-b"), ld("scsi-a"), ld("scsi-b")
+print(expr, "->", eval(expr))
+sys.exit(0 if eval(expr) else 1)
+PY
+			slate_result PASS "rbd.ana.$1"
+		else
+			slate_result FAIL "rbd.ana.$1" "$log" "$2"
+			fail=1
+		fi
+	}
+	# NVMe: CMIC bit 3, every ANACAP state, distinct CNTLIDs in each gateway's
+	# range, one NGUID, ANAGRPID 1 and each gateway's own state (01h, 02h)
+	ana_verdict nvme-identify 'a["cmic"] & 8 and a["anacap"] & 0x1f == 0x1f and a["oaes"] & 0x800 and a["mnan"] > 0 and a["anagrpid"] == b["anagrpid"] == 1'
+	ana_verdict nvme-cntlid 'a["cntlid"] >> 12 == 1 and b["cntlid"] >> 12 == 2 and a["nguid"] == b["nguid"]'
+	ana_verdict nvme-ana-log 'a["log"]["groups"] == [dict(grpid=1, state=1, chgcnt=0, nsids=[1])] and [(g["grpid"], g["state"], g["nsids"]) for g in b["log"]["groups"]] == [(1, 2, [1])] and [(g["grpid"], g["state"], g["nsids"]) for g in b["log_rgo"]["groups"]] == [(1, 2, [])] and b["log"]["chgcnt"] >= 1'
+	# SCSI: implicit ALUA, distinct relative ports and groups, the states
+	ana_verdict scsi-rtpg 'sa["tpgs"] == sb["tpgs"] == 1 and sa["vpd_relport"] >> 8 == 1 and sb["vpd_relport"] >> 8 == 2 and sa["vpd_tpg"] == sa["tpg"] == sa["ext_tpg"] != sb["vpd_tpg"] == sb["tpg"] == sb["ext_tpg"] and sa["port"] == sa["vpd_relport"] and sb["port"] == sb["vpd_relport"] and (sa["state"], sb["state"], sb["ext_state"]) == (0, 1, 1) and sa["read"] == sb["read"] == 0'
+	# A change reaches hosts connected to b: group 1 becomes inaccessible there.
+	python3 "$here/ana_host.py" aen "${nport[b]}" $ana_nqn >"$work/nvme-b-aen.json" 2>>"$log" &
+	local hp=$!
+	"$SLATE_BUILD/tests/alua-probe" "$url_b" 10 >"$work/scsi-b-ua.json" 2>>"$log" &
+	local sp=$!
+	for _ in $(seq 100); do # both connected, the AER posted
+		grep -q READY "$work/nvme-b-aen.json" 2>/dev/null &&
+			grep -q READY "$work/scsi-b-ua.json" 2>/dev/null && break
+		sleep 0.1
+	done
+	ctl b ana_group_set group=1 state=inaccessible >>"$log" 2>&1
+	wait $hp $sp
+	grep -v READY "$work/nvme-b-aen.json" >"$work/nvme-b.json"
+	grep -v READY "$work/scsi-b-ua.json" | tail -n 1 >"$work/scsi-b.json"
+	"$SLATE_BUILD/tests/alua-probe" "$url_a" >"$work/scsi-a.json" 2>>"$log"
+	# the ANA change notice (type 2h, info 03h, log 0Ch), the new state 03h, a Read
+	# failing with Asymmetric Access Inaccessible (SCT 3h SC 02h, M set) through b
+	ana_verdict nvme-change 'b["aen"] == 0x0c0302 and [(g["grpid"], g["state"]) for g in b["log_after"]["groups"]] == [(1, 3)] and b["read_status_after"] & 0x7ff == 0x302 and b["read_status"] == 0'
+	# UNIT ATTENTION 2Ah/06h, then unavailable (3h) and NOT READY 04h/0Ch through
+	# b; a still reads
+	ana_verdict scsi-change 'sb["ua"] == 0x62a06 and sb["state_after"] == 3 and sb["read_after"] == 0x2040c and sa["read"] == 0 and sa["state"] == 0'
+	ctl b ana_group_set group=1 state=optimized >>"$log" 2>&1
+}
+
 # --- two gateways on one image ---
 durable=$SLATE_BUILD/tests/durable
-gw_start() { # NAME -> config and state in $work/NAME
+gw_start() { # NAME GATEWAY_ID -> config and state in $work/NAME
 	local d=$work/$1
 	mkdir -p "$d"
-	slate_write_config "$d/slate.json" 0 rbd 0 shared
+	SLATE_OPTIONS="\"gateway_id\": $2" slate_write_config "$d/slate.json" 0 rbd 0 shared
 	slate_start "$d/run" "$d/slate.json" 0 "$logdir/$1.log"
 }
 size_of() { # STATEDIR -> the namespace's size in bytes as slated reports it
@@ -75,8 +150,8 @@ uuid_of() { # STATEDIR -> the namespace's UUID as slated reports it
 }
 : >"$logdir/a.log"
 : >"$logdir/b.log"
-if gw_start a && url_a=$(slate_url "$SLATE_PORT") && pid_a=$SLATE_PID &&
-	gw_start b && url_b=$(slate_url "$SLATE_PORT") && pid_b=$SLATE_PID; then
+if gw_start a 1 && url_a=$(slate_url "$SLATE_PORT") && pid_a=$SLATE_PID &&
+	gw_start b 2 && url_b=$(slate_url "$SLATE_PORT") && pid_b=$SLATE_PID; then
 	SLATE_PID=$pid_a
 	ua=$(uuid_of "$work/a")
 	ub=$(uuid_of "$work/b")
@@ -120,6 +195,7 @@ if gw_start a && url_a=$(slate_url "$SLATE_PORT") && pid_a=$SLATE_PID &&
 			fail=1
 		fi
 	done
+	ana_checks
 else
 	slate_result FAIL rbd.two-gateways "$logdir/a.log" "a gateway did not start on the image"
 	fail=1

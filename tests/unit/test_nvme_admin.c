@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/ana.h"
 #include "core/atomic.h"
 #include "core/crypt.h"
 #include "core/media.h"
@@ -477,9 +478,9 @@ static void test_log_pages(void **s)
         sgl_len(&c, 16);
         nvme_cmd_parse(&c);
         assert_int_equal(st(&c), ST(0, NVME_SC_INVALID_FIELD));
-        /* Unsupported log page. */
+        /* Unsupported log page (0Ch is ANA's now: ana.c). */
         sqe_init(&c, &admin_q, NVME_ADM_GET_LOG_PAGE, 0);
-        cdw(&c, 10, 0x0c | (3u << 16));
+        cdw(&c, 10, 0x0a | (3u << 16));
         sgl_len(&c, 16);
         nvme_cmd_parse(&c);
         assert_int_equal(st(&c), ST(1, NVME_SC_INVALID_LOG_PAGE));
@@ -552,7 +553,7 @@ static void test_features(void **s)
         assert_int_equal(status, ST(0, NVME_SC_INVALID_FIELD));
         assert_int_equal(setfeat(NVME_FEAT_ASYNC_EVENT, 0xffffffff, false, NULL), 0);
         assert_int_equal(getfeat(NVME_FEAT_ASYNC_EVENT, 0, &status),
-                         NVME_AEN_CFG_NS_ATTR | NVME_AEN_CFG_LBA_STATUS);
+                         NVME_AEN_CFG_NS_ATTR | NVME_AEN_CFG_ANA_CHANGE | NVME_AEN_CFG_LBA_STATUS);
 }
 
 static uint32_t getfeat_ns(uint8_t fid, uint8_t sel, uint32_t nsid, uint16_t *status)
@@ -2356,6 +2357,116 @@ static void test_media(void **s)
         setfeat(NVME_FEAT_ASYNC_EVENT, NVME_AEN_CFG_NS_ATTR, false, NULL);
 }
 
+/*
+ * Asymmetric Namespace Access (ana.c, core/ana.h): Identify's fields, log
+ * 0Ch with and without RGO, the change notice when a group's state
+ * changes, the path status of each state, and CNTLIDs in the gateway's
+ * range.
+ */
+static void test_ana(void **s)
+{
+        (void)s;
+        struct nvme_cmd c;
+        struct nvme_ctrl *ctrl = admin_q.ctrl;
+        sqe_init(&c, &admin_q, NVME_ADM_IDENTIFY, 0);
+        sgl_len(&c, 4096);
+        cdw(&c, 10, NVME_CNS_CTRL);
+        nvme_cmd_parse(&c);
+        assert_int_equal(st(&c), 0);
+        const struct nvme_id_ctrl *id = (const struct nvme_id_ctrl *)buf;
+        assert_true(id->cmic & NVME_CMIC_ANA);
+        assert_true(id->cmic & NVME_CMIC_MULTI_CTRL);
+        assert_int_equal(id->anacap, 0x1f);
+        assert_true(id->anatt > 0);
+        assert_int_equal(get_le32(&id->anagrpmax), CORE_ANA_GROUPS);
+        assert_int_equal(get_le32(&id->nanagrpid), CORE_ANA_GROUPS);
+        assert_int_equal(get_le32(&id->mnan), NVME_MAX_NSID);
+        assert_true(get_le32(&id->oaes) & NVME_AEN_CFG_ANA_CHANGE);
+        sqe_init(&c, &admin_q, NVME_ADM_IDENTIFY, 1);
+        sgl_len(&c, 4096);
+        cdw(&c, 10, NVME_CNS_NS);
+        nvme_cmd_parse(&c);
+        assert_int_equal(get_le32(&((const struct nvme_id_ns *)buf)->anagrpid), 1);
+
+        /* The log: group 1 optimized with NSID 1; RGO leaves the NSIDs out. */
+        uint64_t chg0 = core_ana_change_count();
+        assert_int_equal(get_log(NVME_LOG_ANA, 0, 4096, 0), 0);
+        const struct nvme_ana_log_hdr *h = (const void *)buf;
+        const struct nvme_ana_group_desc *d = (const void *)(buf + 16);
+        assert_int_equal(get_le64(&h->chgcnt), chg0);
+        assert_int_equal(get_le16(&h->ngrps), 1);
+        assert_int_equal(get_le32(&d->grpid), 1);
+        assert_int_equal(get_le32(&d->nnsids), 1);
+        assert_int_equal(d->state, NVME_ANA_OPTIMIZED);
+        assert_int_equal(slate_get_le(buf + 48, 4), 1);
+        assert_int_equal(slate_get_le(buf + 52, 4), 0); /* past the end: zeroes */
+        assert_int_equal(get_log(NVME_LOG_ANA, 1, 4096, 0), 0);
+        assert_int_equal(get_le32(&d->nnsids), 0);
+        assert_int_equal(slate_get_le(buf + 48, 4), 0);
+        assert_int_equal(get_log(NVME_LOG_ANA, 2, 4096, 0), ST(0, NVME_SC_INVALID_FIELD));
+        /* nvme-cli reads what NANAGRPID and MNAN allow in 4 KiB pieces: the rest is zeroes. */
+        assert_int_equal(get_log(NVME_LOG_ANA, 0, 528, 4096), 0);
+        assert_int_equal(buf[0], 0);
+        assert_int_equal(get_log(NVME_LOG_ANA, 0, 4, NVME_ANA_LOG_MAX + 4),
+                         ST(0, NVME_SC_INVALID_FIELD));
+
+        /* A state change: the notice is pending (AEC bit 11), the log and the status follow. */
+        ctrl->aec |= NVME_AEN_CFG_ANA_CHANGE;
+        ctrl->aen_pending = 0;
+        ctrl->aen_masked = 0;
+        static const struct {
+                enum core_ana_state st;
+                uint8_t nvme;
+                uint16_t status; /* of medium access, 0 = allowed */
+        } rows[] = {
+            {CORE_ANA_NON_OPTIMIZED, NVME_ANA_NON_OPTIMIZED, 0},
+            {CORE_ANA_INACCESSIBLE, NVME_ANA_INACCESSIBLE, ST(3, NVME_SC_ANA_INACCESSIBLE)},
+            {CORE_ANA_STANDBY, NVME_ANA_INACCESSIBLE, ST(3, NVME_SC_ANA_INACCESSIBLE)},
+            {CORE_ANA_PERSISTENT_LOSS, NVME_ANA_PERSISTENT_LOSS,
+             ST(3, NVME_SC_ANA_PERSISTENT_LOSS)},
+            {CORE_ANA_TRANSITIONING, NVME_ANA_CHANGE, ST(3, NVME_SC_ANA_TRANSITION)},
+            {CORE_ANA_OPTIMIZED, NVME_ANA_OPTIMIZED, 0},
+        };
+        for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+                assert_int_equal(core_ana_set_state(1, rows[i].st, NULL), 0);
+                assert_true(ctrl->aen_pending & NVME_EVT_ANA);
+                ctrl->aen_pending = 0;
+                assert_int_equal(get_log(NVME_LOG_ANA, 0, 4096, 0), 0);
+                assert_int_equal(d->state, rows[i].nvme);
+                assert_int_equal(get_le64(&h->chgcnt), chg0 + i + 1);
+                assert_int_equal(get_le64(&d->chgcnt), chg0 + i + 1);
+                enum core_status cst = core_ns_check(ns, CORE_CHK_ACCESS);
+                const struct nvme_status_map *m = nvme_status_map(cst);
+                assert_int_equal(ST(m->sct, m->sc), rows[i].status);
+                if (rows[i].status)
+                        assert_false(m->dnr); /* another path may serve it */
+        }
+        /* Moving the namespace to another group: reported there, notice again. */
+        assert_int_equal(core_ana_set_state(5, CORE_ANA_NON_OPTIMIZED, NULL), 0);
+        assert_false(ctrl->aen_pending & NVME_EVT_ANA); /* no namespace of ours in group 5 */
+        assert_int_equal(core_ns_set_ana_group(ns, 5, NULL), 0);
+        assert_true(ctrl->aen_pending & NVME_EVT_ANA);
+        ctrl->aen_pending = 0;
+        assert_int_equal(get_log(NVME_LOG_ANA, 0, 4096, 0), 0);
+        assert_int_equal(get_le16(&h->ngrps), 1);
+        assert_int_equal(get_le32(&d->grpid), 5);
+        assert_int_equal(d->state, NVME_ANA_NON_OPTIMIZED);
+        assert_int_equal(core_ns_set_ana_group(ns, 1, NULL), 0);
+        assert_int_equal(core_ana_set_state(5, CORE_ANA_OPTIMIZED, NULL), 0);
+        ctrl->aen_pending = 0;
+        ctrl->aec &= ~NVME_AEN_CFG_ANA_CHANGE;
+
+        /* Gateway 3 hands out CNTLIDs 3000h..3FFFh. */
+        assert_int_equal(core_gateway_set_id(3), 0);
+        struct nvme_queue q3;
+        uint32_t cntlid = 0;
+        memset(&q3, 0, sizeof(q3));
+        assert_int_equal(do_connect(&q3, 0, 31, 0xffff, SUBNQN, HOSTNQN, &cntlid), 0);
+        assert_int_equal(cntlid >> 12, 3);
+        nvme_queue_fini(&q3);
+        assert_int_equal(core_gateway_set_id(0), 0);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -2381,6 +2492,7 @@ int main(void)
             cmocka_unit_test(test_sanitize),
             cmocka_unit_test(test_discovery),
             cmocka_unit_test(test_write_protect_feature),
+            cmocka_unit_test(test_ana),
             cmocka_unit_test(test_reset_and_fini),
         };
         return cmocka_run_group_tests(tests, setup, NULL);

@@ -182,6 +182,12 @@ enum {
         NVME_SC_COMPARE_FAILED = 0x85,
         NVME_SC_ACCESS_DENIED = 0x86,
 };
+/* Path Related Status (SCT 3h, Base 2.0 fig. 97). */
+enum {
+        NVME_SC_ANA_PERSISTENT_LOSS = 0x01,
+        NVME_SC_ANA_INACCESSIBLE = 0x02,
+        NVME_SC_ANA_TRANSITION = 0x03,
+};
 
 #define NVME_STATUS_DNR (1u << 15)
 #define NVME_STATUS_M   (1u << 14)
@@ -328,6 +334,7 @@ _Static_assert(offsetof(struct nvme_id_ctrl, psd) == 2048, "psd");
 
 /* OAES / AEC bits */
 #define NVME_AEN_CFG_NS_ATTR     (1u << 8)
+#define NVME_AEN_CFG_ANA_CHANGE  (1u << 11) /* Asymmetric Namespace Access Change Notices */
 #define NVME_AEN_CFG_LBA_STATUS  (1u << 13) /* LBA Status Information Notices (LSIN) */
 #define NVME_AEN_CFG_DISC_CHANGE (1u << 31)
 
@@ -461,6 +468,7 @@ enum {
         NVME_LOG_CMD_EFFECTS = 0x05,
         NVME_LOG_ENDURANCE = 0x09, /* Endurance Group Information (LSI: endurance group) */
         NVME_LOG_DEVICE_SELF_TEST = 0x06,
+        NVME_LOG_ANA = 0x0c, /* Asymmetric Namespace Access (LSP bit 0: RGO) */
         NVME_LOG_PERSISTENT_EVENT = 0x0d,
         NVME_LOG_LBA_STATUS = 0x0e,
         NVME_LOG_FDP_CONFIGS = 0x20, /* FDP Configurations (LSI: endurance group) */
@@ -472,6 +480,38 @@ enum {
         NVME_LOG_SANITIZE = 0x81,
         NVME_LOG_VS_PROVISIONING = 0xc0, /* vendor specific: Slate provisioning status */
 };
+
+/* Asymmetric Namespace Access log (Base 2.0 5.16.1.12): a header, then per group ... */
+struct nvme_ana_log_hdr {
+        le64 chgcnt; /* Change Count */
+        le16 ngrps;  /* Number of ANA Group Descriptors */
+        uint8_t rsvd10[6];
+};
+_Static_assert(sizeof(struct nvme_ana_log_hdr) == 16, "ANA log header");
+/* ... a descriptor followed by nnsids NSIDs (none with RGO). */
+struct nvme_ana_group_desc {
+        le32 grpid;
+        le32 nnsids;
+        le64 chgcnt;
+        uint8_t state; /* bits 3:0: enum nvme_ana_state */
+        uint8_t rsvd17[15];
+};
+_Static_assert(sizeof(struct nvme_ana_group_desc) == 32, "ANA group descriptor");
+enum nvme_ana_state {
+        NVME_ANA_OPTIMIZED = 0x01,
+        NVME_ANA_NON_OPTIMIZED = 0x02,
+        NVME_ANA_INACCESSIBLE = 0x03,
+        NVME_ANA_PERSISTENT_LOSS = 0x04,
+        NVME_ANA_CHANGE = 0x0f,
+};
+#define NVME_CMIC_MULTI_CTRL (1u << 1) /* the subsystem may have several controllers */
+#define NVME_CMIC_ANA        (1u << 3) /* Asymmetric Namespace Access Reporting */
+/* ANACAP (Identify Controller byte 343). */
+#define NVME_ANACAP_OPTIMIZED       (1u << 0)
+#define NVME_ANACAP_NON_OPTIMIZED   (1u << 1)
+#define NVME_ANACAP_INACCESSIBLE    (1u << 2)
+#define NVME_ANACAP_PERSISTENT_LOSS (1u << 3)
+#define NVME_ANACAP_CHANGE          (1u << 4)
 
 /*
  * Vendor-specific log page C0h (Slate): the provisioning status of the
@@ -674,6 +714,7 @@ enum { NVME_AER_IO_RESV_LOG_AVAILABLE = 0x00 };
 enum { NVME_AER_IO_SANITIZE_DONE = 0x01 };
 enum {
         NVME_AER_NOTICE_NS_CHANGED = 0x00,
+        NVME_AER_NOTICE_ANA = 0x03,        /* Asymmetric Namespace Access Change (log 0Ch) */
         NVME_AER_NOTICE_LBA_STATUS = 0x05, /* LBA Status Information Alert (log 0Eh) */
         NVME_AER_NOTICE_DISC_CHANGED = 0xf0
 };
