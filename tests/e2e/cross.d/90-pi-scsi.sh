@@ -202,7 +202,24 @@ PY
 	pis_wa16 1 30 2 1040 "$state/pis-ypi" || return 1
 	sg_raw -r 1040 -o "$state/pis-r30pi" "$PIS_SD" 88 20 00 00 00 00 00 00 00 1e 00 00 00 02 00 00 >/dev/null 2>&1 || return 1
 	cmp "$state/pis-ypi" "$state/pis-r30pi" || return 1
-	ctl namespace_list | grep -A30 '"pis"' | grep -m1 '"writes"'
+	# one journal record: header + one range (48 bytes), 2 x 512 data, 2 x 8 metadata
+	ctl --json namespace_list >"$state/pis-nl.json" || return 1
+	pis_py "$state/pis-nl.json" <<'PY'
+import json, sys
+def find(o):
+    if isinstance(o, dict):
+        if o.get("name") == "pis" and "atomic" in o:
+            return o
+        o = list(o.values())
+    if isinstance(o, list):
+        for v in o:
+            r = find(v)
+            if r:
+                return r
+a = find(json.load(open(sys.argv[1])))["atomic"]
+print("pis atomic:", a)
+sys.exit(0 if a["path"] == "journal" and a["journal_bytes"] == 48 + 1040 else 1)
+PY
 }
 check pi-scsi-write-atomic pis_atomic
 
