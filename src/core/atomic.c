@@ -29,6 +29,23 @@
  * applied since the last one: otherwise recovery could replay an old
  * record over data acknowledged as durable after it.
  *
+ * A namespace with metadata (protection information, core/pistore.h): an
+ * atomic write's record carries the blocks' metadata (stored form) after
+ * their data, and both are applied in place from it -- the data to the
+ * data file, then the metadata to the store's file (pfd) -- and both are
+ * synced by a checkpoint or a FUA write, and replayed by recovery.  So
+ * across kill -9 or a power cut every block of the write has its old data
+ * with its old metadata (the record was not whole: nothing of it was
+ * applied, since in-place writes wait for the journal sync) or its new
+ * data with its new metadata (the whole record replayed over whatever part
+ * of the in-place writes got out); no escape step is needed, unlike a
+ * plain write's escape -> data -> metadata (core/req.c pi_store_md).  The
+ * protection stage checks or generates the PI before the record is made,
+ * as for any write; a check that fails journals nothing.  Such a record
+ * has one range (WRITE SCATTERED is not run with metadata) and the
+ * namespace's md_per_block; a format drains and checkpoints the journal
+ * first (core_atomic_pi_quiesce), so no record outlives its format.
+ *
  * Recovery at open reads the records from 4096 while they are whole
  * (magic, sizes and checksum), their sequence numbers consecutive; those
  * newer than the checkpoint are written again in place, in order; the
@@ -51,10 +68,12 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/atomic.h"
 #include "core/ns.h"
+#include "core/pistore.h"
 #include "core/req.h"
 #include "rt/crc.h"
 #include "rt/log.h"
@@ -94,6 +113,8 @@ struct core_atomic {
         enum core_atomic_path path;
         struct core_ns *ns;
         int jfd, dfd;
+        int pfd;                       /* the metadata store's file (-1: none) */
+        uint32_t mdpb;                 /* its bytes per block */
         int nfd;                       /* NATIVE: the data, O_DIRECT */
         struct core_atomic_native nat; /* NATIVE: what the backend offers */
         char jpath[4200];
@@ -114,6 +135,7 @@ struct core_atomic {
         struct jitem {            /* records written, not yet applied in place */
                 uint64_t joff;    /* the data's offset in the journal */
                 uint32_t nr;
+                uint32_t md_len; /* the metadata after the data (one range) */
                 struct core_lba_range r[CORE_ATOMIC_SCATTER_RANGES];
                 struct core_req *req; /* NULL: acknowledged already (not FUA) */
                 uint64_t slots;       /* its range-lock entries, held until applied */
@@ -122,7 +144,7 @@ struct core_atomic {
         } items[BATCH_MAX];
         int nitems;
         /* Records of the batch gathered for one pwritev from wstart. */
-        struct iovec wiov[BATCH_MAX * (1 + CORE_REQ_MAX_IOV)];
+        struct iovec wiov[BATCH_MAX * (2 + CORE_REQ_MAX_IOV)];
         int nw;
         uint64_t wstart;
         uint8_t *bounce; /* copy_file_range fallback (another file system) */
@@ -434,8 +456,13 @@ static int append_record(struct core_atomic *a, struct core_req *req, uint8_t *h
         uint64_t dlen = 0;
         for (uint32_t i = 0; i < nr; i++)
                 dlen += rs[i].nlb << ns->block_shift;
+        uint64_t mlen = req->atomic_md ? req->atomic_md_len : 0;
+        if (mlen && (nr != 1 || a->pfd < 0 || mlen != rs[0].nlb * a->mdpb))
+                return -EINVAL; /* metadata: one range, a store to apply it to */
         struct core_atomic_rec *r = (struct core_atomic_rec *)hb;
         uint32_t hlen = (uint32_t)(sizeof(*r) + nr * 16u);
+        uint64_t ddlen = dlen; /* the blocks' data; dlen becomes the record's data_len */
+        dlen += mlen;
         if (REC_START + hlen + dlen > CORE_ATOMIC_JOURNAL_BYTES)
                 return -EINVAL;
         if (a->head + hlen + dlen > CORE_ATOMIC_JOURNAL_BYTES) {
@@ -456,7 +483,12 @@ static int append_record(struct core_atomic *a, struct core_req *req, uint8_t *h
         struct iovec *iov = a->wiov + a->nw;
         iov[0].iov_base = hb;
         iov[0].iov_len = hlen;
-        int n = 1 + data_iov(req, 0, dlen, iov + 1);
+        int n = 1 + data_iov(req, 0, ddlen, iov + 1);
+        if (mlen) {
+                iov[n].iov_base = (void *)req->atomic_md;
+                iov[n].iov_len = mlen;
+                n++;
+        }
         uint32_t crc = RT_CRC32C_INIT;
         for (int i = 0; i < n; i++)
                 crc = rt_crc32c_update(crc, iov[i].iov_base, iov[i].iov_len);
@@ -484,11 +516,11 @@ static int append_record(struct core_atomic *a, struct core_req *req, uint8_t *h
 }
 
 /* Copy len bytes of the journal at joff to the data file at doff; 0 or -errno. */
-static int copy_out(struct core_atomic *a, uint64_t joff, uint64_t doff, uint64_t len)
+static int copy_out(struct core_atomic *a, int dfd, uint64_t joff, uint64_t doff, uint64_t len)
 {
         while (len && !a->no_cfr) {
                 loff_t in = (loff_t)joff, out = (loff_t)doff;
-                ssize_t n = copy_file_range(a->jfd, &in, a->dfd, &out, len, 0);
+                ssize_t n = copy_file_range(a->jfd, &in, dfd, &out, len, 0);
                 if (n < 0 && errno == EINTR)
                         continue;
                 if (n < 0 &&
@@ -507,7 +539,7 @@ static int copy_out(struct core_atomic *a, uint64_t joff, uint64_t doff, uint64_
                 ssize_t n = pread(a->jfd, a->bounce, chunk, (off_t)joff);
                 if (n <= 0)
                         return n < 0 ? -errno : -EIO;
-                int rc = write_full(a->dfd, a->bounce, (size_t)n, doff);
+                int rc = write_full(dfd, a->bounce, (size_t)n, doff);
                 if (rc)
                         return rc;
                 joff += (uint64_t)n;
@@ -530,14 +562,17 @@ static int apply_in_place(struct core_atomic *a, const struct jitem *it)
                         uint64_t half = len > ns->block_size
                                             ? (len / 2) & ~(uint64_t)(ns->block_size - 1)
                                             : len;
-                        copy_out(a, joff, it->r[i].lba << ns->block_shift, half);
+                        copy_out(a, a->dfd, joff, it->r[i].lba << ns->block_shift, half);
                         fault_die("mid in-place write");
                 }
-                int rc = copy_out(a, joff, it->r[i].lba << ns->block_shift, len);
+                int rc = copy_out(a, a->dfd, joff, it->r[i].lba << ns->block_shift, len);
                 if (rc)
                         return rc;
                 joff += len;
         }
+        /* Then the metadata (after the data in the record): see core_atomic_pi_* below. */
+        if (it->md_len)
+                return copy_out(a, a->pfd, joff, it->r[0].lba * a->mdpb, it->md_len);
         return 0;
 }
 
@@ -557,7 +592,7 @@ static void complete(struct core_req *req, int res)
 /* Data sync, then a header retiring every applied record; reset: restart at REC_START. */
 static void checkpoint_now(struct core_atomic *a, bool reset)
 {
-        if (fdatasync(a->dfd))
+        if (fdatasync(a->dfd) || (a->pfd >= 0 && fdatasync(a->pfd)))
                 LOG_ERR("atomic", "namespace %s: data sync: %s", a->ns->name, strerror(errno));
         uint64_t applied = atomic_load(&a->applied);
         if (write_header(a, applied))
@@ -598,7 +633,7 @@ static void flush_items(struct core_atomic *a)
                         fua = true;
         }
         atomic_store_explicit(&a->applied, a->seq, memory_order_release);
-        int se = fua && fdatasync(a->dfd) ? -errno : 0;
+        int se = fua && (fdatasync(a->dfd) || (a->pfd >= 0 && fdatasync(a->pfd))) ? -errno : 0;
         for (int i = 0; i < a->nitems; i++) {
                 struct jitem *it = &a->items[i];
                 core_ns_order_release(ns, it->slots, it->active);
@@ -676,7 +711,8 @@ static void run_batch(struct core_atomic *a, struct core_req **b, int n)
                 if (native_write(a, req))
                         continue;
                 /* A full journal checkpoints inside append_record: apply what is gathered first. */
-                if (a->head + REC_HDR_MAX + ((uint64_t)req->nlb << ns->block_shift) >
+                if (a->head + REC_HDR_MAX + ((uint64_t)req->nlb << ns->block_shift) +
+                        (req->atomic_md ? req->atomic_md_len : 0) >
                     CORE_ATOMIC_JOURNAL_BYTES)
                         commit_staged(a);
                 struct jitem *it = &a->items[a->nitems];
@@ -690,6 +726,7 @@ static void run_batch(struct core_atomic *a, struct core_req **b, int n)
                 struct core_lba_range one;
                 const struct core_lba_range *rs;
                 it->nr = req_ranges(req, &one, &rs);
+                it->md_len = req->atomic_md ? req->atomic_md_len : 0;
                 memcpy(it->r, rs, it->nr * sizeof(*rs));
                 it->req = req;
                 it->slots = 0;
@@ -755,7 +792,8 @@ bool core_atomic_journaled(const struct core_req *req)
                 return false;
         /* COMPARE AND WRITE: its write half, after the compare (core/req.c). */
         if (req->op == CORE_OP_WRITE || req->op == CORE_OP_COMPARE_AND_WRITE)
-                return req->nlb > 1; /* one block is atomic by itself */
+                /* One block's data is atomic by itself; with its metadata it is not. */
+                return req->nlb > 1 || req->pix.mdpb;
         return req->op == CORE_OP_WRITE_SCATTERED;
 }
 
@@ -788,8 +826,9 @@ void core_atomic_checkpoint(struct core_req *req)
 static bool native_write(struct core_atomic *a, struct core_req *req)
 {
         struct core_ns *ns = a->ns;
-        if (a->path != CORE_ATOMIC_NATIVE || a->nfd < 0 || req->op != CORE_OP_WRITE)
-                return false;
+        if (a->path != CORE_ATOMIC_NATIVE || a->nfd < 0 || req->op != CORE_OP_WRITE ||
+            req->atomic_md)
+                return false; /* metadata too: the journal carries both */
         uint64_t off = req->lba << ns->block_shift, len = (uint64_t)req->nlb << ns->block_shift;
         if (!core_atomic_native_fits(&a->nat, off, len, req->iov, req->iovcnt))
                 return false;
@@ -894,7 +933,16 @@ static int recover(struct core_atomic *a, unsigned *replayed, unsigned *discarde
                                         ok = false;
                                 sum += nlb << ns->block_shift;
                         }
-                        if (!ok || sum != r.data_len) {
+                        /* The rest is the blocks' metadata (one range; core_atomic_pi_*). */
+                        uint64_t mlen = r.data_len - (sum <= r.data_len ? sum : r.data_len);
+                        if (mlen) {
+                                uint64_t nlb0;
+                                memcpy(&nlb0, buf + sizeof(r) + 8, 8);
+                                if (r.nr_ranges != 1 || a->pfd < 0 || !a->mdpb ||
+                                    mlen != nlb0 * a->mdpb)
+                                        ok = false;
+                        }
+                        if (!ok || sum + mlen != r.data_len) {
                                 LOG_WARN("atomic",
                                          "namespace %s: journal record %llu outside "
                                          "the namespace: not replayed",
@@ -916,6 +964,15 @@ static int recover(struct core_atomic *a, unsigned *replayed, unsigned *discarde
                                 }
                                 doff += len;
                         }
+                        if (mlen) {
+                                uint64_t lba0;
+                                memcpy(&lba0, buf + sizeof(r), 8);
+                                int rc = write_full(a->pfd, buf + doff, mlen, lba0 * a->mdpb);
+                                if (rc) {
+                                        free(buf);
+                                        return rc;
+                                }
+                        }
                         (*replayed)++;
                         a->seq = r.seq;
                 }
@@ -924,7 +981,7 @@ static int recover(struct core_atomic *a, unsigned *replayed, unsigned *discarde
         free(buf);
         if (prev > a->seq)
                 a->seq = prev;
-        if (*replayed && fdatasync(a->dfd))
+        if (*replayed && (fdatasync(a->dfd) || (a->pfd >= 0 && fdatasync(a->pfd))))
                 return -errno;
         atomic_store(&a->applied, a->seq);
         atomic_store(&a->written, a->seq);
@@ -933,6 +990,13 @@ static int recover(struct core_atomic *a, unsigned *replayed, unsigned *discarde
 
 int core_atomic_replay_fds(int jfd, int dfd, uint32_t block_shift, uint64_t nblocks,
                            unsigned *replayed, unsigned *discarded)
+{
+        return core_atomic_replay_fds_md(jfd, dfd, -1, 0, block_shift, nblocks, replayed,
+                                         discarded);
+}
+
+int core_atomic_replay_fds_md(int jfd, int dfd, int pfd, uint32_t mdpb, uint32_t block_shift,
+                              uint64_t nblocks, unsigned *replayed, unsigned *discarded)
 {
         struct core_ns *ns = calloc(1, sizeof(*ns));
         struct core_atomic *a = calloc(1, sizeof(*a));
@@ -945,6 +1009,8 @@ int core_atomic_replay_fds(int jfd, int dfd, uint32_t block_shift, uint64_t nblo
                 a->ns = ns;
                 a->jfd = jfd;
                 a->dfd = dfd;
+                a->pfd = pfd;
+                a->mdpb = pfd >= 0 ? mdpb : 0;
                 rc = recover(a, replayed, discarded);
         }
         free(a);
@@ -976,6 +1042,55 @@ static enum core_atomic_path native_choose(struct core_atomic *a)
         return CORE_ATOMIC_NATIVE;
 }
 
+/* The metadata store's file, when the namespace has one that persists; 0 or -errno. */
+static int pfd_open(struct core_atomic *a)
+{
+        const struct core_pistore *ps = a->ns->pistore;
+        a->mdpb = 0;
+        if (!ps || !ps->persistent)
+                return 0;
+        a->pfd = open(ps->path, O_RDWR | O_CLOEXEC);
+        if (a->pfd < 0)
+                return -errno;
+        a->mdpb = ps->md_per_block;
+        return 0;
+}
+
+void core_atomic_pi_quiesce(struct core_ns *ns)
+{
+        struct core_atomic *a = ns->atomic;
+        if (!a || !a->thr_started)
+                return;
+        for (;;) {
+                pthread_mutex_lock(&a->mu);
+                if (!a->qhead && a->idle)
+                        break; /* every record applied; nothing new comes (pi_quiesce) */
+                pthread_mutex_unlock(&a->mu);
+                struct timespec ts = {.tv_sec = 0, .tv_nsec = 1000000};
+                nanosleep(&ts, NULL);
+        }
+        if (atomic_load(&a->applied) > atomic_load(&a->ckpt))
+                checkpoint_now(a, true);
+        if (a->pfd >= 0)
+                close(a->pfd);
+        a->pfd = -1;
+        a->mdpb = 0;
+        pthread_mutex_unlock(&a->mu);
+}
+
+void core_atomic_pi_resume(struct core_ns *ns)
+{
+        struct core_atomic *a = ns->atomic;
+        if (!a || !a->thr_started)
+                return;
+        pthread_mutex_lock(&a->mu);
+        if (pfd_open(a))
+                LOG_ERR("atomic",
+                        "namespace %s: metadata store %s: %s; atomic writes with metadata refused",
+                        ns->name, ns->pistore->path, strerror(errno));
+        pthread_mutex_unlock(&a->mu);
+}
+
 int core_atomic_open(struct core_ns *ns, char *err, size_t errlen)
 {
         static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -984,7 +1099,7 @@ int core_atomic_open(struct core_ns *ns, char *err, size_t errlen)
         if (!a)
                 return -ENOMEM;
         a->ns = ns;
-        a->jfd = a->dfd = a->nfd = -1;
+        a->jfd = a->dfd = a->nfd = a->pfd = -1;
         pthread_mutex_init(&a->mu, NULL);
         pthread_cond_init(&a->cv, NULL);
         if (!strcmp(ns->backend_name, "mem"))
@@ -1013,6 +1128,11 @@ int core_atomic_open(struct core_ns *ns, char *err, size_t errlen)
         if (a->jfd < 0 || a->dfd < 0) {
                 rc = -errno;
                 snprintf(err, errlen, "atomic-write journal %s: %s", a->jpath, strerror(errno));
+                goto fail;
+        }
+        rc = pfd_open(a);
+        if (rc) {
+                snprintf(err, errlen, "metadata store %s: %s", ns->pistore->path, strerror(-rc));
                 goto fail;
         }
         unsigned rep, dis;
@@ -1072,6 +1192,8 @@ void core_atomic_close(struct core_ns *ns)
                 close(a->dfd);
         if (a->nfd >= 0)
                 close(a->nfd);
+        if (a->pfd >= 0)
+                close(a->pfd);
         pthread_mutex_destroy(&a->mu);
         pthread_cond_destroy(&a->cv);
         free(a->bounce);

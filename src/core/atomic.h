@@ -165,6 +165,24 @@ int core_atomic_replay_fds(int jfd, int dfd, uint32_t block_shift, uint64_t nblo
                            unsigned *replayed, unsigned *discarded);
 
 /*
+ * As core_atomic_replay_fds for a namespace with metadata: records that
+ * carry the blocks' metadata after their data (mdpb bytes per block) have
+ * it written to pfd at lba * mdpb too.
+ */
+int core_atomic_replay_fds_md(int jfd, int dfd, int pfd, uint32_t mdpb, uint32_t block_shift,
+                              uint64_t nblocks, unsigned *replayed, unsigned *discarded);
+
+/*
+ * core_ns_format around replacing the metadata store: quiesce waits until
+ * the journal has applied every record, checkpoints (no record of the old
+ * format is replayed into the new store) and lets the store's file go;
+ * resume opens the namespace's (new) store.  New requests are held by
+ * pi_quiesce meanwhile.
+ */
+void core_atomic_pi_quiesce(struct core_ns *ns);
+void core_atomic_pi_resume(struct core_ns *ns);
+
+/*
  * The journal's on-disk format (core/atomic.c; exposed for the unit
  * tests): two checkpoint headers at 0 and 512, records from
  * CORE_ATOMIC_REC_START.

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "core/ns.h"
+#include "core/atomic.h"
 #include "core/pistore.h"
 #include "rt/log.h"
 
@@ -179,12 +180,16 @@ int core_ns_format(struct core_ns *ns, const struct core_pi_fmt *pi, core_origin
                 }
                 sleep_ms(1);
         }
+        /* The atomic-write journal applied and retired: none of its records (whose metadata
+         * is the old format's) is replayed into the new store. */
+        core_atomic_pi_quiesce(ns);
         /* The store first: a crash before the metadata file is saved leaves all escapes. */
         struct core_pistore *ns_store = NULL;
         if (f.md_size) {
                 rc = core_pistore_open(ns, (uint32_t)core_pi_md_per_block(&f), true, &ns_store, err,
                                        errlen);
                 if (rc) {
+                        core_atomic_pi_resume(ns);
                         atomic_store(&ns->pi_quiesce, 0);
                         return rc;
                 }
@@ -214,6 +219,7 @@ int core_ns_format(struct core_ns *ns, const struct core_pi_fmt *pi, core_origin
                         unlink(old_store->path);
                 core_pistore_close(old_store);
         }
+        core_atomic_pi_resume(ns);
         atomic_store(&ns->pi_quiesce, 0);
         if (rc)
                 return rc;

@@ -870,6 +870,8 @@ static void pi_start(struct core_req *req)
                 bounce = false; /* data straight into the host's buffers */
         if (ns->crypt)
                 bounce = true; /* encrypted and decrypted there (pi_write_data, PI_R_DATA) */
+        if (core_atomic_journaled(req))
+                bounce = true; /* the journal records the data flat, then the metadata */
         req->pix.cur_lba = req->lba;
         req->pix.end_lba = req->lba + nlb;
         req->pix.piece = req->nlb;
@@ -883,7 +885,8 @@ static void pi_start(struct core_req *req)
                 data_len = per << ns->block_shift;
         }
         size_t md_room = (md_len + 63) & ~(size_t)63;
-        req->pix.ext_vec = !ns->crypt && req->pi.host_md && req->iovcnt == 1 &&
+        req->pix.ext_vec = !ns->crypt && !core_atomic_journaled(req) && req->pi.host_md &&
+                           req->iovcnt == 1 &&
                            (req->op == CORE_OP_READ || req->op == CORE_OP_WRITE) &&
                            pi_units(&req->pix.fmt, nlb) <= PI_EXT_VEC_MAX;
         if (req->pix.ext_vec) {
@@ -1037,6 +1040,30 @@ static void pi_orwrite(struct core_req *req)
         pi_store_md(req);
 }
 
+/*
+ * An atomic write (core_atomic_journaled) with its blocks in the bounce and
+ * their metadata in pix.md, checked or generated: both go to the journal
+ * as one record, applied in place together and replayed together after a
+ * crash (core/atomic.c), so each block ends with its old data and metadata
+ * or its new ones -- no escape step.
+ */
+static void pi_journal(struct core_req *req)
+{
+        struct core_ns *ns = req->ns;
+        uint64_t len = (uint64_t)req->nlb << ns->block_shift;
+        size_t md_len = (size_t)req->nlb * req->pix.mdpb;
+        if (!flat_crypt(req, true, req->lba, req->pix.data, len))
+                return;
+        md_invert(req->pix.md, md_len);
+        req->iov[0].iov_base = req->pix.data;
+        req->iov[0].iov_len = len;
+        req->iovcnt = 1;
+        req->atomic_md = req->pix.md;
+        req->atomic_md_len = (uint32_t)md_len;
+        req->stage = ST_JOURNAL;
+        core_atomic_submit(req);
+}
+
 /* The write's metadata to the store (step: PI_W_MD, data next; PI_W_MD_LAST, done next). */
 static void pi_store_md_step(struct core_req *req, int step)
 {
@@ -1161,7 +1188,26 @@ static void pi_go(struct core_req *req)
                 if (!pi_protect(req))
                         return;
         }
-        pi_store_md(req);
+        if (core_atomic_journaled(req))
+                pi_journal(req);
+        else
+                pi_store_md(req);
+}
+
+/*
+ * A write or flush of the protection stage is done: a flush or a FUA write
+ * first retires the atomic-write journal's applied records, or one could
+ * be replayed over these blocks after a crash (core/atomic.c).
+ */
+static void pi_done(struct core_req *req)
+{
+        if ((req->op == CORE_OP_FLUSH || (req->flags & CORE_REQ_FUA)) &&
+            core_atomic_need_checkpoint(req->ns)) {
+                req->stage = ST_CHECKPOINT;
+                core_atomic_checkpoint(req);
+                return;
+        }
+        finish(req, CORE_OK);
 }
 
 /* A store or data I/O of the protection stage completed (res >= 0). */
@@ -1183,7 +1229,7 @@ static void pi_next(struct core_req *req)
         case PI_W_MD_LAST:
         case PI_F_MD:
         case PI_Z_DATA:
-                finish(req, CORE_OK);
+                pi_done(req);
                 return;
         case PI_F_DATA:
                 req->pix.step = PI_F_MD;
@@ -1204,7 +1250,7 @@ static void pi_next(struct core_req *req)
                 if (req->pix.cur_lba < req->pix.end_lba)
                         pi_ws_piece(req);
                 else
-                        finish(req, CORE_OK);
+                        pi_done(req);
                 return;
         case PI_Z_MD:
                 req->pix.step = PI_Z_DATA;
@@ -1307,7 +1353,10 @@ static void pi_next(struct core_req *req)
                         }
                         if (!pi_protect(req))
                                 return;
-                        pi_store_md(req);
+                        if (core_atomic_journaled(req))
+                                pi_journal(req);
+                        else
+                                pi_store_md(req);
                         return;
                 }
                 if (req->op == CORE_OP_VERIFY) {
@@ -1365,11 +1414,6 @@ static void run(struct core_req *req)
                 req->pix.mdpb =
                     req->pix.fmt.md_size ? (uint32_t)core_pi_md_per_block(&req->pix.fmt) : 0;
                 if (req->pix.mdpb && ns->pistore) {
-                        if (core_atomic_journaled(req)) {
-                                /* The journal does not carry metadata yet. */
-                                core_req_complete(req, CORE_E_INVALID_FIELD);
-                                return;
-                        }
                         pi_start(req);
                         return;
                 }
@@ -1567,6 +1611,8 @@ void core_req_submit(struct core_req *req)
         req->pix.users = false;
         req->pix.buf = NULL;
         req->pix.mdpb = 0;
+        req->atomic_md = NULL;
+        req->atomic_md_len = 0;
         if (!ns) {
                 core_req_complete(req, CORE_E_INTERNAL);
                 return;

@@ -182,6 +182,10 @@ struct core_req {
         uint32_t cur_range;   /* WRITE_SCATTERED: next range */
         struct iovec sub_iov[CORE_REQ_MAX_IOV]; /* a piece of iov (scattered ranges) */
         struct core_req *jnext;                 /* the journal's queue (core/atomic.c) */
+        /* An atomic write on a namespace with metadata: the blocks' metadata (stored form,
+         * nlb * md_per_block bytes) the journal records and applies with the data (req.c). */
+        const uint8_t *atomic_md;
+        uint32_t atomic_md_len;
         bool prov_frees;     /* deallocates (provisioning accounting on completion) */
         bool prov_pool;      /* prov_bytes are reserved in the namespace's pool too */
         uint64_t prov_bytes; /* space reserved against the provisioning limit (provision.c) */

@@ -197,8 +197,8 @@ static void id_ns(struct core_ns *ns, uint32_t nsid, struct nvme_id_ns *id)
         }
         struct core_atomic_limits al;
         core_ns_atomic_limits(ns, &al);
-        /* Not on a format with metadata: the core's atomic journal does not carry it yet. */
-        if (al.max_blocks > 1 && !core_ns_md_per_block(ns)) {
+        /* On a format with metadata too: the journal records it with the data. */
+        if (al.max_blocks > 1) {
                 /*
                  * NSABP: every Write of up to NAWUPF + 1 blocks is atomic,
                  * across power loss too (the journal), so NAWUN = NAWUPF;

@@ -130,9 +130,9 @@ enum nvme_parse_result nvme_io_rw_parse(struct nvme_cmd *cmd)
         nvme_pi_io_apply(&cmd->req, &pi);
         if (cdw12 & CDW12_FUA)
                 cmd->req.flags |= CORE_REQ_FUA;
-        /* NAWUN/NAWUPF promise it: a Write that fits is atomic (one block is by itself).
-         * Not with metadata: the core's journal does not carry it yet (no NSABP then). */
-        if (write && nlb > 1 && !pi.fmt.md_size && core_atomic_fits(cmd->ns, lba, nlb))
+        /* NAWUN/NAWUPF promise it: a Write that fits is atomic, its metadata with it (the
+         * core's journal records both).  One block without metadata is atomic by itself. */
+        if (write && (nlb > 1 || pi.fmt.md_size) && core_atomic_fits(cmd->ns, lba, nlb))
                 cmd->req.flags |= CORE_REQ_ATOMIC;
         cmd->req.iov[0].iov_base = cmd->buf;
         cmd->req.iov[0].iov_len = bytes;

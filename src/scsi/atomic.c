@@ -19,11 +19,14 @@
  *   that reads page C0h knows which scattered writes are atomic; one that
  *   does not loses nothing.
  *
- * Without protection information (PI is a later issue) WRPROTECT must be
- * 000b, and the 32-byte CDBs' EXPECTED INITIAL LOGICAL BLOCK REFERENCE TAG,
- * EXPECTED LOGICAL BLOCK APPLICATION TAG and LOGICAL BLOCK APPLICATION TAG
- * MASK (and the range descriptors' equivalents) are ignored, as SBC-4 says
- * for WRPROTECT 000b.
+ * WRITE ATOMIC's WRPROTECT is a WRITE's (pi.c): on an LU with protection
+ * information the Data-Out buffer carries it when WRPROTECT is not 000b
+ * and it is checked as asked (the 32-byte CDB's expected initial reference
+ * tag, application tag and mask included), else the device server
+ * generates it; the core journals the blocks' metadata with their data, so
+ * the write is all-or-nothing for both (core/atomic.c).  WRITE SCATTERED
+ * keeps WRPROTECT 000b (its descriptors' tags are ignored, as SBC-4 says
+ * for 000b).
  */
 #include <string.h>
 
@@ -85,11 +88,14 @@ static bool check_varlen(struct scsi_cmd *cmd)
         return true;
 }
 
-/* WRPROTECT (no PI on any LU yet), reserved flag bits, the group byte's reserved bits. */
+/* WRPROTECT (pi: what the LU's protection allows), reserved flag bits, the group byte's. */
 static bool check_flags(struct scsi_cmd *cmd, uint8_t flags, uint8_t flags_off, uint8_t ok_bits,
-                        uint8_t grp_off)
+                        uint8_t grp_off, bool pi)
 {
-        if (flags & 0xe0) {
+        if (pi) {
+                if (!scsi_pi_protect_ok(cmd, flags >> 5, flags_off))
+                        return false;
+        } else if (flags & 0xe0) {
                 scsi_sense_invalid_field(cmd, true, flags_off, 7);
                 return false;
         }
@@ -129,9 +135,10 @@ enum scsi_parse_result scsi_sbc_write_atomic(struct scsi_cmd *cmd)
         uint64_t bytes;
 
         wa_decode(cmd->cdb, &f);
-        bytes = (uint64_t)f.nlb << ns->block_shift;
+        uint8_t protect = f.flags >> 5;
+        bytes = core_ns_xfer_bytes(ns, f.nlb, scsi_pi_host_md(cmd, protect));
         cmd->xfer_len = bytes > UINT32_MAX ? UINT32_MAX : (uint32_t)bytes;
-        if (!check_varlen(cmd) || !check_flags(cmd, f.flags, f.flags_off, 0x18, f.grp_off))
+        if (!check_varlen(cmd) || !check_flags(cmd, f.flags, f.flags_off, 0x18, f.grp_off, true))
                 return SCSI_PARSE_DONE;
         if (!core_ns_range_ok(ns, f.lba, f.nlb)) {
                 reject_range(cmd, CORE_OP_WRITE);
@@ -168,6 +175,7 @@ enum scsi_parse_result scsi_sbc_write_atomic(struct scsi_cmd *cmd)
         }
         req_setup(cmd, CORE_OP_WRITE, f.lba, f.nlb, io_flags(f.flags) | CORE_REQ_ATOMIC);
         cmd->req.atomic_boundary = f.boundary;
+        scsi_pi_setup(cmd, true, protect, true);
         scsi_group_tag(cmd, cmd->cdb[f.grp_off], true); /* streams.c */
         cmd->req.iov[0].iov_base = cmd->buf;
         cmd->req.iov[0].iov_len = (size_t)bytes;
@@ -231,7 +239,7 @@ enum scsi_parse_result scsi_sbc_write_scattered(struct scsi_cmd *cmd)
          */
         bytes = ((uint64_t)f.lbdof + f.bt_len) << ns->block_shift;
         cmd->xfer_len = bytes > UINT32_MAX ? UINT32_MAX : (uint32_t)bytes;
-        if (!check_varlen(cmd) || !check_flags(cmd, f.flags, f.flags_off, 0x18, f.grp_off))
+        if (!check_varlen(cmd) || !check_flags(cmd, f.flags, f.flags_off, 0x18, f.grp_off, false))
                 return SCSI_PARSE_DONE;
         scsi_scatter_limits(ns, &lim);
         /* SBC-4: no descriptors, or no blocks to transfer, is not an error. */

@@ -70,7 +70,10 @@ trap cleanup EXIT
 # $SLATE_IQN-piN so one suite's resets do not reach another's: nspi1 type 1
 # (file), nspi2 type 2 (mem), nspi3 type 3 on 4 KiB blocks with 8 protection
 # intervals each (P_I_EXPONENT 3, file); 16 MiB each, 48 MiB for the last
-# (Read10.Async reads 8000 blocks).  Encrypted at rest like LUN 0 (unless
+# (Read10.Async reads 8000 blocks).  Atomic writes up to 256 blocks like LUN 0
+# (WriteAtomic16.Simple writes up to 256 blocks whatever B0h says: 128 KiB at
+# 512-byte blocks, 1 MiB, the largest, on nspi3's 4 KiB blocks; the journal
+# carries the PI).  Encrypted at rest like LUN 0 (unless
 # CONF_PLAIN=1), so Sanitize.CryptoErase & co. run on them too.
 add_removable_lun() {
 	local f=$1
@@ -88,9 +91,9 @@ add_removable_lun() {
 			if (pi) {
 				for (i = 1; i <= 3; i++)
 					ck[i] = picrypt ? ", \"encrypt\": true, \"key_file\": \"" pidir "/nspi" i ".key\"" : ""
-				print "  {\"method\": \"namespace_create\", \"params\": {\"name\": \"nspi1\", \"backend\": \"file\", \"path\": \"" pidir "/nspi1.img\", \"size\": \"16M\", \"block_size\": 512, \"physical_block_size\": 512, \"pi_type\": 1" ck[1] "}},"
-				print "  {\"method\": \"namespace_create\", \"params\": {\"name\": \"nspi2\", \"backend\": \"mem\", \"size\": \"16M\", \"block_size\": 512, \"physical_block_size\": 512, \"pi_type\": 2" ck[2] "}},"
-				print "  {\"method\": \"namespace_create\", \"params\": {\"name\": \"nspi3\", \"backend\": \"file\", \"path\": \"" pidir "/nspi3.img\", \"size\": \"48M\", \"block_size\": 4096, \"pi_type\": 3, \"pi_exp\": 3" ck[3] "}},"
+				print "  {\"method\": \"namespace_create\", \"params\": {\"name\": \"nspi1\", \"backend\": \"file\", \"path\": \"" pidir "/nspi1.img\", \"size\": \"16M\", \"block_size\": 512, \"physical_block_size\": 512, \"pi_type\": 1, \"atomic_write_max\": \"128K\"" ck[1] "}},"
+				print "  {\"method\": \"namespace_create\", \"params\": {\"name\": \"nspi2\", \"backend\": \"mem\", \"size\": \"16M\", \"block_size\": 512, \"physical_block_size\": 512, \"pi_type\": 2, \"atomic_write_max\": \"128K\"" ck[2] "}},"
+				print "  {\"method\": \"namespace_create\", \"params\": {\"name\": \"nspi3\", \"backend\": \"file\", \"path\": \"" pidir "/nspi3.img\", \"size\": \"48M\", \"block_size\": 4096, \"pi_type\": 3, \"pi_exp\": 3, \"atomic_write_max\": \"1M\"" ck[3] "}},"
 				for (i = 1; i <= 3; i++) {
 					print "  {\"method\": \"iscsi_target_create\", \"params\": {\"name\": \"" iqn "-pi" i "\"}},"
 					print "  {\"method\": \"iscsi_lun_map\", \"params\": {\"target\": \"" iqn "-pi" i "\", \"lun\": 0, \"namespace\": \"nspi" i "\"}},"

@@ -19,7 +19,11 @@
 # WRITE ATOMIC(16) through libiscsi, one write in ten beyond the limits
 # (length, ATOMIC BOUNDARY), which must be refused with INVALID FIELD IN
 # CDB; a target without WRITE ATOMIC(16) (before the atomic-scsi branch is
-# merged) makes that half SKIP.
+# merged) makes that half SKIP.  a1 is formatted with PI type 1 (the core
+# generates it; the journal records each write's metadata with its data,
+# core/atomic.c), and the verifier's READ(16) checks the guard and
+# reference tag: a block whose data and metadata a crash left disagreeing
+# fails its read (no extra time: the same rounds).
 #
 # Environment: ATOMIC_CRASH_ROUNDS (default 8; bench/crash runs 1000).
 set -u
@@ -48,7 +52,7 @@ cat >"$state/slate.json" <<JSON
  {"method":"nvmf_subsystem_create","params":{"nqn":"$nqn"}},
  {"method":"nvmf_subsystem_add_host","params":{"nqn":"$nqn","host":"*"}},
  {"method":"nvmf_ns_attach","params":{"nqn":"$nqn","nsid":1,"namespace":"a0"}},
- {"method":"namespace_create","params":{"name":"a1","backend":"file","path":"$state/a1.img","size":"8M","block_size":512,"atomic_write_max":"64K"}},
+ {"method":"namespace_create","params":{"name":"a1","backend":"file","path":"$state/a1.img","size":"8M","block_size":512,"atomic_write_max":"64K","pi_type":1}},
  {"method":"iscsi_target_create","params":{"name":"$SLATE_IQN"}},
  {"method":"iscsi_lun_map","params":{"target":"$SLATE_IQN","lun":0,"namespace":"a1"}},
  {"method":"iscsi_portal_add","params":{"addr":"127.0.0.1","port":0}},

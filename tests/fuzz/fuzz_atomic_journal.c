@@ -6,8 +6,11 @@
  * header before it (checkpoint sequence from the preamble) and, when the
  * preamble's flag byte says so, fixes up each record's checksum so the
  * fuzzer reaches the checks behind it (ranges, lengths, sequence).
- * Recovery must never write outside the namespace (the data file keeps
- * its size) and never replay more records than the input holds.
+ * When the flag byte's bit 1 is set the namespace has a metadata store
+ * (8 bytes per block: protection information), so records carrying
+ * metadata after their data are replayed into it too.  Recovery must
+ * never write outside the namespace (the data file and the store keep
+ * their sizes) and never replay more records than the input holds.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -23,6 +26,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define NBLOCKS 64u
+#define MDPB    8u
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -36,7 +40,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         h.gen = 1;
         h.ckpt_seq = data[0] & 0x0f;
         h.crc = rt_crc32c(&h, offsetof(struct core_atomic_jhdr, crc));
-        bool fix = data[8] & 1;
+        bool fix = data[8] & 1, md = data[8] & 2;
         size_t n = size - 9;
         uint8_t *recs = malloc(n ? n : 1);
         if (!recs)
@@ -59,16 +63,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 records++;
                 off += total;
         }
-        int jfd = memfd_create("journal", 0), dfd = memfd_create("data", 0);
+        int jfd = memfd_create("journal", 0), dfd = memfd_create("data", 0),
+            pfd = md ? memfd_create("pi", 0) : -1;
         if (jfd < 0 || dfd < 0 || ftruncate(dfd, NBLOCKS * 512) ||
+            (md && (pfd < 0 || ftruncate(pfd, NBLOCKS * MDPB))) ||
             pwrite(jfd, &h, sizeof(h), 512) != (ssize_t)sizeof(h) ||
             (n && pwrite(jfd, recs, n, CORE_ATOMIC_REC_START) != (ssize_t)n))
                 abort();
         unsigned rep = 0, dis = 0;
-        core_atomic_replay_fds(jfd, dfd, 9, NBLOCKS, &rep, &dis);
-        struct stat st;
+        core_atomic_replay_fds_md(jfd, dfd, pfd, MDPB, 9, NBLOCKS, &rep, &dis);
+        struct stat st, pst;
         if (fstat(dfd, &st) || st.st_size != NBLOCKS * 512 || rep > records)
                 abort();
+        if (md && (fstat(pfd, &pst) || pst.st_size != NBLOCKS * MDPB))
+                abort();
+        if (md)
+                close(pfd);
         close(jfd);
         close(dfd);
         free(recs);

@@ -28,6 +28,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/atomic.h"
 #include "core/ns.h"
 #include "core/req.h"
 #include "slate/byteorder.h"
@@ -147,7 +148,8 @@ static struct core_pi_fmt fmt_of(unsigned type)
 /* When set, mk makes namespaces encrypted at rest with this key file. */
 static const char *mk_key;
 static uint64_t mk_blocks = NBLK;
-static bool mk_thick; /* not thin */
+static bool mk_thick;      /* not thin */
+static uint32_t mk_atomic; /* atomic_write_max (bytes), 0: unset */
 
 static struct core_ns *mk(const char *name, const char *backend, unsigned type)
 {
@@ -158,7 +160,9 @@ static struct core_ns *mk(const char *name, const char *backend, unsigned type)
                                    .pi_set = true,
                                    .pi = fmt_of(type),
                                    .encrypt = mk_key != NULL,
-                                   .key_file = mk_key};
+                                   .key_file = mk_key,
+                                   .atomic_write_max_set = mk_atomic != 0,
+                                   .atomic_write_max = mk_atomic};
         struct core_ns *ns = NULL;
         char err[256] = "";
         int rc = core_ns_create(&p, &ns, err, sizeof(err));
@@ -885,13 +889,193 @@ static void test_sanitize(void **st)
         assert_int_equal(core_ns_delete("pisan-c"), 0);
 }
 
+static void cp_file(const char *from, const char *to)
+{
+        char cmd[8400];
+        snprintf(cmd, sizeof(cmd), "cp --sparse=always '%s' '%s'", from, to);
+        assert_int_equal(system(cmd), 0);
+}
+
+static void file_at(const char *path, void *buf, size_t len, off_t off, bool wr)
+{
+        int fd = open(path, wr ? O_WRONLY : O_RDONLY);
+        assert_true(fd >= 0);
+        if (wr)
+                assert_int_equal(pwrite(fd, buf, len, off), (ssize_t)len);
+        else
+                assert_int_equal(pread(fd, buf, len, off), (ssize_t)len);
+        close(fd);
+}
+
+/*
+ * Atomic writes with PI (core/atomic.c): on a file namespace the journal
+ * record carries the blocks' metadata after their data (data_len =
+ * nlb * (block + metadata)), a one-block atomic write is journaled too,
+ * the host's PI is checked first (a bad guard journals and stores
+ * nothing), a FUA write and a flush retire the applied records; recovery
+ * of a crash image whose in-place data AND metadata were torn replays
+ * both; a format drains and checkpoints the journal and atomic writes go
+ * on with the new store.  On mem (no journal) the same writes under the
+ * range lock.
+ */
+static void atomic_pi_ns(const char *backend, unsigned type)
+{
+        char name[40];
+        snprintf(name, sizeof(name), "apia-%s-%u", backend, type);
+        mk_atomic = 64 << 10;
+        struct core_ns *ns = mk(name, backend, type);
+        mk_atomic = 0;
+        bool file = !strcmp(backend, "file");
+        struct core_atomic_limits l;
+        core_ns_atomic_limits(ns, &l);
+        assert_int_equal(l.max_blocks, (64 << 10) / BS);
+        static uint8_t ext[16 * EXT], bad[16 * EXT], back[16 * EXT];
+        uint64_t info;
+
+        /* The host's extended LBAs, checked, atomic: one record, data then metadata. */
+        mk_ext(type, ext, 20, 16, 3);
+        expect_all(20);
+        nx.host_md = true;
+        nx.flags = CORE_REQ_ATOMIC;
+        assert_int_equal(run1(ns, CORE_OP_WRITE, 20, 16, ext, 16 * EXT, NULL), CORE_OK);
+        assert_int_equal(atomic_load(&ns->atomic_stats.writes), file ? 1 : 0);
+        if (file)
+                assert_int_equal(atomic_load(&ns->atomic_stats.journal_bytes),
+                                 sizeof(struct core_atomic_rec) + 16 + 16 * (BS + MD));
+        expect_all(20);
+        nx.host_md = true;
+        memset(back, 0, sizeof(back));
+        assert_int_equal(run1(ns, CORE_OP_READ, 20, 16, back, 16 * EXT, NULL), CORE_OK);
+        assert_memory_equal(back, ext, 16 * EXT);
+
+        /* A wrong guard in block 5: refused with its LBA, nothing journaled or stored. */
+        mk_ext(type, bad, 20, 16, 9);
+        bad[5 * EXT + 7] ^= 0x40;
+        expect_all(20);
+        nx.host_md = true;
+        nx.flags = CORE_REQ_ATOMIC;
+        assert_int_equal(run1(ns, CORE_OP_WRITE, 20, 16, bad, 16 * EXT, &info), CORE_E_PI_GUARD);
+        assert_int_equal(info, 25);
+        assert_int_equal(atomic_load(&ns->atomic_stats.writes), file ? 1 : 0);
+        expect_all(20);
+        nx.host_md = true;
+        assert_int_equal(run1(ns, CORE_OP_READ, 20, 16, back, 16 * EXT, NULL), CORE_OK);
+        assert_memory_equal(back, ext, 16 * EXT);
+
+        /* One block with PI the core generates: journaled (data and metadata together). */
+        static uint8_t one[BS], rd[BS];
+        fill(one, BS, 44);
+        nx.gen = true;
+        nx.gen_ref = 3;
+        nx.gen_app = 0x1234;
+        nx.flags = CORE_REQ_ATOMIC;
+        assert_int_equal(run1(ns, CORE_OP_WRITE, 3, 1, one, BS, NULL), CORE_OK);
+        assert_int_equal(atomic_load(&ns->atomic_stats.writes), file ? 2 : 0);
+        expect_all(3);
+        assert_int_equal(run1(ns, CORE_OP_READ, 3, 1, rd, BS, NULL), CORE_OK);
+        assert_memory_equal(rd, one, BS);
+        if (!file) {
+                assert_int_equal(core_ns_delete(name), 0);
+                return;
+        }
+
+        /*
+         * Crash image (what kill -9 leaves: the files as they are now), with
+         * the first record's in-place data torn (half junk) and its blocks'
+         * metadata junk: recovery replays both from the record.
+         */
+        assert_true(core_atomic_need_checkpoint(ns));
+        char j[600], p[600], j2[600], d2[600], p2[600];
+        snprintf(j, sizeof(j), "%s/%s.atomic", state_dir, name);
+        snprintf(p, sizeof(p), "%s/%s.pi", state_dir, name);
+        snprintf(j2, sizeof(j2), "%s/img.atomic", state_dir);
+        snprintf(d2, sizeof(d2), "%s/img.img", state_dir);
+        snprintf(p2, sizeof(p2), "%s/img.pi", state_dir);
+        cp_file(j, j2);
+        cp_file(ns->path, d2);
+        cp_file(p, p2);
+        static uint8_t junk[16 * BS], want_d[16 * BS], got_d[16 * BS], want_m[17 * MD],
+            got_m[17 * MD];
+        memset(junk, 0xEE, sizeof(junk));
+        file_at(ns->path, want_d, sizeof(want_d), 20 * BS, false);
+        file_at(p, want_m, 16 * MD, 20 * MD, false);
+        file_at(d2, junk, 8 * BS, 24 * BS, true);
+        file_at(p2, junk, 16 * MD, 20 * MD, true);
+        file_at(p2, junk, MD, 3 * MD, true);
+        int jfd = open(j2, O_RDWR), dfd = open(d2, O_RDWR), pfd = open(p2, O_RDWR);
+        assert_true(jfd >= 0 && dfd >= 0 && pfd >= 0);
+        unsigned rep = 0, dis = 0;
+        assert_int_equal(core_atomic_replay_fds_md(jfd, dfd, pfd, MD, 9, NBLK, &rep, &dis), 0);
+        assert_int_equal(rep, 2);
+        assert_int_equal(dis, 0);
+        file_at(d2, got_d, sizeof(got_d), 20 * BS, false);
+        file_at(p2, got_m, 16 * MD, 20 * MD, false);
+        assert_memory_equal(got_d, want_d, sizeof(want_d));
+        assert_memory_equal(got_m, want_m, 16 * MD);
+        file_at(p, want_m + 16 * MD, MD, 3 * MD, false);
+        file_at(p2, got_m + 16 * MD, MD, 3 * MD, false);
+        assert_memory_equal(got_m + 16 * MD, want_m + 16 * MD, MD);
+        /* Without a store to apply it to, a record with metadata is not replayed. */
+        cp_file(j, j2);
+        assert_int_equal(core_atomic_replay_fds(jfd, dfd, 9, NBLK, &rep, &dis), 0);
+        assert_int_equal(rep, 0);
+        assert_int_equal(dis, 1);
+        close(jfd);
+        close(dfd);
+        close(pfd);
+
+        /* A FUA write (plain, with PI) retires the applied records; so does a flush. */
+        mk_ext(type, ext, 40, 2, 5);
+        expect_all(40);
+        nx.host_md = true;
+        nx.flags = CORE_REQ_FUA;
+        assert_int_equal(run1(ns, CORE_OP_WRITE, 40, 2, ext, 2 * EXT, NULL), CORE_OK);
+        assert_false(core_atomic_need_checkpoint(ns));
+        nx.gen = true;
+        nx.gen_ref = 3;
+        nx.flags = CORE_REQ_ATOMIC;
+        assert_int_equal(run1(ns, CORE_OP_WRITE, 3, 1, one, BS, NULL), CORE_OK);
+        assert_true(core_atomic_need_checkpoint(ns));
+        assert_int_equal(run1(ns, CORE_OP_FLUSH, 0, 0, NULL, 0, NULL), CORE_OK);
+        assert_false(core_atomic_need_checkpoint(ns));
+
+        /* A format drains the journal; atomic writes go on into the new store. */
+        nx.gen = true;
+        nx.gen_ref = 3;
+        nx.flags = CORE_REQ_ATOMIC;
+        assert_int_equal(run1(ns, CORE_OP_WRITE, 3, 1, one, BS, NULL), CORE_OK);
+        char err[256];
+        struct core_pi_fmt f2 = fmt_of(type == 1 ? 3 : 1);
+        assert_int_equal(core_ns_format(ns, &f2, NULL, err, sizeof(err)), 0);
+        assert_false(core_atomic_need_checkpoint(ns));
+        mk_ext(f2.type, ext, 20, 16, 6);
+        expect_all(20);
+        nx.host_md = true;
+        nx.flags = CORE_REQ_ATOMIC;
+        assert_int_equal(run1(ns, CORE_OP_WRITE, 20, 16, ext, 16 * EXT, NULL), CORE_OK);
+        expect_all(20);
+        nx.host_md = true;
+        assert_int_equal(run1(ns, CORE_OP_READ, 20, 16, back, 16 * EXT, NULL), CORE_OK);
+        assert_memory_equal(back, ext, 16 * EXT);
+        assert_int_equal(core_ns_delete(name), 0);
+}
+
+static void test_atomic(void **st)
+{
+        (void)st;
+        for (unsigned t = 1; t <= 3; t++) {
+                atomic_pi_ns("file", t);
+                atomic_pi_ns("mem", t);
+        }
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_types_mem),   cmocka_unit_test(test_types_file),
             cmocka_unit_test(test_types_crypt), cmocka_unit_test(test_persist_format_resize),
             cmocka_unit_test(test_null),        cmocka_unit_test(test_stale_store),
-            cmocka_unit_test(test_sanitize),
+            cmocka_unit_test(test_sanitize),    cmocka_unit_test(test_atomic),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -631,6 +631,102 @@ static void test_rsoc_lists_them(void **state)
         assert_int_equal(buf[5] & 0x18, 0x18);
 }
 
+/*
+ * WRITE ATOMIC on an LU with protection information (type 1, a file
+ * namespace: the journal path, which records the PI with the data):
+ * offered (VPD B0h atomic fields), WRPROTECT 001b with the host's PI
+ * checked (a wrong guard: ABORTED COMMAND 10h/01h, nothing written),
+ * WRPROTECT 000b generated, both read back with their PI; (32) with its
+ * expected initial reference tag.
+ */
+static void test_pi_lu(void **state)
+{
+        (void)state;
+        struct core_ns_params p = {.name = "api",
+                                   .backend = "file",
+                                   .size_bytes = 1 << 20,
+                                   .block_size = 512,
+                                   .pi_set = true,
+                                   .pi = {.block_size = 512, .md_size = 8, .type = 1},
+                                   .atomic_write_max_set = true,
+                                   .atomic_write_max = 64 << 10};
+        struct core_ns *pi = NULL;
+        char err[256];
+        assert_int_equal(core_ns_create(&p, &pi, err, sizeof(err)), 0);
+        scsi_target_unmap_lun(&tgt, 0);
+        assert_int_equal(scsi_target_map_lun(&tgt, 0, pi), 0);
+        static uint8_t ext[8 * 520], data[8 * 512];
+        struct core_pi_fmt f = p.pi;
+        for (unsigned i = 0; i < sizeof(data); i++)
+                data[i] = (uint8_t)(i * 13 + 5);
+        core_pi_insert(&f, data, (struct core_pi_buf){ext, NULL}, 8,
+                       &(struct core_pi_tags){.ref = 16, .app = 0x55});
+        uint8_t c[32], vpd[6] = {0x12, 0x01, 0xb0, 0, 0xff, 0};
+        if (run(vpd, 6, 255) == SCSI_PARSE_EXEC)
+                exec_wait();
+        assert_int_equal(cmd.status, SAM_STAT_GOOD);
+        assert_int_equal(slate_be32(buf + 44), 128); /* MAXIMUM ATOMIC TRANSFER LENGTH */
+
+        /* WRPROTECT 001b, a wrong guard in block 3: refused, nothing stored. */
+        wa16(c, 16, 8, 0);
+        c[1] = 1 << 5;
+        assert_int_equal(run(c, 16, sizeof(ext)), SCSI_PARSE_EXEC);
+        memcpy(buf, ext, sizeof(ext));
+        buf[3 * 520 + 512] ^= 0x01;
+        exec_wait();
+        assert_int_equal(cmd.status, SAM_STAT_CHECK_CONDITION);
+        assert_int_equal(cmd.sense[2] & 0x0f, SK_ABORTED_COMMAND);
+        assert_int_equal(cmd.sense[12], 0x10);
+        assert_int_equal(cmd.sense[13], 0x01);
+        assert_int_equal(slate_be32(cmd.sense + 3), 19);
+        uint8_t r16[16] = {0x88, 1 << 5};
+        slate_put_be(r16 + 2, 8, 16);
+        slate_put_be(r16 + 10, 4, 8);
+        assert_int_equal(run(r16, 16, sizeof(ext)), SCSI_PARSE_EXEC);
+        exec_wait();
+        assert_int_equal(cmd.status, SAM_STAT_GOOD);
+        for (unsigned b = 0; b < 8; b++) /* never written: the escape */
+                assert_int_equal(buf[b * 520 + 514], 0xff);
+        /* The good one: stored with its PI, read back as sent. */
+        wa16(c, 16, 8, 0);
+        c[1] = 1 << 5;
+        assert_int_equal(run(c, 16, sizeof(ext)), SCSI_PARSE_EXEC);
+        memcpy(buf, ext, sizeof(ext));
+        exec_wait();
+        assert_int_equal(cmd.status, SAM_STAT_GOOD);
+        assert_int_equal(run(r16, 16, sizeof(ext)), SCSI_PARSE_EXEC);
+        exec_wait();
+        assert_int_equal(cmd.status, SAM_STAT_GOOD);
+        assert_memory_equal(buf, ext, sizeof(ext));
+        assert_true(atomic_load(&pi->atomic_stats.writes) >= 1);
+
+        /* WRPROTECT 000b: the device server generates (reference tag = LBA). */
+        wa16(c, 40, 8, 0);
+        assert_int_equal(run(c, 16, sizeof(data)), SCSI_PARSE_EXEC);
+        memcpy(buf, data, sizeof(data));
+        exec_wait();
+        assert_int_equal(cmd.status, SAM_STAT_GOOD);
+        slate_put_be(r16 + 2, 8, 40);
+        assert_int_equal(run(r16, 16, sizeof(ext)), SCSI_PARSE_EXEC);
+        exec_wait();
+        assert_int_equal(cmd.status, SAM_STAT_GOOD);
+        assert_int_equal(slate_be32(buf + 7 * 520 + 516), 47);
+
+        /* WRITE ATOMIC(32) WRPROTECT 001b: a wrong expected initial reference tag. */
+        wa32(c, 16, 8, 0);
+        c[10] = 1 << 5;
+        slate_put_be(c + 20, 4, 17);
+        assert_int_equal(run(c, 32, sizeof(ext)), SCSI_PARSE_EXEC);
+        memcpy(buf, ext, sizeof(ext));
+        exec_wait();
+        assert_int_equal(cmd.sense[12], 0x10);
+        assert_int_equal(cmd.sense[13], 0x03);
+
+        scsi_target_unmap_lun(&tgt, 0);
+        assert_int_equal(scsi_target_map_lun(&tgt, 0, n0), 0);
+        assert_int_equal(core_ns_delete("api"), 0);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -641,6 +737,7 @@ int main(void)
             cmocka_unit_test(test_write_scattered_list),
             cmocka_unit_test(test_data_lands),
             cmocka_unit_test(test_rsoc_lists_them),
+            cmocka_unit_test(test_pi_lu),
         };
         return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

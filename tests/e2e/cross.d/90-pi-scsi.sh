@@ -17,6 +17,9 @@
 #     (MODE SELECT through sg_raw) with one range of tag 1234h over the whole
 #     LU: `sg_modes` shows the page, the block with application tag 0 is
 #     refused (10h/02h), with 1234h it is written;
+#   - WRITE ATOMIC(16) WRPROTECT 001b (atomic_write_max set at run time): two
+#     blocks with their PI land together; a wrong guard in the second one is
+#     10h/01h at its LBA and leaves the first block unchanged too;
 #   - corruption: a bit flipped in the backing file behind the target's
 #     back; READ(16) with RDPROTECT 001b (and 000b) gets 10h/01h with the
 #     LBA, not the bad data;
@@ -168,6 +171,57 @@ PY
 	pis_mode_select "$state/pis-sel-at" && pis_mode_select "$state/pis-sel-ctl"
 }
 check pi-scsi-apptag-page pis_apptag
+
+# WRITE ATOMIC(16) with WRPROTECT 001b (atomic_write_max set at run time): two
+# blocks with their PI land together; with a wrong guard in the second block
+# the write is refused (10h/01h, LBA 31) and the first block is unchanged too.
+pis_wa16() { # P LBA NLB LEN FILE
+	sg_raw -s "$4" -i "$5" "$PIS_SD" 9c $(printf '%02x' $(($1 << 5))) 00 00 00 00 \
+		$(printf '%02x %02x %02x %02x' $(($2 >> 24 & 255)) $(($2 >> 16 & 255)) $(($2 >> 8 & 255)) $(($2 & 255))) \
+		00 00 00 "$(printf '%02x' "$3")" 00 00 2>&1
+}
+pis_atomic() {
+	local out
+	ctl namespace_set name=pis atomic_write_max=64K || return 1
+	pis_drain_ua "$PIS_SD"
+	head -c 1024 /dev/urandom >"$state/pis-y"
+	head -c 1024 /dev/urandom >"$state/pis-x"
+	sg_raw -s 1024 -i "$state/pis-y" "$PIS_SD" 8a 00 00 00 00 00 00 00 00 1e 00 00 00 02 00 00 >/dev/null 2>&1 || return 1
+	sg_raw -r 1040 -o "$state/pis-ypi" "$PIS_SD" 88 20 00 00 00 00 00 00 00 1e 00 00 00 02 00 00 >/dev/null 2>&1 || return 1
+	sg_raw -s 1024 -i "$state/pis-x" "$PIS_SD" 8a 00 00 00 00 00 00 00 00 1e 00 00 00 02 00 00 >/dev/null 2>&1 || return 1
+	pis_py "$state/pis-ypi" "$state/pis-ypig" <<'PY'
+import sys
+b = bytearray(open(sys.argv[1], 'rb').read())
+b[520 + 33] ^= 0x04  # the second block's data: its guard is wrong
+open(sys.argv[2], 'wb').write(b)
+PY
+	out=$(pis_wa16 1 30 2 1040 "$state/pis-ypig")
+	pis_refused "$out" "guard check failed" 31 || return 1
+	pis_read 0 30 512 "$state/pis-r30" >/dev/null || return 1
+	head -c 512 "$state/pis-x" | cmp - "$state/pis-r30" || { echo "block 30 changed"; return 1; }
+	pis_wa16 1 30 2 1040 "$state/pis-ypi" || return 1
+	sg_raw -r 1040 -o "$state/pis-r30pi" "$PIS_SD" 88 20 00 00 00 00 00 00 00 1e 00 00 00 02 00 00 >/dev/null 2>&1 || return 1
+	cmp "$state/pis-ypi" "$state/pis-r30pi" || return 1
+	# one journal record: header + one range (48 bytes), 2 x 512 data, 2 x 8 metadata
+	ctl --json namespace_list >"$state/pis-nl.json" || return 1
+	pis_py "$state/pis-nl.json" <<'PY'
+import json, sys
+def find(o):
+    if isinstance(o, dict):
+        if o.get("name") == "pis" and "atomic" in o:
+            return o
+        o = list(o.values())
+    if isinstance(o, list):
+        for v in o:
+            r = find(v)
+            if r:
+                return r
+a = find(json.load(open(sys.argv[1])))["atomic"]
+print("pis atomic:", a)
+sys.exit(0 if a["path"] == "journal" and a["journal_bytes"] == 48 + 1040 else 1)
+PY
+}
+check pi-scsi-write-atomic pis_atomic
 
 # Corruption behind the target's back: the guard catches it.
 pis_corrupt() {
