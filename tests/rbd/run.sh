@@ -224,8 +224,11 @@ clean-restart term -g 3 -n 200' \
 # test the SCSI and iSCSI layers, which do not know the backend (the file run
 # covers them).  RBD_CONF_FILTER=. runs everything: 230 tests, about 7 min
 # here by this set's 1.7 s per test, against about 2.5 min for this set.
+# Not the PI LUs (CONF_PI=0): they are file and mem namespaces (rbd has no
+# metadata store yet), which the conformance group already runs; here, plain
+# (CONF_PLAIN=1: rbd has no encryption), their crypto erase tests would skip.
 filter=${RBD_CONF_FILTER:-'^ALL\.(Read10|Write10|Write16|WriteSame16|WriteVerify16|Verify16|CompareAndWrite|OrWrite|SyncCache10|Unmap|GetLBAStatus|Sanitize)\.'}
 tests=$(iscsi-test-cu --list | grep -E '^ALL\.[^.]+\.[^.]+$' | grep -E "$filter" | grep -v 'Sanitize.Reset$')
 CONF_TESTS=$tests CONF_BACKEND=rbd CONF_DATA=conf CONF_SIZE_MIB=0 CONF_SANITIZE_MIBPS=0 CONF_PLAIN=1 CONF_NAME=rbd.conformance \
-	CONF_EXTRA_LUNS=0 CONF_SKIPS=$here/expected-skips.txt "$here/../conformance/run.sh" || fail=1
+	CONF_PI=0 CONF_EXTRA_LUNS=0 CONF_SKIPS=$here/expected-skips.txt "$here/../conformance/run.sh" || fail=1
 exit $fail
