@@ -19,7 +19,14 @@
 #include "nvmf/nvmf.h"
 #include "slate/spec/nvme_tcp.h"
 
-#define NVMF_TCP_MAXH2CDATA (128u * 1024) /* announced in ICResp */
+/*
+ * Announced in ICResp: the most PDU data of one H2CData PDU, and the most
+ * one R2T asks for.  1 MiB, a command slot's own buffer and iSCSI's
+ * MaxBurstLength: a write up to 1 MiB takes one R2T.  (128 KiB made a
+ * 128 KiB write with extended-LBA metadata, 131,328 bytes, take a second
+ * R2T round trip for its last 256 bytes; Linux nvmet announces 4 MiB.)
+ */
+#define NVMF_TCP_MAXH2CDATA (1024u * 1024)
 #define NVMF_TCP_CPDA       0             /* we ask no data alignment of the host */
 
 /*

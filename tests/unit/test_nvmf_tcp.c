@@ -30,7 +30,7 @@
 #include "slate/spec/nvme_tcp.h"
 
 /* ---- Stub personality: Connect succeeds, opcode 01h writes, 02h reads a RAM disk. ---- */
-static uint8_t disk[1 << 20];
+static uint8_t disk[4 << 20];
 
 static void stub_done(struct rt_defer *d)
 {
@@ -307,7 +307,8 @@ static void test_write_r2t_read_c2h_digests(void **st)
 {
         (void)st;
         struct host h = host_open(true, true);
-        const uint32_t len = 300 * 1024, off = 4096;
+        /* Over two MAXH2CDATA: three R2Ts, and a buffer from the reactor's pool. */
+        const uint32_t len = 2 * NVMF_TCP_MAXH2CDATA + 300 * 1024, off = 4096;
         uint8_t *data = malloc(len), *back = malloc(len);
         for (uint32_t i = 0; i < len; i++)
                 data[i] = (uint8_t)(i * 7 + 3);
