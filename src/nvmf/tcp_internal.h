@@ -27,7 +27,7 @@
  * R2T round trip for its last 256 bytes; Linux nvmet announces 4 MiB.)
  */
 #define NVMF_TCP_MAXH2CDATA (1024u * 1024)
-#define NVMF_TCP_CPDA       0             /* we ask no data alignment of the host */
+#define NVMF_TCP_CPDA       0 /* we ask no data alignment of the host */
 
 /*
  * Check a received common header against the PDU type rules (3.6.1, 3.6.2)
