@@ -90,6 +90,15 @@ struct backend_ops {
         void (*submit)(struct backend *be, struct core_req *req, enum core_op op, uint64_t offset,
                        uint64_t len, const struct iovec *iov, int iovcnt, bool fua);
         /*
+         * A READ or WRITE of len bytes at offset done now, on the calling
+         * reactor, with no completion: for a backend whose I/O is a memcpy
+         * (mem), so a core stage that needs a few bytes beside the data
+         * (the protection stage's metadata) does not spend an event-loop
+         * turn on them.  0 or -errno.  NULL: submit only.
+         */
+        int (*rw_now)(struct backend *be, enum core_op op, uint64_t offset, uint64_t len,
+                      void *buf);
+        /*
          * Change the size to size_bytes (control path, while reactors keep
          * submitting I/O below the smaller of the old and new sizes): 0 or
          * -errno, be->size_bytes updated on success.  Growing must make the

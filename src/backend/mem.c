@@ -213,6 +213,21 @@ static void mem_submit(struct backend *be, struct core_req *req, enum core_op op
         backend_sync_done(req, (int)(done > 0x7fffffff ? 0x7fffffff : done));
 }
 
+static int mem_rw_now(struct backend *be, enum core_op op, uint64_t off, uint64_t len, void *buf)
+{
+        struct mem_be *m = be->priv;
+        if (op == CORE_OP_READ) {
+                memcpy(buf, m->base + off, len);
+                return 0;
+        }
+        if (op != CORE_OP_WRITE)
+                return -EOPNOTSUPP;
+        memcpy(m->base + off, buf, len);
+        if (len)
+                map_mark(m, off >> m->pg_shift, (off + len - 1) >> m->pg_shift, true);
+        return 0;
+}
+
 /* The run of pages with the status of the one holding off, within [off, off + len). */
 static int mem_map_status(struct backend *be, uint64_t off, uint64_t len, enum core_prov *st,
                           uint64_t *run)
@@ -250,6 +265,7 @@ const struct backend_ops backend_mem_ops = {
     .open = mem_open,
     .close = mem_close,
     .submit = mem_submit,
+    .rw_now = mem_rw_now,
     .resize = mem_resize,
     .map_status = mem_map_status,
     .allocated = mem_allocated,

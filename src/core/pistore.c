@@ -78,3 +78,10 @@ void core_pistore_submit(struct core_pistore *s, struct core_req *req, enum core
         s->be.ops->submit(&s->be, req, op, lba * s->md_per_block, nlb * s->md_per_block, iov,
                           iovcnt, fua);
 }
+
+bool core_pistore_rw_now(struct core_pistore *s, enum core_op op, uint64_t lba, uint64_t nlb,
+                         void *buf)
+{
+        return s->be.ops->rw_now && s->be.ops->rw_now(&s->be, op, lba * s->md_per_block,
+                                                      nlb * s->md_per_block, buf) == 0;
+}

@@ -47,5 +47,12 @@ int core_pistore_resize(struct core_pistore *s, uint64_t num_blocks);
  */
 void core_pistore_submit(struct core_pistore *s, struct core_req *req, enum core_op op,
                          uint64_t lba, uint64_t nlb, const struct iovec *iov, int iovcnt, bool fua);
+/*
+ * The same READ or WRITE done now, when the store's backend can (mem:
+ * backend_ops.rw_now), with no completion: true, done; false, use
+ * core_pistore_submit.
+ */
+bool core_pistore_rw_now(struct core_pistore *s, enum core_op op, uint64_t lba, uint64_t nlb,
+                         void *buf);
 
 #endif

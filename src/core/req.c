@@ -702,6 +702,7 @@ static void pi_ext_md(struct core_req *req, bool to_ext)
 }
 
 static void pi_go(struct core_req *req);
+static void pi_next(struct core_req *req);
 
 static void pi_buf_ready(struct rt_bigbuf_wait *w)
 {
@@ -728,6 +729,10 @@ static void pi_read_piece(struct core_req *req)
         req->one_iov.iov_base = req->pix.md;
         req->one_iov.iov_len = n * req->pix.mdpb;
         req->pix.step = PI_R_MD;
+        if (core_pistore_rw_now(ns->pistore, CORE_OP_READ, req->pix.cur_lba, n, req->pix.md)) {
+                pi_next(req); /* a memory store: no event-loop turn for the metadata */
+                return;
+        }
         core_pistore_submit(ns->pistore, req, CORE_OP_READ, req->pix.cur_lba, n, &req->one_iov, 1,
                             false);
 }
@@ -1080,6 +1085,10 @@ static void pi_store_md_step(struct core_req *req, int step)
         md_invert(req->pix.md, md_len);
         req->one_iov.iov_base = req->pix.md;
         req->one_iov.iov_len = md_len;
+        if (core_pistore_rw_now(ns->pistore, CORE_OP_WRITE, req->lba, req->nlb, req->pix.md)) {
+                pi_next(req); /* a memory store: no event-loop turn for the metadata */
+                return;
+        }
         core_pistore_submit(ns->pistore, req, CORE_OP_WRITE, req->lba, req->nlb, &req->one_iov, 1,
                             fua);
 }
