@@ -23,13 +23,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "core/fault.h"
 #include "iscsi/internal.h"
 #include "rt/crc.h"
+#include "rt/lazymap.h"
 #include "rt/limits.h"
 #include "rt/log.h"
 
@@ -1585,14 +1585,12 @@ static atomic_uint live_conns;
  */
 static struct iscsi_conn *conn_alloc(void)
 {
-        void *p = mmap(NULL, sizeof(struct iscsi_conn), PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        return p == MAP_FAILED ? NULL : p;
+        return rt_lazy_map(sizeof(struct iscsi_conn));
 }
 
 static void conn_release(struct iscsi_conn *c)
 {
-        munmap(c, sizeof(*c));
+        rt_lazy_unmap(c, sizeof(*c));
 }
 
 struct iscsi_conn *iscsi_conn_new(int fd)
@@ -1620,20 +1618,15 @@ int iscsi_conn_tasks_init(struct iscsi_conn *c)
 {
         if (c->tasks)
                 return 0;
-        /* One lazily backed region, the task table then the task buffers, and no loop
-         * over the tasks: a connection pays for the tasks it has had in flight at
-         * once, not for the whole window (144 tasks: ~0.5 MiB of table alone). */
+        /* One lazily backed region (rt/lazymap.h), the task table then the task
+         * buffers, and no loop over the tasks: a connection pays for the tasks it has
+         * had in flight at once, not for the whole window (144 tasks: ~0.5 MiB of table
+         * alone). */
         uint32_t n = ISCSI_QUEUE_DEPTH + ISCSI_TASK_RESERVE;
-        size_t pg = (size_t)sysconf(_SC_PAGESIZE);
-        size_t tab = ((size_t)n * sizeof(*c->tasks) + pg - 1) / pg * pg;
-        size_t len = tab + (size_t)n * ISCSI_TASK_BUF_LEN;
-        void *region = mmap(NULL, len, PROT_READ | PROT_WRITE,
-                            MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (region == MAP_FAILED)
+        c->tasks =
+            rt_lazy_pool(n, sizeof(*c->tasks), ISCSI_TASK_BUF_LEN, &c->region, &c->region_len);
+        if (!c->tasks)
                 return -ENOMEM;
-        c->tasks = region;
-        c->region = (uint8_t *)region + tab;
-        c->region_len = len;
         c->nr_tasks = n;
         c->task_hw = 0;
         c->free_tasks = NULL;
@@ -1799,7 +1792,7 @@ static void conn_free(struct iscsi_conn *c)
                 close(c->fd);
         bool started = c->r != NULL;
         if (c->tasks) /* the mapping: the task table, then region */
-                munmap(c->tasks, c->region_len);
+                rt_lazy_unmap(c->tasks, c->region_len);
         conn_release(c);
         if (started)
                 atomic_fetch_sub(&live_conns, 1);

@@ -30,7 +30,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -39,6 +38,7 @@
 #include "nvmf/tcp_internal.h"
 #include "nvmf/tls.h"
 #include "rt/bigbuf.h"
+#include "rt/lazymap.h"
 #include "rt/crc.h"
 #include "rt/listener.h"
 #include "rt/limits.h"
@@ -591,7 +591,7 @@ static void queue_free(struct tcp_queue *q)
         if (q->fd >= 0)
                 close(q->fd);
         if (q->pool_map)
-                munmap(q->pool_map, q->pool_len);
+                rt_lazy_unmap(q->pool_map, q->pool_len);
         rt_conn_release(&q->admit);
         pthread_mutex_lock(&reg_lock);
         if (q->reg_prev)
@@ -602,7 +602,7 @@ static void queue_free(struct tcp_queue *q)
                 q->reg_next->reg_prev = q->reg_prev;
         reg_count--;
         pthread_mutex_unlock(&reg_lock);
-        munmap(q, sizeof(*q));
+        rt_lazy_unmap(q, sizeof(*q));
 }
 
 /* Free once nothing refers to the queue any more (called from callbacks' tails only). */
@@ -1577,20 +1577,13 @@ static void rx_process(struct tcp_queue *q)
  */
 static int queue_cmds_init(struct tcp_queue *q)
 {
-        /* Anonymous zero pages backed on first touch, without a loop over the slots: a
+        /* Backed on first touch, without a loop over the slots (rt/lazymap.h): a
          * connection that sends a few commands and leaves (connection churn, the fuzz
          * harness) pays for a few pages, not for the pool. */
-        size_t pg = (size_t)sysconf(_SC_PAGESIZE);
-        size_t cmds_len = ((size_t)TCP_POOL * sizeof(*q->cmds) + pg - 1) / pg * pg;
-        size_t len = cmds_len + (size_t)TCP_POOL * TCP_BUF_LEN;
-        void *m = mmap(NULL, len, PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (m == MAP_FAILED)
+        q->cmds = rt_lazy_pool(TCP_POOL, sizeof(*q->cmds), TCP_BUF_LEN, &q->bufs, &q->pool_len);
+        if (!q->cmds)
                 return -ENOMEM;
-        q->pool_map = m;
-        q->pool_len = len;
-        q->cmds = m;
-        q->bufs = (uint8_t *)m + cmds_len;
+        q->pool_map = q->cmds;
         for (unsigned i = 0; i < TCP_POOL; i++)
                 q->free_stack[i] = (uint16_t)(TCP_POOL - 1 - i);
         q->nfree = TCP_POOL;
@@ -1601,9 +1594,7 @@ static int queue_cmds_init(struct tcp_queue *q)
 /* Zero-filled pages backed on first touch (see the end of struct tcp_queue). */
 static struct tcp_queue *queue_alloc(void)
 {
-        void *p = mmap(NULL, sizeof(struct tcp_queue), PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        return p == MAP_FAILED ? NULL : p;
+        return rt_lazy_map(sizeof(struct tcp_queue));
 }
 
 static struct tcp_queue *queue_new(int fd, struct rt_reactor *r)
