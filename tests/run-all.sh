@@ -223,16 +223,25 @@ group_fuzz() {
 export root jobs_n
 export -f slate_result group_build group_unit fuzz_one group_fuzz
 
+# beside A B -> true when groups A and B are both asked for and may run side
+# by side (not SLATE_SERIAL_VMS=1).
+beside() {
+	[ "${SLATE_SERIAL_VMS:-0}" = 1 ] && return 1
+	case " $groups " in *" $1 "*) ;; *) return 1 ;; esac
+	case " $groups " in *" $2 "*) return 0 ;; esac
+	return 1
+}
+
 # The kernel-initiator VM groups e2e_nvme (+ e2e_native) run beside e2e
 # when both are asked for (SLATE_SERIAL_VMS=1: one after the other).
 nvme_bg=0
-case " $groups " in *" e2e "*) case " $groups " in *" e2e_nvme "*) [ "${SLATE_SERIAL_VMS:-0}" = 1 ] || nvme_bg=1 ;; esac ;; esac
+beside e2e e2e_nvme && nvme_bg=1
 
 # The rbd group (a throw-away Ceph cluster, tests/rbd/run.sh: about 4 min,
 # mostly waiting on the cluster's round trips) runs beside e2e when both are
 # asked for, like e2e_nvme (SLATE_SERIAL_VMS=1: on its own).
 rbd_bg=0
-case " $groups " in *" e2e "*) case " $groups " in *" rbd "*) [ "${SLATE_SERIAL_VMS:-0}" = 1 ] || rbd_bg=1 ;; esac ;; esac
+beside e2e rbd && rbd_bg=1
 # The fuzz group (CPU-bound, time-boxed per fuzzer) runs beside e2e_cross when
 # both are asked for: the two VMs there leave part of the 2-core machine idle
 # (they wait on guest timers and I/O), and the fuzzers, at nice 10, take that
@@ -240,7 +249,7 @@ case " $groups " in *" e2e "*) case " $groups " in *" rbd "*) [ "${SLATE_SERIAL_
 # FUZZ_SECS of fuzzing; its PASS line says how many inputs it ran.
 # SLATE_SERIAL_VMS=1: on its own, after the others.
 fuzz_bg=0
-case " $groups " in *" e2e_cross "*) case " $groups " in *" fuzz "*) [ "${SLATE_SERIAL_VMS:-0}" = 1 ] || fuzz_bg=1 ;; esac ;; esac
+beside e2e_cross fuzz && fuzz_bg=1
 
 for g in $groups; do
 	case $g in
