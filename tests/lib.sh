@@ -238,6 +238,14 @@ slate_result() {
 	fi
 }
 
+# Inside linuxvm (TCG) python3 takes ~1.3 s to start and ~0.6 s without the
+# site module (measured under load); the tests' python (JSON fields, struct
+# packing) needs only the standard library, and the e2e parts run it dozens
+# of times, some in wait_for loops.
+if [ "${LINUXVM:-}" = 1 ]; then
+	python3() { command python3 -S "$@"; }
+fi
+
 # slate_vm_run NAME TIMEOUT CMD... -> on the host: boots ../shared/tools/linuxvm
 # (or $LINUXVM) and runs CMD inside with SLATE_BUILD and SLATE_LOGDIR (the
 # host's $SLATE_LOGDIR/NAME, shared read-write) set; prints CMD's result
