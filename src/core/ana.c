@@ -319,7 +319,7 @@ static int parse_one(const char *it, size_t len, struct core_ana_peer *p, char *
         unsigned long v = strtoul(port, &end, 10);
         if (!*port || *end || v == 0 || v > 65535)
                 goto bad;
-        snprintf(p->host, sizeof(p->host), "%s", host);
+        memcpy(p->host, host, strlen(host) + 1); /* shorter than p->host: checked above */
         p->port = (uint16_t)v;
         if (!groups) {
                 for (uint32_t g = 1; g <= CORE_ANA_GROUPS; g++)

@@ -827,8 +827,7 @@ static void diff(struct plan *pl, struct model *run, struct model *want, json_t 
                            "optimized"));
         /* the watched peers: the file's list, or none */
         if (want->peers ? !json_equal(want->peers, run->peers) : run->peers != NULL)
-                step(pl, "ana_peers_set",
-                     want->peers ? json_incref(want->peers) : json_pack("{s:s}", "peers", ""));
+                step(pl, "ana_peers_set", want->peers ? json_incref(want->peers) : json_object());
         /* 6. portals and listeners last: hosts can connect once everything exists */
         json_array_foreach(late, i, e)
             step(pl, pstr(e, "method"), json_incref(json_object_get(e, "params")));

@@ -700,7 +700,7 @@ static int h_ana_group_set(struct rpc_ctx *c)
 
 /*
  * The other gateways this one watches (core/ana.h, automatic takeover):
- * "HOST:PORT[/G[+G..]]" items, "" for none.  Replaces the list.
+ * "HOST:PORT[/G[+G..]]" items; absent: none.  Replaces the list.
  */
 static int h_ana_peers_set(struct rpc_ctx *c)
 {
@@ -733,7 +733,8 @@ static int h_ana_group_list(struct rpc_ctx *c)
         json_t *groups = json_array();
         for (uint32_t g = 1; g <= CORE_ANA_GROUPS; g++) {
                 enum core_ana_state st = core_ana_state(g);
-                if (!n[g] && st == CORE_ANA_OPTIMIZED)
+                if (!n[g] && st == CORE_ANA_OPTIMIZED &&
+                    core_ana_configured_state(g) == CORE_ANA_OPTIMIZED)
                         continue;
                 json_array_append_new(groups,
                                       json_pack("{s:i, s:s, s:s, s:i, s:i, s:I}", "group", (int)g,
@@ -1983,7 +1984,7 @@ static const struct rpc_method rpc_methods[] = {
      {STR("peers", false, 1024,
           "HOST:PORT[/G[+G..]] items separated by commas: a TCP port each peer listens on (its "
           "NVMe/TCP listener or iSCSI portal), and the groups it is optimized for (default every "
-          "group); absent or \"\" = none"),
+          "group); absent = none (takeover off)"),
       UINT("interval_ms", false, 10, 600000,
            "probe interval (default 1000); a peer changes verdict after 2 probes in a row")}},
     {"element_set",
