@@ -299,8 +299,8 @@ static void test_takeover(void **state)
                                           "127.0.0.1:1/1+",
                                           "[::1:1",
                                           "::1:4420",
-                                          "1.2.3.4:5,1.2.3.4:5,1.2.3.4:5,1.2.3.4:5,1.2.3.4:5,"
-                                          "1.2.3.4:5,1.2.3.4:5,1.2.3.4:5,1.2.3.4:5"};
+                                          ("1.2.3.4:5,1.2.3.4:5,1.2.3.4:5,1.2.3.4:5,1.2.3.4:5,"
+                                           "1.2.3.4:5,1.2.3.4:5,1.2.3.4:5,1.2.3.4:5")};
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
                 assert_int_equal(
                     core_ana_peers_parse(bad[i], p, CORE_ANA_PEERS_MAX, err, sizeof(err)), -EINVAL);
