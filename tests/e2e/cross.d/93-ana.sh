@@ -22,7 +22,7 @@
 # with no verification error.  The two gateways share the file through the
 # kernel: the file backend writes with O_DIRECT (or through the page
 # cache, one per kernel) before it completes, and keeps no cache of its own.
-# It costs about three minutes of VM time (165 s measured: a second slated
+# It costs about three minutes of VM time (165-190 s measured: a second slated
 # under ASan, a second controller, two fio runs of 32 MiB written and
 # verified at a few hundred IOPS under TCG, two restarts), so
 # make test's pattern ('[1-69]*') does not run it: only a pattern that
