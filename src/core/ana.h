@@ -20,7 +20,8 @@
  *   same on every gateway (a namespace's ANAGRPID must not depend on the
  *   path).
  *
- * A group's state changes only through core_ana_set_state, a namespace's
+ * A group's configured state changes only through core_ana_set_state (its
+ * effective state also by the takeover rule below), a namespace's
  * group only through core_ns_set_ana_group; each change is published as
  * CORE_NS_EV_ANA for every namespace it concerns (old/new: the states), so
  * the NVMe personality raises the ANA change notice and the SCSI one the
@@ -95,5 +96,60 @@ uint16_t core_gateway_rel_port(uint16_t n);
 uint16_t core_gateway_tpg(uint32_t group);
 /* The access group of a target port group number of this gateway; 0 when it is not ours. */
 uint32_t core_gateway_tpg_group(uint16_t tpg);
+
+/*
+ * Automatic takeover (issue 14: "a gateway that dies makes its paths
+ * inaccessible; the others take over").  Each group has a configured
+ * state (what ana_group_set and the config say, what config_save writes)
+ * and an effective state (what hosts see: core_ana_state).  A gateway may
+ * list its peers (ana_peers_set: the other gateways, each named by one TCP
+ * port it listens on, and the groups that peer is optimized for; default
+ * every group).  Reactor 0 probes each peer with a non-blocking TCP
+ * connect every interval; CORE_ANA_PEER_PROBES failed probes in a row make
+ * a peer down, as many good ones make it up again.  The rule, one place:
+ *
+ *   a group configured non-optimized or standby is optimized while every
+ *   peer listed for it is down (and at least one is listed); otherwise it
+ *   is what is configured.
+ *
+ * So a standby gateway promotes its paths when the optimized one dies and
+ * gives them back (fails back) when that one answers again, as the Ceph
+ * NVMe-oF gateway returns a load-balancing group to its gateway when it
+ * comes back.  The dead gateway's own paths simply vanish (its connections
+ * drop; a host sees the path gone).  Each change of an effective state is
+ * published as CORE_NS_EV_ANA like a configured one.
+ */
+#define CORE_ANA_PEERS_MAX     8u
+#define CORE_ANA_PEER_PROBES   2u    /* probes in a row that change a peer's verdict */
+#define CORE_ANA_PEER_INTERVAL 1000u /* default probe interval, ms */
+#define CORE_ANA_PEER_ADDR_MAX 64u
+
+struct core_ana_peer {
+        char host[CORE_ANA_PEER_ADDR_MAX]; /* numeric IPv4 or IPv6 address */
+        uint16_t port;
+        uint32_t groups; /* bit g: the peer is optimized for group g */
+};
+
+/* The configured state of a group (what ana_group_set said); optimized outside 1..16. */
+enum core_ana_state core_ana_configured_state(uint32_t group);
+/*
+ * Parse a peer list: "HOST:PORT[/G[+G..]]" items separated by commas
+ * ("[v6]:PORT" for IPv6; no groups = every group); "" is no peer.  The
+ * count, or -EINVAL with err set.
+ */
+int core_ana_peers_parse(const char *s, struct core_ana_peer *out, unsigned max, char *err,
+                         size_t errlen);
+/* The peer list back in that form (config_save, ana_group_list). */
+void core_ana_peers_format(const struct core_ana_peer *p, unsigned n, char *out, size_t len);
+/*
+ * Replace the peer list (control path); every peer starts up.  Probing
+ * runs on reactor 0 while the list is not empty (not at all without
+ * reactors: unit tests drive core_ana_peer_report).  0 or -EINVAL.
+ */
+int core_ana_peers_set(const struct core_ana_peer *p, unsigned n, unsigned interval_ms);
+/* The peer list, each peer's verdict (up) and the interval; the count. */
+unsigned core_ana_peers_get(struct core_ana_peer *p, bool *up, unsigned max, unsigned *interval_ms);
+/* One probe's result for peer i (the prober; tests): may change effective states. */
+void core_ana_peer_report(unsigned i, bool ok);
 
 #endif

@@ -852,12 +852,26 @@ json_t *mgmt_config_dump(bool with_secrets)
         }
         free(v);
         /* access groups that are not optimized (core/ana.h), before any host can connect */
+        /* (the configured state: a takeover is not configuration) */
         for (uint32_t g = 1; g <= CORE_ANA_GROUPS; g++)
-                if (core_ana_state(g) != CORE_ANA_OPTIMIZED)
+                if (core_ana_configured_state(g) != CORE_ANA_OPTIMIZED)
                         json_array_append_new(
-                            out, entry("ana_group_set",
-                                       json_pack("{s:i, s:s}", "group", (int)g, "state",
-                                                 core_ana_state_name(core_ana_state(g)))));
+                            out,
+                            entry("ana_group_set",
+                                  json_pack("{s:i, s:s}", "group", (int)g, "state",
+                                            core_ana_state_name(core_ana_configured_state(g)))));
+        /* the watched peers (automatic takeover) */
+        {
+                struct core_ana_peer p[CORE_ANA_PEERS_MAX];
+                unsigned iv;
+                unsigned np = core_ana_peers_get(p, NULL, CORE_ANA_PEERS_MAX, &iv);
+                char txt[CORE_ANA_PEERS_MAX * (CORE_ANA_PEER_ADDR_MAX + 64)];
+                core_ana_peers_format(p, np, txt, sizeof(txt));
+                if (np)
+                        json_array_append_new(
+                            out, entry("ana_peers_set", json_pack("{s:s, s:i}", "peers", txt,
+                                                                  "interval_ms", (int)iv)));
+        }
 
         /* 2. targets, 3. their LUN maps */
         size_t i;

@@ -36,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/ana.h"
 #include "core/ns.h"
 #include "iscsi/iscsi.h"
 #include "nvme/nvme.h"
@@ -54,6 +55,7 @@ struct model {
         json_t *auth;      /* iqn, or "" for discovery -> iscsi_target_auth params (no "target") */
         json_t *acl;       /* iqn -> {initiator -> iscsi_acl_add params (luns as "0,2,4-7")} */
         json_t *ana;       /* access group (str) -> state, the groups not optimized */
+        json_t *peers;     /* ana_peers_set params, peers normalised; NULL: none */
         const char *log_level;
 };
 
@@ -80,6 +82,7 @@ static void model_init(struct model *m)
         m->auth = json_object();
         m->acl = json_object();
         m->ana = json_object();
+        m->peers = NULL;
         m->log_level = NULL;
 }
 
@@ -94,6 +97,7 @@ static void model_fini(struct model *m)
         json_decref(m->auth);
         json_decref(m->acl);
         json_decref(m->ana);
+        json_decref(m->peers);
 }
 
 static const char *pstr(json_t *p, const char *k)
@@ -357,6 +361,19 @@ static int model_apply(struct model *m, const char *method, json_t *p, char *err
                         json_object_del(m->ana, g); /* the default: not in the model */
                 else
                         json_object_set_new(m->ana, g, json_string(pstr(p, "state")));
+        } else if (strcmp(method, "ana_peers_set") == 0) {
+                /* the peer list in its normal text form, so equal lists compare equal */
+                struct core_ana_peer pv[CORE_ANA_PEERS_MAX];
+                char perr[200], txt[CORE_ANA_PEERS_MAX * (CORE_ANA_PEER_ADDR_MAX + 64)];
+                int np = core_ana_peers_parse(pstr(p, "peers"), pv, CORE_ANA_PEERS_MAX, perr,
+                                              sizeof(perr));
+                if (np < 0)
+                        FAIL("ana_peers_set: %s", perr);
+                core_ana_peers_format(pv, (unsigned)np, txt, sizeof(txt));
+                json_decref(m->peers);
+                m->peers = np ? json_pack("{s:s, s:I}", "peers", txt, "interval_ms",
+                                          pint(p, "interval_ms", CORE_ANA_PEER_INTERVAL))
+                              : NULL;
         } else if (strncmp(method, "fault_", 6) == 0) {
                 /* Our choice: fault rules are runtime state, never part of the configuration. */
                 FAIL("method %s: fault injection is not configuration (not saved, not reloaded); "
@@ -808,6 +825,9 @@ static void diff(struct plan *pl, struct model *run, struct model *want, json_t 
             step(pl, "ana_group_set",
                  json_pack("{s:I, s:s}", "group", (json_int_t)strtoll(k, NULL, 10), "state",
                            "optimized"));
+        /* the watched peers: the file's list, or none */
+        if (want->peers ? !json_equal(want->peers, run->peers) : run->peers != NULL)
+                step(pl, "ana_peers_set", want->peers ? json_incref(want->peers) : json_object());
         /* 6. portals and listeners last: hosts can connect once everything exists */
         json_array_foreach(late, i, e)
             step(pl, pstr(e, "method"), json_incref(json_object_get(e, "params")));

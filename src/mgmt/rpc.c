@@ -698,6 +698,25 @@ static int h_ana_group_set(struct rpc_ctx *c)
         return 0;
 }
 
+/*
+ * The other gateways this one watches (core/ana.h, automatic takeover):
+ * "HOST:PORT[/G[+G..]]" items; absent: none.  Replaces the list.
+ */
+static int h_ana_peers_set(struct rpc_ctx *c)
+{
+        struct core_ana_peer p[CORE_ANA_PEERS_MAX];
+        char err[200];
+        int n = core_ana_peers_parse(pstr(c, "peers", ""), p, CORE_ANA_PEERS_MAX, err, sizeof(err));
+        if (n < 0)
+                return inval(c, "%s", err);
+        unsigned iv = (unsigned)puint(c, "interval_ms", CORE_ANA_PEER_INTERVAL);
+        int rc = core_ana_peers_set(p, (unsigned)n, iv);
+        if (rc < 0)
+                return opfail(c, rc, "ana_peers_set", NULL);
+        c->result = json_pack("{s:i, s:i}", "peers", n, "interval_ms", (int)iv);
+        return 0;
+}
+
 /* Every access group that is not optimized or holds a namespace, and the gateway's ids. */
 static void ana_count_ns(struct core_ns *ns, void *arg)
 {
@@ -714,19 +733,34 @@ static int h_ana_group_list(struct rpc_ctx *c)
         json_t *groups = json_array();
         for (uint32_t g = 1; g <= CORE_ANA_GROUPS; g++) {
                 enum core_ana_state st = core_ana_state(g);
-                if (!n[g] && st == CORE_ANA_OPTIMIZED)
+                if (!n[g] && st == CORE_ANA_OPTIMIZED &&
+                    core_ana_configured_state(g) == CORE_ANA_OPTIMIZED)
                         continue;
-                json_array_append_new(
-                    groups, json_pack("{s:i, s:s, s:i, s:i, s:I}", "group", (int)g, "state",
-                                      core_ana_state_name(st), "namespaces", (int)n[g],
-                                      "scsi_target_port_group", (int)core_gateway_tpg(g),
-                                      "change_count", (json_int_t)core_ana_group_change_count(g)));
+                json_array_append_new(groups,
+                                      json_pack("{s:i, s:s, s:s, s:i, s:i, s:I}", "group", (int)g,
+                                                "state", core_ana_state_name(st), "configured",
+                                                core_ana_state_name(core_ana_configured_state(g)),
+                                                "namespaces", (int)n[g], "scsi_target_port_group",
+                                                (int)core_gateway_tpg(g), "change_count",
+                                                (json_int_t)core_ana_group_change_count(g)));
         }
         uint16_t lo, hi;
         core_gateway_cntlid_range(&lo, &hi);
-        c->result = json_pack("{s:i, s:I, s:[i,i], s:o}", "gateway_id", (int)core_gateway_id(),
-                              "change_count", (json_int_t)core_ana_change_count(), "cntlid_range",
-                              (int)lo, (int)hi, "groups", groups);
+        /* the watched peers, each with its verdict */
+        struct core_ana_peer p[CORE_ANA_PEERS_MAX];
+        bool up[CORE_ANA_PEERS_MAX];
+        unsigned iv;
+        unsigned np = core_ana_peers_get(p, up, CORE_ANA_PEERS_MAX, &iv);
+        json_t *peers = json_array();
+        for (unsigned i = 0; i < np; i++) {
+                char txt[CORE_ANA_PEER_ADDR_MAX + 64];
+                core_ana_peers_format(&p[i], 1, txt, sizeof(txt));
+                json_array_append_new(peers, json_pack("{s:s, s:b}", "peer", txt, "up", up[i]));
+        }
+        c->result =
+            json_pack("{s:i, s:I, s:[i,i], s:o, s:o, s:i}", "gateway_id", (int)core_gateway_id(),
+                      "change_count", (json_int_t)core_ana_change_count(), "cntlid_range", (int)lo,
+                      (int)hi, "groups", groups, "peers", peers, "peer_interval_ms", (int)iv);
         return c->result ? 0 : opfail(c, -ENOMEM, "ana_group_list", NULL);
 }
 
@@ -1939,8 +1973,20 @@ static const struct rpc_method rpc_methods[] = {
           "persistent-loss | transitioning")}},
     {"ana_group_list",
      h_ana_group_list,
-     "This gateway's id, controller ID range, and the access groups in use or not optimized",
+     "This gateway's id, controller ID range, the access groups in use or not optimized "
+     "(effective and configured state), and the watched peers",
      {}},
+    {"ana_peers_set",
+     h_ana_peers_set,
+     "Watch the other gateways: while every peer listed for a group configured non-optimized "
+     "or standby is down, this gateway serves that group optimized (takeover), and gives it back "
+     "when one answers again (failback)",
+     {STR("peers", false, 1024,
+          "HOST:PORT[/G[+G..]] items separated by commas: a TCP port each peer listens on (its "
+          "NVMe/TCP listener or iSCSI portal), and the groups it is optimized for (default every "
+          "group); absent = none (takeover off)"),
+      UINT("interval_ms", false, 10, 600000,
+           "probe interval (default 1000); a peer changes verdict after 2 probes in a row")}},
     {"element_set",
      h_element_set,
      "Fail, degrade or heal a physical element, or depopulate it (capacity shrinks)",

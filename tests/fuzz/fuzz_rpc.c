@@ -3,9 +3,12 @@
  * bytes go through mgmt_rpc_handle(), which must answer every input with a
  * JSON-RPC response (or nothing, for notifications) and never crash, leak
  * or hang.  Inputs that would touch the host outside the sandbox (a
- * "path" anywhere, the file backend, portals that bind real ports) are
- * parsed but not dispatched; everything created (namespaces, targets,
- * fault rules) is torn down after each input so runs stay independent.
+ * "path" anywhere, the file backend, portals that bind real ports, ANA
+ * "peers" that would be probed over the network) are parsed but not
+ * dispatched; everything created (namespaces, targets, fault rules) is
+ * torn down after each input so runs stay independent.  Every input is
+ * also a peer list for core_ana_peers_parse (ana_peers_set, reload):
+ * what parses must format back to text that parses to the same peers.
  */
 #include <jansson.h>
 #include <stdint.h>
@@ -13,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/ana.h"
 #include "core/fault.h"
 #include "core/ns.h"
 #include "iscsi/iscsi.h"
@@ -48,7 +52,7 @@ static int unsafe(json_t *v)
         case JSON_OBJECT:
                 json_object_foreach(v, k, x)
                 {
-                        if (strstr(k, "path") || unsafe(x))
+                        if (strstr(k, "path") || strcmp(k, "peers") == 0 || unsafe(x))
                                 return 1;
                 }
                 return 0;
@@ -93,8 +97,32 @@ static void reset_state(void)
         rt_log_threshold = RT_LOG_ERR;
 }
 
+/* The peer list parser (core/ana.c): no crash, and format(parse(s)) parses to the same. */
+static void fuzz_peers(const uint8_t *data, size_t size)
+{
+        char *s = malloc(size + 1), err[200];
+        if (!s)
+                return;
+        memcpy(s, data, size);
+        s[size] = '\0';
+        struct core_ana_peer a[CORE_ANA_PEERS_MAX], b[CORE_ANA_PEERS_MAX];
+        int n = core_ana_peers_parse(s, a, CORE_ANA_PEERS_MAX, err, sizeof(err));
+        if (n > 0) {
+                char txt[CORE_ANA_PEERS_MAX * (CORE_ANA_PEER_ADDR_MAX + 64)];
+                core_ana_peers_format(a, (unsigned)n, txt, sizeof(txt));
+                if (core_ana_peers_parse(txt, b, CORE_ANA_PEERS_MAX, err, sizeof(err)) != n)
+                        abort();
+                for (int i = 0; i < n; i++)
+                        if (a[i].port != b[i].port || a[i].groups != b[i].groups ||
+                            strcmp(a[i].host, b[i].host) != 0)
+                                abort();
+        }
+        free(s);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+        fuzz_peers(data, size);
         json_t *v = json_loadb((const char *)data, size, JSON_DECODE_ANY, NULL);
         int skip = v && unsafe(v);
         json_decref(v);

@@ -21,6 +21,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
+#include "core/ana.h"
 #include "core/ns.h"
 #include "mgmt/mgmt.h"
 
@@ -508,6 +509,88 @@ static void test_config_reload(void **state)
         assert_int_equal(core_ns_delete("rl3"), 0);
 }
 
+/* The configured entry of config_save named method whose params has key = val (string), or NULL. */
+static json_t *saved_entry(json_t *r, const char *method)
+{
+        json_t *cfg = json_object_get(json_object_get(r, "result"), "config"), *e;
+        size_t i;
+        json_array_foreach(cfg, i, e) if (strcmp(json_string_value(json_object_get(e, "method")),
+                                                 method) == 0) return json_object_get(e, "params");
+        return NULL;
+}
+
+/*
+ * ana_peers_set (automatic takeover, core/ana.h): the peer list is checked,
+ * listed with each peer's verdict, saved by config_save next to the
+ * configured (not the effective) group state, and applied by a reload only
+ * when it differs.
+ */
+static void test_ana_peers(void **state)
+{
+        (void)state;
+        char path[256], params[600];
+        expect_error("ana_peers_set", "{\"peers\": \"localhost:4420\"}", -32602,
+                     "is not HOST:PORT");
+        expect_error("ana_peers_set", "{\"peers\": \"127.0.0.1:4420\", \"interval_ms\": 5}", -32602,
+                     "interval_ms");
+        json_t *r = call("ana_peers_set", "{\"peers\": \"127.0.0.1:1/1\", \"interval_ms\": 500}");
+        assert_int_equal(err_code(r), 0);
+        json_decref(r);
+        r = call("ana_group_set", "{\"group\": 1, \"state\": \"non-optimized\"}");
+        assert_int_equal(err_code(r), 0);
+        json_decref(r);
+        /* the peer is down: the effective state is optimized, the configured one is kept */
+        core_ana_peer_report(0, false);
+        core_ana_peer_report(0, false);
+        r = call("ana_group_list", NULL);
+        json_t *res = json_object_get(r, "result");
+        json_t *g1 = json_array_get(json_object_get(res, "groups"), 0);
+        assert_string_equal(json_string_value(json_object_get(g1, "state")), "optimized");
+        assert_string_equal(json_string_value(json_object_get(g1, "configured")), "non-optimized");
+        json_t *p0 = json_array_get(json_object_get(res, "peers"), 0);
+        assert_string_equal(json_string_value(json_object_get(p0, "peer")), "127.0.0.1:1/1");
+        assert_false(json_is_true(json_object_get(p0, "up")));
+        assert_int_equal(json_integer_value(json_object_get(res, "peer_interval_ms")), 500);
+        json_decref(r);
+        r = call("config_save", NULL);
+        json_t *pp = saved_entry(r, "ana_peers_set"), *gp = saved_entry(r, "ana_group_set");
+        assert_non_null(pp);
+        assert_string_equal(json_string_value(json_object_get(pp, "peers")), "127.0.0.1:1/1");
+        assert_int_equal(json_integer_value(json_object_get(pp, "interval_ms")), 500);
+        assert_non_null(gp);
+        assert_string_equal(json_string_value(json_object_get(gp, "state")), "non-optimized");
+        json_decref(r);
+        /* reload: the same list is no step, another one is one, none clears it */
+        snprintf(path, sizeof(path), "%s/reload-peers.json", tmpdir);
+        snprintf(params, sizeof(params), "{\"path\": \"%s\"}", path);
+        write_text(path, "{\"config\": ["
+                         "{\"method\": \"ana_group_set\", \"params\": {\"group\": 1, "
+                         "\"state\": \"non-optimized\"}},"
+                         "{\"method\": \"ana_peers_set\", \"params\": {\"peers\": "
+                         "\" 127.0.0.1:1/1 \", \"interval_ms\": 500}}]}");
+        assert_int_equal(reload_steps(params), 0);
+        write_text(path, "{\"config\": ["
+                         "{\"method\": \"ana_group_set\", \"params\": {\"group\": 1, "
+                         "\"state\": \"non-optimized\"}},"
+                         "{\"method\": \"ana_peers_set\", \"params\": {\"peers\": "
+                         "\"127.0.0.1:2\"}}]}");
+        assert_int_equal(reload_steps(params), 1);
+        struct core_ana_peer p[CORE_ANA_PEERS_MAX];
+        unsigned iv;
+        assert_int_equal(core_ana_peers_get(p, NULL, CORE_ANA_PEERS_MAX, &iv), 1);
+        assert_int_equal(p[0].port, 2);
+        assert_int_equal(iv, CORE_ANA_PEER_INTERVAL);
+        assert_int_equal(core_ana_state(1), CORE_ANA_NON_OPTIMIZED); /* a new peer starts up */
+        write_text(path, "{\"config\": [{\"method\": \"ana_peers_set\", \"params\": "
+                         "{\"peers\": \"127.0.0.1:2/1+3\"}}]}");
+        assert_int_equal(reload_steps(params), 2); /* the peers, and group 1 back to optimized */
+        write_text(path, "{\"config\": []}");
+        assert_int_equal(reload_steps(params), 1);
+        assert_int_equal(core_ana_peers_get(NULL, NULL, CORE_ANA_PEERS_MAX, NULL), 0);
+        assert_int_equal(reload_steps(params), 0);
+        assert_int_equal(core_ana_state(1), CORE_ANA_OPTIMIZED);
+}
+
 /*
  * The flash model's keys (namespace_create), flash_stats, and config_reload:
  * the same keys again (a size as a string) change nothing, another value is
@@ -909,6 +992,7 @@ int main(void)
             cmocka_unit_test(test_config_file),
             cmocka_unit_test(test_config_save_roundtrip),
             cmocka_unit_test(test_config_save_refuses),
+            cmocka_unit_test(test_ana_peers),
             cmocka_unit_test(test_namespace_runtime),
             cmocka_unit_test(test_config_reload),
             cmocka_unit_test(test_provisioning),

@@ -6,7 +6,10 @@
  * (NOT READY 04h/0Ah, 0Bh, 0Ch) with INQUIRY and RTPG still served, the
  * unit attention 2Ah/06h on every nexus after a change, and the gateway
  * id's offsets of port and group numbers; plus the core model: state names,
- * group bounds, the change counts, CNTLID ranges.
+ * group bounds, the change counts, CNTLID ranges; and automatic takeover:
+ * the peer list's text form, and the rule (a group configured non-optimized
+ * or standby is optimized while every peer listed for it is down, given
+ * back when one is up again) seen through RTPG and its unit attention.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -61,8 +64,7 @@ static void target_up(void)
         core_ns_get(ns);
         assert_int_equal(scsi_target_map_lun(&tgt, 0, ns), 0);
         scsi_nexus_init(&nx, &tgt, "iqn.init1,i,0x1", "iqn.2024-01.org.slate:alua,t,0x1", NULL, 0);
-        scsi_nexus_init(&nx2, &tgt, "iqn.init2,i,0x1", "iqn.2024-01.org.slate:alua,t,0x1", NULL,
-                        0);
+        scsi_nexus_init(&nx2, &tgt, "iqn.init2,i,0x1", "iqn.2024-01.org.slate:alua,t,0x1", NULL, 0);
         for (unsigned l = 0; l < SCSI_MAX_LUNS; l++) {
                 atomic_store(&nx.ua[l], 0);
                 atomic_store(&nx2.ua[l], 0);
@@ -185,8 +187,8 @@ static void test_inquiry_vpd_rtpg(void **state)
         expect_good();
         assert_int_equal(cmd.data_in_len, 16);
         assert_int_equal(slate_be32(buf), 12); /* RETURN DATA LENGTH */
-        assert_int_equal(buf[4] & 0x0f, 0x0); /* active/optimized */
-        assert_int_equal(buf[5], 0xcf);       /* T, O, U, S, AN, AO supported */
+        assert_int_equal(buf[4] & 0x0f, 0x0);  /* active/optimized */
+        assert_int_equal(buf[5], 0xcf);        /* T, O, U, S, AN, AO supported */
         assert_int_equal(slate_be16(buf + 6), 1);
         assert_int_equal(buf[11], 1); /* one port */
         assert_int_equal(slate_be16(buf + 14), 1);
@@ -261,12 +263,109 @@ static void test_states(void **state)
         target_down();
 }
 
+/* What RTPG reports on nx now, after the unit attention the change left. */
+static uint8_t rtpg_state(bool expect_ua)
+{
+        run(RTPG, 12, 1024);
+        if (expect_ua) {
+                expect_sense(SK_UNIT_ATTENTION, 0x2a, 0x06);
+                run(RTPG, 12, 1024);
+        }
+        expect_good();
+        return buf[4] & 0x0f;
+}
+
+static void test_takeover(void **state)
+{
+        (void)state;
+        struct core_ana_peer p[CORE_ANA_PEERS_MAX];
+        char err[200], txt[512];
+        /* The text form: parse, normalise, refuse what is not one. */
+        assert_int_equal(core_ana_peers_parse("", p, CORE_ANA_PEERS_MAX, err, sizeof(err)), 0);
+        assert_int_equal(core_ana_peers_parse("127.0.0.1:4420, [::1]:3260/2+5", p,
+                                              CORE_ANA_PEERS_MAX, err, sizeof(err)),
+                         2);
+        assert_string_equal(p[1].host, "::1");
+        assert_int_equal(p[1].port, 3260);
+        assert_int_equal(p[1].groups, (1u << 2) | (1u << 5));
+        core_ana_peers_format(p, 2, txt, sizeof(txt));
+        assert_string_equal(txt, "127.0.0.1:4420,[::1]:3260/2+5");
+        static const char *const bad[] = {"host:4420",
+                                          "127.0.0.1",
+                                          "127.0.0.1:0",
+                                          "127.0.0.1:70000",
+                                          "127.0.0.1:1/0",
+                                          "127.0.0.1:1/17",
+                                          "127.0.0.1:1/1+",
+                                          "[::1:1",
+                                          "::1:4420",
+                                          ("1.2.3.4:5,1.2.3.4:5,1.2.3.4:5,1.2.3.4:5,1.2.3.4:5,"
+                                           "1.2.3.4:5,1.2.3.4:5,1.2.3.4:5,1.2.3.4:5")};
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+                assert_int_equal(
+                    core_ana_peers_parse(bad[i], p, CORE_ANA_PEERS_MAX, err, sizeof(err)), -EINVAL);
+
+        /* Gateway B: group 1 non-optimized, watching A (optimized for 1) and C (for 3 only). */
+        target_up();
+        assert_int_equal(core_ana_set_state(1, CORE_ANA_NON_OPTIMIZED, NULL), 0);
+        assert_int_equal(rtpg_state(true), 0x1);
+        assert_int_equal(core_ana_peers_parse("127.0.0.1:4420/1,127.0.0.1:4421/3", p,
+                                              CORE_ANA_PEERS_MAX, err, sizeof(err)),
+                         2);
+        assert_int_equal(core_ana_peers_set(p, 2, 5), -EINVAL); /* interval below 10 ms */
+        assert_int_equal(core_ana_peers_set(p, 2, 1000), 0);
+        bool up[CORE_ANA_PEERS_MAX];
+        assert_int_equal(core_ana_peers_get(NULL, up, CORE_ANA_PEERS_MAX, NULL), 2);
+        assert_true(up[0] && up[1]); /* peers start up: no takeover at start */
+        /* One failed probe of A is not enough; two in a row are. */
+        core_ana_peer_report(0, false);
+        assert_int_equal(core_ana_state(1), CORE_ANA_NON_OPTIMIZED);
+        core_ana_peer_report(0, true); /* the streak restarts */
+        core_ana_peer_report(0, false);
+        assert_int_equal(core_ana_state(1), CORE_ANA_NON_OPTIMIZED);
+        /* C's death concerns group 3 only. */
+        core_ana_peer_report(1, false);
+        core_ana_peer_report(1, false);
+        assert_int_equal(core_ana_state(1), CORE_ANA_NON_OPTIMIZED);
+        assert_int_equal(rtpg_state(false), 0x1);
+        core_ana_peer_report(0, false);
+        assert_int_equal(core_ana_state(1), CORE_ANA_OPTIMIZED); /* takeover */
+        assert_int_equal(core_ana_configured_state(1), CORE_ANA_NON_OPTIMIZED);
+        assert_int_equal(core_ana_peers_get(NULL, up, CORE_ANA_PEERS_MAX, NULL), 2);
+        assert_false(up[0]);
+        assert_int_equal(rtpg_state(true), 0x0); /* hosts are told */
+        assert_int_equal(core_ns_check(ns, CORE_CHK_ACCESS), CORE_OK);
+        /* A configured inaccessible group is management's word: no takeover of it. */
+        assert_int_equal(core_ana_set_state(1, CORE_ANA_INACCESSIBLE, NULL), 0);
+        assert_int_equal(core_ana_state(1), CORE_ANA_INACCESSIBLE);
+        assert_int_equal(core_ana_set_state(1, CORE_ANA_STANDBY, NULL), 0);
+        assert_int_equal(core_ana_state(1), CORE_ANA_OPTIMIZED); /* standby is taken over too */
+        assert_int_equal(rtpg_state(true), 0x0);
+        /* A answers again: two good probes give the group back (failback). */
+        core_ana_peer_report(0, true);
+        assert_int_equal(core_ana_state(1), CORE_ANA_OPTIMIZED);
+        core_ana_peer_report(0, true);
+        assert_int_equal(core_ana_state(1), CORE_ANA_STANDBY);
+        assert_int_equal(rtpg_state(true), 0x2);
+        /* A dead peer dropped from the list holds no takeover; an empty list stops it all. */
+        core_ana_peer_report(0, false);
+        core_ana_peer_report(0, false);
+        assert_int_equal(core_ana_state(1), CORE_ANA_OPTIMIZED);
+        assert_int_equal(core_ana_peers_set(p + 1, 1, 1000), 0);
+        assert_int_equal(core_ana_state(1), CORE_ANA_STANDBY);
+        assert_int_equal(core_ana_peers_set(NULL, 0, 1000), 0);
+        assert_int_equal(core_ana_peers_get(NULL, NULL, CORE_ANA_PEERS_MAX, NULL), 0);
+        assert_int_equal(core_ana_set_state(1, CORE_ANA_OPTIMIZED, NULL), 0);
+        target_down();
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_core_model),
             cmocka_unit_test(test_inquiry_vpd_rtpg),
             cmocka_unit_test(test_states),
+            cmocka_unit_test(test_takeover),
         };
         return cmocka_run_group_tests(tests, setup, NULL);
 }
