@@ -113,6 +113,12 @@ for part in tests/e2e/cross.d/*.sh; do
 	# shellcheck disable=SC2053
 	[ "$parts" = all ] || [[ $(basename "$part" .sh) == $parts ]] || continue
 	echo "--- $part (at ${SECONDS}s)"
+	# A part that does not parse would be skipped by "." without a word.
+	if ! bash -n "$part" 2>"$logdir/parse.err"; then
+		slate_result FAIL "e2e-cross.$(basename "$part" .sh).parses" "$logdir/parse.err"
+		slate_nfail=$((slate_nfail + 1))
+		continue
+	fi
 	# shellcheck disable=SC1090
 	. "$part"
 done
