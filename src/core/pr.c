@@ -558,10 +558,10 @@ enum core_status core_pr_shared_update(struct core_ns *ns,
                         rc = text ? ns->be.ops->pr_store(&ns->be, text, &version) : -ENOMEM;
                         free(text);
                         if (rc == -ECANCELED) {
-                                LOG_DEBUG("pr",
-                                          "%s: another gateway changed the reservation "
-                                          "state first; applying again",
-                                          ns->name);
+                                LOG_INFO("pr",
+                                         "%s: another gateway changed the reservation "
+                                         "state first; applying again",
+                                         ns->name);
                                 continue;
                         }
                         if (rc < 0) {
