@@ -410,20 +410,22 @@ static int rbd_be_identity_store(struct backend *be, const struct backend_identi
  * A store is one atomic write op: cmpxattr version == the one the state was
  * read at (else -ECANCELED: another gateway stored first; the core reads,
  * applies again and retries), setxattr version + 1, write_full.  After it,
- * rados_aio_notify on the object (not waited for) tells every gateway
- * watching it (rados_watch2), which reloads its cached copy: the one the
- * per-I/O reservation check reads.  ceph-iscsi's tcmu-runner keeps its PR
- * state in the image header's metadata the same way (a compare-and-set on
- * the metadata value), without the notify: it reads the state on every PR
- * command.
+ * rados_notify2 on the object tells every gateway watching it
+ * (rados_watch2), which reloads its cached copy (the one the per-I/O
+ * reservation check reads) and then acks: the store returns when every
+ * live gateway has the new state, or after PR_NOTIFY_TIMEOUT_MS.  ceph-iscsi's tcmu-runner keeps
+ * its PR state in the image header's metadata the same way (a compare-and-set on the metadata
+ * value), without the notify: it reads the state on every PR command.
  *
- * load and store are synchronous cluster round trips (a few ms): the core
- * calls them for PERSISTENT RESERVE OUT/IN and the NVMe reservation
- * commands only, which hosts send rarely; a watch callback runs on a
- * librados thread.
+ * load and store are synchronous cluster round trips (a few ms; a store
+ * waits for the other gateways' acks too): the core calls them for
+ * PERSISTENT RESERVE OUT/IN and the NVMe reservation commands only, which
+ * hosts send rarely, on the reactor that received the command; a watch
+ * callback runs on a librados thread.
  */
-#define PR_VERSION_XATTR "slate.pr.version"
-#define PR_MAX_BYTES     (256u << 10) /* 64 registrations of the longest names fit */
+#define PR_VERSION_XATTR     "slate.pr.version"
+#define PR_MAX_BYTES         (256u << 10) /* 64 registrations of the longest names fit */
+#define PR_NOTIFY_TIMEOUT_MS 3000
 
 /* On a librados thread: another gateway stored the state. */
 static void rbd_pr_notified(void *arg, uint64_t notify_id, uint64_t handle, uint64_t notifier_id,
@@ -522,21 +524,6 @@ static int rbd_be_pr_load(struct backend *be, char **text, uint64_t *version)
         return 0;
 }
 
-/* Fire and forget: nothing waits for the other gateways' acks (see README). */
-struct rbd_pr_notify {
-        char *reply;
-        size_t reply_len;
-};
-
-static void rbd_pr_notify_done(rados_completion_t c, void *arg)
-{
-        struct rbd_pr_notify *n = arg;
-        rados_aio_release(c);
-        if (n->reply)
-                rados_buffer_free(n->reply);
-        free(n);
-}
-
 static int rbd_be_pr_store(struct backend *be, const char *text, uint64_t *version)
 {
         struct rbd_be *r = be->priv;
@@ -568,19 +555,22 @@ static int rbd_be_pr_store(struct backend *be, const char *text, uint64_t *versi
         if (rc < 0)
                 return rc;
         *version += 1;
-        rados_completion_t c;
-        struct rbd_pr_notify *n = calloc(1, sizeof(*n));
-        if (!n || rados_aio_create_completion2(n, rbd_pr_notify_done, &c) < 0) {
-                free(n);
-                LOG_WARN("rbd", "%s: cannot tell the other gateways of a reservation change",
-                         r->desc);
-                return 0; /* stored: they see it at their next reservation command */
-        }
-        if (rados_aio_notify(r->io, r->pr_oid, c, new, (int)nl, 10000, &n->reply, &n->reply_len) <
-            0) {
-                rados_aio_release(c);
-                free(n);
-        }
+        /*
+         * Tell the other gateways and wait for their acks: each acks after
+         * reloading its copy, so when the command completes every live
+         * gateway enforces the new state.  A gateway that died keeps its
+         * watch until the cluster drops it (about 30 s): the notify then
+         * times out, the state is stored all the same.
+         */
+        char *reply = NULL;
+        size_t reply_len = 0;
+        rc =
+            rados_notify2(r->io, r->pr_oid, new, (int)nl, PR_NOTIFY_TIMEOUT_MS, &reply, &reply_len);
+        if (reply)
+                rados_buffer_free(reply);
+        if (rc < 0)
+                LOG_WARN("rbd", "%s: not every gateway acknowledged the reservation change (%s)",
+                         r->desc, strerror(-rc));
         return 0;
 }
 

@@ -3,7 +3,7 @@
 
 Usage: ana_host.py info PORT SUBNQN
        ana_host.py aen PORT SUBNQN
-       ana_host.py resv PORT SUBNQN HOST STEP...
+       ana_host.py resv PORT SUBNQN HOST STEP... [+ PORT HOST STEP...]
 
 Connects to SUBNQN on 127.0.0.1:PORT (no digests), enables the controller
 and prints one JSON object: Identify Controller's CNTLID, CMIC, OAES, ANATT,
@@ -20,7 +20,9 @@ log and Read status after it.
 
 "resv" is the `nvme resv-*` of host number HOST (its Host Identifier and
 NQN end in that byte) on NSID 1 through an I/O queue: each STEP adds one
-element to the JSON array it prints.  reg:KEY (Reservation Register 0Dh,
+element to the JSON array it prints; after "+", the next host and port
+(one JSON line each, in one process: a python start costs seconds on a
+loaded machine).  reg:KEY (Reservation Register 0Dh,
 register NRKEY=KEY), acq:KEY:TYPE (Acquire 11h), rel:KEY:TYPE (Release
 15h), clr:KEY (Release, Clear), read / write (one block at LBA 0): their
 status (0, or SCT<<8|SC; Reservation Conflict is 0x83); report (Reservation
@@ -186,13 +188,8 @@ def resv(io, steps, bs):
     return out
 
 
-def main():
-    global HOSTNQN, HOSTID
-    mode, port, subnqn = sys.argv[1], int(sys.argv[2]), sys.argv[3].encode()
-    if mode == "resv":
-        host = int(sys.argv[4])
-        HOSTID = bytes(range(15)) + bytes([host])
-        HOSTNQN = HOSTNQN[:-2] + b"%02x" % host
+def enable(port, subnqn):
+    """An enabled controller's admin queue."""
     q = Queue(port, subnqn, 0, 0xffff)
     sqe = bytearray(64)  # Property Set CC.EN = 1
     sqe[0], sqe[1], sqe[4] = 0x7f, 0x40, 0x00
@@ -208,12 +205,43 @@ def main():
         if not st and dw0 & 1:
             break
         time.sleep(0.05)
-    if mode == "resv":
+    return q
+
+
+def resv_main(subnqn, args):
+    """resv PORT SUBNQN HOST STEP... [+ PORT HOST STEP...]: one JSON line per group."""
+    global HOSTNQN, HOSTID
+    base = HOSTNQN
+    groups, cur = [], []
+    for a in args:
+        if a == "+":
+            groups.append(cur)
+            cur = []
+        else:
+            cur.append(a)
+    groups.append(cur)
+    for g in groups:
+        port, host = int(g[0]), int(g[1])
+        HOSTID = bytes(range(15)) + bytes([host])
+        HOSTNQN = base[:-2] + b"%02x" % host
+        q = enable(port, subnqn)
         st, _, idn = admin(q, 0x06, 1, 0, 0, 4096)
+        if st:
+            sys.exit("Identify Namespace failed: 0x%x" % st)
         lbaf = struct.unpack_from("<I", idn, 128 + 4 * (idn[26] & 0x0f))[0]
         io = Queue(port, subnqn, 1, q.cntlid)
-        print(json.dumps(resv(io, sys.argv[5:], 1 << ((lbaf >> 16) & 0xff))), flush=True)
+        print(json.dumps(resv(io, g[2:], 1 << ((lbaf >> 16) & 0xff))), flush=True)
+        io.s.close()
+        q.s.close()
+
+
+def main():
+    mode = sys.argv[1]
+    if mode == "resv":
+        resv_main(sys.argv[3].encode(), [sys.argv[2]] + sys.argv[4:])
         return
+    port, subnqn = int(sys.argv[2]), sys.argv[3].encode()
+    q = enable(port, subnqn)
     st, _, idc = admin(q, 0x06, 0, 1, 0, 4096)
     if st:
         sys.exit("Identify Controller failed: 0x%x" % st)
