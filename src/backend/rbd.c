@@ -413,9 +413,10 @@ static int rbd_be_identity_store(struct backend *be, const struct backend_identi
  * rados_notify2 on the object tells every gateway watching it
  * (rados_watch2), which reloads its cached copy (the one the per-I/O
  * reservation check reads) and then acks: the store returns when every
- * live gateway has the new state, or after PR_NOTIFY_TIMEOUT_MS.  ceph-iscsi's tcmu-runner keeps
- * its PR state in the image header's metadata the same way (a compare-and-set on the metadata
- * value), without the notify: it reads the state on every PR command.
+ * live gateway has the new state, or after PR_NOTIFY_TIMEOUT_MS.  SUSE's
+ * LIO target_core_rbd kept PR state the same way (an xattr of the image
+ * header object, the OSD's compare-and-set); Ceph's iSCSI gateway
+ * (tcmu-runner) does not share reservations between gateways.
  *
  * load and store are synchronous cluster round trips (a few ms; a store
  * waits for the other gateways' acks too): the core calls them for
