@@ -62,7 +62,8 @@ struct rbd_be {
         char pr_oid[128];
         bool pr_watching;
         uint64_t pr_watch;
-        uint64_t instance_id; /* ours, to skip our own notifies */
+        uint64_t instance_id;        /* ours, to skip our own notifies */
+        atomic_bool pr_watch_broken; /* rbd_pr_rewatch on the next load or store */
         struct backend *be;
         char desc[512]; /* pool[/namespace]/image, for log lines */
 };
@@ -441,22 +442,42 @@ static void rbd_pr_notified(void *arg, uint64_t notify_id, uint64_t handle, uint
         rados_notify_ack(r->io, r->pr_oid, notify_id, handle, NULL, 0);
 }
 
-/* The watch broke (OSD change, connection reset): notifies may be lost, so watch again and reload.
+/*
+ * The watch broke (OSD change, connection reset): notifies may have been
+ * lost, so reload now; the watch is made again by the next load or store
+ * (a control path), not from this librados callback.
  */
 static void rbd_pr_watch_error(void *arg, uint64_t cookie, int err)
 {
         struct rbd_be *r = arg;
-        LOG_WARN("rbd", "%s: reservation watch lost (%s), watching again", r->desc, strerror(-err));
-        rados_unwatch2(r->io, cookie);
-        r->pr_watching = rados_watch2(r->io, r->pr_oid, &r->pr_watch, rbd_pr_notified,
-                                      rbd_pr_watch_error, r) == 0;
-        if (!r->pr_watching)
-                LOG_ERR("rbd",
-                        "%s: cannot watch the reservation state: changes through other "
-                        "gateways are seen at the next reservation command",
-                        r->desc);
+        (void)cookie;
+        LOG_WARN("rbd",
+                 "%s: reservation watch lost (%s): changes through other gateways are "
+                 "seen at the next reservation command",
+                 r->desc, strerror(-err));
+        atomic_store(&r->pr_watch_broken, true);
         if (r->be->pr_changed)
                 r->be->pr_changed(r->be);
+}
+
+/* Make a broken watch again (on the control path); 0 or -errno. */
+static int rbd_pr_rewatch(struct rbd_be *r)
+{
+        if (!atomic_exchange(&r->pr_watch_broken, false))
+                return 0;
+        if (r->pr_watching)
+                rados_unwatch2(r->io, r->pr_watch);
+        int rc =
+            rados_watch2(r->io, r->pr_oid, &r->pr_watch, rbd_pr_notified, rbd_pr_watch_error, r);
+        r->pr_watching = rc == 0;
+        if (rc < 0) {
+                atomic_store(&r->pr_watch_broken, true); /* try again next time */
+                LOG_ERR("rbd", "%s: watching the reservation state again: %s", r->desc,
+                        strerror(-rc));
+        } else {
+                LOG_INFO("rbd", "%s: reservation state watched again", r->desc);
+        }
+        return rc;
 }
 
 static int rbd_pr_open(struct rbd_be *r)
@@ -498,6 +519,7 @@ static int rbd_be_pr_load(struct backend *be, char **text, uint64_t *version)
         struct rbd_be *r = be->priv;
         *text = NULL;
         *version = 0;
+        rbd_pr_rewatch(r);
         char *buf = malloc(PR_MAX_BYTES + 1);
         if (!buf)
                 return -ENOMEM;
