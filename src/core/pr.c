@@ -9,6 +9,9 @@
  * effects on other nexuses (unit attentions, task aborts) are reported
  * through a callback and carried out by the personality and transport.
  * With APTPL set the state is saved in the namespace metadata as JSON.
+ * On a backend that keeps the state with shared storage (rbd: every
+ * gateway exporting the image) the operations apply to the stored state
+ * instead and ns->pr is this gateway's copy (core_pr_shared_update below).
  */
 #include "core/pr.h"
 
@@ -516,8 +519,6 @@ int core_ns_pr_refresh(struct core_ns *ns)
 
 /* How many times a store lost to another gateway is tried again before giving up. */
 #define PR_SHARED_TRIES 32
-
-typedef enum core_status (*pr_apply_fn)(struct core_pr *pr, void *arg);
 
 /*
  * Read the state kept with the storage, apply the operation to it, store
