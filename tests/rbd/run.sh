@@ -12,6 +12,10 @@
 #    read back through the other, both ways;
 #  - rbd.resize.*: namespace_resize through one gateway grows the image and
 #    the other follows, and both follow an `rbd resize` (the image's watch);
+#  - rbd.pr.*: a persistent reservation (SCSI, pr-probe) and an NVMe
+#    reservation (ana_host.py resv) taken through one gateway are honoured
+#    and reported by the other; racing registrations through both lose no
+#    update (the state is a RADOS object, core/pr.c, rbd.c);
 #  - rbd.durability.*: the durability rounds (kill -9 of slated with
 #    acknowledged FUA / flushed writes, tests/durability/run.sh) on an image;
 #  - rbd.conformance.*: libiscsi's iscsi-test-cu on an RBD-backed LUN 0
