@@ -75,6 +75,13 @@ struct backend {
          * never a reactor; the owner follows with ops->resize.
          */
         void (*size_changed)(struct backend *be, uint64_t size_bytes);
+        /*
+         * Set by the owner before open (may stay NULL): another process
+         * changed the reservation state kept with the storage (ops->pr_store
+         * there).  Called on a backend thread, never a reactor; the owner
+         * follows with ops->pr_load.
+         */
+        void (*pr_changed)(struct backend *be);
         void *priv;
 };
 
@@ -138,6 +145,21 @@ struct backend_ops {
          */
         int (*identity_load)(struct backend *be, struct backend_identity *id);
         int (*identity_store)(struct backend *be, const struct backend_identity *id);
+        /*
+         * Reservation state kept with the shared storage (rbd: a RADOS
+         * object next to the image), so every gateway exporting it honours
+         * one state (core/pr.c).  The state is an opaque string with a
+         * version that grows by one with every store.  Control path,
+         * blocking (a cluster round trip).  load: *text (malloc'd, or NULL
+         * when none is stored yet) and its *version (0 when none); 0 or
+         * -errno.  store: replaces the state if its version is still
+         * *version, then *version is the new one and the other processes
+         * are told (be->pr_changed there); 0, -ECANCELED when another
+         * process stored in between (load, apply again, retry), or -errno.
+         * NULL: the reservation state lives in this process only.
+         */
+        int (*pr_load)(struct backend *be, char **text, uint64_t *version);
+        int (*pr_store)(struct backend *be, const char *text, uint64_t *version);
 };
 
 const struct backend_ops *backend_find(const char *name);

@@ -58,12 +58,21 @@ struct rbd_be {
          * its callback must not wait for the resize's lock meanwhile.
          */
         atomic_bool resizing;
+        /* Reservation state shared by the gateways (rbd_pr_*, below). */
+        char pr_oid[128];
+        bool pr_watching;
+        uint64_t pr_watch;
+        uint64_t instance_id;        /* ours, to skip our own notifies */
+        atomic_bool pr_watch_broken; /* rbd_pr_rewatch on the next load or store */
         struct backend *be;
         char desc[512]; /* pool[/namespace]/image, for log lines */
 };
 
+static void rbd_pr_close(struct rbd_be *r);
+
 static void rbd_be_free(struct rbd_be *r)
 {
+        rbd_pr_close(r);
         if (r->watching)
                 rbd_update_unwatch(r->image, r->watch_handle);
         if (r->image)
@@ -92,6 +101,8 @@ static void rbd_header_changed(void *arg)
         if (r->be->size_changed)
                 r->be->size_changed(r->be, size);
 }
+
+static int rbd_pr_open(struct rbd_be *r);
 
 static int rbd_be_open(struct backend *be, const struct backend_params *p)
 {
@@ -154,6 +165,9 @@ static int rbd_be_open(struct backend *be, const struct backend_params *p)
         }
         if (rbd_update_watch(r->image, &r->watch_handle, rbd_header_changed, r) == 0)
                 r->watching = true;
+        step = "the reservation state object";
+        if ((rc = rbd_pr_open(r)) < 0)
+                goto fail;
         be->priv = r;
         be->size_bytes = size;
         be->size_shared = true;
@@ -388,6 +402,201 @@ static int rbd_be_identity_store(struct backend *be, const struct backend_identi
         return rc;
 }
 
+/*
+ * ---- Reservation state shared by the gateways (issue 14) ----
+ *
+ * One RADOS object per image, "slate.pr.<image id>" in the image's pool
+ * and namespace, holds the core's reservation state: its data is
+ * "<version>\n<state>" and its xattr "slate.pr.version" the version again.
+ * A store is one atomic write op: cmpxattr version == the one the state was
+ * read at (else -ECANCELED: another gateway stored first; the core reads,
+ * applies again and retries), setxattr version + 1, write_full.  After it,
+ * rados_notify2 on the object tells every gateway watching it
+ * (rados_watch2), which reloads its cached copy (the one the per-I/O
+ * reservation check reads) and then acks: the store returns when every
+ * live gateway has the new state, or after PR_NOTIFY_TIMEOUT_MS.  SUSE's
+ * LIO target_core_rbd kept PR state the same way (an xattr of the image
+ * header object, the OSD's compare-and-set); Ceph's iSCSI gateway
+ * (tcmu-runner) does not share reservations between gateways.
+ *
+ * load and store are synchronous cluster round trips (a few ms; a store
+ * waits for the other gateways' acks too): the core calls them for
+ * PERSISTENT RESERVE OUT/IN and the NVMe reservation commands only, which
+ * hosts send rarely, on the reactor that received the command; a watch
+ * callback runs on a librados thread.
+ */
+#define PR_VERSION_XATTR     "slate.pr.version"
+#define PR_MAX_BYTES         (256u << 10) /* 64 registrations of the longest names fit */
+#define PR_NOTIFY_TIMEOUT_MS 3000
+
+/* On a librados thread: another gateway stored the state. */
+static void rbd_pr_notified(void *arg, uint64_t notify_id, uint64_t handle, uint64_t notifier_id,
+                            void *data, size_t len)
+{
+        struct rbd_be *r = arg;
+        (void)data;
+        (void)len;
+        if (notifier_id != r->instance_id && r->be->pr_changed)
+                r->be->pr_changed(r->be);
+        /* After the reload: a notifier that waits knows we have the new state. */
+        rados_notify_ack(r->io, r->pr_oid, notify_id, handle, NULL, 0);
+}
+
+/*
+ * The watch broke (OSD change, connection reset): notifies may have been
+ * lost, so reload now; the watch is made again by the next load or store
+ * (a control path), not from this librados callback.
+ */
+static void rbd_pr_watch_error(void *arg, uint64_t cookie, int err)
+{
+        struct rbd_be *r = arg;
+        (void)cookie;
+        LOG_WARN("rbd",
+                 "%s: reservation watch lost (%s): changes through other gateways are "
+                 "seen at the next reservation command",
+                 r->desc, strerror(-err));
+        atomic_store(&r->pr_watch_broken, true);
+        if (r->be->pr_changed)
+                r->be->pr_changed(r->be);
+}
+
+/* Make a broken watch again (on the control path); 0 or -errno. */
+static int rbd_pr_rewatch(struct rbd_be *r)
+{
+        if (!atomic_exchange(&r->pr_watch_broken, false))
+                return 0;
+        if (r->pr_watching)
+                rados_unwatch2(r->io, r->pr_watch);
+        int rc =
+            rados_watch2(r->io, r->pr_oid, &r->pr_watch, rbd_pr_notified, rbd_pr_watch_error, r);
+        r->pr_watching = rc == 0;
+        if (rc < 0) {
+                atomic_store(&r->pr_watch_broken, true); /* try again next time */
+                LOG_ERR("rbd", "%s: watching the reservation state again: %s", r->desc,
+                        strerror(-rc));
+        } else {
+                LOG_INFO("rbd", "%s: reservation state watched again", r->desc);
+        }
+        return rc;
+}
+
+static int rbd_pr_open(struct rbd_be *r)
+{
+        char id[96];
+        int rc = rbd_get_id(r->image, id, sizeof(id));
+        if (rc < 0)
+                return rc;
+        snprintf(r->pr_oid, sizeof(r->pr_oid), "slate.pr.%s", id);
+        r->instance_id = rados_get_instance_id(r->cluster);
+        /* The object must exist to be watched: version 0, no state, unless a gateway made it. */
+        rados_write_op_t op = rados_create_write_op();
+        if (!op)
+                return -ENOMEM;
+        rados_write_op_create(op, LIBRADOS_CREATE_EXCLUSIVE, NULL);
+        rados_write_op_setxattr(op, PR_VERSION_XATTR, "0", 1);
+        rc = rados_write_op_operate(op, r->io, r->pr_oid, NULL, 0);
+        rados_release_write_op(op);
+        if (rc < 0 && rc != -EEXIST)
+                return rc;
+        rc = rados_watch2(r->io, r->pr_oid, &r->pr_watch, rbd_pr_notified, rbd_pr_watch_error, r);
+        if (rc < 0)
+                return rc;
+        r->pr_watching = true;
+        return 0;
+}
+
+static void rbd_pr_close(struct rbd_be *r)
+{
+        if (!r->pr_watching)
+                return;
+        rados_unwatch2(r->io, r->pr_watch);
+        rados_watch_flush(r->cluster); /* no callback runs after this */
+        r->pr_watching = false;
+}
+
+static int rbd_be_pr_load(struct backend *be, char **text, uint64_t *version)
+{
+        struct rbd_be *r = be->priv;
+        *text = NULL;
+        *version = 0;
+        rbd_pr_rewatch(r);
+        char *buf = malloc(PR_MAX_BYTES + 1);
+        if (!buf)
+                return -ENOMEM;
+        int n = rados_read(r->io, r->pr_oid, buf, PR_MAX_BYTES, 0);
+        if (n == -ENOENT || n == 0) {
+                free(buf);
+                return 0;
+        }
+        if (n < 0 || n >= (int)PR_MAX_BYTES) {
+                free(buf);
+                return n < 0 ? n : -EFBIG;
+        }
+        buf[n] = 0;
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(buf, &end, 10);
+        if (errno || end == buf || *end != '\n') {
+                LOG_ERR("rbd", "%s: reservation state object %s is malformed", r->desc, r->pr_oid);
+                free(buf);
+                return -EINVAL;
+        }
+        memmove(buf, end + 1, strlen(end + 1) + 1);
+        *text = buf;
+        *version = v;
+        return 0;
+}
+
+static int rbd_be_pr_store(struct backend *be, const char *text, uint64_t *version)
+{
+        struct rbd_be *r = be->priv;
+        char old[24], new[24];
+        snprintf(old, sizeof(old), "%llu", (unsigned long long)*version);
+        snprintf(new, sizeof(new), "%llu", (unsigned long long)(*version + 1));
+        size_t tl = strlen(text), nl = strlen(new);
+        if (nl + 1 + tl >= PR_MAX_BYTES)
+                return -EFBIG;
+        char *buf = malloc(nl + 1 + tl);
+        if (!buf)
+                return -ENOMEM;
+        memcpy(buf, new, nl);
+        buf[nl] = '\n';
+        memcpy(buf + nl + 1, text, tl);
+        rados_write_op_t op = rados_create_write_op();
+        if (!op) {
+                free(buf);
+                return -ENOMEM;
+        }
+        rados_write_op_cmpxattr(op, PR_VERSION_XATTR, LIBRADOS_CMPXATTR_OP_EQ, old, strlen(old));
+        rados_write_op_setxattr(op, PR_VERSION_XATTR, new, nl);
+        rados_write_op_write_full(op, buf, nl + 1 + tl);
+        int rc = rados_write_op_operate(op, r->io, r->pr_oid, NULL, 0);
+        rados_release_write_op(op);
+        free(buf);
+        if (rc == -ENODATA || rc == -ENOENT)
+                rc = -ECANCELED; /* the object was removed and made again meanwhile: read again */
+        if (rc < 0)
+                return rc;
+        *version += 1;
+        /*
+         * Tell the other gateways and wait for their acks: each acks after
+         * reloading its copy, so when the command completes every live
+         * gateway enforces the new state.  A gateway that died keeps its
+         * watch until the cluster drops it (about 30 s): the notify then
+         * times out, the state is stored all the same.
+         */
+        char *reply = NULL;
+        size_t reply_len = 0;
+        rc =
+            rados_notify2(r->io, r->pr_oid, new, (int)nl, PR_NOTIFY_TIMEOUT_MS, &reply, &reply_len);
+        if (reply)
+                rados_buffer_free(reply);
+        if (rc < 0)
+                LOG_WARN("rbd", "%s: not every gateway acknowledged the reservation change (%s)",
+                         r->desc, strerror(-rc));
+        return 0;
+}
+
 const struct backend_ops backend_rbd_ops = {
     .name = "rbd",
     .open = rbd_be_open,
@@ -397,4 +606,6 @@ const struct backend_ops backend_rbd_ops = {
     .map_status = rbd_be_map_status,
     .identity_load = rbd_be_identity_load,
     .identity_store = rbd_be_identity_store,
+    .pr_load = rbd_be_pr_load,
+    .pr_store = rbd_be_pr_store,
 };

@@ -375,6 +375,13 @@ static int identity_with_data(struct core_ns *ns, int loaded, char *err, size_t 
         return 0;
 }
 
+/* Another gateway changed the reservation state kept with the storage: reload our copy. */
+static void be_pr_changed(struct backend *be)
+{
+        struct core_ns *ns = (struct core_ns *)((char *)be - offsetof(struct core_ns, be));
+        core_ns_pr_refresh(ns);
+}
+
 /* A backend saw its shared storage change size (rbd: another gateway): follow it. */
 static void be_size_changed(struct backend *be, uint64_t size_bytes)
 {
@@ -620,6 +627,7 @@ int core_ns_create(const struct core_ns_params *p, struct core_ns **out, char *e
         };
         ns->be.ops = ops;
         ns->be.size_changed = be_size_changed;
+        ns->be.pr_changed = be_pr_changed;
         rc = ops->open(&ns->be, &bp);
         if (rc) {
                 ns->be.ops = NULL;
@@ -630,6 +638,12 @@ int core_ns_create(const struct core_ns_params *p, struct core_ns **out, char *e
                 ns->num_blocks = ns->be.size_bytes / ns->block_size; /* the storage's own size */
         if (ops->identity_load && (rc = identity_with_data(ns, loaded, err, errlen)))
                 goto fail;
+        /* Reservations kept with the storage (rbd) are the namespace's, not the metadata file's. */
+        if (ops->pr_load && (rc = core_ns_pr_refresh(ns))) {
+                snprintf(err, errlen, "reading the reservation state stored with %s: %s", ns->path,
+                         strerror(-rc));
+                goto fail;
+        }
         if (ns->num_blocks == 0) {
                 snprintf(err, errlen, "size must be at least one block");
                 rc = -EINVAL;

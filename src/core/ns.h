@@ -274,6 +274,7 @@ struct core_ns {
         struct core_sanitize *san;     /* the last or running sanitize (core/sanitize.c) */
         _Atomic bool wce;              /* volatile write cache enabled */
         struct core_pr pr;             /* persistent reservations */
+        uint64_t pr_version;           /* of the shared state pr copies (core_pr_shared_update) */
         void *scsi_state;              /* owned by the SCSI personality (D_SENSE, PREVENT ...) */
         void (*scsi_state_free)(void *);
 

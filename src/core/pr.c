@@ -9,6 +9,9 @@
  * effects on other nexuses (unit attentions, task aborts) are reported
  * through a callback and carried out by the personality and transport.
  * With APTPL set the state is saved in the namespace metadata as JSON.
+ * On a backend that keeps the state with shared storage (rbd: every
+ * gateway exporting the image) the operations apply to the stored state
+ * instead and ns->pr is this gateway's copy (core_pr_shared_update below).
  */
 #include "core/pr.h"
 
@@ -30,16 +33,29 @@ void core_pr_init(struct core_pr *pr)
         pr->holder = -1;
 }
 
+/*
+ * A target port is its name and its relative target port identifier: the
+ * gateways exporting one namespace (core/ana.h) share the target's name
+ * and TPGT but not the identifier (the gateway id is in its high byte), so
+ * a registration through one gateway's port is not one through another's
+ * unless ALL_TG_PT.  NVMe nexuses carry 0 on every controller: NVMe
+ * registrants are hosts, whichever controller they use.
+ */
+static bool same_target_port(const struct core_pr_nexus *a, const struct core_pr_nexus *b)
+{
+        return a->rel_tgt_port == b->rel_tgt_port && strcasecmp(a->target, b->target) == 0;
+}
+
 bool core_pr_nexus_eq(const struct core_pr_nexus *a, const struct core_pr_nexus *b)
 {
-        return strcasecmp(a->initiator, b->initiator) == 0 && strcasecmp(a->target, b->target) == 0;
+        return strcasecmp(a->initiator, b->initiator) == 0 && same_target_port(a, b);
 }
 
 bool core_pr_reg_names(const struct core_pr_reg *r, const struct core_pr_nexus *nx)
 {
         if (strcasecmp(r->nexus.initiator, nx->initiator) != 0)
                 return false;
-        return r->all_tg_pt || strcasecmp(r->nexus.target, nx->target) == 0;
+        return r->all_tg_pt || same_target_port(&r->nexus, nx);
 }
 
 static bool reg_matches(const struct core_pr_reg *r, const struct core_pr_nexus *nx)
@@ -441,6 +457,157 @@ static void collect(void *arg, const struct core_pr_reg *reg, unsigned events)
         col->n++;
 }
 
+/* ---- Reservation state kept with shared storage (backend pr_load/pr_store: rbd) ---- */
+
+static bool pr_shared(const struct core_ns *ns)
+{
+        return ns->be.ops && ns->be.ops->pr_load && ns->be.ops->pr_store;
+}
+
+/* Install src (from the storage, at version) as ns's copy, keeping this gateway's RESERVE(6). */
+static void pr_install(struct core_ns *ns, const struct core_pr *src, uint64_t version)
+{
+        bool lr = ns->pr.legacy_reserved;
+        struct core_pr_nexus lh = ns->pr.legacy_holder;
+        enum core_pr_type t = src->type;
+        memcpy(&ns->pr, src, sizeof(ns->pr));
+        ns->pr.legacy_reserved = lr;
+        ns->pr.legacy_holder = lh;
+        __atomic_store_n(&ns->pr.type, t, __ATOMIC_RELEASE);
+        ns->pr_version = version;
+}
+
+/* The stored state (NULL text: none yet, an empty one) into *pr; 0 or -errno. */
+static int pr_load_shared(struct core_ns *ns, struct core_pr *pr, uint64_t *version)
+{
+        char *text = NULL;
+        int rc = ns->be.ops->pr_load(&ns->be, &text, version);
+        if (rc < 0)
+                return rc;
+        core_pr_init(pr);
+        if (text) {
+                json_t *j = json_loads(text, 0, NULL);
+                rc = j ? core_pr_from_json(pr, j) : -EINVAL;
+                json_decref(j);
+                free(text);
+        }
+        return rc;
+}
+
+int core_ns_pr_refresh(struct core_ns *ns)
+{
+        if (!pr_shared(ns))
+                return 0;
+        struct core_pr *pr = malloc(sizeof(*pr));
+        if (!pr)
+                return -ENOMEM;
+        uint64_t version = 0;
+        int rc = pr_load_shared(ns, pr, &version);
+        if (rc == 0) {
+                pthread_mutex_lock(&ns->lock);
+                /* Versions only grow: an older read (racing a newer one) changes nothing. */
+                if (version > ns->pr_version || version == 0)
+                        pr_install(ns, pr, version);
+                pthread_mutex_unlock(&ns->lock);
+        } else {
+                LOG_ERR("pr", "%s: reading the shared reservation state: %s", ns->name,
+                        strerror(-rc));
+        }
+        free(pr);
+        return rc;
+}
+
+/* How many times a store lost to another gateway is tried again before giving up. */
+#define PR_SHARED_TRIES 32
+
+/*
+ * Read the state kept with the storage, apply the operation to it, store
+ * it if the operation succeeded, guarded by the version read: when another
+ * gateway stored meanwhile (-ECANCELED) read and apply again.  Then (or on
+ * an error of the operation: the state it was judged against) the result
+ * is this gateway's copy.  Blocking (see backend.h pr_load/pr_store); the
+ * copy's lock is held only to install the result, so I/O keeps flowing.
+ */
+enum core_status core_pr_shared_update(struct core_ns *ns,
+                                       enum core_status (*apply)(struct core_pr *, void *),
+                                       void *arg, void (*retry)(void *arg))
+{
+        struct core_pr *pr = malloc(sizeof(*pr));
+        if (!pr)
+                return CORE_E_NO_RESOURCES;
+        enum core_status st = CORE_E_INTERNAL;
+        for (int attempt = 0; attempt < PR_SHARED_TRIES; attempt++) {
+                uint64_t version = 0;
+                int rc = pr_load_shared(ns, pr, &version);
+                if (rc < 0) {
+                        LOG_ERR("pr", "%s: reading the shared reservation state: %s", ns->name,
+                                strerror(-rc));
+                        st = CORE_E_INTERNAL;
+                        break;
+                }
+                pthread_mutex_lock(&ns->lock);
+                pr->legacy_reserved = ns->pr.legacy_reserved;
+                pr->legacy_holder = ns->pr.legacy_holder;
+                pthread_mutex_unlock(&ns->lock);
+                if (retry && attempt)
+                        retry(arg);
+                st = apply(pr, arg);
+                if (st == CORE_OK) {
+                        json_t *j = core_pr_to_json_all(pr);
+                        char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+                        json_decref(j);
+                        rc = text ? ns->be.ops->pr_store(&ns->be, text, &version) : -ENOMEM;
+                        free(text);
+                        if (rc == -ECANCELED) {
+                                LOG_INFO("pr",
+                                         "%s: another gateway changed the reservation "
+                                         "state first; applying again",
+                                         ns->name);
+                                continue;
+                        }
+                        if (rc < 0) {
+                                LOG_ERR("pr", "%s: storing the shared reservation state: %s",
+                                        ns->name, strerror(-rc));
+                                st = CORE_E_INTERNAL;
+                                break;
+                        }
+                }
+                pthread_mutex_lock(&ns->lock);
+                if (version >= ns->pr_version)
+                        pr_install(ns, pr, version);
+                pthread_mutex_unlock(&ns->lock);
+                free(pr);
+                return st;
+        }
+        if (st == CORE_OK) {
+                LOG_ERR("pr", "%s: the shared reservation state kept changing: giving up",
+                        ns->name);
+                st = CORE_E_NO_RESOURCES;
+        }
+        free(pr);
+        return st;
+}
+
+struct pr_out_apply {
+        const struct core_pr_nexus *self;
+        struct core_pr_cmd *c;
+        struct pr_collect *col;
+};
+
+static enum core_status pr_out_apply(struct core_pr *pr, void *arg)
+{
+        struct pr_out_apply *a = arg;
+        return core_pr_out(pr, a->self, a->c);
+}
+
+/* Applying again after a lost race: forget whom the lost attempt affected. */
+static void pr_out_retry(void *arg)
+{
+        struct pr_out_apply *a = arg;
+        a->col->n = 0;
+        a->col->lost = false;
+}
+
 enum core_status core_ns_pr_out(struct core_ns *ns, const struct core_pr_nexus *self,
                                 struct core_pr_cmd *c, const void *origin)
 {
@@ -448,20 +615,34 @@ enum core_status core_ns_pr_out(struct core_ns *ns, const struct core_pr_nexus *
         c->notify = collect;
         c->notify_arg = &col;
 
-        pthread_mutex_lock(&ns->lock);
-        enum core_status st = core_pr_out(&ns->pr, self, c);
-        if (st == CORE_OK && c->save) {
-                /*
-                 * APTPL: the state must survive a power loss before we report
-                 * success.  This is a rare control operation, so the fsync
-                 * inside core_ns_save_meta() is accepted here.
-                 */
-                int rc = core_ns_save_meta(ns);
-                if (rc < 0)
-                        LOG_ERR("pr", "%s: saving reservation state failed: %s", ns->name,
-                                strerror(-rc));
+        enum core_status st;
+        if (pr_shared(ns)) {
+                struct pr_out_apply a = {.self = self, .c = c, .col = &col};
+                st = core_pr_shared_update(ns, pr_out_apply, &a, pr_out_retry);
+                if (st == CORE_OK && c->save) {
+                        pthread_mutex_lock(&ns->lock);
+                        int rc = core_ns_save_meta(ns);
+                        pthread_mutex_unlock(&ns->lock);
+                        if (rc < 0)
+                                LOG_ERR("pr", "%s: saving reservation state failed: %s", ns->name,
+                                        strerror(-rc));
+                }
+        } else {
+                pthread_mutex_lock(&ns->lock);
+                st = core_pr_out(&ns->pr, self, c);
+                if (st == CORE_OK && c->save) {
+                        /*
+                         * APTPL: the state must survive a power loss before we report
+                         * success.  This is a rare control operation, so the fsync
+                         * inside core_ns_save_meta() is accepted here.
+                         */
+                        int rc = core_ns_save_meta(ns);
+                        if (rc < 0)
+                                LOG_ERR("pr", "%s: saving reservation state failed: %s", ns->name,
+                                        strerror(-rc));
+                }
+                pthread_mutex_unlock(&ns->lock);
         }
-        pthread_mutex_unlock(&ns->lock);
         c->notify = col.notify;
         c->notify_arg = col.notify_arg;
 
@@ -480,8 +661,22 @@ enum core_status core_ns_pr_out(struct core_ns *ns, const struct core_pr_nexus *
         return st;
 }
 
+static enum core_status pr_aptpl_apply(struct core_pr *pr, void *arg)
+{
+        pr->aptpl = *(bool *)arg;
+        return CORE_OK;
+}
+
 int core_ns_pr_set_aptpl(struct core_ns *ns, bool on)
 {
+        if (pr_shared(ns)) {
+                if (core_pr_shared_update(ns, pr_aptpl_apply, &on, NULL) != CORE_OK)
+                        return -EIO;
+                pthread_mutex_lock(&ns->lock);
+                int rc = core_ns_save_meta(ns);
+                pthread_mutex_unlock(&ns->lock);
+                return rc;
+        }
         pthread_mutex_lock(&ns->lock);
         int rc = 0;
         if (ns->pr.aptpl != on) {
@@ -606,9 +801,9 @@ static int hex_decode(uint8_t *out, size_t cap, const char *s, size_t *len)
         return 0;
 }
 
-json_t *core_pr_to_json(const struct core_pr *pr)
+static json_t *pr_to_json(const struct core_pr *pr, bool all)
 {
-        if (!pr->aptpl)
+        if (!pr->aptpl && !all)
                 return json_pack("{s:b}", "aptpl", 0);
 
         json_t *regs = json_array();
@@ -634,9 +829,19 @@ json_t *core_pr_to_json(const struct core_pr *pr)
                         return NULL;
                 }
         }
-        return json_pack("{s:b, s:I, s:i, s:i, s:o}", "aptpl", 1, "generation",
+        return json_pack("{s:b, s:I, s:i, s:i, s:o}", "aptpl", pr->aptpl, "generation",
                          (json_int_t)pr->generation, "type", (int)pr->type, "scope", (int)pr->scope,
                          "regs", regs);
+}
+
+json_t *core_pr_to_json(const struct core_pr *pr)
+{
+        return pr_to_json(pr, false);
+}
+
+json_t *core_pr_to_json_all(const struct core_pr *pr)
+{
+        return pr_to_json(pr, true);
 }
 
 static int reg_from_json(struct core_pr_reg *r, const json_t *o, bool *holder)
@@ -680,7 +885,7 @@ int core_pr_from_json(struct core_pr *pr, const json_t *j)
         int aptpl = 0;
         if (!json_is_object(j) || json_unpack((json_t *)j, "{s:b}", "aptpl", &aptpl))
                 goto bad;
-        if (!aptpl)
+        if (!aptpl && !json_object_get(j, "regs"))
                 return 0;
 
         json_int_t gen, type, scope;
@@ -706,7 +911,7 @@ int core_pr_from_json(struct core_pr *pr, const json_t *j)
                         holder = (int)i;
                 }
         }
-        pr->aptpl = true;
+        pr->aptpl = aptpl;
         pr->generation = (uint32_t)gen;
         if (type != CORE_PR_NONE) {
                 if (core_pr_type_all_regs((enum core_pr_type)type) ? json_array_size(regs) == 0

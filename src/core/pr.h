@@ -67,6 +67,8 @@ bool core_pr_conflict(const struct core_pr *pr, const struct core_pr_nexus *nexu
 /* Persistence in the namespace metadata (jansson objects; new reference / 0 or -EINVAL). */
 struct json_t;
 struct json_t *core_pr_to_json(const struct core_pr *pr);
+/* Registrations and reservation whatever APTPL says (the state shared with other gateways). */
+struct json_t *core_pr_to_json_all(const struct core_pr *pr);
 int core_pr_from_json(struct core_pr *pr, const struct json_t *j);
 
 /* ---- Additions (src/core/pr.c): the reservation model's operations. ---- */
@@ -174,6 +176,31 @@ enum core_status core_pr_out(struct core_pr *pr, const struct core_pr_nexus *sel
  */
 enum core_status core_ns_pr_out(struct core_ns *ns, const struct core_pr_nexus *self,
                                 struct core_pr_cmd *c, const void *origin);
+
+/*
+ * Namespaces whose backend keeps the reservation state with the storage
+ * (backend_ops.pr_load/pr_store: rbd, shared by every gateway exporting
+ * the image): core_ns_pr_out() and core_ns_pr_set_aptpl() go through
+ * core_pr_shared_update(), and ns->pr is this gateway's copy, which the
+ * per-I/O check reads.  RESERVE(6)/RELEASE(6) stay per gateway.
+ *
+ * core_pr_shared_update: read the stored state, apply(pr, arg) to it,
+ * store it if that returned CORE_OK, guarded by the version read; when
+ * another gateway stored first, retry(arg) (may be NULL) and start over.
+ * The result becomes ns->pr.  Blocking (cluster round trips): PR OUT and
+ * the NVMe reservation commands only.  Returns apply's status, or
+ * CORE_E_INTERNAL when the storage failed, CORE_E_NO_RESOURCES when it
+ * kept losing.  Caller holds no lock.
+ */
+enum core_status core_pr_shared_update(struct core_ns *ns,
+                                       enum core_status (*apply)(struct core_pr *pr, void *arg),
+                                       void *arg, void (*retry)(void *arg));
+/*
+ * Reload ns->pr from the stored state (blocking): at open, when another
+ * gateway tells of a change, before PERSISTENT RESERVE IN and Reservation
+ * Report.  0 (also for namespaces without shared state) or -errno.
+ */
+int core_ns_pr_refresh(struct core_ns *ns);
 
 /*
  * Set APTPL / NVMe Persist Through Power Loss (Set Features 83h) and save

@@ -282,6 +282,8 @@ enum nvme_parse_result nvme_resv_report_parse(struct nvme_cmd *cmd)
         const struct core_pr *pr = &cmd->ns->pr;
         unsigned n = 0;
 
+        /* Reservations kept with shared storage (rbd): report the stored state, not our copy's. */
+        core_ns_pr_refresh(cmd->ns);
         pthread_mutex_lock(&cmd->ns->lock);
         put_le32(&h->gen, pr->generation);
         h->rtype = nvme_of_spc(pr->type);

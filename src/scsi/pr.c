@@ -213,6 +213,8 @@ void scsi_pr_in(struct scsi_cmd *cmd)
                 scsi_sense_invalid_field(cmd, true, 1, 4);
                 return;
         }
+        /* Reservations kept with shared storage (rbd): report the stored state, not our copy's. */
+        core_ns_pr_refresh(ns);
         pthread_mutex_lock(&ns->lock);
         if (ns->pr.legacy_reserved) {
                 /* SPC-2 5.5.1: with a RESERVE(6) in place every PR command conflicts. */

@@ -3,6 +3,7 @@
 
 Usage: ana_host.py info PORT SUBNQN
        ana_host.py aen PORT SUBNQN
+       ana_host.py resv PORT SUBNQN HOST STEP... [+ PORT HOST STEP...]
 
 Connects to SUBNQN on 127.0.0.1:PORT (no digests), enables the controller
 and prints one JSON object: Identify Controller's CNTLID, CMIC, OAES, ANATT,
@@ -16,6 +17,17 @@ posts an Asynchronous Event Request and prints READY on a line of its own;
 whoever runs it then changes the group's state on the gateway, and the
 JSON has the event's dword 0 ("aen", 0 if none came within 20 s) and the
 log and Read status after it.
+
+"resv" is the `nvme resv-*` of host number HOST (its Host Identifier and
+NQN end in that byte) on NSID 1 through an I/O queue: each STEP adds one
+element to the JSON array it prints; after "+", the next host and port
+(one JSON line each, in one process: a python start costs seconds on a
+loaded machine).  reg:KEY (Reservation Register 0Dh,
+register NRKEY=KEY), acq:KEY:TYPE (Acquire 11h), rel:KEY:TYPE (Release
+15h), clr:KEY (Release, Clear), read / write (one block at LBA 0): their
+status (0, or SCT<<8|SC; Reservation Conflict is 0x83); report (Reservation
+Report 0Eh, extended): {"status", "gen", "rtype", "regs": [[key, holder]]}.
+Keys are hex.
 """
 import json
 import socket
@@ -132,8 +144,52 @@ def read_status(io):
     return st
 
 
-def main():
-    mode, port, subnqn = sys.argv[1], int(sys.argv[2]), sys.argv[3].encode()
+def io_cmd(io, opc, cdw10=0, cdw11=0, data=b"", buf=None):
+    sqe = bytearray(64)
+    sqe[0], sqe[1] = opc, 0x40
+    struct.pack_into("<I", sqe, 4, 1)
+    struct.pack_into("<I", sqe, 32, len(data) if data else len(buf or b""))
+    if data:
+        sqe[39] = 0x01  # in-capsule data
+    struct.pack_into("<II", sqe, 40, cdw10, cdw11)
+    st, _ = io.cmd(sqe, data, buf)
+    return st
+
+
+def resv(io, steps, bs):
+    out = []
+    for step in steps:
+        f = step.split(":")
+        k = [int(x, 16) for x in f[1:]]
+        if f[0] == "reg":
+            out.append(io_cmd(io, 0x0d, 0, 0, struct.pack("<QQ", 0, k[0])))
+        elif f[0] == "acq":
+            out.append(io_cmd(io, 0x11, k[1] << 8, 0, struct.pack("<QQ", k[0], 0)))
+        elif f[0] == "rel":
+            out.append(io_cmd(io, 0x15, k[1] << 8, 0, struct.pack("<Q", k[0])))
+        elif f[0] == "clr":
+            out.append(io_cmd(io, 0x15, 1, 0, struct.pack("<Q", k[0])))
+        elif f[0] == "read":
+            out.append(io_cmd(io, 0x02, 0, 0, buf=bytearray(bs)))
+        elif f[0] == "write":
+            out.append(io_cmd(io, 0x01, 0, 0, b"\x5a" * bs))
+        elif f[0] == "report":
+            n = 64 + 64 * 64
+            b = bytearray(n)
+            st = io_cmd(io, 0x0e, n // 4 - 1, 1, buf=b)
+            regs = []
+            for i in range(struct.unpack_from("<H", b, 5)[0]):
+                e = 64 + 64 * i
+                regs.append(["%x" % struct.unpack_from("<Q", b, e + 8)[0], b[e + 2] & 1])
+            out.append({"status": st, "gen": struct.unpack_from("<I", b, 0)[0],
+                        "rtype": b[4], "regs": regs})
+        else:
+            sys.exit("unknown step " + step)
+    return out
+
+
+def enable(port, subnqn):
+    """An enabled controller's admin queue."""
     q = Queue(port, subnqn, 0, 0xffff)
     sqe = bytearray(64)  # Property Set CC.EN = 1
     sqe[0], sqe[1], sqe[4] = 0x7f, 0x40, 0x00
@@ -149,6 +205,43 @@ def main():
         if not st and dw0 & 1:
             break
         time.sleep(0.05)
+    return q
+
+
+def resv_main(subnqn, args):
+    """resv PORT SUBNQN HOST STEP... [+ PORT HOST STEP...]: one JSON line per group."""
+    global HOSTNQN, HOSTID
+    base = HOSTNQN
+    groups, cur = [], []
+    for a in args:
+        if a == "+":
+            groups.append(cur)
+            cur = []
+        else:
+            cur.append(a)
+    groups.append(cur)
+    for g in groups:
+        port, host = int(g[0]), int(g[1])
+        HOSTID = bytes(range(15)) + bytes([host])
+        HOSTNQN = base[:-2] + b"%02x" % host
+        q = enable(port, subnqn)
+        st, _, idn = admin(q, 0x06, 1, 0, 0, 4096)
+        if st:
+            sys.exit("Identify Namespace failed: 0x%x" % st)
+        lbaf = struct.unpack_from("<I", idn, 128 + 4 * (idn[26] & 0x0f))[0]
+        io = Queue(port, subnqn, 1, q.cntlid)
+        print(json.dumps(resv(io, g[2:], 1 << ((lbaf >> 16) & 0xff))), flush=True)
+        io.s.close()
+        q.s.close()
+
+
+def main():
+    mode = sys.argv[1]
+    if mode == "resv":
+        resv_main(sys.argv[3].encode(), [sys.argv[2]] + sys.argv[4:])
+        return
+    port, subnqn = int(sys.argv[2]), sys.argv[3].encode()
+    q = enable(port, subnqn)
     st, _, idc = admin(q, 0x06, 0, 1, 0, 4096)
     if st:
         sys.exit("Identify Controller failed: 0x%x" % st)

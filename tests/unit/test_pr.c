@@ -8,7 +8,9 @@
  * journey through the core: core_ns_pr_out publishes one event per
  * registrant after dropping ns->lock, the SCSI listener sets the unit
  * attention and calls the abort callback on every target port that maps the
- * namespace, and core_ns_pr_conflict is the check both personalities use.
+ * namespace, and core_ns_pr_conflict is the check both personalities use;
+ * and the state kept with shared storage (rbd): the versioned
+ * read-apply-store that retries when another gateway stored first.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,8 +21,10 @@
 #include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "backend/backend.h"
 #include "core/ns.h"
 #include "core/pr.h"
 #include "scsi/scsi.h"
@@ -604,6 +608,141 @@ static void test_events_through_core(void **state)
         assert_int_equal(core_ns_delete("prev"), 0);
 }
 
+/*
+ * Reservation state kept with shared storage (core_pr_shared_update): a fake
+ * backend keeps the text and its version the way rbd.c's RADOS object does,
+ * and can make "another gateway" store first, so the store guarded by the
+ * version read loses and the core must read, apply again and retry.
+ */
+static char *shared_text;
+static uint64_t shared_version;
+static int interfere;     /* stores to lose: another gateway registers first */
+static unsigned n_stores; /* stores tried */
+
+static int fake_pr_load(struct backend *be, char **text, uint64_t *version)
+{
+        (void)be;
+        *text = shared_text ? strdup(shared_text) : NULL;
+        *version = shared_version;
+        return 0;
+}
+
+/* Another gateway: registers nexus C with a new key (read, apply, store). */
+static void other_gateway_registers(uint64_t key)
+{
+        struct core_pr o;
+        core_pr_init(&o);
+        if (shared_text) {
+                json_t *j = json_loads(shared_text, 0, NULL);
+                assert_int_equal(core_pr_from_json(&o, j), 0);
+                json_decref(j);
+        }
+        struct core_pr_cmd c = {.action = CORE_PR_REGISTER_IGNORE, .sa_key = key};
+        assert_int_equal(core_pr_out(&o, &C, &c), CORE_OK);
+        json_t *j = core_pr_to_json_all(&o);
+        free(shared_text);
+        shared_text = json_dumps(j, JSON_COMPACT);
+        json_decref(j);
+        shared_version++;
+}
+
+static int fake_pr_store(struct backend *be, const char *text, uint64_t *version)
+{
+        (void)be;
+        n_stores++;
+        if (interfere) {
+                interfere--;
+                other_gateway_registers(0xc0 + (uint64_t)n_stores);
+        }
+        if (*version != shared_version)
+                return -ECANCELED;
+        free(shared_text);
+        shared_text = strdup(text);
+        *version = ++shared_version;
+        return 0;
+}
+
+static void test_shared_state_retry(void **state)
+{
+        (void)state;
+        char dir[] = "/tmp/slate-test-pr-XXXXXX", err[128];
+        assert_non_null(mkdtemp(dir));
+        core_set_state_dir(dir);
+        struct core_ns *ns;
+        struct core_ns_params p = {
+            .name = "prshared", .backend = "mem", .size_bytes = 1 << 20, .block_size = 512};
+        assert_int_equal(core_ns_create(&p, &ns, err, sizeof(err)), 0);
+        static struct backend_ops fake;
+        const struct backend_ops *real = ns->be.ops;
+        fake = *real;
+        fake.pr_load = fake_pr_load;
+        fake.pr_store = fake_pr_store;
+        ns->be.ops = &fake;
+        shared_text = NULL;
+        shared_version = 0;
+
+        /* A registers; another gateway registers C twice meanwhile: two lost stores, then A's. */
+        interfere = 2;
+        n_stores = 0;
+        struct core_pr_cmd c = {.action = CORE_PR_REGISTER, .sa_key = 0xa};
+        assert_int_equal(core_ns_pr_out(ns, &A, &c, NULL), CORE_OK);
+        assert_int_equal(n_stores, 3);
+        assert_int_equal(shared_version, 3);
+        /* Both kept: C's last key (0xc2) and A's; three registrations, PRgeneration 3. */
+        assert_non_null(core_pr_find_reg(&ns->pr, &A));
+        assert_int_equal(core_pr_find_reg(&ns->pr, &A)->key, 0xa);
+        assert_non_null(core_pr_find_reg(&ns->pr, &C));
+        assert_int_equal(core_pr_find_reg(&ns->pr, &C)->key, 0xc2);
+        assert_int_equal(ns->pr.generation, 3);
+        assert_int_equal(ns->pr_version, 3);
+
+        /* A reserves WE: the copy the I/O check reads has it, B's write conflicts. */
+        c = (struct core_pr_cmd){
+            .action = CORE_PR_RESERVE, .key = 0xa, .type = CORE_PR_WRITE_EXCLUSIVE};
+        assert_int_equal(core_ns_pr_out(ns, &A, &c, NULL), CORE_OK);
+        assert_true(core_ns_pr_conflict(ns, &B, false, true));
+
+        /* Another gateway's change reaches the copy on refresh (its notify); not an older one. */
+        other_gateway_registers(0xc9);
+        assert_int_equal(core_ns_pr_refresh(ns), 0);
+        assert_int_equal(core_pr_find_reg(&ns->pr, &C)->key, 0xc9);
+        uint64_t v = shared_version;
+        shared_version = 1; /* a stale read (racing a newer one) changes nothing */
+        assert_int_equal(core_ns_pr_refresh(ns), 0);
+        assert_int_equal(ns->pr_version, v);
+        assert_int_equal(core_pr_find_reg(&ns->pr, &C)->key, 0xc9);
+        shared_version = v;
+
+        /* A RESERVE judged against the stored state: B (unregistered) conflicts, no store. */
+        n_stores = 0;
+        c = (struct core_pr_cmd){.action = CORE_PR_REGISTER, .sa_key = 0xb};
+        assert_int_equal(core_ns_pr_out(ns, &B, &c, NULL), CORE_OK);
+        c = (struct core_pr_cmd){
+            .action = CORE_PR_RESERVE, .key = 0xb, .type = CORE_PR_WRITE_EXCLUSIVE};
+        assert_int_equal(core_ns_pr_out(ns, &B, &c, NULL), CORE_E_RESERVATION_CONFLICT);
+        assert_int_equal(n_stores, 1);
+
+        /* Losing every time: give up (a transient error), the copy keeps the stored state. */
+        interfere = 1000;
+        n_stores = 0;
+        uint32_t gen = ns->pr.generation;
+        c = (struct core_pr_cmd){.action = CORE_PR_REGISTER, .key = 0xb, .sa_key = 0xbb};
+        assert_int_equal(core_ns_pr_out(ns, &B, &c, NULL), CORE_E_NO_RESOURCES);
+        assert_true(n_stores >= 2);
+        assert_int_equal(ns->pr.generation, gen);
+        assert_int_equal(core_pr_find_reg(&ns->pr, &B)->key, 0xb);
+        interfere = 0;
+
+        /* APTPL goes through the stored state too. */
+        assert_int_equal(core_ns_pr_set_aptpl(ns, true), 0);
+        assert_non_null(strstr(shared_text, "\"aptpl\":true"));
+
+        ns->be.ops = real;
+        free(shared_text);
+        shared_text = NULL;
+        assert_int_equal(core_ns_delete("prshared"), 0);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -621,6 +760,7 @@ int main(void)
             cmocka_unit_test_setup(test_json_round_trip, setup),
             cmocka_unit_test_setup(test_nvme_register_flags, setup),
             cmocka_unit_test_setup(test_events_through_core, setup),
+            cmocka_unit_test_setup(test_shared_state_retry, setup),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
