@@ -129,9 +129,19 @@ static uint64_t elem_blocks(const struct core_media *m, uint32_t k, uint64_t nsz
         return n;
 }
 
+/* Whether stripe unit u lies on a failed element (counted by tracked_only's rule). */
+static bool unit_bad(const struct core_media *m, uint64_t u, bool tracked_only)
+{
+        if (!m->nlive)
+                return false;
+        uint32_t id = m->live_ids[u % m->nlive];
+        return m->elem[id - 1].state == CORE_ELEM_FAILED &&
+               (!tracked_only || m->elem[id - 1].tracked);
+}
+
 /*
  * Whether lba is unrecoverable, and if so the end of the bad piece holding
- * it (a marked range or a failed stripe unit).
+ * it (a marked range or a run of failed stripe units).
  */
 static bool bad_at(const struct core_media *m, uint64_t lba, bool tracked_only, uint64_t *end)
 {
@@ -148,13 +158,20 @@ static bool bad_at(const struct core_media *m, uint64_t lba, bool tracked_only, 
                 *end = m->r[lo - 1].lba + m->r[lo - 1].nlb;
                 return true;
         }
-        if (m->nfailed) {
-                uint32_t id = elem_of(m, lba);
-                if (id && m->elem[id - 1].state == CORE_ELEM_FAILED &&
-                    (!tracked_only || m->elem[id - 1].tracked)) {
-                        *end = (lba / m->interleave + 1) * m->interleave;
-                        return true;
-                }
+        if (m->nfailed && unit_bad(m, lba / m->interleave, tracked_only)) {
+                /*
+                 * The run of bad units from here: the units cycle over the
+                 * live elements, so nlive in a row bad means every later one
+                 * is too.  (One unit at a time, a caller extending over
+                 * adjacent bad pieces walked the whole namespace when every
+                 * live element had failed: fuzz_rpc timed out in
+                 * namespace_list on a 1 TiB namespace.)
+                 */
+                uint64_t u = lba / m->interleave, k = 1;
+                while (k < m->nlive && unit_bad(m, u + k, tracked_only))
+                        k++;
+                *end = k == m->nlive ? UINT64_MAX : (u + k) * m->interleave;
+                return true;
         }
         return false;
 }
