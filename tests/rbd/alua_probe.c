@@ -23,6 +23,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "probe_login.h"
+
 static struct iscsi_context *iscsi;
 static int lun;
 
@@ -85,24 +87,9 @@ int main(int argc, char **argv)
                 return 2;
         }
         int wait_s = argc > 2 ? atoi(argv[2]) : 0;
-        iscsi = iscsi_create_context("iqn.2024-01.org.slate:alua-probe");
-        struct iscsi_url *url = iscsi ? iscsi_parse_full_url(iscsi, argv[1]) : NULL;
-        if (!url) {
-                fprintf(stderr, "bad URL %s\n", argv[1]);
+        iscsi = probe_login(argv[1], "iqn.2024-01.org.slate:alua-probe", -1, &lun);
+        if (!iscsi)
                 return 1;
-        }
-        iscsi_set_targetname(iscsi, url->target);
-        iscsi_set_session_type(iscsi, ISCSI_SESSION_NORMAL);
-        iscsi_set_header_digest(iscsi, ISCSI_HEADER_DIGEST_NONE);
-        iscsi_set_noautoreconnect(iscsi, 1);
-        iscsi_set_timeout(iscsi, 30);
-        lun = url->lun;
-        /* Not iscsi_full_connect_sync: its TEST UNIT READY fails a path in standby. */
-        if (iscsi_connect_sync(iscsi, url->portal) || iscsi_login_sync(iscsi)) {
-                fprintf(stderr, "login failed: %s\n", iscsi_get_error(iscsi));
-                return 1;
-        }
-        iscsi_destroy_url(url);
         for (int i = 0; i < 5 && (tur() >> 16) == SCSI_SENSE_UNIT_ATTENTION; i++)
                 ; /* the power-on unit attention */
 

@@ -31,6 +31,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "probe_login.h"
+
 static struct iscsi_context *iscsi;
 static int lun;
 
@@ -108,24 +110,9 @@ int main(int argc, char **argv)
                 fprintf(stderr, "usage: pr-probe URL INITIATOR-NAME STEP...\n");
                 return 2;
         }
-        iscsi = iscsi_create_context(argv[2]);
-        struct iscsi_url *url = iscsi ? iscsi_parse_full_url(iscsi, argv[1]) : NULL;
-        if (!url) {
-                fprintf(stderr, "bad URL %s\n", argv[1]);
+        iscsi = probe_login(argv[1], argv[2], 1, &lun);
+        if (!iscsi)
                 return 1;
-        }
-        iscsi_set_isid_oui(iscsi, 0x2017a, 1);
-        iscsi_set_targetname(iscsi, url->target);
-        iscsi_set_session_type(iscsi, ISCSI_SESSION_NORMAL);
-        iscsi_set_header_digest(iscsi, ISCSI_HEADER_DIGEST_NONE);
-        iscsi_set_noautoreconnect(iscsi, 1);
-        iscsi_set_timeout(iscsi, 30);
-        lun = url->lun;
-        if (iscsi_connect_sync(iscsi, url->portal) || iscsi_login_sync(iscsi)) {
-                fprintf(stderr, "login failed: %s\n", iscsi_get_error(iscsi));
-                return 1;
-        }
-        iscsi_destroy_url(url);
         uint8_t tur[6] = {0};
         for (int i = 0; i < 5 && (run(tur, 6, NULL, 0, NULL, 0, NULL) >> 16) == 6; i++)
                 ; /* the power-on and reservation unit attentions */
