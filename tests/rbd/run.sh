@@ -54,6 +54,8 @@ for s in $(seq "$shards"); do conf_images="$conf_images conf$s ${RBD_CONF_SIZE_M
 cdir=$work/ceph
 cleanup() {
 	[ -n "${pid_b:-}" ] && kill -9 "$pid_b" 2>/dev/null
+	local p
+	for p in ${shard_pids[@]+"${shard_pids[@]}"}; do kill "$p" 2>/dev/null; done
 	slate_stop KILL >/dev/null 2>&1
 	ceph_cluster_stop "$cdir"
 	rm -rf "$work"
@@ -67,6 +69,35 @@ if ! ceph_cluster_start "$cdir" $conf_images shared 64M dur 64M >"$logdir/cluste
 fi
 export CEPH_CONF
 slate_result PASS rbd.cluster "" "started in $(cat "$cdir/start-seconds") s, $(($(ceph_cluster_rss "$cdir") / 1024)) MiB resident"
+
+# --- libiscsi's whole suite on RBD-backed LUs ---
+# Every leaf test of iscsi-test-cu's ALL family but Sanitize.Reset (two
+# minutes of libiscsi's sleep(60), on a file LU in the conformance group), as
+# the file-backed run (tests/conformance/run.sh).  The tests wait on the
+# cluster's round trips, not on the CPU, so they run in $shards shards at once,
+# the names dealt round-robin (the slow ones are spread over the suites), each
+# shard its own slated and image conf<N>.  They start here, beside the
+# checks below (other images, other slated processes); their result lines
+# come at the end, shard by shard.  Measured in
+# bench/README.md ("The rbd group's libiscsi run").
+# Not the PI LUs (CONF_PI=0): they are file and mem namespaces (rbd has no
+# metadata store yet), which the conformance group already runs; here, plain
+# (CONF_PLAIN=1: rbd has no encryption), their crypto erase tests would skip.
+# Nor the extra LUs (CONF_EXTRA_LUNS=0: write-protected, removable, 4 KiB
+# physical), mem and file namespaces the conformance group runs.
+tests=$(iscsi-test-cu --list | grep -E '^ALL\.[^.]+\.[^.]+$' | grep -E "${RBD_CONF_FILTER:-.}" | grep -v 'Sanitize.Reset$')
+declare -a shard_tests shard_pids
+n=0
+for t in $tests; do
+	shard_tests[n % shards]+="$t "
+	n=$((n + 1))
+done
+for s in $(seq "$shards"); do
+	CONF_TESTS=${shard_tests[s - 1]:-} CONF_BACKEND=rbd CONF_DATA=conf$s CONF_SIZE_MIB=0 CONF_SANITIZE_MIBPS=0 CONF_PLAIN=1 \
+		CONF_NAME=rbd.conformance CONF_LOGDIR=$logdir/conformance$s CONF_SHARD=$s CONF_PI=0 CONF_EXTRA_LUNS=0 \
+		CONF_SKIPS=$here/expected-skips.txt "$here/../conformance/run.sh" >"$work/conformance$s.out" 2>&1 &
+	shard_pids[s]=$!
+done
 
 # --- several gateways, one namespace: ANA and ALUA (core/ana.h), ~3 s ---
 # Gateway a (gateway_id 1) keeps group 1 optimized, b (gateway_id 2) makes it
@@ -342,32 +373,7 @@ kill-mid-stream stream:3 -g 2 -n 10000000
 clean-restart term -g 3 -n 200' \
 	DUR_BACKEND=rbd DUR_DATA=dur DUR_NAME=rbd.durability "$here/../durability/run.sh" || fail=1
 
-# --- libiscsi's whole suite on RBD-backed LUs ---
-# Every leaf test of iscsi-test-cu's ALL family but Sanitize.Reset (two
-# minutes of libiscsi's sleep(60), on a file LU in the conformance group), as
-# the file-backed run (tests/conformance/run.sh).  The tests wait on the
-# cluster's round trips, not on the CPU, so they run in $shards shards at once,
-# the names dealt round-robin (the slow ones are spread over the suites), each
-# shard its own slated and image conf<N>; the result lines come shard by shard.
-# Measured in bench/README.md ("the rbd group's libiscsi run").
-# Not the PI LUs (CONF_PI=0): they are file and mem namespaces (rbd has no
-# metadata store yet), which the conformance group already runs; here, plain
-# (CONF_PLAIN=1: rbd has no encryption), their crypto erase tests would skip.
-# Nor the extra LUs (CONF_EXTRA_LUNS=0: write-protected, removable, 4 KiB
-# physical), mem and file namespaces the conformance group runs.
-tests=$(iscsi-test-cu --list | grep -E '^ALL\.[^.]+\.[^.]+$' | grep -E "${RBD_CONF_FILTER:-.}" | grep -v 'Sanitize.Reset$')
-declare -a shard_tests shard_pids
-n=0
-for t in $tests; do
-	shard_tests[n % shards]+="$t "
-	n=$((n + 1))
-done
-for s in $(seq "$shards"); do
-	CONF_TESTS=${shard_tests[s - 1]:-} CONF_BACKEND=rbd CONF_DATA=conf$s CONF_SIZE_MIB=0 CONF_SANITIZE_MIBPS=0 CONF_PLAIN=1 \
-		CONF_NAME=rbd.conformance CONF_LOGDIR=$logdir/conformance$s CONF_SHARD=$s CONF_PI=0 CONF_EXTRA_LUNS=0 \
-		CONF_SKIPS=$here/expected-skips.txt "$here/../conformance/run.sh" >"$work/conformance$s.out" 2>&1 &
-	shard_pids[s]=$!
-done
+# --- the libiscsi shards (started after the cluster) ---
 for s in $(seq "$shards"); do
 	wait "${shard_pids[s]}" || fail=1
 	cat "$work/conformance$s.out"
