@@ -96,12 +96,14 @@ static int group_teardown(void **state)
         return system(c) == 0 ? 0 : -1;
 }
 
-static enum scsi_parse_result run(const uint8_t *cdb, uint16_t cdb_len, uint32_t edtl)
+static enum scsi_parse_result run_lun(const uint8_t *cdb, uint16_t cdb_len, uint32_t edtl,
+                                      uint64_t lun)
 {
         memset(&cmd, 0, sizeof(cmd));
-        atomic_store(&nx.ua[0], 0);
+        atomic_store(&nx.ua[lun], 0);
         memcpy(cmd.cdb, cdb, cdb_len);
         cmd.cdb_len = cdb_len;
+        cmd.lun = lun;
         cmd.nexus = &nx;
         cmd.edtl = edtl;
         cmd.buf = buf;
@@ -109,6 +111,11 @@ static enum scsi_parse_result run(const uint8_t *cdb, uint16_t cdb_len, uint32_t
         cmd.reactor = rt_get(0);
         cmd.done = on_done;
         return scsi_cmd_parse(&cmd);
+}
+
+static enum scsi_parse_result run(const uint8_t *cdb, uint16_t cdb_len, uint32_t edtl)
+{
+        return run_lun(cdb, cdb_len, edtl, 0);
 }
 
 static void exec_msg(void *arg)
@@ -690,18 +697,7 @@ static void test_unmap_joins_adjacent(void **state)
         uint8_t c[10] = {0x42};
         uint32_t len = 8 + 16 * nd;
         slate_put_be(c + 7, 2, len);
-        memset(&cmd, 0, sizeof(cmd));
-        atomic_store(&nx.ua[2], 0);
-        memcpy(cmd.cdb, c, sizeof(c));
-        cmd.cdb_len = sizeof(c);
-        cmd.lun = 2;
-        cmd.nexus = &nx;
-        cmd.edtl = len;
-        cmd.buf = buf;
-        cmd.buf_len = 2 * CORE_MAX_TRANSFER_BYTES;
-        cmd.reactor = rt_get(0);
-        cmd.done = on_done;
-        assert_int_equal(scsi_cmd_parse(&cmd), SCSI_PARSE_EXEC);
+        assert_int_equal(run_lun(c, sizeof(c), len, 2), SCSI_PARSE_EXEC);
         memset(buf, 0, len);
         slate_put_be(buf, 2, len - 2);
         slate_put_be(buf + 2, 2, 16 * nd);
