@@ -45,7 +45,7 @@ if ! nm -D --undefined-only "$SLATE_BUILD/slated" 2>/dev/null | grep -q rbd_aio_
 fi
 
 work=$(mktemp -d /tmp/slate-rbd.XXXXXX)
-# The libiscsi shards' images (see the end): 16 MiB each, as the conformance
+# The libiscsi shards' images (below): 16 MiB each, as the conformance
 # group's PI LUs (the smallest the suite runs on); every SANITIZE and GET LBA
 # STATUS walks the whole image, a cluster round trip per 4 MiB object.
 shards=${RBD_CONF_SHARDS:-3}
