@@ -100,9 +100,16 @@ gtimeout() { # per-group timeout, overridable by GROUP_TIMEOUT_<name>
 }
 
 # --- group: build ----------------------------------------------------------
+# build.asan then build.fuzz; when the fuzz group is asked for too, build.fuzz
+# runs in the background instead (see prebuild below).
 group_build() {
-	local log rc=0
-	log=$SLATE_LOGDIR/build-asan.log
+	local rc=0
+	group_build_asan || rc=1
+	group_build_fuzz || rc=1
+	return $rc
+}
+group_build_asan() {
+	local log=$SLATE_LOGDIR/build-asan.log
 	{
 		if [ ! -f build-asan/build.ninja ]; then
 			rm -rf build-asan/meson-private build-asan/meson-info
@@ -110,8 +117,11 @@ group_build() {
 		fi && ninja -C build-asan -j "$jobs_n"
 	} >"$log" 2>&1 && slate_result PASS build.asan || {
 		slate_result FAIL build.asan "$log" "meson/ninja failed"
-		rc=1
+		return 1
 	}
+}
+group_build_fuzz() {
+	local log rc=0
 	log=$SLATE_LOGDIR/build-fuzz.log
 	{
 		echo 'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n) { (void)d; (void)n; return 0; }' >"$SLATE_LOGDIR/fuzzprobe.c" &&
@@ -221,7 +231,7 @@ group_fuzz() {
 
 # The group functions run under timeout(1) in a child bash.
 export root jobs_n
-export -f slate_result group_build group_unit fuzz_one group_fuzz
+export -f slate_result group_build group_build_asan group_build_fuzz group_unit fuzz_one group_fuzz
 
 # beside A B -> true when groups A and B are both asked for and may run side
 # by side (not SLATE_SERIAL_VMS=1).
@@ -237,7 +247,8 @@ beside() {
 nvme_bg=0
 beside e2e e2e_nvme && nvme_bg=1
 
-# The rbd group (a throw-away Ceph cluster, tests/rbd/run.sh: about 4 min,
+# The rbd group (a throw-away Ceph cluster, tests/rbd/run.sh: libiscsi's
+# whole suite in three shards beside the two-gateway and durability checks,
 # mostly waiting on the cluster's round trips) runs beside e2e when both are
 # asked for, like e2e_nvme (SLATE_SERIAL_VMS=1: on its own).
 rbd_bg=0
@@ -250,10 +261,40 @@ beside e2e rbd && rbd_bg=1
 # SLATE_SERIAL_VMS=1: on its own, after the others.
 fuzz_bg=0
 beside e2e_cross fuzz && fuzz_bg=1
+# Prebuild: the clang libFuzzer build (build-fuzz/) and the Debian package
+# (`make deb`, tests/package/run.sh --deb) are CPU work that only the fuzz and
+# package groups need, and the groups after build mostly wait (on slated's
+# round trips, libiscsi's sleeps, kill -9 and restarts).  When build is asked
+# for with fuzz (or package), both build in the background after build.asan,
+# one after the other at nice 10 (the tests' processes go first), and their
+# result lines (build.fuzz, package.deb.build) are printed and counted before
+# the first group that needs them: about 2 min off the serial path (bench/README.md,
+# "make test time").  SLATE_SERIAL_VMS=1: in the build and package groups.
+prebuild_fuzz=0 prebuild_deb=0 prebuild_pid= prebuilt=0
+beside build fuzz && prebuild_fuzz=1
+beside build package && prebuild_deb=1
+prebuild_wait() { # print and count the prebuild's result lines, once
+	[ -n "$prebuild_pid" ] && [ "$prebuilt" = 0 ] || return 0
+	prebuilt=1
+	wait "$prebuild_pid"
+	[ "$prebuild_fuzz" = 1 ] && bg_collect build_fuzz "$(gtimeout build 1500)"
+	[ "$prebuild_deb" = 1 ] && bg_collect package_deb "$(gtimeout package 1800)"
+}
 
 for g in $groups; do
 	case $g in
-	build) run_group build "$(gtimeout build 1500)" bash -c group_build ;;
+	build)
+		if [ "$prebuild_fuzz" = 1 ] || [ "$prebuild_deb" = 1 ]; then
+			run_group build "$(gtimeout build 1500)" bash -c group_build_asan
+			(
+				[ "$prebuild_fuzz" = 1 ] && bg_group build_fuzz "$(gtimeout build 1500)" nice -n 10 bash -c group_build_fuzz
+				[ "$prebuild_deb" = 1 ] && bg_group package_deb "$(gtimeout package 1800)" nice -n 10 tests/package/run.sh --deb
+			) &
+			prebuild_pid=$!
+		else
+			run_group build "$(gtimeout build 1500)" bash -c group_build
+		fi
+		;;
 	unit) run_group unit "$(gtimeout unit 600)" bash -c group_unit ;;
 	conformance) run_group conformance "$(gtimeout conformance 900)" tests/conformance/run.sh ;;
 	robust) run_group robust "$(gtimeout robust 600)" tests/robust/run.sh ;;
@@ -295,6 +336,7 @@ for g in $groups; do
 		;;
 	e2e_cross)
 		if [ "$fuzz_bg" = 1 ]; then
+			prebuild_wait
 			bg_group fuzz "$(gtimeout fuzz 1200)" nice -n 10 bash -c group_fuzz &
 			fuzz_pid=$!
 		fi
@@ -304,8 +346,22 @@ for g in $groups; do
 			bg_collect fuzz "$(gtimeout fuzz 1200)"
 		fi
 		;;
-	package) run_group package "$(gtimeout package 1800)" tests/package/run.sh ;;
-	fuzz) [ "$fuzz_bg" = 1 ] || run_group fuzz "$(gtimeout fuzz 1200)" bash -c group_fuzz ;;
+	package)
+		if [ "$prebuild_deb" = 1 ]; then
+			prebuild_wait
+			# the prebuilt .deb (none if that failed: the group builds it again)
+			PACKAGE_DEB=$(ls build-deb/slate_*_amd64.deb 2>/dev/null | head -n 1)
+			export PACKAGE_DEB
+			run_group package "$(gtimeout package 1800)" tests/package/run.sh
+			unset PACKAGE_DEB
+		else
+			run_group package "$(gtimeout package 1800)" tests/package/run.sh
+		fi
+		;;
+	fuzz)
+		prebuild_wait
+		[ "$fuzz_bg" = 1 ] || run_group fuzz "$(gtimeout fuzz 1200)" bash -c group_fuzz
+		;;
 	*)
 		slate_result FAIL "group.$g" "" "unknown group"
 		nfail=$((nfail + 1))

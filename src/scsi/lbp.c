@@ -72,7 +72,14 @@ static void unmap_done(struct core_req *req)
         unmap_next(cmd);
 }
 
-/* Submits the next non-empty descriptor (cmd->aux: its index), or finishes. */
+/*
+ * Submits the next non-empty descriptor (cmd->aux: its index), or finishes.
+ * The descriptors after it that continue its range (the next LBA, or no
+ * blocks) go in the same request: one backend round trip for a list of
+ * adjacent blocks (libiscsi's Unmap.Simple sends up to 256 one-block
+ * descriptors in a row, 32,896 in all: one DEALLOCATE each cost 8 s on an
+ * RBD image).  The sum fits: exec checked it against MAX UNMAP LBA COUNT.
+ */
 static void unmap_next(struct scsi_cmd *cmd)
 {
         const uint8_t *b = cmd->buf;
@@ -82,7 +89,16 @@ static void unmap_next(struct scsi_cmd *cmd)
                 uint32_t n = slate_be32(d + 8);
                 if (!n)
                         continue;
-                core_req_init(&cmd->req, cmd->ns, CORE_OP_DEALLOCATE, slate_be64(d), n,
+                uint64_t lba = slate_be64(d);
+                while (cmd->aux < cmd->nlb) {
+                        const uint8_t *e = b + UNMAP_HDR + (size_t)cmd->aux * UNMAP_DESC;
+                        uint32_t en = slate_be32(e + 8);
+                        if (en && slate_be64(e) != lba + n)
+                                break;
+                        n += en;
+                        cmd->aux++;
+                }
+                core_req_init(&cmd->req, cmd->ns, CORE_OP_DEALLOCATE, lba, n,
                               (cmd->cdb[1] & 0x01) ? CORE_REQ_ANCHOR : 0, cmd->reactor, unmap_done,
                               cmd);
                 cmd->req.nexus = cmd->nexus ? &cmd->nexus->id : NULL;

@@ -17,7 +17,9 @@
 # Environment: CONF_TESTS (space-separated list or grep -E regex via
 # CONF_FILTER), CONF_TIMEOUT (s per test, default 180), CONF_BACKEND
 # (file|mem|rbd; rbd: CONF_DATA names the image, $CEPH_CONF the cluster),
-# CONF_NAME (result-name prefix, default conformance), CONF_SKIPS (a second
+# CONF_NAME (result-name prefix, default conformance), CONF_LOGDIR (default
+# $SLATE_LOGDIR/$CONF_NAME), CONF_SHARD (a suffix for the clean-shutdown line
+# when several runs share CONF_NAME, tests/rbd/run.sh), CONF_SKIPS (a second
 # expected-skips file), CONF_EXTRA_LUNS=0 (skip the reruns on the write-protected,
 # removable and 4 KiB-physical LUNs, which are never ns0's backend), CONF_SIZE_MIB (default 256), CONF_SANITIZE_MIBPS (ns0's sanitize
 # pacing, default 32), TARGET_URL/TARGET_URL2 to test
@@ -28,7 +30,7 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib.sh"
 
-logdir=$SLATE_LOGDIR/${CONF_NAME:-conformance}
+logdir=${CONF_LOGDIR:-$SLATE_LOGDIR/${CONF_NAME:-conformance}}
 mkdir -p "$logdir"
 skips=$here/expected-skips.txt
 timeout_s=${CONF_TIMEOUT:-180}
@@ -417,10 +419,10 @@ if [ "$external" = 0 ]; then
 	rc=$?
 	# SIGTERM must end slated cleanly (exit 0), without a leak report.
 	if [ "$rc" != 0 ] || ! slate_sanitizer_clean "$daemon_log"; then
-		slate_result FAIL "$cname.clean-shutdown" "$daemon_log" "exit status $rc"
+		slate_result FAIL "$cname.clean-shutdown${CONF_SHARD:+.$CONF_SHARD}" "$daemon_log" "exit status $rc"
 		fail=1
 	else
-		slate_result PASS "$cname.clean-shutdown"
+		slate_result PASS "$cname.clean-shutdown${CONF_SHARD:+.$CONF_SHARD}"
 	fi
 fi
 exit $fail

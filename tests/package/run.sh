@@ -21,22 +21,34 @@
 # for the added namespace.
 #
 # Environment: PACKAGE_DEB=path uses an already built .deb (no make deb).
+# --deb: only `make deb` and its result line (tests/run-all.sh builds the
+# package so in the background, then runs this with PACKAGE_DEB).
 set -u
 cd "$(dirname "$0")/../.."
 . tests/lib.sh
 
+make_deb() {
+	if make deb >"$L/make-deb.log" 2>&1; then
+		slate_result PASS package.deb.build
+	else
+		slate_result FAIL package.deb.build "$L/make-deb.log" "make deb failed"
+		return 1
+	fi
+}
+
+if [ "${1:-}" = --deb ]; then
+	L=$SLATE_LOGDIR/package
+	mkdir -p "$L"
+	make_deb
+	exit
+fi
 if [ "${1:-}" != --inside ]; then
 	L=$SLATE_LOGDIR/package
 	mkdir -p "$L"
 	rc=0
 	deb=${PACKAGE_DEB:-}
 	if [ -z "$deb" ]; then
-		if make deb >"$L/make-deb.log" 2>&1; then
-			slate_result PASS package.deb.build
-		else
-			slate_result FAIL package.deb.build "$L/make-deb.log" "make deb failed"
-			exit 1
-		fi
+		make_deb || exit 1
 		deb=$(ls build-deb/slate_*_amd64.deb 2>/dev/null | head -n 1)
 	fi
 	[ -f "$deb" ] || {

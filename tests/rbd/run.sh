@@ -18,10 +18,11 @@
 #    update (the state is a RADOS object, core/pr.c, rbd.c);
 #  - rbd.durability.*: the durability rounds (kill -9 of slated with
 #    acknowledged FUA / flushed writes, tests/durability/run.sh) on an image;
-#  - rbd.conformance.*: libiscsi's iscsi-test-cu on an RBD-backed LUN 0
-#    (tests/conformance/run.sh, CONF_BACKEND=rbd), the same expected skips as
-#    the file-backed run plus tests/rbd/expected-skips.txt, on the suites
-#    that reach the backend (RBD_CONF_FILTER, grep -E over the names, widens it).
+#  - rbd.conformance.*: libiscsi's whole iscsi-test-cu suite on RBD-backed
+#    LUs (tests/conformance/run.sh, CONF_BACKEND=rbd), the same expected
+#    skips as the file-backed run plus tests/rbd/expected-skips.txt, in
+#    RBD_CONF_SHARDS (3) shards at once, each its own slated and image
+#    (RBD_CONF_FILTER, grep -E over the names, narrows it).
 # Then stops the cluster and removes its directory.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -44,22 +45,59 @@ if ! nm -D --undefined-only "$SLATE_BUILD/slated" 2>/dev/null | grep -q rbd_aio_
 fi
 
 work=$(mktemp -d /tmp/slate-rbd.XXXXXX)
+# The libiscsi shards' images (below): 16 MiB each, as the conformance
+# group's PI LUs (the smallest the suite runs on); every SANITIZE and GET LBA
+# STATUS walks the whole image, a cluster round trip per 4 MiB object.
+shards=${RBD_CONF_SHARDS:-3}
+conf_images=
+for s in $(seq "$shards"); do conf_images="$conf_images conf$s ${RBD_CONF_SIZE_MIB:-16}M"; done
 cdir=$work/ceph
 cleanup() {
 	[ -n "${pid_b:-}" ] && kill -9 "$pid_b" 2>/dev/null
+	local p
+	for p in ${shard_pids[@]+"${shard_pids[@]}"}; do kill "$p" 2>/dev/null; done
 	slate_stop KILL >/dev/null 2>&1
 	ceph_cluster_stop "$cdir"
 	rm -rf "$work"
 }
 trap cleanup EXIT
 
-if ! ceph_cluster_start "$cdir" conf "${RBD_CONF_SIZE_MIB:-64}M" shared 64M dur 64M >"$logdir/cluster.log" 2>&1; then
+if ! ceph_cluster_start "$cdir" $conf_images shared 64M dur 64M >"$logdir/cluster.log" 2>&1; then
 	cp "$cdir"/*.log "$logdir/" 2>/dev/null
 	slate_result FAIL rbd.cluster "$logdir/cluster.log" "the cluster did not start"
 	exit 1
 fi
 export CEPH_CONF
 slate_result PASS rbd.cluster "" "started in $(cat "$cdir/start-seconds") s, $(($(ceph_cluster_rss "$cdir") / 1024)) MiB resident"
+
+# --- libiscsi's whole suite on RBD-backed LUs ---
+# Every leaf test of iscsi-test-cu's ALL family but Sanitize.Reset (two
+# minutes of libiscsi's sleep(60), on a file LU in the conformance group), as
+# the file-backed run (tests/conformance/run.sh).  The tests wait on the
+# cluster's round trips, not on the CPU, so they run in $shards shards at once,
+# the names dealt round-robin (the slow ones are spread over the suites), each
+# shard its own slated and image conf<N>.  They start here, beside the
+# checks below (other images, other slated processes); their result lines
+# come at the end, shard by shard.  Measured in
+# bench/README.md ("The rbd group's libiscsi run").
+# Not the PI LUs (CONF_PI=0): they are file and mem namespaces (rbd has no
+# metadata store yet), which the conformance group already runs; here, plain
+# (CONF_PLAIN=1: rbd has no encryption), their crypto erase tests would skip.
+# Nor the extra LUs (CONF_EXTRA_LUNS=0: write-protected, removable, 4 KiB
+# physical), mem and file namespaces the conformance group runs.
+tests=$(iscsi-test-cu --list | grep -E '^ALL\.[^.]+\.[^.]+$' | grep -E "${RBD_CONF_FILTER:-.}" | grep -v 'Sanitize.Reset$')
+declare -a shard_tests shard_pids
+n=0
+for t in $tests; do
+	shard_tests[n % shards]+="$t "
+	n=$((n + 1))
+done
+for s in $(seq "$shards"); do
+	CONF_TESTS=${shard_tests[s - 1]:-} CONF_BACKEND=rbd CONF_DATA=conf$s CONF_SIZE_MIB=0 CONF_SANITIZE_MIBPS=0 CONF_PLAIN=1 \
+		CONF_NAME=rbd.conformance CONF_LOGDIR=$logdir/conformance$s CONF_SHARD=$s CONF_PI=0 CONF_EXTRA_LUNS=0 \
+		CONF_SKIPS=$here/expected-skips.txt "$here/../conformance/run.sh" >"$work/conformance$s.out" 2>&1 &
+	shard_pids[s]=$!
+done
 
 # --- several gateways, one namespace: ANA and ALUA (core/ana.h), ~3 s ---
 # Gateway a (gateway_id 1) keeps group 1 optimized, b (gateway_id 2) makes it
@@ -335,18 +373,9 @@ kill-mid-stream stream:3 -g 2 -n 10000000
 clean-restart term -g 3 -n 200' \
 	DUR_BACKEND=rbd DUR_DATA=dur DUR_NAME=rbd.durability "$here/../durability/run.sh" || fail=1
 
-# --- libiscsi's suite on an RBD-backed LU ---
-# The suites whose commands reach the backend in distinct ways (reads,
-# writes, FUA, flushes, write zeroes / unmap, provisioning, sanitize,
-# compare); the rest of the suite, and the same commands' other CDB sizes,
-# test the SCSI and iSCSI layers, which do not know the backend (the file run
-# covers them).  RBD_CONF_FILTER=. runs everything: 230 tests, about 7 min
-# here by this set's 1.7 s per test, against about 2.5 min for this set.
-# Not the PI LUs (CONF_PI=0): they are file and mem namespaces (rbd has no
-# metadata store yet), which the conformance group already runs; here, plain
-# (CONF_PLAIN=1: rbd has no encryption), their crypto erase tests would skip.
-filter=${RBD_CONF_FILTER:-'^ALL\.(Read10|Write10|Write16|WriteSame16|WriteVerify16|Verify16|CompareAndWrite|OrWrite|SyncCache10|Unmap|GetLBAStatus|Sanitize)\.'}
-tests=$(iscsi-test-cu --list | grep -E '^ALL\.[^.]+\.[^.]+$' | grep -E "$filter" | grep -v 'Sanitize.Reset$')
-CONF_TESTS=$tests CONF_BACKEND=rbd CONF_DATA=conf CONF_SIZE_MIB=0 CONF_SANITIZE_MIBPS=0 CONF_PLAIN=1 CONF_NAME=rbd.conformance \
-	CONF_PI=0 CONF_EXTRA_LUNS=0 CONF_SKIPS=$here/expected-skips.txt "$here/../conformance/run.sh" || fail=1
+# --- the libiscsi shards (started after the cluster) ---
+for s in $(seq "$shards"); do
+	wait "${shard_pids[s]}" || fail=1
+	cat "$work/conformance$s.out"
+done
 exit $fail

@@ -8,7 +8,8 @@
  * Advice Hints Grouping mode page (sense, changeable mask, MODE SELECT and
  * its checks), the Block Limits Extension and Extended INQUIRY bits, and
  * the Group Statistics and Performance log pages.  A real mem namespace on
- * a reactor (as test_scsi_atomic.c).
+ * a reactor (as test_scsi_atomic.c).  And, on a second, thin one (LUN 2),
+ * UNMAP's adjacent descriptors joined into one core request (scsi/lbp.c).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -28,7 +29,7 @@
 #define NBLOCKS 16384u
 
 static char state_dir[256];
-static struct core_ns *n0;
+static struct core_ns *n0, *u0;
 static struct scsi_target tgt;
 static struct scsi_nexus nx;
 static struct scsi_cmd cmd;
@@ -66,6 +67,13 @@ static int group_setup(void **state)
         scsi_target_init(&tgt, "iqn.2024-01.org.slate:t", 1);
         if (scsi_target_map_lun(&tgt, 0, n0))
                 return -1;
+        struct core_ns_params pu = {.name = "u0",
+                                    .backend = "mem",
+                                    .size_bytes = 1024 * 512,
+                                    .block_size = 512,
+                                    .thin = true};
+        if (core_ns_create(&pu, &u0, err, sizeof(err)) || scsi_target_map_lun(&tgt, 2, u0))
+                return -1;
         scsi_nexus_init(&nx, &tgt, "iqn.init,i,0x1", "iqn.2024-01.org.slate:t,t,0x1", NULL, 0);
         buf = aligned_alloc(64, 2 * CORE_MAX_TRANSFER_BYTES);
         return buf ? 0 : -1;
@@ -77,6 +85,7 @@ static int group_teardown(void **state)
         (void)state;
         scsi_nexus_fini(&nx);
         scsi_target_unmap_lun(&tgt, 0);
+        scsi_target_unmap_lun(&tgt, 2);
         scsi_target_fini(&tgt);
         rt_stop();
         rt_join();
@@ -87,12 +96,14 @@ static int group_teardown(void **state)
         return system(c) == 0 ? 0 : -1;
 }
 
-static enum scsi_parse_result run(const uint8_t *cdb, uint16_t cdb_len, uint32_t edtl)
+static enum scsi_parse_result run_lun(const uint8_t *cdb, uint16_t cdb_len, uint32_t edtl,
+                                      uint64_t lun)
 {
         memset(&cmd, 0, sizeof(cmd));
-        atomic_store(&nx.ua[0], 0);
+        atomic_store(&nx.ua[lun], 0);
         memcpy(cmd.cdb, cdb, cdb_len);
         cmd.cdb_len = cdb_len;
+        cmd.lun = lun;
         cmd.nexus = &nx;
         cmd.edtl = edtl;
         cmd.buf = buf;
@@ -100,6 +111,11 @@ static enum scsi_parse_result run(const uint8_t *cdb, uint16_t cdb_len, uint32_t
         cmd.reactor = rt_get(0);
         cmd.done = on_done;
         return scsi_cmd_parse(&cmd);
+}
+
+static enum scsi_parse_result run(const uint8_t *cdb, uint16_t cdb_len, uint32_t edtl)
+{
+        return run_lun(cdb, cdb_len, edtl, 0);
 }
 
 static void exec_msg(void *arg)
@@ -664,14 +680,51 @@ static void test_no_placements(void **state)
         assert_int_equal(core_ns_delete("s1"), 0);
 }
 
+/*
+ * UNMAP on the thin LUN 2: adjacent descriptors (and empty ones between
+ * them) are one DEALLOCATE, a descriptor that does not continue the range
+ * starts another: 9 descriptors, 3 core requests (each one backend round
+ * trip, which an RBD image pays in full).
+ */
+static void test_unmap_joins_adjacent(void **state)
+{
+        (void)state;
+        static const struct {
+                uint64_t lba;
+                uint32_t n;
+        } d[] = {{10, 1}, {11, 1}, {12, 0}, {12, 2}, {14, 6}, {30, 1}, {31, 1}, {5, 1}, {6, 0}};
+        const unsigned nd = sizeof(d) / sizeof(d[0]);
+        uint8_t c[10] = {0x42};
+        uint32_t len = 8 + 16 * nd;
+        slate_put_be(c + 7, 2, len);
+        assert_int_equal(run_lun(c, sizeof(c), len, 2), SCSI_PARSE_EXEC);
+        memset(buf, 0, len);
+        slate_put_be(buf, 2, len - 2);
+        slate_put_be(buf + 2, 2, 16 * nd);
+        for (unsigned i = 0; i < nd; i++) {
+                slate_put_be(buf + 8 + 16 * i, 8, d[i].lba);
+                slate_put_be(buf + 16 + 16 * i, 4, d[i].n);
+        }
+        uint64_t before = core_stats_ops(&u0->stats, CORE_OPC_WRITE);
+        exec_wait();
+        assert_int_equal(cmd.status, SAM_STAT_GOOD);
+        assert_int_equal(core_stats_ops(&u0->stats, CORE_OPC_WRITE) - before, 3);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-            cmocka_unit_test(test_vpd_bits),        cmocka_unit_test(test_get_stream_status),
-            cmocka_unit_test(test_stream_control),  cmocka_unit_test(test_write_stream),
-            cmocka_unit_test(test_group_number),    cmocka_unit_test(test_grouping_page),
-            cmocka_unit_test(test_grouping_select), cmocka_unit_test(test_group_stats),
-            cmocka_unit_test(test_rsoc_lists_them), cmocka_unit_test(test_no_placements),
+            cmocka_unit_test(test_vpd_bits),
+            cmocka_unit_test(test_get_stream_status),
+            cmocka_unit_test(test_stream_control),
+            cmocka_unit_test(test_write_stream),
+            cmocka_unit_test(test_group_number),
+            cmocka_unit_test(test_grouping_page),
+            cmocka_unit_test(test_grouping_select),
+            cmocka_unit_test(test_group_stats),
+            cmocka_unit_test(test_rsoc_lists_them),
+            cmocka_unit_test(test_no_placements),
+            cmocka_unit_test(test_unmap_joins_adjacent),
         };
         return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
