@@ -171,6 +171,7 @@ static int rbd_be_open(struct backend *be, const struct backend_params *p)
         be->priv = r;
         be->size_bytes = size;
         be->size_shared = true;
+        be->pr_shared = true;
         be->volatile_cache = true; /* the librbd cache, when enabled, holds writes until a flush */
         /* librbd discards whole objects or discard granules (64 KiB by default). */
         be->alloc_unit = 65536;

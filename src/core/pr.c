@@ -457,11 +457,11 @@ static void collect(void *arg, const struct core_pr_reg *reg, unsigned events)
         col->n++;
 }
 
-/* ---- Reservation state kept with shared storage (backend pr_load/pr_store: rbd) ---- */
+/* ---- Reservation state kept with shared storage (pr_load/pr_store: rbd, shared file) ---- */
 
 static bool pr_shared(const struct core_ns *ns)
 {
-        return ns->be.ops && ns->be.ops->pr_load && ns->be.ops->pr_store;
+        return ns->be.ops && ns->be.pr_shared && ns->be.ops->pr_load && ns->be.ops->pr_store;
 }
 
 /* Install src (from the storage, at version) as ns's copy, keeping this gateway's RESERVE(6). */
