@@ -19,6 +19,8 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -659,6 +661,94 @@ enum core_status core_ns_pr_out(struct core_ns *ns, const struct core_pr_nexus *
         }
         free(col.v);
         return st;
+}
+
+/* ---- PR OUT off the reactor (core_ns_pr_out_submit) ---- */
+
+bool core_ns_pr_shared(const struct core_ns *ns)
+{
+        return pr_shared(ns);
+}
+
+/*
+ * Two threads: one PR OUT waiting out a dead gateway's 3 s does not hold
+ * up another namespace's; commands of one namespace serialize anyway in
+ * the shared store's version check.
+ */
+#define PR_WORKERS 2
+
+static pthread_once_t prw_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t prw_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t prw_cond = PTHREAD_COND_INITIALIZER;
+static struct core_pr_job *prw_head, *prw_tail;
+static unsigned prw_n;
+
+static void pr_job_done(struct rt_defer *d)
+{
+        struct core_pr_job *j =
+            (struct core_pr_job *)((char *)d - offsetof(struct core_pr_job, defer_));
+        j->cb(j);
+}
+
+static void *prw_main(void *arg)
+{
+        (void)arg;
+        for (;;) {
+                pthread_mutex_lock(&prw_lock);
+                while (!prw_head)
+                        pthread_cond_wait(&prw_cond, &prw_lock);
+                struct core_pr_job *j = prw_head;
+                prw_head = j->next_;
+                if (!prw_head)
+                        prw_tail = NULL;
+                pthread_mutex_unlock(&prw_lock);
+                j->st = core_ns_pr_out(j->ns, &j->self, &j->c, j->origin);
+                j->defer_.fn = pr_job_done;
+                rt_defer_remote(j->reactor, &j->defer_);
+        }
+        return NULL;
+}
+
+static void prw_start(void)
+{
+        for (unsigned i = 0; i < PR_WORKERS; i++) {
+                pthread_t t;
+                pthread_attr_t a;
+                pthread_attr_init(&a);
+                pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+                if (pthread_create(&t, &a, prw_main, NULL) == 0) {
+                        pthread_setname_np(t, "core_pr");
+                        prw_n++;
+                }
+                pthread_attr_destroy(&a);
+        }
+        if (!prw_n)
+                LOG_WARN("pr", "no reservation worker thread: shared reservation commands run "
+                               "on the reactor");
+}
+
+void core_ns_pr_out_submit(struct core_pr_job *j)
+{
+        j->defer_.fn = pr_job_done;
+        j->defer_.next = NULL;
+        if (pr_shared(j->ns)) {
+                pthread_once(&prw_once, prw_start);
+                if (prw_n) {
+                        j->next_ = NULL;
+                        pthread_mutex_lock(&prw_lock);
+                        if (prw_tail)
+                                prw_tail->next_ = j;
+                        else
+                                prw_head = j;
+                        prw_tail = j;
+                        pthread_cond_signal(&prw_cond);
+                        pthread_mutex_unlock(&prw_lock);
+                        return;
+                }
+        }
+        /* In memory (or no worker): a few microseconds under ns->lock, here. */
+        j->st = core_ns_pr_out(j->ns, &j->self, &j->c, j->origin);
+        rt_defer(j->reactor, &j->defer_);
 }
 
 static enum core_status pr_aptpl_apply(struct core_pr *pr, void *arg)
