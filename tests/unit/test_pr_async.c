@@ -89,10 +89,11 @@ static int slow_load(struct backend *be, char **text, uint64_t *version)
         return 0;
 }
 
+static int store_ms = STORE_MS;
 static int slow_store(struct backend *be, const char *text, uint64_t *version)
 {
         (void)be;
-        usleep(STORE_MS * 1000);
+        usleep((useconds_t)store_ms * 1000);
         pthread_mutex_lock(&st_lock);
         int rc = -ECANCELED;
         if (*version == st_version) {
@@ -225,6 +226,93 @@ static void test_local_pr_out_completes_on_reactor(void **state)
         pthread_mutex_unlock(&c->lock);
 }
 
+/* ---- the other gateway's hosts hear of a change (pr_tell) ---- */
+
+static struct core_ns *ev_ns;
+static atomic_int ev_preempted, ev_other;
+static void on_event(const struct core_ns_event *ev, void *arg)
+{
+        (void)arg;
+        if (ev->ns != ev_ns || ev->type != CORE_NS_EV_RESERVATION)
+                return;
+        if (ev->pr_reg && ev->pr_reg->key == 0x22 && (ev->pr_events & CORE_PR_EV_REGS_PREEMPTED) &&
+            !ev->origin)
+                atomic_fetch_add(&ev_preempted, 1);
+        else
+                atomic_fetch_add(&ev_other, 1);
+}
+
+static void fake_shared(struct core_ns *ns)
+{
+        static struct backend_ops fake;
+        fake = *ns->be.ops;
+        fake.pr_load = slow_load;
+        fake.pr_store = slow_store;
+        ns->be.ops = &fake;
+        ns->be.pr_shared = true;
+}
+
+static void nexus(struct core_pr_nexus *n, const char *ini, uint16_t port)
+{
+        memset(n, 0, sizeof(*n));
+        snprintf(n->initiator, sizeof(n->initiator), "%s", ini);
+        snprintf(n->target, sizeof(n->target), "iqn.tgt,t,0x1");
+        n->rel_tgt_port = port;
+}
+
+/*
+ * Gateway 1 (namespace a) preempts a registration made through gateway 2
+ * (namespace b, the same stored state): b, reloading, publishes the
+ * preemption for its host once, with no origin; a reload of the same
+ * version publishes nothing more.
+ */
+static void test_other_gateway_told_once(void **state)
+{
+        (void)state;
+        store_ms = 0;
+        pthread_mutex_lock(&st_lock);
+        free(st_text);
+        st_text = NULL;
+        st_version = 0;
+        pthread_mutex_unlock(&st_lock);
+        struct core_ns *a = mk("gw1"), *b = mk("gw2");
+        fake_shared(a);
+        fake_shared(b);
+        ev_ns = b;
+        static bool listening;
+        if (!listening)
+                assert_int_equal(core_ns_listen(on_event, NULL), 0);
+        listening = true;
+        atomic_store(&ev_preempted, 0);
+        atomic_store(&ev_other, 0);
+
+        struct core_pr_nexus x, y;
+        nexus(&x, "iqn.host1,i,0x1", 0x0101);
+        nexus(&y, "iqn.host2,i,0x1", 0x0201);
+        struct core_pr_cmd c = {.action = CORE_PR_REGISTER, .sa_key = 0x11};
+        assert_int_equal(core_ns_pr_out(a, &x, &c, NULL), CORE_OK);
+        struct core_pr_cmd d = {.action = CORE_PR_REGISTER, .sa_key = 0x22};
+        assert_int_equal(core_ns_pr_out(b, &y, &d, NULL), CORE_OK);
+        assert_int_equal(core_ns_pr_refresh(b), 0);
+        assert_int_equal(atomic_load(&ev_preempted), 0);
+
+        struct core_pr_cmd p = {.action = CORE_PR_PREEMPT,
+                                .key = 0x11,
+                                .sa_key = 0x22,
+                                .type = CORE_PR_WRITE_EXCLUSIVE};
+        assert_int_equal(core_ns_pr_out(a, &x, &p, a), CORE_OK);
+        assert_int_equal(atomic_load(&ev_preempted), 0); /* a told its own hosts, not b's */
+        assert_int_equal(core_ns_pr_refresh(b), 0);
+        assert_int_equal(atomic_load(&ev_preempted), 1);
+        assert_int_equal(core_ns_pr_refresh(b), 0);
+        assert_int_equal(atomic_load(&ev_preempted), 1);
+        assert_int_equal(atomic_load(&ev_other), 0);
+        pthread_mutex_lock(&b->lock);
+        assert_null(core_pr_find_reg(&b->pr, &y));
+        pthread_mutex_unlock(&b->lock);
+        store_ms = STORE_MS;
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -232,6 +320,7 @@ int main(void)
                                             teardown),
             cmocka_unit_test_setup_teardown(test_local_pr_out_completes_on_reactor, setup,
                                             teardown),
+            cmocka_unit_test_setup_teardown(test_other_gateway_told_once, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

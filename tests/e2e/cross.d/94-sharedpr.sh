@@ -90,6 +90,7 @@ if check sharedpr-setup spr_setup_a; then
 ]}
 JSON
 	check sharedpr-second-gateway gw2_start "$spr_b/run" "$spr_b/slate.json" "$spr_nport" "$logdir/slated-spr.log"
+	echo "sharedpr: second gateway up at ${SECONDS}s"
 	{
 		spr_login "$ISCSI_PORT"
 		spr_login "$spr_iport"
@@ -166,7 +167,10 @@ spr_nvme() {
 if [ -n "$spr_sda" ] && [ -n "$spr_sdb" ] && [ -n "$spr_na" ] && [ -n "$spr_nb" ]; then
 	check sharedpr-scsi-across-gateways spr_scsi
 	check sharedpr-nvme-across-gateways spr_nvme
-	echo "sharedpr: checks done at ${SECONDS}s"
+	echo "sharedpr: checks done at ${SECONDS}s; what the clients printed through gateway 2:"
+	for f in spr-k spr-r spr-rr spr-rr2; do
+		[ -f "$state/$f.txt" ] && grep -iE 'key|reserv|rtype|rcsts|regctl|exclusive' "$state/$f.txt" | sed "s/^/    $f: /"
+	done
 fi
 {
 	nvme disconnect -n "$spr_nqn"
