@@ -35,6 +35,11 @@ struct backend_params {
         const char *path;    /* file backend: data file path */
         uint64_t size_bytes; /* requested size; 0 = existing file size */
         bool create;         /* create if missing */
+        /*
+         * file backend: keep the reservation state in files next to the data
+         * file, shared with the other gateways exporting it (file_pr.c).
+         */
+        bool shared_reservations;
         /* rbd backend (NULL or "" = not given; see rbd.c) */
         const char *pool, *image, *rbd_namespace, *ceph_conf, *client_id, *keyring;
 };
@@ -69,6 +74,12 @@ struct backend {
          * Set by open.
          */
         bool size_shared;
+        /*
+         * The reservation state lives with the storage (ops->pr_load and
+         * pr_store work: rbd always, file with shared_reservations).  Set by
+         * open; the core shares the state only where it is set.
+         */
+        bool pr_shared;
         /*
          * Set by the owner before open (may stay NULL): the backend saw its
          * size change outside this process.  Called on a backend thread,
@@ -147,7 +158,8 @@ struct backend_ops {
         int (*identity_store)(struct backend *be, const struct backend_identity *id);
         /*
          * Reservation state kept with the shared storage (rbd: a RADOS
-         * object next to the image), so every gateway exporting it honours
+         * object next to the image; file: files next to the data file,
+         * when be->pr_shared), so every gateway exporting it honours
          * one state (core/pr.c).  The state is an opaque string with a
          * version that grows by one with every store.  Control path,
          * blocking (a cluster round trip).  load: *text (malloc'd, or NULL

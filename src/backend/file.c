@@ -15,6 +15,9 @@
  * keep).  It is offered only where that holds, decided at open: a regular
  * file on ext4 or xfs whose FIEMAP works.  Elsewhere (tmpfs, other file
  * systems, block devices) the namespace cannot anchor (SCSI ANC_SUP=0).
+ *
+ * With shared_reservations the reservation state lives in files next to the
+ * data file, shared by every gateway exporting it (file_pr.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -32,6 +35,7 @@
 #include <unistd.h>
 
 #include "backend/backend.h"
+#include "backend/file_pr.h"
 #include "rt/log.h"
 
 struct file_be {
@@ -39,7 +43,8 @@ struct file_be {
         int fd_direct; /* -1 when the file system refuses O_DIRECT */
         uint32_t direct_align;
         bool punch_ok;
-        char path[4096]; /* for log lines */
+        struct file_pr *pr; /* shared_reservations: the state next to the file */
+        char path[4096];    /* for log lines */
 };
 
 /* Can this file keep zeroed blocks allocated and show them as unwritten extents? */
@@ -103,6 +108,18 @@ static int file_open(struct backend *be, const struct backend_params *p)
                              ? (uint32_t)st.st_blksize
                              : 0;
         be->can_anchor = anchor_capable(f->fd_buf, &st);
+        if (p->shared_reservations) {
+                int rc = file_pr_open(&f->pr, p->path, be);
+                if (rc) {
+                        if (f->fd_direct >= 0)
+                                close(f->fd_direct);
+                        close(f->fd_buf);
+                        free(f);
+                        be->priv = NULL;
+                        return rc;
+                }
+                be->pr_shared = true;
+        }
         LOG_DEBUG("file", "%s: %s", p->path, f->fd_direct >= 0 ? "O_DIRECT" : "buffered");
         return 0;
 }
@@ -112,6 +129,8 @@ static void file_close(struct backend *be)
         struct file_be *f = be->priv;
         if (!f)
                 return;
+        file_pr_close(f->pr);
+        be->pr_shared = false;
         if (f->fd_direct >= 0)
                 close(f->fd_direct);
         close(f->fd_buf);
@@ -353,6 +372,18 @@ static int64_t file_copy(struct backend *dst, uint64_t dst_off, struct backend *
         return n;
 }
 
+static int file_be_pr_load(struct backend *be, char **text, uint64_t *version)
+{
+        struct file_be *f = be->priv;
+        return f->pr ? file_pr_load(f->pr, text, version) : -EOPNOTSUPP;
+}
+
+static int file_be_pr_store(struct backend *be, const char *text, uint64_t *version)
+{
+        struct file_be *f = be->priv;
+        return f->pr ? file_pr_store(f->pr, text, version) : -EOPNOTSUPP;
+}
+
 const struct backend_ops backend_file_ops = {
     .name = "file",
     .open = file_open,
@@ -362,4 +393,6 @@ const struct backend_ops backend_file_ops = {
     .map_status = file_map_status,
     .allocated = file_allocated,
     .copy = file_copy,
+    .pr_load = file_be_pr_load,
+    .pr_store = file_be_pr_store,
 };

@@ -171,6 +171,7 @@ static int rbd_be_open(struct backend *be, const struct backend_params *p)
         be->priv = r;
         be->size_bytes = size;
         be->size_shared = true;
+        be->pr_shared = true;
         be->volatile_cache = true; /* the librbd cache, when enabled, holds writes until a flush */
         /* librbd discards whole objects or discard granules (64 KiB by default). */
         be->alloc_unit = 65536;
@@ -422,8 +423,9 @@ static int rbd_be_identity_store(struct backend *be, const struct backend_identi
  * load and store are synchronous cluster round trips (a few ms; a store
  * waits for the other gateways' acks too): the core calls them for
  * PERSISTENT RESERVE OUT/IN and the NVMe reservation commands only, which
- * hosts send rarely, on the reactor that received the command; a watch
- * callback runs on a librados thread.
+ * hosts send rarely; stores run on a core worker thread
+ * (core_ns_pr_out_submit), loads for PR IN on the reactor that received
+ * the command; a watch callback runs on a librados thread.
  */
 #define PR_VERSION_XATTR     "slate.pr.version"
 #define PR_MAX_BYTES         (256u << 10) /* 64 registrations of the longest names fit */

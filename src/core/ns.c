@@ -624,6 +624,7 @@ int core_ns_create(const struct core_ns_params *p, struct core_ns **out, char *e
             .ceph_conf = p->ceph_conf,
             .client_id = p->client_id,
             .keyring = p->keyring,
+            .shared_reservations = p->shared_reservations,
         };
         ns->be.ops = ops;
         ns->be.size_changed = be_size_changed;
@@ -638,8 +639,9 @@ int core_ns_create(const struct core_ns_params *p, struct core_ns **out, char *e
                 ns->num_blocks = ns->be.size_bytes / ns->block_size; /* the storage's own size */
         if (ops->identity_load && (rc = identity_with_data(ns, loaded, err, errlen)))
                 goto fail;
-        /* Reservations kept with the storage (rbd) are the namespace's, not the metadata file's. */
-        if (ops->pr_load && (rc = core_ns_pr_refresh(ns))) {
+        /* Reservations kept with the storage (rbd, shared file) are the namespace's, not the
+         * metadata file's. */
+        if (ns->be.pr_shared && (rc = core_ns_pr_refresh(ns))) {
                 snprintf(err, errlen, "reading the reservation state stored with %s: %s", ns->path,
                          strerror(-rc));
                 goto fail;

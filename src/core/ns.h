@@ -137,6 +137,11 @@ struct core_ns_params {
         const char *ceph_conf, *client_id, *keyring;
         /* The asymmetric access group (core/ana.h), 1..CORE_ANA_GROUPS; 0 = 1. */
         uint32_t ana_group;
+        /*
+         * file backend: the reservation state is kept next to the data file
+         * and shared with every gateway exporting it (backend/file_pr.c).
+         */
+        bool shared_reservations;
 };
 
 /*

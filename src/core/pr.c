@@ -19,6 +19,8 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -457,11 +459,61 @@ static void collect(void *arg, const struct core_pr_reg *reg, unsigned events)
         col->n++;
 }
 
-/* ---- Reservation state kept with shared storage (backend pr_load/pr_store: rbd) ---- */
+/* ---- Reservation state kept with shared storage (pr_load/pr_store: rbd, shared file) ---- */
+
+static json_t *reg_to_json(const struct core_pr_reg *r, bool holder);
+static int reg_from_json(struct core_pr_reg *r, const json_t *o, bool *holder);
+
+/*
+ * The other gateways' hosts (issue 14): a store carries, beside the state,
+ * the events the operation had for other registrants ("events": [{"reg",
+ * "ev"}], what core_ns_pr_out publishes here), and a gateway that reloads
+ * exactly the next version publishes them there (origin NULL), so a host
+ * registered through it hears of a preemption or release once, from the
+ * gateway it is connected to.  A gateway that missed a version (two stores
+ * between its reloads) tells nothing for them.
+ */
+static json_t *col_to_json(const struct pr_collect *col)
+{
+        if (!col->n)
+                return NULL;
+        json_t *a = json_array();
+        for (unsigned i = 0; a && i < col->n; i++) {
+                json_t *o = json_pack("{s:o, s:i}", "reg", reg_to_json(&col->v[i].reg, false), "ev",
+                                      (int)col->v[i].events);
+                if (!o || json_array_append_new(a, o)) {
+                        json_decref(a);
+                        return NULL;
+                }
+        }
+        return a;
+}
+
+static void pr_tell(struct core_ns *ns, const json_t *events)
+{
+        size_t i;
+        json_t *o;
+        json_array_foreach(events, i, o)
+        {
+                struct core_pr_reg reg;
+                bool h;
+                json_int_t bits;
+                memset(&reg, 0, sizeof(reg));
+                if (json_unpack((json_t *)o, "{s:I}", "ev", &bits) || bits <= 0 || bits > 0xffff ||
+                    reg_from_json(&reg, json_object_get(o, "reg"), &h))
+                        continue;
+                struct core_ns_event ev = {.type = CORE_NS_EV_RESERVATION,
+                                           .ns = ns,
+                                           .origin = NULL,
+                                           .pr_reg = &reg,
+                                           .pr_events = (unsigned)bits};
+                core_ns_publish(&ev);
+        }
+}
 
 static bool pr_shared(const struct core_ns *ns)
 {
-        return ns->be.ops && ns->be.ops->pr_load && ns->be.ops->pr_store;
+        return ns->be.ops && ns->be.pr_shared && ns->be.ops->pr_load && ns->be.ops->pr_store;
 }
 
 /* Install src (from the storage, at version) as ns's copy, keeping this gateway's RESERVE(6). */
@@ -477,8 +529,12 @@ static void pr_install(struct core_ns *ns, const struct core_pr *src, uint64_t v
         ns->pr_version = version;
 }
 
-/* The stored state (NULL text: none yet, an empty one) into *pr; 0 or -errno. */
-static int pr_load_shared(struct core_ns *ns, struct core_pr *pr, uint64_t *version)
+/*
+ * The stored state (NULL text: none yet, an empty one) into *pr, and its
+ * events (new reference or NULL) into *events when asked; 0 or -errno.
+ */
+static int pr_load_shared(struct core_ns *ns, struct core_pr *pr, uint64_t *version,
+                          json_t **events)
 {
         char *text = NULL;
         int rc = ns->be.ops->pr_load(&ns->be, &text, version);
@@ -488,6 +544,9 @@ static int pr_load_shared(struct core_ns *ns, struct core_pr *pr, uint64_t *vers
         if (text) {
                 json_t *j = json_loads(text, 0, NULL);
                 rc = j ? core_pr_from_json(pr, j) : -EINVAL;
+                json_t *e = j ? json_object_get(j, "events") : NULL;
+                if (rc == 0 && events && json_is_array(e))
+                        *events = json_incref(e);
                 json_decref(j);
                 free(text);
         }
@@ -502,13 +561,21 @@ int core_ns_pr_refresh(struct core_ns *ns)
         if (!pr)
                 return -ENOMEM;
         uint64_t version = 0;
-        int rc = pr_load_shared(ns, pr, &version);
+        json_t *events = NULL;
+        int rc = pr_load_shared(ns, pr, &version, &events);
         if (rc == 0) {
+                bool tell = false;
                 pthread_mutex_lock(&ns->lock);
                 /* Versions only grow: an older read (racing a newer one) changes nothing. */
-                if (version > ns->pr_version || version == 0)
+                if (version > ns->pr_version || version == 0) {
+                        /* Another gateway's next change (ours were installed as we stored). */
+                        tell = ns->pr_version > 0 && version == ns->pr_version + 1;
                         pr_install(ns, pr, version);
+                }
                 pthread_mutex_unlock(&ns->lock);
+                if (tell && events)
+                        pr_tell(ns, events);
+                json_decref(events);
         } else {
                 LOG_ERR("pr", "%s: reading the shared reservation state: %s", ns->name,
                         strerror(-rc));
@@ -528,9 +595,23 @@ int core_ns_pr_refresh(struct core_ns *ns)
  * is this gateway's copy.  Blocking (see backend.h pr_load/pr_store); the
  * copy's lock is held only to install the result, so I/O keeps flowing.
  */
+static enum core_status shared_update(struct core_ns *ns,
+                                      enum core_status (*apply)(struct core_pr *, void *),
+                                      void *arg, void (*retry)(void *arg),
+                                      json_t *(*events_of)(void *arg));
+
 enum core_status core_pr_shared_update(struct core_ns *ns,
                                        enum core_status (*apply)(struct core_pr *, void *),
                                        void *arg, void (*retry)(void *arg))
+{
+        return shared_update(ns, apply, arg, retry, NULL);
+}
+
+/* events_of(arg): the events to store with the new state (core_ns_pr_out's), or NULL. */
+static enum core_status shared_update(struct core_ns *ns,
+                                      enum core_status (*apply)(struct core_pr *, void *),
+                                      void *arg, void (*retry)(void *arg),
+                                      json_t *(*events_of)(void *arg))
 {
         struct core_pr *pr = malloc(sizeof(*pr));
         if (!pr)
@@ -538,7 +619,7 @@ enum core_status core_pr_shared_update(struct core_ns *ns,
         enum core_status st = CORE_E_INTERNAL;
         for (int attempt = 0; attempt < PR_SHARED_TRIES; attempt++) {
                 uint64_t version = 0;
-                int rc = pr_load_shared(ns, pr, &version);
+                int rc = pr_load_shared(ns, pr, &version, NULL);
                 if (rc < 0) {
                         LOG_ERR("pr", "%s: reading the shared reservation state: %s", ns->name,
                                 strerror(-rc));
@@ -554,6 +635,9 @@ enum core_status core_pr_shared_update(struct core_ns *ns,
                 st = apply(pr, arg);
                 if (st == CORE_OK) {
                         json_t *j = core_pr_to_json_all(pr);
+                        json_t *ev = j && events_of ? events_of(arg) : NULL;
+                        if (ev)
+                                json_object_set_new(j, "events", ev);
                         char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
                         json_decref(j);
                         rc = text ? ns->be.ops->pr_store(&ns->be, text, &version) : -ENOMEM;
@@ -600,6 +684,12 @@ static enum core_status pr_out_apply(struct core_pr *pr, void *arg)
         return core_pr_out(pr, a->self, a->c);
 }
 
+static json_t *pr_out_events(void *arg)
+{
+        struct pr_out_apply *a = arg;
+        return col_to_json(a->col);
+}
+
 /* Applying again after a lost race: forget whom the lost attempt affected. */
 static void pr_out_retry(void *arg)
 {
@@ -618,7 +708,7 @@ enum core_status core_ns_pr_out(struct core_ns *ns, const struct core_pr_nexus *
         enum core_status st;
         if (pr_shared(ns)) {
                 struct pr_out_apply a = {.self = self, .c = c, .col = &col};
-                st = core_pr_shared_update(ns, pr_out_apply, &a, pr_out_retry);
+                st = shared_update(ns, pr_out_apply, &a, pr_out_retry, pr_out_events);
                 if (st == CORE_OK && c->save) {
                         pthread_mutex_lock(&ns->lock);
                         int rc = core_ns_save_meta(ns);
@@ -659,6 +749,94 @@ enum core_status core_ns_pr_out(struct core_ns *ns, const struct core_pr_nexus *
         }
         free(col.v);
         return st;
+}
+
+/* ---- PR OUT off the reactor (core_ns_pr_out_submit) ---- */
+
+bool core_ns_pr_shared(const struct core_ns *ns)
+{
+        return pr_shared(ns);
+}
+
+/*
+ * Two threads: one PR OUT waiting out a dead gateway's 3 s does not hold
+ * up another namespace's; commands of one namespace serialize anyway in
+ * the shared store's version check.
+ */
+#define PR_WORKERS 2
+
+static pthread_once_t prw_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t prw_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t prw_cond = PTHREAD_COND_INITIALIZER;
+static struct core_pr_job *prw_head, *prw_tail;
+static unsigned prw_n;
+
+static void pr_job_done(struct rt_defer *d)
+{
+        struct core_pr_job *j =
+            (struct core_pr_job *)((char *)d - offsetof(struct core_pr_job, defer_));
+        j->cb(j);
+}
+
+static void *prw_main(void *arg)
+{
+        (void)arg;
+        for (;;) {
+                pthread_mutex_lock(&prw_lock);
+                while (!prw_head)
+                        pthread_cond_wait(&prw_cond, &prw_lock);
+                struct core_pr_job *j = prw_head;
+                prw_head = j->next_;
+                if (!prw_head)
+                        prw_tail = NULL;
+                pthread_mutex_unlock(&prw_lock);
+                j->st = core_ns_pr_out(j->ns, &j->self, &j->c, j->origin);
+                j->defer_.fn = pr_job_done;
+                rt_defer_remote(j->reactor, &j->defer_);
+        }
+        return NULL;
+}
+
+static void prw_start(void)
+{
+        for (unsigned i = 0; i < PR_WORKERS; i++) {
+                pthread_t t;
+                pthread_attr_t a;
+                pthread_attr_init(&a);
+                pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+                if (pthread_create(&t, &a, prw_main, NULL) == 0) {
+                        pthread_setname_np(t, "core_pr");
+                        prw_n++;
+                }
+                pthread_attr_destroy(&a);
+        }
+        if (!prw_n)
+                LOG_WARN("pr", "no reservation worker thread: shared reservation commands run "
+                               "on the reactor");
+}
+
+void core_ns_pr_out_submit(struct core_pr_job *j)
+{
+        j->defer_.fn = pr_job_done;
+        j->defer_.next = NULL;
+        if (pr_shared(j->ns)) {
+                pthread_once(&prw_once, prw_start);
+                if (prw_n) {
+                        j->next_ = NULL;
+                        pthread_mutex_lock(&prw_lock);
+                        if (prw_tail)
+                                prw_tail->next_ = j;
+                        else
+                                prw_head = j;
+                        prw_tail = j;
+                        pthread_cond_signal(&prw_cond);
+                        pthread_mutex_unlock(&prw_lock);
+                        return;
+                }
+        }
+        /* In memory (or no worker): a few microseconds under ns->lock, here. */
+        j->st = core_ns_pr_out(j->ns, &j->self, &j->c, j->origin);
+        rt_defer(j->reactor, &j->defer_);
 }
 
 static enum core_status pr_aptpl_apply(struct core_pr *pr, void *arg)
@@ -801,6 +979,20 @@ static int hex_decode(uint8_t *out, size_t cap, const char *s, size_t *len)
         return 0;
 }
 
+static json_t *reg_to_json(const struct core_pr_reg *r, bool holder)
+{
+        char key[17], tid[2 * CORE_PR_NEXUS_MAX + 1];
+        snprintf(key, sizeof(key), "%016" PRIx64, r->key);
+        size_t tl = r->nexus.transport_id_len;
+        if (tl > CORE_PR_NEXUS_MAX)
+                tl = CORE_PR_NEXUS_MAX;
+        hex_encode(tid, r->nexus.transport_id, tl);
+        return json_pack("{s:s, s:s, s:s, s:i, s:s, s:b, s:b}", "key", key, "initiator",
+                         r->nexus.initiator, "target", r->nexus.target, "rel_tgt_port",
+                         (int)r->nexus.rel_tgt_port, "tid", tid, "all_tg_pt", r->all_tg_pt,
+                         "holder", holder);
+}
+
 static json_t *pr_to_json(const struct core_pr *pr, bool all)
 {
         if (!pr->aptpl && !all)
@@ -813,17 +1005,7 @@ static json_t *pr_to_json(const struct core_pr *pr, bool all)
                 const struct core_pr_reg *r = &pr->regs[i];
                 if (!r->used)
                         continue;
-                char key[17], tid[2 * CORE_PR_NEXUS_MAX + 1];
-                snprintf(key, sizeof(key), "%016" PRIx64, r->key);
-                size_t tl = r->nexus.transport_id_len;
-                if (tl > CORE_PR_NEXUS_MAX)
-                        tl = CORE_PR_NEXUS_MAX;
-                hex_encode(tid, r->nexus.transport_id, tl);
-                json_t *o =
-                    json_pack("{s:s, s:s, s:s, s:i, s:s, s:b, s:b}", "key", key, "initiator",
-                              r->nexus.initiator, "target", r->nexus.target, "rel_tgt_port",
-                              (int)r->nexus.rel_tgt_port, "tid", tid, "all_tg_pt", r->all_tg_pt,
-                              "holder", pr->type != CORE_PR_NONE && pr->holder == i);
+                json_t *o = reg_to_json(r, pr->type != CORE_PR_NONE && pr->holder == i);
                 if (!o || json_array_append_new(regs, o)) {
                         json_decref(regs);
                         return NULL;

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "core/status.h"
+#include "rt/reactor.h"
 
 #define CORE_PR_MAX_REGS  64
 #define CORE_PR_NEXUS_MAX 300
@@ -179,22 +180,54 @@ enum core_status core_ns_pr_out(struct core_ns *ns, const struct core_pr_nexus *
 
 /*
  * Namespaces whose backend keeps the reservation state with the storage
- * (backend_ops.pr_load/pr_store: rbd, shared by every gateway exporting
- * the image): core_ns_pr_out() and core_ns_pr_set_aptpl() go through
- * core_pr_shared_update(), and ns->pr is this gateway's copy, which the
- * per-I/O check reads.  RESERVE(6)/RELEASE(6) stay per gateway.
+ * (backend_ops.pr_load/pr_store with be.pr_shared: rbd, shared by every
+ * gateway exporting the image; a file with shared_reservations): core_ns_pr_out() and
+ * core_ns_pr_set_aptpl() go through core_pr_shared_update(), and ns->pr is this gateway's copy,
+ * which the per-I/O check reads.  RESERVE(6)/RELEASE(6) stay per gateway.
  *
  * core_pr_shared_update: read the stored state, apply(pr, arg) to it,
  * store it if that returned CORE_OK, guarded by the version read; when
  * another gateway stored first, retry(arg) (may be NULL) and start over.
- * The result becomes ns->pr.  Blocking (cluster round trips): PR OUT and
- * the NVMe reservation commands only.  Returns apply's status, or
+ * The result becomes ns->pr.  Blocking (cluster or file round trips, the
+ * other gateways' acks): PR OUT and the NVMe reservation commands call it
+ * on a core worker (core_ns_pr_out_submit below), Set Features 83h on the
+ * reactor.  Returns apply's status, or
  * CORE_E_INTERNAL when the storage failed, CORE_E_NO_RESOURCES when it
  * kept losing.  Caller holds no lock.
  */
 enum core_status core_pr_shared_update(struct core_ns *ns,
                                        enum core_status (*apply)(struct core_pr *pr, void *arg),
                                        void *arg, void (*retry)(void *arg));
+/*
+ * PERSISTENT RESERVE OUT / NVMe Reservation Register, Acquire, Release off
+ * the reactor: on a namespace whose state is shared (core_pr_shared_update:
+ * cluster or file round trips, and waiting for the other gateways' acks,
+ * up to 3 s when one died) core_ns_pr_out runs on a core worker thread, so
+ * the reactor that received the command goes on with every other I/O; on
+ * any other namespace it runs at once on the caller's reactor, as before.
+ * Either way j->cb(j) runs on j->reactor, never from inside the submit,
+ * with j->st and j->c's outputs (bad_field, save) set.  The issuer fills
+ * ns, self, c (c.dest, if set, must stay valid until cb), origin, reactor,
+ * cb, arg, and owns j until cb.  RESERVE(6)/RELEASE(6), PR IN and Set
+ * Features 83h stay synchronous.
+ */
+struct core_pr_job {
+        struct core_ns *ns;
+        struct core_pr_nexus self;
+        struct core_pr_cmd c;
+        const void *origin;
+        struct rt_reactor *reactor;
+        void (*cb)(struct core_pr_job *j);
+        void *arg;
+        enum core_status st; /* out */
+        /* private */
+        struct rt_defer defer_;
+        struct core_pr_job *next_;
+};
+void core_ns_pr_out_submit(struct core_pr_job *j);
+/* Does ns keep its reservation state with shared storage (the job goes to a worker)? */
+bool core_ns_pr_shared(const struct core_ns *ns);
+
 /*
  * Reload ns->pr from the stored state (blocking): at open, when another
  * gateway tells of a change, before PERSISTENT RESERVE IN and Reservation

@@ -453,6 +453,9 @@ static void ns_fixed(struct plan *pl, const char *name, json_t *np, json_t *op, 
         /* Encryption at rest (core/crypt.h): off is the same as absent. */
         if (strcmp(key, "encrypt") == 0 && !ov && json_is_false(nv))
                 return;
+        /* Shared reservations (backend/file_pr.c): off is the same as absent. */
+        if (strcmp(key, "shared_reservations") == 0 && !ov && json_is_false(nv))
+                return;
         /* Protection information (core/pi.h): none, the defaults, is the same as absent. */
         if (strncmp(key, "pi_", 3) == 0 && !ov &&
             (json_is_false(nv) || (json_is_integer(nv) && json_integer_value(nv) == 0) ||
@@ -651,6 +654,7 @@ static void diff(struct plan *pl, struct model *run, struct model *want, json_t 
                                                     "ceph_conf",
                                                     "client_id",
                                                     "keyring",
+                                                    "shared_reservations",
                                                     "pi_type",
                                                     "pi_md",
                                                     "pi_guard",

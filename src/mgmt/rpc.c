@@ -471,6 +471,7 @@ static int h_namespace_create(struct rpc_ctx *c)
             .ceph_conf = pstr(c, "ceph_conf", NULL),
             .client_id = pstr(c, "client_id", NULL),
             .keyring = pstr(c, "keyring", NULL),
+            .shared_reservations = pbool(c, "shared_reservations", false),
         };
         if (pi_keys_given(c)) {
                 const char *why = pi_from_params(c, p.block_size, &p.pi);
@@ -491,6 +492,9 @@ static int h_namespace_create(struct rpc_ctx *c)
                      p.keyring))
                 return inval(c, "'pool', 'image', 'rbd_namespace', 'ceph_conf', 'client_id' and "
                                 "'keyring' apply only to the rbd backend");
+        if (p.shared_reservations && strcmp(p.backend, "file") != 0)
+                return inval(c, "'shared_reservations' applies only to the file backend (rbd "
+                                "always shares them)");
         if (rbd && (!p.rbd_pool || !p.rbd_image))
                 return inval(c, "the rbd backend needs 'pool' and 'image'");
         /* Files slated reads for the cluster: the path rules of data files (README "Security"). */
@@ -793,6 +797,8 @@ json_t *mgmt_ns_params_json(struct core_ns *ns)
                               (core_ns_wp(ns) & CORE_WP_CONFIG) != 0, "removable", ns->removable);
         if (o && strcmp(ns->backend_name, "file") == 0 && ns->path[0])
                 json_object_set_new(o, "path", json_string(ns->path));
+        if (o && strcmp(ns->backend_name, "file") == 0 && ns->be.pr_shared)
+                json_object_set_new(o, "shared_reservations", json_true());
         if (o && strcmp(ns->backend_name, "rbd") == 0) {
                 /* The keyring's path, never its contents. */
                 const char *const k[][2] = {
@@ -1872,6 +1878,9 @@ static const struct rpc_method rpc_methods[] = {
       STR("keyring", false, 4095,
           "rbd backend: the client's keyring path (default from ceph.conf; path rules of data "
           "files; its contents are never logged)"),
+      BOOL("shared_reservations",
+           "file backend: keep the reservation state next to the data file (<path>.slate-pr) and "
+           "share it with every gateway exporting that file (default false)"),
       BOOL("thin", "sparse file (default true)"),
       BOOL("adopt", "file backend: export an existing data file or block device that has no "
                     "metadata yet, with a new identity (default false: refused)"),

@@ -45,6 +45,7 @@
  */
 #include <ctype.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <xxhash.h>
@@ -187,7 +188,8 @@ enum nvme_parse_result nvme_resv_release_parse(struct nvme_cmd *cmd)
 
 /* ---- Execute: Register, Acquire, Release ---- */
 
-void nvme_resv_do(struct nvme_cmd *cmd)
+/* The command's fields into *cp; false: cmd has its status. */
+static bool resv_prepare(struct nvme_cmd *cmd, struct core_pr_cmd *cp)
 {
         struct nvme_ctrl *ctrl = cmd->queue->ctrl;
         uint32_t cdw10 = nvme_cdw(cmd, 10);
@@ -200,7 +202,7 @@ void nvme_resv_do(struct nvme_cmd *cmd)
 
         if (!ctrl || !cmd->ns) {
                 nvme_set_status(cmd, NVME_SCT_GENERIC, NVME_SC_CMD_SEQ_ERROR, true);
-                return;
+                return false;
         }
         switch (cmd->sqe[0]) {
         case NVME_IO_RESV_REGISTER: {
@@ -212,7 +214,7 @@ void nvme_resv_do(struct nvme_cmd *cmd)
                         /* The core reads key 0 as "unregister" (SPC): not a key to register. */
                         nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD, NVME_LOC_NONE,
                                     -1);
-                        return;
+                        return false;
                 }
                 if (act == 0) {
                         c.action = CORE_PR_REGISTER;
@@ -237,23 +239,65 @@ void nvme_resv_do(struct nvme_cmd *cmd)
                 break;
         default:
                 nvme_set_status(cmd, NVME_SCT_GENERIC, NVME_SC_INVALID_OPCODE, true);
-                return;
+                return false;
         }
-        enum core_status st = core_ns_pr_out(cmd->ns, nvme_ctrl_pr_id(ctrl), &c, ctrl);
+        *cp = c;
+        return true;
+}
+
+static void resv_finish(struct nvme_cmd *cmd, enum core_status st, const struct core_pr_cmd *c)
+{
         if (st == CORE_E_INVALID_FIELD || st == CORE_E_INVALID_PARAM) {
                 /* Type (RELEASE of another type), or PREEMPT with PRKEY 0. */
-                nvme_reject(
-                    cmd, NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD,
-                    c.bad_field == CORE_PR_F_SA_KEY ? NVME_LOC_NONE : NVME_SQE_OFF_CDW(10) + 1, -1);
+                nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD,
+                            c->bad_field == CORE_PR_F_SA_KEY ? NVME_LOC_NONE
+                                                             : NVME_SQE_OFF_CDW(10) + 1,
+                            -1);
                 return;
         }
         nvme_status_from_core(cmd, st);
 }
 
+void nvme_resv_do(struct nvme_cmd *cmd)
+{
+        struct core_pr_cmd c;
+        if (!resv_prepare(cmd, &c))
+                return;
+        struct nvme_ctrl *ctrl = cmd->queue->ctrl;
+        resv_finish(cmd, core_ns_pr_out(cmd->ns, nvme_ctrl_pr_id(ctrl), &c, ctrl), &c);
+}
+
+/* On a namespace with shared state the command runs on a core worker (core_ns_pr_out_submit). */
+static void resv_job_done(struct core_pr_job *j)
+{
+        struct nvme_cmd *cmd = j->arg;
+        resv_finish(cmd, j->st, &j->c);
+        free(j);
+        nvme_cmd_complete(cmd);
+}
+
 void nvme_resv_exec(struct nvme_cmd *cmd)
 {
-        nvme_resv_do(cmd);
-        nvme_cmd_complete_deferred(cmd);
+        struct core_pr_job *j;
+        if (!cmd->ns || !cmd->queue->ctrl || !core_ns_pr_shared(cmd->ns) ||
+            !(j = calloc(1, sizeof(*j)))) {
+                nvme_resv_do(cmd);
+                nvme_cmd_complete_deferred(cmd);
+                return;
+        }
+        if (!resv_prepare(cmd, &j->c)) {
+                free(j);
+                nvme_cmd_complete_deferred(cmd);
+                return;
+        }
+        struct nvme_ctrl *ctrl = cmd->queue->ctrl;
+        j->ns = cmd->ns;
+        j->self = *nvme_ctrl_pr_id(ctrl);
+        j->origin = ctrl;
+        j->reactor = cmd->reactor;
+        j->cb = resv_job_done;
+        j->arg = cmd;
+        core_ns_pr_out_submit(j);
 }
 
 /* ---- Report ---- */

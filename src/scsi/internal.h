@@ -56,6 +56,8 @@ void scsi_status_from_core(struct scsi_cmd *cmd, enum core_status st, uint64_t i
 /* pr.c: persistent reservations and RESERVE/RELEASE(6); synchronous, data already in buf. */
 void scsi_pr_in(struct scsi_cmd *cmd);
 void scsi_pr_out(struct scsi_cmd *cmd);
+/* PR OUT's exec: scsi_pr_out, on a core worker when the namespace's state is shared. */
+void scsi_pr_out_exec(struct scsi_cmd *cmd);
 void scsi_reserve6(struct scsi_cmd *cmd);
 void scsi_release6(struct scsi_cmd *cmd);
 /* SPC-5 5.14.1 / table 'commands allowed in the presence of reservations'. */
@@ -215,7 +217,6 @@ enum scsi_parse_result scsi_spc_pr_in(struct scsi_cmd *cmd);
 enum scsi_parse_result scsi_spc_pr_out(struct scsi_cmd *cmd);
 enum scsi_parse_result scsi_spc_reserve6(struct scsi_cmd *cmd);
 enum scsi_parse_result scsi_spc_release6(struct scsi_cmd *cmd);
-void scsi_spc_exec_sync(struct scsi_cmd *cmd);
 
 int scsi_vpd_build(struct scsi_cmd *cmd, uint8_t page, uint8_t *out, uint32_t cap);
 uint32_t scsi_inquiry_std_build(struct scsi_cmd *cmd, uint8_t *out);

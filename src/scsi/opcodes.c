@@ -782,7 +782,7 @@ static const struct scsi_op pr_in_ops[] = {
 #define PROUT(sa, n)                                                                               \
         {                                                                                          \
                 n, 0x5f, sa, true, 10, SCSI_DIR_OUT, SCSI_OPF_PR_EXEMPT, T_SHORT, scsi_spc_pr_out, \
-                    scsi_spc_exec_sync,                                                            \
+                    scsi_pr_out_exec,                                                              \
                 {                                                                                  \
                         0x5f, sa, 0xff, 0, 0, 0xff, 0xff, 0xff, 0xff, CTL                          \
                 }                                                                                  \

@@ -16,6 +16,7 @@
 
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -297,86 +298,139 @@ static void pr_out_error(struct scsi_cmd *cmd, enum core_status st, enum core_pr
         }
 }
 
-void scsi_pr_out(struct scsi_cmd *cmd)
+/* The command's parameters into *c (dest: REGISTER AND MOVE's); false: cmd has the error. */
+static bool pr_out_prepare(struct scsi_cmd *cmd, struct core_pr_cmd *cp, struct core_pr_nexus *dp)
 {
         struct core_ns *ns = cmd->ns;
         const uint8_t *cdb = cmd->cdb;
         const uint8_t *p = cmd->buf;
         uint8_t sa = cdb[1] & 0x1f;
         uint32_t plen = slate_be32(cdb + 5);
-        struct core_pr_cmd c;
-        struct core_pr_nexus dest;
 
         cmd->data_in_len = 0;
         if (!ns || !cmd->nexus) {
                 scsi_sense_set(cmd, SK_ILLEGAL_REQUEST, 0x25, 0x00);
-                return;
+                return false;
         }
         if (sa > CORE_PR_REGISTER_MOVE) {
                 scsi_sense_invalid_field(cmd, true, 1, 4);
-                return;
+                return false;
         }
         /* Only the bytes that actually arrived count. */
         if (plen > cmd->data_out_len)
                 plen = cmd->data_out_len;
         if (plen < PR_OUT_BASIC_LEN) {
                 scsi_sense_set(cmd, SK_ILLEGAL_REQUEST, 0x1a, 0x00);
-                return;
+                return false;
         }
 
-        memset(&c, 0, sizeof(c));
-        c.action = (enum core_pr_action)sa;
-        c.scope = cdb[2] >> 4;
-        c.type = (enum core_pr_type)(cdb[2] & 0x0f);
-        c.key = slate_be64(p);
-        c.sa_key = slate_be64(p + 8);
+        memset(cp, 0, sizeof(*cp));
+        cp->action = (enum core_pr_action)sa;
+        cp->scope = cdb[2] >> 4;
+        cp->type = (enum core_pr_type)(cdb[2] & 0x0f);
+        cp->key = slate_be64(p);
+        cp->sa_key = slate_be64(p + 8);
 
         if (sa == CORE_PR_REGISTER_MOVE) {
                 /* 6.17.4: keys, reserved, UNREG/APTPL, RELATIVE TARGET PORT, TransportID. */
-                c.unreg = p[17] & 0x02;
-                c.aptpl = p[17] & 0x01;
+                cp->unreg = p[17] & 0x02;
+                cp->aptpl = p[17] & 0x01;
                 uint16_t rtp = slate_be16(p + 18);
                 uint32_t tl = slate_be32(p + 20);
                 if (tl > plen - PR_OUT_BASIC_LEN) {
                         scsi_sense_set(cmd, SK_ILLEGAL_REQUEST, 0x1a, 0x00);
-                        return;
+                        return false;
                 }
                 if (cmd->nexus && rtp != cmd->nexus->id.rel_tgt_port) {
                         scsi_sense_invalid_field(cmd, false, 18, -1);
-                        return;
+                        return false;
                 }
-                if (!parse_tid(cmd, p + PR_OUT_BASIC_LEN, tl, &dest)) {
+                if (!parse_tid(cmd, p + PR_OUT_BASIC_LEN, tl, dp)) {
                         scsi_sense_invalid_field(cmd, false, PR_OUT_BASIC_LEN, -1);
-                        return;
+                        return false;
                 }
-                snprintf(dest.target, sizeof(dest.target), "%s", cmd->nexus->id.target);
-                dest.rel_tgt_port = rtp;
-                c.dest = &dest;
+                snprintf(dp->target, sizeof(dp->target), "%s", cmd->nexus->id.target);
+                dp->rel_tgt_port = rtp;
+                cp->dest = dp;
         } else {
                 /* 6.17.3: SPEC_I_PT, ALL_TG_PT, APTPL in byte 20. */
-                c.spec_i_pt = p[20] & 0x08;
-                c.all_tg_pt = p[20] & 0x04;
-                c.aptpl = p[20] & 0x01;
-                if (c.spec_i_pt) {
+                cp->spec_i_pt = p[20] & 0x08;
+                cp->all_tg_pt = p[20] & 0x04;
+                cp->aptpl = p[20] & 0x01;
+                if (cp->spec_i_pt) {
                         /* SIP_C = 0; and never valid outside the register actions. */
                         scsi_sense_invalid_field(cmd, false, 20, 3);
-                        return;
+                        return false;
                 }
                 if (plen != PR_OUT_BASIC_LEN) {
                         scsi_sense_set(cmd, SK_ILLEGAL_REQUEST, 0x1a, 0x00);
-                        return;
+                        return false;
                 }
                 /* ALL_TG_PT and APTPL are ignored by the other service actions (6.17.3). */
                 if (sa != CORE_PR_REGISTER && sa != CORE_PR_REGISTER_IGNORE) {
-                        c.all_tg_pt = false;
-                        c.aptpl = false;
+                        cp->all_tg_pt = false;
+                        cp->aptpl = false;
                 }
         }
 
+        return true;
+}
+
+void scsi_pr_out(struct scsi_cmd *cmd)
+{
+        struct core_pr_cmd c;
+        struct core_pr_nexus dest;
+        if (!pr_out_prepare(cmd, &c, &dest))
+                return;
         /* The other nexuses hear of it through the core's event (target.c on_ns_event). */
-        enum core_status st = core_ns_pr_out(ns, &cmd->nexus->id, &c, cmd->nexus);
+        enum core_status st = core_ns_pr_out(cmd->ns, &cmd->nexus->id, &c, cmd->nexus);
         if (st != CORE_OK)
-                pr_out_error(cmd, st, c.bad_field, sa == CORE_PR_REGISTER_MOVE);
+                pr_out_error(cmd, st, c.bad_field, c.action == CORE_PR_REGISTER_MOVE);
+}
+
+/* A PR OUT on a namespace with shared state: on a core worker (core_ns_pr_out_submit). */
+struct pr_out_job {
+        struct core_pr_job j;
+        struct core_pr_nexus dest;
+};
+
+static void pr_out_job_done(struct core_pr_job *j)
+{
+        struct scsi_cmd *cmd = j->arg;
+        if (j->st != CORE_OK)
+                pr_out_error(cmd, j->st, j->c.bad_field, j->c.action == CORE_PR_REGISTER_MOVE);
+        free(j);
+        cmd->done(cmd);
+}
+
+void scsi_pr_out_exec(struct scsi_cmd *cmd)
+{
+        scsi_cmd_good(cmd);
+        if (!cmd->ns || !core_ns_pr_shared(cmd->ns)) {
+                scsi_pr_out(cmd);
+                scsi_cmd_finish_deferred(cmd);
+                return;
+        }
+        struct pr_out_job *pj = calloc(1, sizeof(*pj));
+        if (!pj) {
+                scsi_status_from_core(cmd, CORE_E_NO_RESOURCES, 0, false);
+                scsi_cmd_finish_deferred(cmd);
+                return;
+        }
+        if (!pr_out_prepare(cmd, &pj->j.c, &pj->dest)) {
+                free(pj);
+                scsi_cmd_finish_deferred(cmd);
+                return;
+        }
+        if (pj->j.c.dest)
+                pj->j.c.dest = &pj->dest;
+        pj->j.ns = cmd->ns;
+        pj->j.self = cmd->nexus->id;
+        pj->j.origin = cmd->nexus;
+        pj->j.reactor = cmd->reactor;
+        pj->j.cb = pr_out_job_done;
+        pj->j.arg = cmd;
+        core_ns_pr_out_submit(&pj->j);
 }
 
 /* ---- RESERVE(6)/(10), RELEASE(6)/(10) ---- */

@@ -345,12 +345,3 @@ enum scsi_parse_result scsi_spc_release6(struct scsi_cmd *cmd)
         scsi_release6(cmd);
         return SCSI_PARSE_DONE;
 }
-
-/* Synchronous execution after the data-out arrived (PR OUT). */
-void scsi_spc_exec_sync(struct scsi_cmd *cmd)
-{
-        scsi_cmd_good(cmd);
-        if (cmd->cdb[0] == SCSI_OP_PR_OUT)
-                scsi_pr_out(cmd);
-        scsi_cmd_finish_deferred(cmd);
-}

@@ -99,6 +99,17 @@ sd_login() {
 	echo "iSCSI: $SD"
 }
 sd_relogin() { iscsi_logout "$XIQN" 127.0.0.1 "$ISCSI_PORT" >/dev/null 2>&1; sd_login; }
+# gw2_start RUNDIR CONFIG PORT LOG -> (re)start a second slated (another
+# gateway, parts 93 and 94) in RUNDIR; its pid in gw2_pid, SLATE_PID untouched.
+gw2_start() {
+	local keep=$SLATE_PID rc
+	SLATE_PID=
+	slate_start "$@"
+	rc=$?
+	gw2_pid=$SLATE_PID
+	SLATE_PID=$keep
+	return $rc
+}
 
 modprobe nvme-tcp 2>/dev/null || true
 check start slate_start "$state/run" "$state/slate.json" "$PORT" "$log"

@@ -678,6 +678,7 @@ static void test_shared_state_retry(void **state)
         fake.pr_load = fake_pr_load;
         fake.pr_store = fake_pr_store;
         ns->be.ops = &fake;
+        ns->be.pr_shared = true; /* what open sets on a backend that shares the state */
         shared_text = NULL;
         shared_version = 0;
 
@@ -738,6 +739,7 @@ static void test_shared_state_retry(void **state)
         assert_non_null(strstr(shared_text, "\"aptpl\":true"));
 
         ns->be.ops = real;
+        ns->be.pr_shared = false;
         free(shared_text);
         shared_text = NULL;
         assert_int_equal(core_ns_delete("prshared"), 0);

@@ -78,12 +78,10 @@ ana_b_config() { # STATE: gateway 2's config with group 1 in STATE
 JSON
 }
 ana_b_start() { # (re)start gateway 2 -> ana_pid
-	local keep=$SLATE_PID
-	SLATE_PID=
-	slate_start "$ana_b/run" "$ana_b/slate.json" "$ana_port" "$logdir/slated-b.log"
-	local rc=$?
-	ana_pid=$SLATE_PID
-	SLATE_PID=$keep
+	local rc
+	gw2_start "$ana_b/run" "$ana_b/slate.json" "$ana_port" "$logdir/slated-b.log"
+	rc=$?
+	ana_pid=$gw2_pid
 	return $rc
 }
 ana_b_kill() { # SIGKILL gateway 2 while the host writes
