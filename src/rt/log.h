@@ -7,7 +7,18 @@
 
 #include <stdatomic.h>
 
-enum rt_log_level { RT_LOG_ERR = 0, RT_LOG_WARN = 1, RT_LOG_INFO = 2, RT_LOG_DEBUG = 3 };
+/*
+ * RT_LOG_OFF is a threshold only (no line has it): nothing is written.  For
+ * harnesses that feed damaged input on purpose millions of times (fuzzers),
+ * where every refusal's error line would fill the disk.
+ */
+enum rt_log_level {
+        RT_LOG_OFF = -1,
+        RT_LOG_ERR = 0,
+        RT_LOG_WARN = 1,
+        RT_LOG_INFO = 2,
+        RT_LOG_DEBUG = 3
+};
 
 extern enum rt_log_level rt_log_threshold;
 
