@@ -32,6 +32,7 @@
 #include "rt/lazymap.h"
 #include "rt/limits.h"
 #include "rt/log.h"
+#include "rt/reactor.h"
 
 /* ------------------------------------------------------------------ */
 /* Helpers                                                              */
@@ -379,6 +380,7 @@ static void build_scsi_rsp(struct iscsi_task *t)
                 t->tx.data_len = 2 + sl;
         }
         t->rsp_sent = true;
+        rt_stats_cur()->cmds[RT_XPORT_ISCSI]++;
         task_send(t, &t->tx, scsi_tx_done);
 }
 
@@ -406,6 +408,7 @@ static void build_datain(struct iscsi_task *t, bool piggyback)
                 put_be32(&d->residual, t->residual);
                 iscsi_conn_fill_sn(c, &d->statsn, &d->exp_cmdsn, &d->max_cmdsn, true);
                 t->rsp_sent = true;
+                rt_stats_cur()->cmds[RT_XPORT_ISCSI]++;
         } else {
                 iscsi_conn_fill_sn(c, NULL, &d->exp_cmdsn, &d->max_cmdsn, false);
         }
@@ -829,8 +832,10 @@ static void task_switch_big(struct iscsi_task *t, uint8_t *big, size_t len)
                         end = off + c->dsl;
                 c->rx_dst = big + off;
         }
-        if (end)
+        if (end) {
                 memcpy(big, t->buf, end);
+                rt_count_copy(RT_COPY_ISCSI, end);
+        }
         LOG_DEBUG(ISCSI_MOD, "%s: ITT 0x%x got its %zu-byte buffer; %u bytes moved over%s", c->peer,
                   t->itt, len, end, receiving ? " (a PDU half read)" : "");
         cmd->buf = big;

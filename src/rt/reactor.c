@@ -51,11 +51,57 @@ struct rt_reactor {
         volatile bool stop;
         /* Time spent outside io_uring waits (written by the reactor only; rt_busy_ns). */
         _Atomic uint64_t busy_ns;
+        struct rt_stats stats; /* written by the reactor only (rt_stats_cur) */
 };
 
 static struct rt_reactor *reactors;
 static unsigned nr_reactors;
 static __thread struct rt_reactor *cur_reactor;
+__thread struct rt_stats *rt_stats_tls;
+__thread struct rt_stats rt_stats_scratch;
+
+void rt_stats_read(unsigned idx, struct rt_stats *out)
+{
+        memset(out, 0, sizeof(*out));
+        if (idx >= nr_reactors)
+                return;
+        /* Word by word, relaxed: the reactor writes them without atomics. */
+        _Static_assert(sizeof(*out) % sizeof(uint64_t) == 0, "rt_stats is all uint64_t");
+        const uint64_t *src = (const uint64_t *)&reactors[idx].stats;
+        uint64_t *dst = (uint64_t *)out;
+        for (size_t i = 0; i < sizeof(*out) / sizeof(uint64_t); i++)
+                dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+}
+
+const char *rt_copy_site_name(enum rt_copy_site s)
+{
+        static const char *const names[RT_COPY_NR] = {[RT_COPY_RX_READAHEAD] = "rx_readahead",
+                                                      [RT_COPY_TLS_STAGE] = "tls_stage",
+                                                      [RT_COPY_BACKEND_MEM] = "backend_mem",
+                                                      [RT_COPY_CORE] = "core",
+                                                      [RT_COPY_ISCSI] = "iscsi"};
+        return (unsigned)s < RT_COPY_NR ? names[s] : "?";
+}
+
+const char *rt_xport_name(enum rt_xport x)
+{
+        static const char *const names[RT_XPORT_NR] = {
+            [RT_XPORT_NVMF_TCP] = "nvme_tcp", [RT_XPORT_ISCSI] = "iscsi"};
+        return (unsigned)x < RT_XPORT_NR ? names[x] : "?";
+}
+
+/* io_uring_submit, counted: a system call only when there is something to submit. */
+static int ring_submit(struct rt_reactor *r)
+{
+        unsigned n = io_uring_sq_ready(&r->ring);
+        if (n == 0)
+                return 0;
+        int rc = io_uring_submit(&r->ring);
+        r->stats.enter_submit++;
+        if (rc > 0)
+                r->stats.sqes += (unsigned)rc;
+        return rc;
+}
 
 uint64_t rt_now_ns(void)
 {
@@ -95,7 +141,7 @@ struct io_uring_sqe *rt_sqe(struct rt_reactor *r)
 {
         struct io_uring_sqe *sqe;
         while ((sqe = io_uring_get_sqe(&r->ring)) == NULL)
-                io_uring_submit(&r->ring);
+                ring_submit(r);
         return sqe;
 }
 
@@ -179,6 +225,7 @@ static void efd_done(struct rt_event *ev, int res)
         struct rt_reactor *r =
             (struct rt_reactor *)((char *)ev - offsetof(struct rt_reactor, efd_ev));
         (void)res;
+        r->stats.msg_wakeups++;
         drain_msgs(r);
         if (!r->stop)
                 arm_eventfd(r);
@@ -290,9 +337,11 @@ static void *reactor_main(void *arg)
 {
         struct rt_reactor *r = arg;
         cur_reactor = r;
+        rt_stats_tls = &r->stats;
         arm_eventfd(r);
         uint64_t t_active = rt_now_ns();
         while (!r->stop) {
+                r->stats.loops++;
                 run_defers(r);
                 run_timers(r);
 
@@ -316,14 +365,21 @@ static void *reactor_main(void *arg)
                                           (t_now - t_active),
                                       memory_order_relaxed);
                 t_active = t_now;
-                if (wait_nr == 0)
-                        io_uring_submit(&r->ring);
-                else {
+                if (wait_nr == 0 || io_uring_cq_ready(&r->ring) > 0) {
+                        /* Work is ready: submit without waiting (liburing would not wait either).
+                         */
+                        ring_submit(r);
+                } else {
+                        unsigned nsub = io_uring_sq_ready(&r->ring);
                         int rc =
                             io_uring_submit_and_wait_timeout(&r->ring, &cqe, wait_nr, tsp, NULL);
                         if (rc < 0 && rc != -ETIME && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY)
                                 LOG_ERR("rt", "reactor %u: io_uring wait: %s", r->idx,
                                         strerror(-rc));
+                        r->stats.enter_wait++;
+                        r->stats.sqes += nsub - io_uring_sq_ready(&r->ring);
+                        if (io_uring_cq_ready(&r->ring) > 0)
+                                r->stats.wakeups++;
                         t_active = rt_now_ns();
                 }
                 unsigned head;
@@ -333,6 +389,7 @@ static void *reactor_main(void *arg)
                         int res = cqe->res;
                         /* Consume before the callback, which may queue new SQEs. */
                         io_uring_cq_advance(&r->ring, 1);
+                        r->stats.cqes++;
                         if (ev)
                                 ev->fn(ev, res);
                 }
@@ -341,6 +398,7 @@ static void *reactor_main(void *arg)
         drain_msgs(r);
         run_defers(r);
         cur_reactor = NULL;
+        rt_stats_tls = NULL;
         return NULL;
 }
 

@@ -16,6 +16,8 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 
+#include "rt/reactor.h"
+
 #define RT_RX_READAHEAD  (16u << 10)
 #define RT_RX_DIRECT_MIN (8u << 10)
 
@@ -39,17 +41,25 @@ static inline ssize_t rt_rxbuf_read(struct rt_rxbuf *rb, int fd, uint8_t *dst, s
                         if (n > len)
                                 n = len;
                         memcpy(dst, rb->data + rb->off, n);
+                        rt_count_copy(RT_COPY_RX_READAHEAD, n);
                         rb->off += (uint32_t)n;
                         return (ssize_t)n;
                 }
                 bool direct = len >= RT_RX_DIRECT_MIN;
                 ssize_t n = direct ? recv(fd, dst, len, MSG_DONTWAIT)
                                    : recv(fd, rb->data, sizeof(rb->data), MSG_DONTWAIT);
+                struct rt_stats *st = rt_stats_cur();
+                st->recv_calls++;
                 if (n < 0) {
                         if (errno == EINTR)
                                 continue;
-                        return errno == EWOULDBLOCK ? -EAGAIN : -errno;
+                        if (errno == EWOULDBLOCK) {
+                                st->recv_eagain++;
+                                return -EAGAIN;
+                        }
+                        return -errno;
                 }
+                st->recv_bytes += (uint64_t)n;
                 if (direct || n == 0)
                         return n;
                 rb->len = (uint32_t)n;
