@@ -49,6 +49,7 @@ struct rt_reactor {
         struct rt_defer *defer_head, *defer_tail;
         struct rt_timer *timers; /* sorted by deadline */
         volatile bool stop;
+        bool held_submit; /* the last turn left its SQEs for this one (reactor_main) */
         /* Time spent outside io_uring waits (written by the reactor only; rt_busy_ns). */
         _Atomic uint64_t busy_ns;
         struct rt_stats stats; /* written by the reactor only (rt_stats_cur) */
@@ -366,10 +367,21 @@ static void *reactor_main(void *arg)
                                       memory_order_relaxed);
                 t_active = t_now;
                 if (wait_nr == 0 || io_uring_cq_ready(&r->ring) > 0) {
-                        /* Work is ready: submit without waiting (liburing would not wait either).
+                        /*
+                         * Work is ready: no wait.  New SQEs (typically a socket's
+                         * poll re-armed after a command) wait one turn to go in
+                         * with the next turn's wait, which saves an io_uring_enter
+                         * per command at low queue depth; a reactor that stays busy
+                         * still submits every other turn.
                          */
-                        ring_submit(r);
+                        if (r->held_submit || io_uring_sq_ready(&r->ring) == 0) {
+                                ring_submit(r);
+                                r->held_submit = false;
+                        } else {
+                                r->held_submit = true;
+                        }
                 } else {
+                        r->held_submit = false;
                         unsigned nsub = io_uring_sq_ready(&r->ring);
                         int rc =
                             io_uring_submit_and_wait_timeout(&r->ring, &cqe, wait_nr, tsp, NULL);
