@@ -4,7 +4,10 @@
  * filled by one recv, so a burst of PDUs costs one system call instead of
  * two or three each; reads of RT_RX_DIRECT_MIN bytes or more go straight
  * into the caller's buffer once the read-ahead is empty, so bulk data is
- * not copied.
+ * not copied.  A recv that filled less than it asked for drained the
+ * socket: the next read that would need another recv says -EAGAIN without
+ * asking the kernel (the caller then polls, which reports data that came
+ * in since), saving the recv that would only have found nothing.
  */
 #ifndef RT_RXBUF_H
 #define RT_RXBUF_H
@@ -23,6 +26,7 @@
 
 struct rt_rxbuf {
         uint32_t off, len;
+        bool drained; /* the last recv came back short: the socket was empty then */
         uint8_t data[RT_RX_READAHEAD];
 };
 
@@ -45,6 +49,10 @@ static inline ssize_t rt_rxbuf_read(struct rt_rxbuf *rb, int fd, uint8_t *dst, s
                         rb->off += (uint32_t)n;
                         return (ssize_t)n;
                 }
+                if (rb->drained) {
+                        rb->drained = false; /* the caller polls; the next call asks */
+                        return -EAGAIN;
+                }
                 bool direct = len >= RT_RX_DIRECT_MIN;
                 ssize_t n = direct ? recv(fd, dst, len, MSG_DONTWAIT)
                                    : recv(fd, rb->data, sizeof(rb->data), MSG_DONTWAIT);
@@ -60,6 +68,7 @@ static inline ssize_t rt_rxbuf_read(struct rt_rxbuf *rb, int fd, uint8_t *dst, s
                         return -errno;
                 }
                 st->recv_bytes += (uint64_t)n;
+                rb->drained = n > 0 && (size_t)n < (direct ? len : sizeof(rb->data));
                 if (direct || n == 0)
                         return n;
                 rb->len = (uint32_t)n;

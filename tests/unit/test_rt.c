@@ -455,8 +455,8 @@ static void settle(int want)
  * and an eventfd wake-up.
  */
 struct stats_job {
-        int fd;
-        ssize_t r1, r2, r3;
+        int fd, peer;
+        ssize_t r1, r2, r3, r4, r5;
 };
 static bool stats_sent(struct rt_txitem *it, void *arg)
 {
@@ -472,7 +472,14 @@ static void stats_job_fn(void *arg)
         rb.off = rb.len = 0;
         j->r1 = rt_rxbuf_read(&rb, j->fd, buf, 10);  /* one recv of 100, 10 copied */
         j->r2 = rt_rxbuf_read(&rb, j->fd, buf, 128); /* the other 90, no recv */
-        j->r3 = rt_rxbuf_read(&rb, j->fd, buf, 128); /* recv: EAGAIN */
+        /* The recv came back short, so the socket was drained: EAGAIN without a recv. */
+        j->r3 = rt_rxbuf_read(&rb, j->fd, buf, 128);
+        /* Then the next read asks the kernel again: 7 bytes, then a real EAGAIN. */
+        if (write(j->peer, buf, 7) != 7)
+                return;
+        j->r4 = rt_rxbuf_read(&rb, j->fd, buf, 128);
+        rb.drained = false;
+        j->r5 = rt_rxbuf_read(&rb, j->fd, buf, 128);
         struct rt_txq q = {0};
         struct rt_txitem it = {.iovcnt = 1};
         it.iov[0].iov_base = buf;
@@ -492,18 +499,20 @@ static void test_reactor_stats(void **st)
         usleep(20000); /* let reactor 1 go to sleep */
         rt_stats_read(1, &a0);
         rt_stats_read(0, &b0);
-        struct stats_job j = {.fd = sv[0]};
+        struct stats_job j = {.fd = sv[0], .peer = sv[1]};
         assert_int_equal(rt_msg_call(rt_get(1), stats_job_fn, &j), 0);
         rt_stats_read(1, &a1);
         rt_stats_read(0, &b1);
         assert_int_equal(j.r1, 10);
         assert_int_equal(j.r2, 90);
         assert_int_equal(j.r3, -EAGAIN);
-        assert_int_equal(a1.recv_calls - a0.recv_calls, 2);
-        assert_int_equal(a1.recv_bytes - a0.recv_bytes, 100);
+        assert_int_equal(j.r4, 7);
+        assert_int_equal(j.r5, -EAGAIN);
+        assert_int_equal(a1.recv_calls - a0.recv_calls, 3);
+        assert_int_equal(a1.recv_bytes - a0.recv_bytes, 107);
         assert_int_equal(a1.recv_eagain - a0.recv_eagain, 1);
         assert_int_equal(a1.copy_bytes[RT_COPY_RX_READAHEAD] - a0.copy_bytes[RT_COPY_RX_READAHEAD],
-                         100);
+                         107);
         assert_int_equal(a1.send_calls - a0.send_calls, 1);
         assert_int_equal(a1.send_bytes - a0.send_bytes, 50);
         assert_true(a1.msg_wakeups - a0.msg_wakeups >= 1);
