@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -91,13 +92,23 @@ const char *rt_xport_name(enum rt_xport x)
         return (unsigned)x < RT_XPORT_NR ? names[x] : "?";
 }
 
-/* io_uring_submit, counted: a system call only when there is something to submit. */
+static bool ring_defer_taskrun(const struct rt_reactor *r)
+{
+        return (r->ring.flags & IORING_SETUP_DEFER_TASKRUN) != 0;
+}
+
+/*
+ * io_uring_submit, counted: a system call only when there is something to
+ * submit.  With deferred task running the same call also reaps (GETEVENTS):
+ * completions are posted only when this thread asks.
+ */
 static int ring_submit(struct rt_reactor *r)
 {
         unsigned n = io_uring_sq_ready(&r->ring);
         if (n == 0)
                 return 0;
-        int rc = io_uring_submit(&r->ring);
+        int rc = ring_defer_taskrun(r) ? io_uring_submit_and_get_events(&r->ring)
+                                       : io_uring_submit(&r->ring);
         r->stats.enter_submit++;
         if (rc > 0)
                 r->stats.sqes += (unsigned)rc;
@@ -339,6 +350,14 @@ static void *reactor_main(void *arg)
         struct rt_reactor *r = arg;
         cur_reactor = r;
         rt_stats_tls = &r->stats;
+        if (r->ring.flags & IORING_SETUP_R_DISABLED) {
+                /* Single issuer: this thread is the one (made disabled by rt_init). */
+                /* (Raw: Debian's liburing 2.3 declares io_uring_enable_rings but lacks it.) */
+                if (syscall(__NR_io_uring_register, r->ring.ring_fd, IORING_REGISTER_ENABLE_RINGS,
+                            NULL, 0) < 0)
+                        LOG_ERR("rt", "reactor %u: enabling its io_uring: %s", r->idx,
+                                strerror(errno));
+        }
         arm_eventfd(r);
         uint64_t t_active = rt_now_ns();
         while (!r->stop) {
@@ -374,11 +393,18 @@ static void *reactor_main(void *arg)
                          * per command at low queue depth; a reactor that stays busy
                          * still submits every other turn.
                          */
-                        if (r->held_submit || io_uring_sq_ready(&r->ring) == 0) {
+                        bool have_sqes = io_uring_sq_ready(&r->ring) > 0;
+                        /* Deferred task running: completions need an enter to be posted. */
+                        bool reap = ring_defer_taskrun(r) && io_uring_cq_ready(&r->ring) == 0;
+                        if (!r->held_submit && (have_sqes || reap)) {
+                                r->held_submit = true;
+                        } else if (have_sqes) {
                                 ring_submit(r);
                                 r->held_submit = false;
-                        } else {
-                                r->held_submit = true;
+                        } else if (reap) {
+                                io_uring_get_events(&r->ring);
+                                r->stats.enter_submit++;
+                                r->held_submit = false;
                         }
                 } else {
                         r->held_submit = false;
@@ -431,8 +457,25 @@ int rt_init(unsigned n)
                 r->efd_ev.fn = efd_done;
                 struct io_uring_params p;
                 memset(&p, 0, sizeof(p));
-                p.flags = IORING_SETUP_SUBMIT_ALL | IORING_SETUP_COOP_TASKRUN;
+                /*
+                 * Single issuer (kernel 6.0) and deferred task running (6.1):
+                 * only the reactor thread submits, and completions are posted
+                 * when it asks rather than by interrupting it.  The ring starts
+                 * disabled and the reactor thread enables it, becoming its
+                 * issuer.  Older kernels refuse the flags (EINVAL): then
+                 * cooperative task running (5.19), then none.
+                 */
+                p.flags = IORING_SETUP_SUBMIT_ALL | IORING_SETUP_COOP_TASKRUN |
+                          IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN |
+                          IORING_SETUP_R_DISABLED;
+                if (getenv("SLATE_URING_BASIC")) /* for comparison (bench/budget) */
+                        p.flags = IORING_SETUP_SUBMIT_ALL | IORING_SETUP_COOP_TASKRUN;
                 int rc = io_uring_queue_init_params(RT_RING_ENTRIES, &r->ring, &p);
+                if (rc == -EINVAL) {
+                        memset(&p, 0, sizeof(p));
+                        p.flags = IORING_SETUP_SUBMIT_ALL | IORING_SETUP_COOP_TASKRUN;
+                        rc = io_uring_queue_init_params(RT_RING_ENTRIES, &r->ring, &p);
+                }
                 if (rc == -EINVAL) {
                         memset(&p, 0, sizeof(p));
                         rc = io_uring_queue_init_params(RT_RING_ENTRIES, &r->ring, &p);
@@ -441,6 +484,13 @@ int rt_init(unsigned n)
                         LOG_ERR("rt", "io_uring_queue_init: %s", strerror(-rc));
                         return rc;
                 }
+                if (i == 0)
+                        LOG_INFO("rt", "io_uring rings: %s",
+                                 (r->ring.flags & IORING_SETUP_DEFER_TASKRUN)
+                                     ? "single issuer, deferred task running"
+                                 : (r->ring.flags & IORING_SETUP_COOP_TASKRUN)
+                                     ? "cooperative task running"
+                                     : "basic (the kernel refused the newer setup flags)");
                 nr_reactors = i + 1;
         }
         return 0;
