@@ -82,6 +82,8 @@ static const struct {
     RSTAT(enter_wait, "io_uring_enter calls that waited for a completion (sleeps)"),
     RSTAT(wakeups, "waits ended by a completion"),
     RSTAT(msg_wakeups, "wake-ups by another thread (messages, remote defers)"),
+    RSTAT(polls, "non-blocking reaps instead of a sleep (reactor_poll)"),
+    RSTAT(poll_hits, "non-blocking reaps that found a completion"),
     RSTAT(sqes, "io_uring submission queue entries submitted"),
     RSTAT(cqes, "io_uring completions reaped"),
     RSTAT(recv_calls, "recv system calls on connections"),

@@ -50,13 +50,51 @@ struct rt_reactor {
         struct rt_defer *defer_head, *defer_tail;
         struct rt_timer *timers; /* sorted by deadline */
         volatile bool stop;
-        bool held_submit; /* the last turn left its SQEs for this one (reactor_main) */
+        bool held_submit;      /* the last turn left its SQEs for this one (reactor_main) */
+        uint64_t last_work_ns; /* when a turn last ran a callback (adaptive polling) */
         /* Time spent outside io_uring waits (written by the reactor only; rt_busy_ns). */
         _Atomic uint64_t busy_ns;
         struct rt_stats stats; /* written by the reactor only (rt_stats_cur) */
 };
 
 static struct rt_reactor *reactors;
+static _Atomic unsigned poll_mode = RT_POLL_OFF;
+static _Atomic uint32_t poll_us = RT_POLL_US_DEFAULT;
+
+void rt_poll_set(enum rt_poll_mode mode, uint32_t spin_us)
+{
+        if (spin_us > RT_POLL_US_MAX)
+                spin_us = RT_POLL_US_MAX;
+        atomic_store(&poll_us, spin_us);
+        atomic_store(&poll_mode, (unsigned)mode);
+}
+
+enum rt_poll_mode rt_poll_mode(void)
+{
+        return (enum rt_poll_mode)atomic_load(&poll_mode);
+}
+
+uint32_t rt_poll_us(void)
+{
+        return atomic_load(&poll_us);
+}
+
+static const char *const poll_names[] = {"off", "adaptive", "always"};
+
+const char *rt_poll_mode_name(enum rt_poll_mode m)
+{
+        return (unsigned)m < 3 ? poll_names[m] : "?";
+}
+
+int rt_poll_mode_parse(const char *s, enum rt_poll_mode *m)
+{
+        for (unsigned i = 0; s && i < 3; i++)
+                if (strcmp(s, poll_names[i]) == 0) {
+                        *m = (enum rt_poll_mode)i;
+                        return 0;
+                }
+        return -EINVAL;
+}
 static unsigned nr_reactors;
 static __thread struct rt_reactor *cur_reactor;
 __thread struct rt_stats *rt_stats_tls;
@@ -323,16 +361,18 @@ int rt_msg_call(struct rt_reactor *r, void (*fn)(void *arg), void *arg)
         return rc;
 }
 
-static void run_defers(struct rt_reactor *r)
+static bool run_defers(struct rt_reactor *r)
 {
         /* Only what is queued now: work deferred by these callbacks waits a turn. */
         struct rt_defer *d = r->defer_head;
+        bool ran = d != NULL;
         r->defer_head = r->defer_tail = NULL;
         while (d) {
                 struct rt_defer *next = d->next;
                 d->fn(d);
                 d = next;
         }
+        return ran;
 }
 
 static void run_timers(struct rt_reactor *r)
@@ -360,9 +400,10 @@ static void *reactor_main(void *arg)
         }
         arm_eventfd(r);
         uint64_t t_active = rt_now_ns();
+        bool reaped = false; /* the last turn ran completions */
         while (!r->stop) {
                 r->stats.loops++;
-                run_defers(r);
+                bool worked = run_defers(r) || reaped;
                 run_timers(r);
 
                 struct io_uring_cqe *cqe = NULL;
@@ -385,6 +426,15 @@ static void *reactor_main(void *arg)
                                           (t_now - t_active),
                                       memory_order_relaxed);
                 t_active = t_now;
+                if (worked)
+                        r->last_work_ns = t_now;
+                enum rt_poll_mode pm =
+                    (enum rt_poll_mode)atomic_load_explicit(&poll_mode, memory_order_relaxed);
+                bool spin =
+                    pm == RT_POLL_ALWAYS ||
+                    (pm == RT_POLL_ADAPTIVE &&
+                     t_now - r->last_work_ns <
+                         (uint64_t)atomic_load_explicit(&poll_us, memory_order_relaxed) * 1000ull);
                 if (wait_nr == 0 || io_uring_cq_ready(&r->ring) > 0) {
                         /*
                          * Work is ready: no wait.  New SQEs (typically a socket's
@@ -406,6 +456,15 @@ static void *reactor_main(void *arg)
                                 r->stats.enter_submit++;
                                 r->held_submit = false;
                         }
+                } else if (spin) {
+                        /* Polling: submit and reap without sleeping (one enter, no wait). */
+                        r->held_submit = false;
+                        unsigned nsub = io_uring_sq_ready(&r->ring);
+                        io_uring_submit_and_get_events(&r->ring);
+                        r->stats.polls++;
+                        r->stats.sqes += nsub - io_uring_sq_ready(&r->ring);
+                        if (io_uring_cq_ready(&r->ring) > 0)
+                                r->stats.poll_hits++;
                 } else {
                         r->held_submit = false;
                         unsigned nsub = io_uring_sq_ready(&r->ring);
@@ -421,6 +480,7 @@ static void *reactor_main(void *arg)
                         t_active = rt_now_ns();
                 }
                 unsigned head;
+                reaped = io_uring_cq_ready(&r->ring) > 0;
                 io_uring_for_each_cqe(&r->ring, head, cqe)
                 {
                         struct rt_event *ev = io_uring_cqe_get_data(cqe);

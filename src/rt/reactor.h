@@ -76,6 +76,8 @@ struct rt_stats {
         uint64_t enter_wait;   /* io_uring_enter calls that waited (nothing was ready: a sleep) */
         uint64_t wakeups;      /* waits ended by a completion (the rest: a timer or a signal) */
         uint64_t msg_wakeups;  /* wake-ups by the eventfd (messages, remote defers) */
+        uint64_t polls;        /* non-blocking reaps instead of a sleep (rt_poll_set) */
+        uint64_t poll_hits;    /* those that found a completion */
         uint64_t sqes;         /* SQEs submitted */
         uint64_t cqes;         /* CQEs reaped */
         uint64_t recv_calls, recv_bytes, recv_eagain;
@@ -100,6 +102,24 @@ void rt_stats_read(unsigned idx, struct rt_stats *out);
 /* The counters' names, for metrics and RPC: copy sites and transports. */
 const char *rt_copy_site_name(enum rt_copy_site s);
 const char *rt_xport_name(enum rt_xport x);
+
+/*
+ * Polling (options reactor_poll, reactor_poll_us; live): off sleeps in
+ * io_uring whenever nothing is ready (the default); adaptive, after a turn
+ * that did work, keeps reaping without sleeping (a non-blocking
+ * io_uring_enter per spin) for spin_us before it sleeps, so a command that
+ * follows within that time costs no wake-up; always never sleeps (a core at
+ * 100%, SPDK's way).  Any thread; reactors read it every turn.
+ */
+enum rt_poll_mode { RT_POLL_OFF, RT_POLL_ADAPTIVE, RT_POLL_ALWAYS };
+#define RT_POLL_US_DEFAULT 50
+#define RT_POLL_US_MAX     100000
+void rt_poll_set(enum rt_poll_mode mode, uint32_t spin_us);
+enum rt_poll_mode rt_poll_mode(void);
+uint32_t rt_poll_us(void);
+const char *rt_poll_mode_name(enum rt_poll_mode m);
+/* "off", "adaptive", "always" -> 0 and *m; -EINVAL otherwise. */
+int rt_poll_mode_parse(const char *s, enum rt_poll_mode *m);
 
 /* Start every reactor thread; rt_stop() asks them all to leave their loops. */
 int rt_start(void);
