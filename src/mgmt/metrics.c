@@ -78,7 +78,7 @@ static const struct {
 #f, h, offsetof(struct rt_stats, f)                                                \
         }
     RSTAT(loops, "event loop turns"),
-    RSTAT(enter_submit, "io_uring_enter calls that only submitted"),
+    RSTAT(enter_submit, "io_uring_enter calls that did not wait (submit, or reap only)"),
     RSTAT(enter_wait, "io_uring_enter calls that waited for a completion (sleeps)"),
     RSTAT(wakeups, "waits ended by a completion"),
     RSTAT(msg_wakeups, "wake-ups by another thread (messages, remote defers)"),

@@ -72,7 +72,7 @@ enum rt_xport { RT_XPORT_NVMF_TCP, RT_XPORT_ISCSI, RT_XPORT_NR };
 
 struct rt_stats {
         uint64_t loops;        /* event loop turns */
-        uint64_t enter_submit; /* io_uring_enter calls that only submitted */
+        uint64_t enter_submit; /* io_uring_enter calls that did not wait (submit, or reap only) */
         uint64_t enter_wait;   /* io_uring_enter calls that waited (nothing was ready: a sleep) */
         uint64_t wakeups;      /* waits ended by a completion (the rest: a timer or a signal) */
         uint64_t msg_wakeups;  /* wake-ups by the eventfd (messages, remote defers) */
