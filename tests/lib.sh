@@ -117,9 +117,9 @@ slate_write_config() {
 
 # slate_read_ports LOG FIRST_LINE -> sets SLATE_PORTS / SLATE_NVME_PORTS (the
 # iSCSI portals' and NVMe/TCP listeners' ports, in config order) and
-# SLATE_PORT / SLATE_NVME_PORT (the first of each), and SLATE_HTTP_PORT (the
-# metrics and status page server, when configured) from the listening lines
-# slated logged at FIRST_LINE or later.  Without them (e.g. -L warn) it asks
+# SLATE_PORT / SLATE_NVME_PORT (the first of each), SLATE_HTTP_PORT (the
+# metrics and status page server, when configured) and SLATE_SOCK (the RPC
+# socket) from the lines slated logged at FIRST_LINE or later.  Without them (e.g. -L warn) it asks
 # slated over the RPC socket named in its ready line.
 slate_read_ports() {
 	local log=$1 first=$2 lines sock ctl
@@ -127,8 +127,9 @@ slate_read_ports() {
 	SLATE_PORTS=$(echo "$lines" | sed -n 's/.* portal listening on .*:\([0-9][0-9]*\)$/\1/p' | tr '\n' ' ')
 	SLATE_NVME_PORTS=$(echo "$lines" | sed -n 's/.* NVMe\/TCP listener up on .*:\([0-9][0-9]*\)$/\1/p' | tr '\n' ' ')
 	SLATE_HTTP_PORT=$(echo "$lines" | sed -n 's/.* HTTP metrics and status page listening on .*:\([0-9][0-9]*\)$/\1/p' | tail -n 1)
+	sock=$(echo "$lines" | sed -n 's/.* ready: .*, rpc socket \(.*\)$/\1/p' | tail -n 1)
+	SLATE_SOCK=$sock
 	if [ -z "$SLATE_PORTS$SLATE_NVME_PORTS" ]; then
-		sock=$(echo "$lines" | sed -n 's/.* ready: .*, rpc socket \(.*\)$/\1/p' | tail -n 1)
 		ctl=${SLATECTL:-$SLATE_BUILD/slatectl}
 		if [ -n "$sock" ] && [ -x "$ctl" ]; then
 			SLATE_PORTS=$("$ctl" -s "$sock" --json iscsi_portal_list 2>/dev/null |

@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "backend/sync.h"
+#include "rt/reactor.h"
 
 #define MEM_GROW_FACTOR 4
 #define MEM_RESERVE_MIN (64ull << 30)
@@ -187,6 +188,7 @@ static void mem_submit(struct backend *be, struct core_req *req, enum core_op op
                                 memcpy(base + done, iov[i].iov_base, n);
                         done += n;
                 }
+                rt_count_copy(RT_COPY_BACKEND_MEM, done);
                 if (op == CORE_OP_WRITE && done)
                         map_mark(m, off >> m->pg_shift, (off + done - 1) >> m->pg_shift, true);
                 break;

@@ -27,6 +27,7 @@
 #include "core/req.h"
 #include "core/flash.h"
 #include "rt/log.h"
+#include "rt/reactor.h"
 
 enum {
         ST_START = 0,
@@ -174,6 +175,7 @@ static void iov_to_flat(const struct core_req *req, uint8_t *dst, uint64_t skip,
                 }
                 uint64_t n = l - skip < len ? l - skip : len;
                 memcpy(dst, (uint8_t *)req->iov[i].iov_base + skip, n);
+                rt_count_copy(RT_COPY_CORE, n);
                 dst += n;
                 len -= n;
                 skip = 0;
@@ -552,6 +554,7 @@ static void cur_copy(struct iov_cur *c, uint8_t *buf, size_t len, bool to_iov)
                         memcpy(p, buf, n);
                 else
                         memcpy(buf, p, n);
+                rt_count_copy(RT_COPY_CORE, n);
                 buf += n;
                 len -= n;
                 c->off += n;

@@ -32,6 +32,7 @@
 #include "rt/lazymap.h"
 #include "rt/limits.h"
 #include "rt/log.h"
+#include "rt/reactor.h"
 
 /* ------------------------------------------------------------------ */
 /* Helpers                                                              */
@@ -222,6 +223,31 @@ static void rx_defer_fn(struct rt_defer *d)
         rx_arm(c);
 }
 
+/*
+ * Flush on the next loop turn: the commands that complete in one turn (a
+ * backend's completions run one after another) go out in one sendmsg
+ * instead of one each.
+ */
+static void tx_defer_fn(struct rt_defer *d)
+{
+        struct iscsi_conn *c =
+            (struct iscsi_conn *)((char *)d - offsetof(struct iscsi_conn, tx_defer));
+        c->tx_defer_armed = false;
+        if (c->state == ISCSI_CONN_CLOSING) {
+                conn_try_free(c);
+                return;
+        }
+        iscsi_conn_flush(c);
+}
+
+static void conn_flush_soon(struct iscsi_conn *c)
+{
+        if (c->tx_defer_armed || c->state == ISCSI_CONN_CLOSING)
+                return;
+        c->tx_defer_armed = true;
+        rt_defer(c->r, &c->tx_defer);
+}
+
 static void rx_kick(struct iscsi_conn *c)
 {
         if (c->rx_defer_armed)
@@ -379,6 +405,7 @@ static void build_scsi_rsp(struct iscsi_task *t)
                 t->tx.data_len = 2 + sl;
         }
         t->rsp_sent = true;
+        rt_stats_cur()->cmds[RT_XPORT_ISCSI]++;
         task_send(t, &t->tx, scsi_tx_done);
 }
 
@@ -406,6 +433,7 @@ static void build_datain(struct iscsi_task *t, bool piggyback)
                 put_be32(&d->residual, t->residual);
                 iscsi_conn_fill_sn(c, &d->statsn, &d->exp_cmdsn, &d->max_cmdsn, true);
                 t->rsp_sent = true;
+                rt_stats_cur()->cmds[RT_XPORT_ISCSI]++;
         } else {
                 iscsi_conn_fill_sn(c, NULL, &d->exp_cmdsn, &d->max_cmdsn, false);
         }
@@ -495,7 +523,7 @@ static void scsi_done(struct scsi_cmd *cmd)
         }
         task_respond(t);
         task_put(t);
-        iscsi_conn_flush(c);
+        conn_flush_soon(c);
 }
 
 static void task_exec(struct iscsi_task *t)
@@ -829,8 +857,10 @@ static void task_switch_big(struct iscsi_task *t, uint8_t *big, size_t len)
                         end = off + c->dsl;
                 c->rx_dst = big + off;
         }
-        if (end)
+        if (end) {
                 memcpy(big, t->buf, end);
+                rt_count_copy(RT_COPY_ISCSI, end);
+        }
         LOG_DEBUG(ISCSI_MOD, "%s: ITT 0x%x got its %zu-byte buffer; %u bytes moved over%s", c->peer,
                   t->itt, len, end, receiving ? " (a PDU half read)" : "");
         cmd->buf = big;
@@ -1603,6 +1633,7 @@ struct iscsi_conn *iscsi_conn_new(int fd)
         c->ev_in.fn = ev_in_fn;
         c->ev_out.fn = ev_out_fn;
         c->rx_defer.fn = rx_defer_fn;
+        c->tx_defer.fn = tx_defer_fn;
         c->mrdsl_in = ISCSI_LOGIN_MRDSL;
         c->mrdsl_out = ISCSI_LOGIN_MRDSL;
         c->text_ttt = ISCSI_RESERVED_TAG;
@@ -1800,8 +1831,8 @@ static void conn_free(struct iscsi_conn *c)
 
 static bool conn_drained(const struct iscsi_conn *c)
 {
-        return !c->poll_in && !c->poll_out && !c->rx_defer_armed && c->nr_free == c->nr_tasks &&
-               rt_txq_empty(&c->txq);
+        return !c->poll_in && !c->poll_out && !c->rx_defer_armed && !c->tx_defer_armed &&
+               c->nr_free == c->nr_tasks && rt_txq_empty(&c->txq);
 }
 
 static void close_defer_fn(struct rt_defer *d)

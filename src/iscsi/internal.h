@@ -463,6 +463,8 @@ struct iscsi_conn {
         struct rt_defer close_defer;
         bool close_deferred;
         struct rt_defer rx_defer; /* resume a parked receive once a task frees */
+        struct rt_defer tx_defer; /* one flush for the responses of a loop turn (scsi_done) */
+        bool tx_defer_armed;
         /* Tasks waiting for a large buffer, oldest first; one request in the pool for the head. */
         struct iscsi_task *bw_head, *bw_tail;
         struct rt_bigbuf_wait bw;

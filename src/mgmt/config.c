@@ -26,6 +26,7 @@
 #include "nvme/nvme.h"
 #include "nvmf/nvmf.h"
 #include "rt/limits.h"
+#include "rt/reactor.h"
 #include "rt/log.h"
 
 #define CONFIG_MAX_BYTES (16u << 20) /* a config larger than this is surely a mistake */
@@ -279,6 +280,30 @@ static int parse_options(json_t *opts, struct mgmt_options *o, char *err, size_t
                                 }
                                 rc = 0;
                         }
+                } else if (strcmp(key, "reactor_poll") == 0) {
+                        enum rt_poll_mode m;
+                        if (!json_is_string(v) || rt_poll_mode_parse(json_string_value(v), &m)) {
+                                snprintf(err, errlen,
+                                         "options.reactor_poll must be \"off\", \"adaptive\" or "
+                                         "\"always\"");
+                                rc = -EINVAL;
+                        } else {
+                                o->reactor_poll = (unsigned)m;
+                                o->reactor_poll_set = true;
+                                rc = 0;
+                        }
+                } else if (strcmp(key, "reactor_poll_us") == 0) {
+                        if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+                            json_integer_value(v) > RT_POLL_US_MAX) {
+                                snprintf(err, errlen,
+                                         "options.reactor_poll_us must be an integer in [0, %u]",
+                                         RT_POLL_US_MAX);
+                                rc = -EINVAL;
+                        } else {
+                                o->reactor_poll_us = (uint32_t)json_integer_value(v);
+                                o->reactor_poll_us_set = true;
+                                rc = 0;
+                        }
                 } else if (strcmp(key, "allow_block_devices") == 0) {
                         if (!json_is_boolean(v)) {
                                 snprintf(err, errlen, "options.%s must be true or false", key);
@@ -496,6 +521,19 @@ void mgmt_options_apply_limits(const struct mgmt_options *o)
                          "limits: iSCSI NOP-In every %u ms of silence, answer within %u ms; RPC "
                          "clients idle %u ms are closed (0: off)",
                          nopi, nopt, rpci);
+        enum rt_poll_mode pm =
+            o->reactor_poll_set ? (enum rt_poll_mode)o->reactor_poll : RT_POLL_OFF;
+        uint32_t pus = o->reactor_poll_us_set ? o->reactor_poll_us : RT_POLL_US_DEFAULT;
+        if (pm != rt_poll_mode() || pus != rt_poll_us()) {
+                rt_poll_set(pm, pus);
+                if (pm == RT_POLL_ADAPTIVE)
+                        LOG_INFO("mgmt",
+                                 "reactors: polling adaptive (spin %u us after work before "
+                                 "sleeping)",
+                                 pus);
+                else
+                        LOG_INFO("mgmt", "reactors: polling %s", rt_poll_mode_name(pm));
+        }
 }
 
 /* ------------------------------------------------------------------ */

@@ -67,6 +67,118 @@ static void family(FILE *f, const char *name, const char *type, const char *help
         fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
+/* ---- reactor counters (rt/reactor.h struct rt_stats) ---- */
+
+static const struct {
+        const char *name, *help;
+        size_t off;
+} rstat_fields[] = {
+#define RSTAT(f, h)                                                                                \
+        {                                                                                          \
+#f, h, offsetof(struct rt_stats, f)                                                \
+        }
+    RSTAT(loops, "event loop turns"),
+    RSTAT(enter_submit, "io_uring_enter calls that did not wait (submit, or reap only)"),
+    RSTAT(enter_wait, "io_uring_enter calls that waited for a completion (sleeps)"),
+    RSTAT(wakeups, "waits ended by a completion"),
+    RSTAT(msg_wakeups, "wake-ups by another thread (messages, remote defers)"),
+    RSTAT(polls, "non-blocking reaps instead of a sleep (reactor_poll)"),
+    RSTAT(poll_hits, "non-blocking reaps that found a completion"),
+    RSTAT(sqes, "io_uring submission queue entries submitted"),
+    RSTAT(cqes, "io_uring completions reaped"),
+    RSTAT(recv_calls, "recv system calls on connections"),
+    RSTAT(recv_bytes, "bytes received on connections"),
+    RSTAT(recv_eagain, "recv calls that found nothing (EAGAIN)"),
+    RSTAT(send_calls, "sendmsg system calls on connections"),
+    RSTAT(send_bytes, "bytes sent on connections"),
+    RSTAT(send_eagain, "sendmsg calls that found the socket full (EAGAIN)"),
+#undef RSTAT
+};
+
+static uint64_t rstat_get(const struct rt_stats *s, size_t i)
+{
+        uint64_t v;
+        memcpy(&v, (const char *)s + rstat_fields[i].off, sizeof(v));
+        return v;
+}
+
+static void reactor_counters_text(FILE *f)
+{
+        unsigned n = rt_count();
+        struct rt_stats *st = calloc(n ? n : 1, sizeof(*st));
+        if (!st)
+                return;
+        for (unsigned r = 0; r < n; r++)
+                rt_stats_read(r, &st[r]);
+        for (size_t i = 0; i < sizeof(rstat_fields) / sizeof(rstat_fields[0]); i++) {
+                char name[80];
+                snprintf(name, sizeof(name), "slate_reactor_%s_total", rstat_fields[i].name);
+                family(f, name, "counter", rstat_fields[i].help);
+                for (unsigned r = 0; r < n; r++)
+                        fprintf(f, "%s{reactor=\"%u\"} %llu\n", name, r,
+                                (unsigned long long)rstat_get(&st[r], i));
+        }
+        family(f, "slate_reactor_copy_bytes_total", "counter",
+               "bytes memcpy'd on the data path, per copy site");
+        for (unsigned r = 0; r < n; r++)
+                for (unsigned k = 0; k < RT_COPY_NR; k++)
+                        fprintf(f,
+                                "slate_reactor_copy_bytes_total{reactor=\"%u\",site=\"%s\"} %llu\n",
+                                r, rt_copy_site_name((enum rt_copy_site)k),
+                                (unsigned long long)st[r].copy_bytes[k]);
+        family(f, "slate_reactor_commands_total", "counter",
+               "commands completed (response queued), per transport");
+        for (unsigned r = 0; r < n; r++)
+                for (unsigned k = 0; k < RT_XPORT_NR; k++)
+                        fprintf(
+                            f,
+                            "slate_reactor_commands_total{reactor=\"%u\",transport=\"%s\"} %llu\n",
+                            r, rt_xport_name((enum rt_xport)k), (unsigned long long)st[r].cmds[k]);
+        free(st);
+}
+
+static json_t *rstats_json(const struct rt_stats *s)
+{
+        json_t *o = json_object(), *cp = json_object(), *cm = json_object();
+        for (size_t i = 0; i < sizeof(rstat_fields) / sizeof(rstat_fields[0]); i++)
+                json_object_set_new(o, rstat_fields[i].name,
+                                    json_integer((json_int_t)rstat_get(s, i)));
+        for (unsigned k = 0; k < RT_COPY_NR; k++)
+                json_object_set_new(cp, rt_copy_site_name((enum rt_copy_site)k),
+                                    json_integer((json_int_t)s->copy_bytes[k]));
+        for (unsigned k = 0; k < RT_XPORT_NR; k++)
+                json_object_set_new(cm, rt_xport_name((enum rt_xport)k),
+                                    json_integer((json_int_t)s->cmds[k]));
+        json_object_set_new(o, "copy_bytes", cp);
+        json_object_set_new(o, "commands", cm);
+        return o;
+}
+
+json_t *mgmt_reactor_stats_json(void)
+{
+        json_t *root = json_object(), *arr = json_array();
+        struct rt_stats tot, s;
+        memset(&tot, 0, sizeof(tot));
+        uint64_t busy = 0;
+        for (unsigned r = 0; r < rt_count(); r++) {
+                rt_stats_read(r, &s);
+                uint64_t *a = (uint64_t *)&tot;
+                const uint64_t *b = (const uint64_t *)&s;
+                for (size_t k = 0; k < sizeof(s) / sizeof(uint64_t); k++)
+                        a[k] += b[k];
+                busy += rt_busy_ns(r);
+                json_t *o = rstats_json(&s);
+                json_object_set_new(o, "id", json_integer(r));
+                json_object_set_new(o, "busy_ns", json_integer((json_int_t)rt_busy_ns(r)));
+                json_array_append_new(arr, o);
+        }
+        json_t *t = rstats_json(&tot);
+        json_object_set_new(t, "busy_ns", json_integer((json_int_t)busy));
+        json_object_set_new(root, "reactors", arr);
+        json_object_set_new(root, "total", t);
+        return root;
+}
+
 /* The label set of one object: namespace="x" or transport="t",host="h". */
 struct obj {
         const char *key1, *val1, *key2, *val2;
@@ -350,6 +462,7 @@ char *mgmt_metrics_text(size_t *len)
         for (unsigned i = 0; i < rt_count(); i++)
                 fprintf(f, "slate_reactor_busy_seconds_total{reactor=\"%u\"} %.9f\n", i,
                         (double)rt_busy_ns(i) / 1e9);
+        reactor_counters_text(f);
 
         /* Namespaces: what they are, then their I/O. */
         family(f, "slate_namespace_info", "gauge", "Always 1; a namespace's backend and identity");

@@ -14,6 +14,11 @@ struct json_t;
 char *mgmt_metrics_text(size_t *len);
 /* Write s as a Prometheus label value (without the quotes): \ " and newline escaped. */
 void mgmt_metrics_escape(FILE *f, const char *s);
+/*
+ * The reactors' counters (rt/reactor.h struct rt_stats) as JSON (new
+ * reference): {"reactors": [{"id", "busy_ns", counters...}], "total": {...}}.
+ */
+struct json_t *mgmt_reactor_stats_json(void);
 /* The status page's data (new reference), NULL on ENOMEM. */
 struct json_t *mgmt_status_json(void);
 

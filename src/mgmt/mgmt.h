@@ -41,6 +41,10 @@ struct mgmt_options {
         uint32_t login_timeout_ms, idle_timeout_ms, max_connections, max_connections_per_host;
         bool nop_interval_set, nop_timeout_set, rpc_idle_set;
         uint32_t nop_interval_ms, nop_timeout_ms, rpc_idle_timeout_ms;
+        /* rt/reactor.h polling; live on reload.  Unset: off, RT_POLL_US_DEFAULT. */
+        bool reactor_poll_set, reactor_poll_us_set;
+        unsigned reactor_poll; /* enum rt_poll_mode */
+        uint32_t reactor_poll_us;
         /* Where namespace files and config_save may go besides the state dir (live on reload). */
         unsigned n_allowed_dirs;
         char allowed_dirs[MGMT_ALLOWED_DIRS_MAX][1024];

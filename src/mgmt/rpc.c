@@ -1817,6 +1817,12 @@ static int h_log_set_level(struct rpc_ctx *c)
         return 0;
 }
 
+static int h_reactor_stats(struct rpc_ctx *c)
+{
+        c->result = mgmt_reactor_stats_json();
+        return c->result ? 0 : opfail(c, -ENOMEM, "reactor_stats", NULL);
+}
+
 #define STR(n, req, mx, d)                                                                         \
         {                                                                                          \
                 .name = n, .type = P_STR, .required = req, .max = mx, .desc = d                    \
@@ -2217,6 +2223,11 @@ static const struct rpc_method rpc_methods[] = {
      h_daemon_status,
      "Version, uptime, reactors, state dir, log level, large-transfer buffer pool, HTTP server, "
      "connections per transport, iSCSI NOP-In pings",
+     {}},
+    {"reactor_stats",
+     h_reactor_stats,
+     "Per-reactor counters: io_uring_enter calls (submit-only / wait), wake-ups, SQEs, CQEs, "
+     "recv/send calls and bytes, bytes copied per site, commands completed per transport",
      {}},
     {"log_set_level",
      h_log_set_level,

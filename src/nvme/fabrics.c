@@ -83,8 +83,10 @@ void nvmf_connect_do(struct nvme_cmd *cmd)
         /*
          * An empty Host NQN (spdk_nvme_perf sends one unless told a name) is
          * admitted where the subsystem admits any host, as SPDK's target and
-         * Linux nvmet do; a subsystem with a host list refuses it as an
-         * unlisted host (nvme_subsys_host_allowed_locked).
+         * Linux nvmet do; a subsystem with a host list or DH-HMAC-CHAP
+         * secrets refuses it as an unlisted host (Invalid Host,
+         * nvme_subsys_host_allowed_locked), a TLS queue because it is not the
+         * PSK's Host NQN.
          */
         if (!memchr(d->hostnqn, 0, sizeof(d->hostnqn)) || strlen(d->hostnqn) > NVMF_NQN_MAX_LEN) {
                 connect_fail(cmd, NVME_SCT_CMD_SPECIFIC, NVMF_SC_CONNECT_INVALID_PARAM, true,

@@ -86,10 +86,16 @@ struct nvme_subsys *nvme_subsys_find_locked(const char *nqn)
 
 bool nvme_subsys_host_allowed_locked(const struct nvme_subsys *s, const char *hostnqn)
 {
+        /*
+         * An empty Host NQN (spdk_nvme_perf sends one unless told a name) is
+         * never a listed host, and is refused where DH-HMAC-CHAP secrets are
+         * configured: a host that must prove who it is has to say who it is.
+         * TLS needs no case here: the PSK's Host NQN must match (fabrics.c).
+         */
+        if (!hostnqn[0])
+                return s->allow_any && s->nhkeys == 0;
         if (s->allow_any)
                 return true;
-        if (!hostnqn[0]) /* an empty Host NQN is never a listed host */
-                return false;
         for (unsigned i = 0; i < s->nhosts; i++)
                 if (strcmp(s->hosts[i], hostnqn) == 0)
                         return true;

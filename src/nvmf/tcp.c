@@ -438,6 +438,7 @@ static ssize_t tls_write(void *arg, const struct iovec *iov, int n)
                         size_t l = iov[i].iov_len < want - len ? iov[i].iov_len : want - len;
                         memcpy(q->tls_stage + len, iov[i].iov_base, l);
                         len += l;
+                        rt_count_copy(RT_COPY_TLS_STAGE, l);
                 }
                 src = q->tls_stage;
         }
@@ -834,6 +835,7 @@ static void cmd_send_resp(struct tcp_cmd *c)
         struct nvme_cmd *nc = &c->nc;
         struct nvme_cqe *cqe = (struct nvme_cqe *)nc->cqe;
         c->state = CMD_SEND;
+        rt_stats_cur()->cmds[RT_XPORT_NVMF_TCP]++;
         put_le16(&cqe->cid, c->cid);
         put_le16(&cqe->sqid, q->nq.qid);
         put_le16(&cqe->sqhd, q->sqflow_off ? 0xffff : q->sqhd);

@@ -50,6 +50,77 @@ unsigned rt_index(const struct rt_reactor *r);
  */
 uint64_t rt_busy_ns(unsigned idx);
 
+/*
+ * Per-reactor counters of where the time of an I/O goes, counted rather than
+ * timed (bench/README.md "The per-I/O budget"): io_uring_enter calls, sleeps
+ * and wake-ups, SQEs and CQEs, socket calls and bytes, bytes memcpy'd on the
+ * data path per copy site, commands completed per transport.  Plain uint64s
+ * written only by the reactor's own thread through rt_stats_cur() (no atomics
+ * on the hot path); rt_stats_read() copies them from any thread (a counter
+ * read while it moves may be one behind).  Code running outside a reactor
+ * (workers, unit tests) counts into a per-thread scratch copy nobody reads.
+ */
+enum rt_copy_site {
+        RT_COPY_RX_READAHEAD, /* socket read-ahead to a PDU header or small data (rt/rxbuf.h) */
+        RT_COPY_TLS_STAGE,    /* small PDUs gathered into one TLS record (nvmf/tcp.c) */
+        RT_COPY_BACKEND_MEM,  /* the RAM backend's reads and writes (backend/mem.c) */
+        RT_COPY_CORE,         /* the core's bounce/gather copies (core/req.c) */
+        RT_COPY_ISCSI,        /* iSCSI data moved between buffers (iscsi/conn.c) */
+        RT_COPY_NR
+};
+enum rt_xport { RT_XPORT_NVMF_TCP, RT_XPORT_ISCSI, RT_XPORT_NR };
+
+struct rt_stats {
+        uint64_t loops;        /* event loop turns */
+        uint64_t enter_submit; /* io_uring_enter calls that did not wait (submit, or reap only) */
+        uint64_t enter_wait;   /* io_uring_enter calls that waited (nothing was ready: a sleep) */
+        uint64_t wakeups;      /* waits ended by a completion (the rest: a timer or a signal) */
+        uint64_t msg_wakeups;  /* wake-ups by the eventfd (messages, remote defers) */
+        uint64_t polls;        /* non-blocking reaps instead of a sleep (rt_poll_set) */
+        uint64_t poll_hits;    /* those that found a completion */
+        uint64_t sqes;         /* SQEs submitted */
+        uint64_t cqes;         /* CQEs reaped */
+        uint64_t recv_calls, recv_bytes, recv_eagain;
+        uint64_t send_calls, send_bytes, send_eagain;
+        uint64_t copy_bytes[RT_COPY_NR];
+        uint64_t cmds[RT_XPORT_NR]; /* commands completed (their response queued) */
+};
+
+extern __thread struct rt_stats *rt_stats_tls;
+extern __thread struct rt_stats rt_stats_scratch;
+static inline struct rt_stats *rt_stats_cur(void)
+{
+        struct rt_stats *s = rt_stats_tls;
+        return s ? s : &rt_stats_scratch;
+}
+static inline void rt_count_copy(enum rt_copy_site site, uint64_t bytes)
+{
+        rt_stats_cur()->copy_bytes[site] += bytes;
+}
+/* A copy of reactor idx's counters (zeros for a bad index); any thread. */
+void rt_stats_read(unsigned idx, struct rt_stats *out);
+/* The counters' names, for metrics and RPC: copy sites and transports. */
+const char *rt_copy_site_name(enum rt_copy_site s);
+const char *rt_xport_name(enum rt_xport x);
+
+/*
+ * Polling (options reactor_poll, reactor_poll_us; live): off sleeps in
+ * io_uring whenever nothing is ready (the default); adaptive, after a turn
+ * that did work, keeps reaping without sleeping (a non-blocking
+ * io_uring_enter per spin) for spin_us before it sleeps, so a command that
+ * follows within that time costs no wake-up; always never sleeps (a core at
+ * 100%, SPDK's way).  Any thread; reactors read it every turn.
+ */
+enum rt_poll_mode { RT_POLL_OFF, RT_POLL_ADAPTIVE, RT_POLL_ALWAYS };
+#define RT_POLL_US_DEFAULT 50
+#define RT_POLL_US_MAX     100000
+void rt_poll_set(enum rt_poll_mode mode, uint32_t spin_us);
+enum rt_poll_mode rt_poll_mode(void);
+uint32_t rt_poll_us(void);
+const char *rt_poll_mode_name(enum rt_poll_mode m);
+/* "off", "adaptive", "always" -> 0 and *m; -EINVAL otherwise. */
+int rt_poll_mode_parse(const char *s, enum rt_poll_mode *m);
+
 /* Start every reactor thread; rt_stop() asks them all to leave their loops. */
 int rt_start(void);
 void rt_stop(void);

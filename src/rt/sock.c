@@ -3,6 +3,7 @@
  * names, per-connection socket options and the send queue (see rt/sock.h).
  */
 #include "rt/sock.h"
+#include "rt/reactor.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -143,9 +144,17 @@ static ssize_t txq_sendmsg(void *wctx, const struct iovec *iov, int n)
 {
         struct msghdr mh = {.msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)n};
         ssize_t w = sendmsg(*(int *)wctx, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
-        if (w >= 0)
+        struct rt_stats *st = rt_stats_cur();
+        st->send_calls++;
+        if (w >= 0) {
+                st->send_bytes += (uint64_t)w;
                 return w;
-        return errno == EWOULDBLOCK ? -EAGAIN : -errno;
+        }
+        if (errno == EWOULDBLOCK) {
+                st->send_eagain++;
+                return -EAGAIN;
+        }
+        return -errno;
 }
 
 /* Inlined into both entry points: the plain path keeps its direct sendmsg. */

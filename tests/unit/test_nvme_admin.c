@@ -165,6 +165,50 @@ static void test_connect_validation(void **s)
         assert_int_equal(st(&c), ST(0, NVME_SC_CMD_SEQ_ERROR));
 }
 
+/*
+ * An empty Host NQN (spdk_nvme_perf's default): admitted by a subsystem that
+ * allows any host; refused as Invalid Host (IPO = HOSTNQN) by one with a host
+ * list, and by an allow-any subsystem once a host has a DH-HMAC-CHAP secret.
+ */
+#define ANYNQN "nqn.2024-01.io.slate:anyhost"
+#define DHKEY  "DHHC-1:01:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh+KfiaR:"
+static void test_connect_empty_hostnqn(void **s)
+{
+        (void)s;
+        char err[256];
+        struct nvme_queue q;
+        uint32_t r;
+        memset(&q, 0, sizeof(q));
+        assert_int_equal(do_connect(&q, 0, 31, 0xffff, SUBNQN, "", &r),
+                         ST(1, NVMF_SC_CONNECT_INVALID_HOST));
+        assert_int_equal(r, NVMF_IATTR_DATA | 512);
+        assert_null(q.ctrl);
+
+        assert_int_equal(nvme_subsys_add(ANYNQN, "SN124", "Slate Any", err, sizeof(err)), 0);
+        assert_int_equal(nvme_subsys_allow_host(ANYNQN, "*", err, sizeof(err)), 0);
+        assert_int_equal(do_connect(&q, 0, 31, 0xffff, ANYNQN, "", &r), 0);
+        assert_non_null(q.ctrl);
+        assert_string_equal(q.ctrl->hostnqn, "");
+        assert_int_equal(r & 0xffff, q.ctrl->cntlid);
+        nvme_queue_fini(&q);
+
+        /* A secret for a named host: the empty name cannot authenticate, so it is refused. */
+        assert_int_equal(nvme_subsys_allow_host(ANYNQN, HOSTNQN, err, sizeof(err)), 0);
+        assert_int_equal(nvme_subsys_set_host_key(ANYNQN, HOSTNQN, DHKEY, NULL, err, sizeof(err)),
+                         0);
+        memset(&q, 0, sizeof(q));
+        assert_int_equal(do_connect(&q, 0, 31, 0xffff, ANYNQN, "", &r),
+                         ST(1, NVMF_SC_CONNECT_INVALID_HOST));
+        assert_int_equal(r, NVMF_IATTR_DATA | 512);
+        assert_null(q.ctrl);
+        /* Without the secret it is admitted again. */
+        assert_int_equal(nvme_subsys_set_host_key(ANYNQN, HOSTNQN, NULL, NULL, err, sizeof(err)),
+                         0);
+        assert_int_equal(do_connect(&q, 0, 31, 0xffff, ANYNQN, "", NULL), 0);
+        nvme_queue_fini(&q);
+        assert_int_equal(nvme_subsys_del(ANYNQN, err, sizeof(err)), 0);
+}
+
 static void test_connect_enable_io(void **s)
 {
         (void)s;
@@ -2472,6 +2516,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_status_table),
             cmocka_unit_test(test_connect_validation),
+            cmocka_unit_test(test_connect_empty_hostnqn),
             cmocka_unit_test(test_connect_enable_io),
             cmocka_unit_test(test_identify),
             cmocka_unit_test(test_sgl_checks),

@@ -24,6 +24,7 @@
 #include "core/ana.h"
 #include "core/ns.h"
 #include "mgmt/mgmt.h"
+#include "rt/reactor.h"
 
 static char tmpdir[] = "/tmp/slate-test-rpc-XXXXXX";
 
@@ -336,6 +337,26 @@ static void test_config_file(void **state)
         write_file(path, "{\"options\": {\"reactors\": -1}}");
         assert_true(mgmt_config_read_options(path, &o, err, sizeof(err)) < 0);
         assert_non_null(strstr(err, "reactors"));
+
+        /* Reactor polling (rt/reactor.h): parsed, applied live, bad values refused. */
+        write_file(path,
+                   "{\"options\": {\"reactor_poll\": \"adaptive\", \"reactor_poll_us\": 20}}");
+        assert_int_equal(mgmt_config_read_options(path, &o, err, sizeof(err)), 0);
+        assert_true(o.reactor_poll_set && o.reactor_poll_us_set);
+        mgmt_options_apply_limits(&o);
+        assert_int_equal(rt_poll_mode(), RT_POLL_ADAPTIVE);
+        assert_int_equal(rt_poll_us(), 20);
+        write_file(path, "{\"options\": {}}");
+        assert_int_equal(mgmt_config_read_options(path, &o, err, sizeof(err)), 0);
+        mgmt_options_apply_limits(&o); /* unset: back to the defaults */
+        assert_int_equal(rt_poll_mode(), RT_POLL_OFF);
+        assert_int_equal(rt_poll_us(), RT_POLL_US_DEFAULT);
+        write_file(path, "{\"options\": {\"reactor_poll\": \"sometimes\"}}");
+        assert_true(mgmt_config_read_options(path, &o, err, sizeof(err)) < 0);
+        assert_non_null(strstr(err, "reactor_poll"));
+        write_file(path, "{\"options\": {\"reactor_poll_us\": 100001}}");
+        assert_true(mgmt_config_read_options(path, &o, err, sizeof(err)) < 0);
+        assert_non_null(strstr(err, "reactor_poll_us"));
 
         assert_true(mgmt_config_load_file("/nonexistent/x.json", err, sizeof(err)) < 0);
 }

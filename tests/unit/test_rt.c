@@ -24,6 +24,7 @@
 #include "rt/crc.h"
 #include "rt/listener.h"
 #include "rt/reactor.h"
+#include "rt/rxbuf.h"
 #include "rt/sock.h"
 
 static int setup(void **st)
@@ -447,6 +448,128 @@ static void settle(int want)
         }
 }
 
+/*
+ * The per-reactor counters: socket calls, bytes and read-ahead copies land
+ * in the counters of the reactor that made them (not another's, not from a
+ * non-reactor thread), and a message to an idle reactor costs it a sleep
+ * and an eventfd wake-up.
+ */
+struct stats_job {
+        int fd, peer;
+        ssize_t r1, r2, r3, r4, r5;
+};
+static bool stats_sent(struct rt_txitem *it, void *arg)
+{
+        (void)it;
+        (void)arg;
+        return true;
+}
+static void stats_job_fn(void *arg)
+{
+        struct stats_job *j = arg;
+        static struct rt_rxbuf rb;
+        uint8_t buf[128];
+        rb.off = rb.len = 0;
+        j->r1 = rt_rxbuf_read(&rb, j->fd, buf, 10);  /* one recv of 100, 10 copied */
+        j->r2 = rt_rxbuf_read(&rb, j->fd, buf, 128); /* the other 90, no recv */
+        /* The recv came back short, so the socket was drained: EAGAIN without a recv. */
+        j->r3 = rt_rxbuf_read(&rb, j->fd, buf, 128);
+        /* Then the next read asks the kernel again: 7 bytes, then a real EAGAIN. */
+        if (write(j->peer, buf, 7) != 7)
+                return;
+        j->r4 = rt_rxbuf_read(&rb, j->fd, buf, 128);
+        rb.drained = false;
+        j->r5 = rt_rxbuf_read(&rb, j->fd, buf, 128);
+        struct rt_txq q = {0};
+        struct rt_txitem it = {.iovcnt = 1};
+        it.iov[0].iov_base = buf;
+        it.iov[0].iov_len = 50;
+        rt_txq_push(&q, &it);
+        rt_txq_flush(&q, j->fd, stats_sent, NULL);
+}
+
+static void test_reactor_stats(void **st)
+{
+        (void)st;
+        int sv[2];
+        assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+        uint8_t data[100] = {0};
+        assert_int_equal(write(sv[1], data, sizeof(data)), 100);
+        struct rt_stats a0, a1, b0, b1;
+        rt_stats_read(1, &a0);
+        rt_stats_read(0, &b0);
+        struct stats_job j = {.fd = sv[0], .peer = sv[1]};
+        assert_int_equal(rt_msg_call(rt_get(1), stats_job_fn, &j), 0);
+        rt_stats_read(1, &a1);
+        rt_stats_read(0, &b1);
+        assert_int_equal(j.r1, 10);
+        assert_int_equal(j.r2, 90);
+        assert_int_equal(j.r3, -EAGAIN);
+        assert_int_equal(j.r4, 7);
+        assert_int_equal(j.r5, -EAGAIN);
+        assert_int_equal(a1.recv_calls - a0.recv_calls, 3);
+        assert_int_equal(a1.recv_bytes - a0.recv_bytes, 107);
+        assert_int_equal(a1.recv_eagain - a0.recv_eagain, 1);
+        assert_int_equal(a1.copy_bytes[RT_COPY_RX_READAHEAD] - a0.copy_bytes[RT_COPY_RX_READAHEAD],
+                         107);
+        assert_int_equal(a1.send_calls - a0.send_calls, 1);
+        assert_int_equal(a1.send_bytes - a0.send_bytes, 50);
+        /* The message came through the eventfd read: a completion reaped by some enter. */
+        assert_true(a1.msg_wakeups - a0.msg_wakeups >= 1);
+        assert_true(a1.cqes - a0.cqes >= 1);
+        assert_true((a1.enter_wait + a1.enter_submit + a1.polls) -
+                        (a0.enter_wait + a0.enter_submit + a0.polls) >=
+                    1);
+        /* Reactor 0 made no socket calls. */
+        assert_int_equal(b1.recv_calls, b0.recv_calls);
+        assert_int_equal(b1.send_calls, b0.send_calls);
+        /* Outside a reactor the calls count nowhere that rt_stats_read shows. */
+        assert_int_equal(write(sv[1], data, 5), 5);
+        struct rt_rxbuf rb = {0};
+        uint8_t buf[16];
+        assert_int_equal(rt_rxbuf_read(&rb, sv[0], buf, 5), 5);
+        rt_stats_read(1, &a0);
+        assert_int_equal(a0.recv_calls, a1.recv_calls);
+        rt_stats_read(99, &a0);
+        assert_int_equal(a0.loops, 0);
+        assert_string_equal(rt_copy_site_name(RT_COPY_BACKEND_MEM), "backend_mem");
+        assert_string_equal(rt_xport_name(RT_XPORT_ISCSI), "iscsi");
+        close(sv[0]);
+        close(sv[1]);
+}
+
+/* Polling always: a reactor reaps without ever sleeping; off: it sleeps again. */
+static void nop_fn(void *arg)
+{
+        (void)arg;
+}
+static void test_poll_always(void **st)
+{
+        (void)st;
+        struct rt_stats a0, a1;
+        rt_poll_set(RT_POLL_ALWAYS, 0);
+        assert_int_equal(rt_msg_call(rt_get(1), nop_fn, NULL), 0); /* wakes it: it spins now */
+        rt_stats_read(1, &a0);
+        assert_int_equal(rt_msg_call(rt_get(1), nop_fn, NULL), 0);
+        usleep(2000);
+        rt_stats_read(1, &a1);
+        assert_int_equal(a1.enter_wait, a0.enter_wait);
+        assert_true(a1.polls > a0.polls);
+        assert_true(a1.poll_hits > a0.poll_hits); /* the message's eventfd read */
+        rt_poll_set(RT_POLL_OFF, RT_POLL_US_DEFAULT);
+        assert_int_equal(rt_msg_call(rt_get(1), nop_fn, NULL), 0); /* it sleeps from here */
+        rt_stats_read(1, &a0);
+        assert_int_equal(rt_msg_call(rt_get(1), nop_fn, NULL), 0);
+        rt_stats_read(1, &a1);
+        assert_true(a1.enter_wait > a0.enter_wait);
+        assert_int_equal(a1.polls, a0.polls);
+        enum rt_poll_mode m;
+        assert_int_equal(rt_poll_mode_parse("adaptive", &m), 0);
+        assert_int_equal(m, RT_POLL_ADAPTIVE);
+        assert_int_equal(rt_poll_mode_parse("sometimes", &m), -EINVAL);
+        assert_string_equal(rt_poll_mode_name(RT_POLL_ALWAYS), "always");
+}
+
 static void test_bigbuf(void **st)
 {
         (void)st;
@@ -509,6 +632,8 @@ int main(void)
             cmocka_unit_test(test_txq),
             cmocka_unit_test(test_listener),
             cmocka_unit_test(test_bigbuf),
+            cmocka_unit_test(test_reactor_stats),
+            cmocka_unit_test(test_poll_always),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }
