@@ -23,6 +23,7 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include "core_fixture.h"
 #include "rt/crc.h"
 #include "core/ns.h"
 #include "core/req.h"
@@ -103,11 +104,7 @@ static char state_dir[256];
 static int setup(void **st)
 {
         (void)st;
-        snprintf(state_dir, sizeof(state_dir), "/tmp/slate-test-core-XXXXXX");
-        if (!mkdtemp(state_dir))
-                return -1;
-        core_set_state_dir(state_dir);
-        if (rt_init(1) || rt_start())
+        if (core_fixture_up(state_dir, sizeof(state_dir), "core", 1))
                 return -1;
         return 0;
 }
@@ -115,13 +112,7 @@ static int setup(void **st)
 static int teardown(void **st)
 {
         (void)st;
-        rt_stop();
-        rt_join();
-        rt_fini();
-        core_ns_shutdown_all();
-        char cmd[300];
-        snprintf(cmd, sizeof(cmd), "rm -rf %s", state_dir);
-        return system(cmd) == 0 ? 0 : -1;
+        return core_fixture_down(state_dir);
 }
 
 static struct core_ns *mk(const char *name, const char *backend)

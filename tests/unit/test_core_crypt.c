@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core_fixture.h"
 #include "core/crypt.h"
 #include "core/ns.h"
 #include "core/req.h"
@@ -34,23 +35,13 @@ static char dir[256];
 static int setup(void **st)
 {
         (void)st;
-        snprintf(dir, sizeof(dir), "/tmp/slate-test-crypt-XXXXXX");
-        if (!mkdtemp(dir))
-                return -1;
-        core_set_state_dir(dir);
-        return rt_init(1) || rt_start() ? -1 : 0;
+        return core_fixture_up(dir, sizeof(dir), "crypt", 1);
 }
 
 static int teardown(void **st)
 {
         (void)st;
-        rt_stop();
-        rt_join();
-        rt_fini();
-        core_ns_shutdown_all();
-        char cmd[300];
-        snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-        return system(cmd) == 0 ? 0 : -1;
+        return core_fixture_down(dir);
 }
 
 /* A file under dir with these bytes and mode; returns its path (static buffer per slot). */

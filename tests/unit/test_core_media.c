@@ -24,6 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core_fixture.h"
 #include "core/media.h"
 #include "core/ns.h"
 #include "core/req.h"
@@ -115,11 +116,7 @@ static void record(const struct core_ns_event *ev, void *arg)
 static int setup(void **st)
 {
         (void)st;
-        snprintf(state_dir, sizeof(state_dir), "/tmp/slate-test-media-XXXXXX");
-        if (!mkdtemp(state_dir))
-                return -1;
-        core_set_state_dir(state_dir);
-        if (rt_init(1) || rt_start())
+        if (core_fixture_up(state_dir, sizeof(state_dir), "media", 1))
                 return -1;
         return core_ns_listen(record, NULL);
 }
@@ -127,13 +124,7 @@ static int setup(void **st)
 static int teardown(void **st)
 {
         (void)st;
-        rt_stop();
-        rt_join();
-        rt_fini();
-        core_ns_shutdown_all();
-        char cmd[300];
-        snprintf(cmd, sizeof(cmd), "rm -rf %s", state_dir);
-        return system(cmd) == 0 ? 0 : -1;
+        return core_fixture_down(state_dir);
 }
 
 static struct core_ns *mk(const char *name, uint32_t elements, uint32_t il)

@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core_fixture.h"
 #include "core/ns.h"
 #include "core/req.h"
 #include "rt/reactor.h"
@@ -30,23 +31,13 @@ static char state_dir[256];
 static int setup(void **st)
 {
         (void)st;
-        snprintf(state_dir, sizeof(state_dir), "/tmp/slate-test-san-XXXXXX");
-        if (!mkdtemp(state_dir))
-                return -1;
-        core_set_state_dir(state_dir);
-        return rt_init(1) || rt_start() ? -1 : 0;
+        return core_fixture_up(state_dir, sizeof(state_dir), "san", 1);
 }
 
 static int teardown(void **st)
 {
         (void)st;
-        rt_stop();
-        rt_join();
-        rt_fini();
-        core_ns_shutdown_all();
-        char cmd[300];
-        snprintf(cmd, sizeof(cmd), "rm -rf %s", state_dir);
-        return system(cmd) == 0 ? 0 : -1;
+        return core_fixture_down(state_dir);
 }
 
 static struct core_ns *mk(const char *name, uint64_t size, uint32_t rate)

@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core_fixture.h"
 #include "backend/backend.h"
 #include "core/ns.h"
 #include "core/pr.h"
@@ -34,23 +35,13 @@ static char state_dir[256];
 static int setup(void **st)
 {
         (void)st;
-        snprintf(state_dir, sizeof(state_dir), "/tmp/slate-test-prasync-XXXXXX");
-        if (!mkdtemp(state_dir))
-                return -1;
-        core_set_state_dir(state_dir);
-        return rt_init(1) || rt_start() ? -1 : 0;
+        return core_fixture_up(state_dir, sizeof(state_dir), "prasync", 1);
 }
 
 static int teardown(void **st)
 {
         (void)st;
-        rt_stop();
-        rt_join();
-        rt_fini();
-        core_ns_shutdown_all();
-        char cmd[300];
-        snprintf(cmd, sizeof(cmd), "rm -rf %s", state_dir);
-        return system(cmd) == 0 ? 0 : -1;
+        return core_fixture_down(state_dir);
 }
 
 static uint64_t now_ms(void)
