@@ -135,89 +135,38 @@ static bool pool_get(struct core_copy *c, enum core_status *st)
         return false;
 }
 
-/* ---- worker threads for blocking offload ---- */
+/* ---- worker threads for blocking offload (core/worker.h) ---- */
 
-static pthread_once_t workers_once = PTHREAD_ONCE_INIT;
-static pthread_mutex_t wq_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t wq_cond = PTHREAD_COND_INITIALIZER;
-static struct core_copy *wq_head, *wq_tail;
-static unsigned nworkers;
+static struct core_workers copy_workers = CORE_WORKERS_INIT("core_copy", COPY_WORKERS);
 
-static void on_worker_done(struct rt_defer *d);
-
-static void *worker_main(void *arg)
+static struct core_copy *copy_of_work(struct core_work *w)
 {
-        (void)arg;
-        for (;;) {
-                pthread_mutex_lock(&wq_lock);
-                while (!wq_head)
-                        pthread_cond_wait(&wq_cond, &wq_lock);
-                struct core_copy *c = wq_head;
-                wq_head = c->job.next;
-                if (!wq_head)
-                        wq_tail = NULL;
-                pthread_mutex_unlock(&wq_lock);
+        return (struct core_copy *)((char *)w - offsetof(struct core_copy, job.work));
+}
 
-                const struct core_copy_range *r = &c->ranges[c->cur];
-                uint64_t done = 0;
-                int res = 0;
-                while (done < c->job.len) {
-                        int64_t n =
-                            r->dst->be.ops->copy(&r->dst->be, c->job.dst_off + done, &r->src->be,
+/* On a worker thread: one chunk through the backend's copy (copy_file_range). */
+static void copy_chunk_run(struct core_work *w)
+{
+        struct core_copy *c = copy_of_work(w);
+        const struct core_copy_range *r = &c->ranges[c->cur];
+        uint64_t done = 0;
+        int res = 0;
+        while (done < c->job.len) {
+                int64_t n = r->dst->be.ops->copy(&r->dst->be, c->job.dst_off + done, &r->src->be,
                                                  c->job.src_off + done, c->job.len - done);
-                        if (n < 0) {
-                                res = (int)n;
-                                break;
-                        }
-                        done += (uint64_t)n;
-                        /* Progress per call, not per chunk: a reflink-less chunk takes a while. */
-                        c->job.progress += (uint64_t)n;
-                        atomic_fetch_add_explicit(&r->dst->copy_stats.active_done, (uint64_t)n,
-                                                  memory_order_relaxed);
+                if (n < 0) {
+                        res = (int)n;
+                        break;
                 }
-                c->job.res = done == c->job.len ? 0 : (res ? res : -EIO);
-                if (res && done)
-                        c->job.res = -EIO; /* part copied: not a refusal we can fall back from */
-                c->defer.fn = on_worker_done;
-                rt_defer_remote(c->reactor, &c->defer);
+                done += (uint64_t)n;
+                /* Progress per call, not per chunk: a reflink-less chunk takes a while. */
+                c->job.progress += (uint64_t)n;
+                atomic_fetch_add_explicit(&r->dst->copy_stats.active_done, (uint64_t)n,
+                                          memory_order_relaxed);
         }
-        return NULL;
-}
-
-static void start_workers(void)
-{
-        for (unsigned i = 0; i < COPY_WORKERS; i++) {
-                pthread_t t;
-                pthread_attr_t a;
-                pthread_attr_init(&a);
-                pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-                if (pthread_create(&t, &a, worker_main, NULL) == 0) {
-                        pthread_setname_np(t, "core_copy");
-                        nworkers++;
-                }
-                pthread_attr_destroy(&a);
-        }
-        if (!nworkers)
-                LOG_WARN("core", "no copy worker thread: copies go through buffers");
-}
-
-static bool workers_ready(void)
-{
-        pthread_once(&workers_once, start_workers);
-        return nworkers > 0;
-}
-
-static void worker_queue(struct core_copy *c)
-{
-        c->job.next = NULL;
-        pthread_mutex_lock(&wq_lock);
-        if (wq_tail)
-                wq_tail->job.next = c;
-        else
-                wq_head = c;
-        wq_tail = c;
-        pthread_cond_signal(&wq_cond);
-        pthread_mutex_unlock(&wq_lock);
+        c->job.res = done == c->job.len ? 0 : (res ? res : -EIO);
+        if (res && done)
+                c->job.res = -EIO; /* part copied: not a refusal we can fall back from */
 }
 
 /* ---- the copy ---- */
@@ -459,9 +408,9 @@ static void req_done(struct core_req *req)
         }
 }
 
-static void on_worker_done(struct rt_defer *d)
+static void on_worker_done(struct core_work *w)
 {
-        struct core_copy *c = (struct core_copy *)((char *)d - offsetof(struct core_copy, defer));
+        struct core_copy *c = copy_of_work(w);
         const struct core_copy_range *r = &c->ranges[c->cur];
         int res = c->job.res;
         if (res == -EOPNOTSUPP || res == -EXDEV || res == -EINVAL || res == -ENOSYS) {
@@ -506,7 +455,7 @@ static bool can_offload(const struct core_copy *c, const struct core_copy_range 
         /* Nor is a block's metadata, which lives in the metadata store (core/pistore.h). */
         return !c->no_offload && r->src->be.ops == r->dst->be.ops && r->src->be.ops->copy &&
                !r->src->crypt && !r->dst->crypt && !dst_provisioned(r->dst) &&
-               !core_ns_md_per_block(r->src) && workers_ready();
+               !core_ns_md_per_block(r->src) && core_workers_ready(&copy_workers);
 }
 
 static void step(struct core_copy *c)
@@ -566,7 +515,16 @@ static void step(struct core_copy *c)
                 c->job.res = 0;
                 c->job.progress = 0;
                 c->stage = ST_WORKER;
-                worker_queue(c);
+                c->job.work.run = copy_chunk_run;
+                c->job.work.done = on_worker_done;
+                c->job.work.reactor = c->reactor;
+                if (!core_work_submit(&copy_workers, &c->job.work)) {
+                        /* can_offload saw a thread, so never; buffers if it ever is. */
+                        c->no_offload = true;
+                        c->stage = ST_IDLE;
+                        c->defer.fn = on_step;
+                        rt_defer(c->reactor, &c->defer);
+                }
                 return;
         }
         core_req_init(&c->req, r->src, CORE_OP_READ, r->src_lba + c->chunk_lba, (uint32_t)n, 0,

@@ -59,6 +59,7 @@
 
 #include "core/req.h"
 #include "core/status.h"
+#include "core/worker.h"
 #include "rt/reactor.h"
 
 struct core_ns;
@@ -121,7 +122,7 @@ struct core_copy {
         struct rt_defer defer;
         struct core_req req;
         struct { /* a chunk on a core worker thread (copy_file_range) */
-                struct core_copy *next;
+                struct core_work work;
                 uint64_t src_off, dst_off, len;
                 uint64_t progress; /* bytes of it the worker added to active_done */
                 int res;

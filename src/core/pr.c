@@ -765,78 +765,55 @@ bool core_ns_pr_shared(const struct core_ns *ns)
  */
 #define PR_WORKERS 2
 
-static pthread_once_t prw_once = PTHREAD_ONCE_INIT;
-static pthread_mutex_t prw_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t prw_cond = PTHREAD_COND_INITIALIZER;
-static struct core_pr_job *prw_head, *prw_tail;
-static unsigned prw_n;
+static struct core_workers pr_workers = CORE_WORKERS_INIT("core_pr", PR_WORKERS);
 
-static void pr_job_done(struct rt_defer *d)
+static void pr_job_run(struct core_work *w)
 {
         struct core_pr_job *j =
-            (struct core_pr_job *)((char *)d - offsetof(struct core_pr_job, defer_));
+            (struct core_pr_job *)((char *)w - offsetof(struct core_pr_job, work_));
+        j->st = core_ns_pr_out(j->ns, &j->self, &j->c, j->origin);
+}
+
+static void pr_job_done(struct core_work *w)
+{
+        struct core_pr_job *j =
+            (struct core_pr_job *)((char *)w - offsetof(struct core_pr_job, work_));
         j->cb(j);
-}
-
-static void *prw_main(void *arg)
-{
-        (void)arg;
-        for (;;) {
-                pthread_mutex_lock(&prw_lock);
-                while (!prw_head)
-                        pthread_cond_wait(&prw_cond, &prw_lock);
-                struct core_pr_job *j = prw_head;
-                prw_head = j->next_;
-                if (!prw_head)
-                        prw_tail = NULL;
-                pthread_mutex_unlock(&prw_lock);
-                j->st = core_ns_pr_out(j->ns, &j->self, &j->c, j->origin);
-                j->defer_.fn = pr_job_done;
-                rt_defer_remote(j->reactor, &j->defer_);
-        }
-        return NULL;
-}
-
-static void prw_start(void)
-{
-        for (unsigned i = 0; i < PR_WORKERS; i++) {
-                pthread_t t;
-                pthread_attr_t a;
-                pthread_attr_init(&a);
-                pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-                if (pthread_create(&t, &a, prw_main, NULL) == 0) {
-                        pthread_setname_np(t, "core_pr");
-                        prw_n++;
-                }
-                pthread_attr_destroy(&a);
-        }
-        if (!prw_n)
-                LOG_WARN("pr", "no reservation worker thread: shared reservation commands run "
-                               "on the reactor");
 }
 
 void core_ns_pr_out_submit(struct core_pr_job *j)
 {
-        j->defer_.fn = pr_job_done;
-        j->defer_.next = NULL;
-        if (pr_shared(j->ns)) {
-                pthread_once(&prw_once, prw_start);
-                if (prw_n) {
-                        j->next_ = NULL;
-                        pthread_mutex_lock(&prw_lock);
-                        if (prw_tail)
-                                prw_tail->next_ = j;
-                        else
-                                prw_head = j;
-                        prw_tail = j;
-                        pthread_cond_signal(&prw_cond);
-                        pthread_mutex_unlock(&prw_lock);
-                        return;
-                }
-        }
+        j->work_.run = pr_job_run;
+        j->work_.done = pr_job_done;
+        j->work_.reactor = j->reactor;
+        if (pr_shared(j->ns) && core_work_submit(&pr_workers, &j->work_))
+                return;
         /* In memory (or no worker): a few microseconds under ns->lock, here. */
-        j->st = core_ns_pr_out(j->ns, &j->self, &j->c, j->origin);
-        rt_defer(j->reactor, &j->defer_);
+        core_work_inline(&j->work_);
+}
+
+static void pr_refresh_run(struct core_work *w)
+{
+        struct core_pr_refresh_job *j =
+            (struct core_pr_refresh_job *)((char *)w - offsetof(struct core_pr_refresh_job, work_));
+        j->rc = core_ns_pr_refresh(j->ns);
+}
+
+static void pr_refresh_done(struct core_work *w)
+{
+        struct core_pr_refresh_job *j =
+            (struct core_pr_refresh_job *)((char *)w - offsetof(struct core_pr_refresh_job, work_));
+        j->cb(j);
+}
+
+void core_ns_pr_refresh_submit(struct core_pr_refresh_job *j)
+{
+        j->work_.run = pr_refresh_run;
+        j->work_.done = pr_refresh_done;
+        j->work_.reactor = j->reactor;
+        if (pr_shared(j->ns) && core_work_submit(&pr_workers, &j->work_))
+                return;
+        core_work_inline(&j->work_);
 }
 
 static enum core_status pr_aptpl_apply(struct core_pr *pr, void *arg)

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "core/status.h"
+#include "core/worker.h"
 #include "rt/reactor.h"
 
 #define CORE_PR_MAX_REGS  64
@@ -191,7 +192,8 @@ enum core_status core_ns_pr_out(struct core_ns *ns, const struct core_pr_nexus *
  * The result becomes ns->pr.  Blocking (cluster or file round trips, the
  * other gateways' acks): PR OUT and the NVMe reservation commands call it
  * on a core worker (core_ns_pr_out_submit below), Set Features 83h on the
- * reactor.  Returns apply's status, or
+ * reactor.  PERSISTENT RESERVE IN and Reservation Report reload the stored
+ * state on a core worker too (core_ns_pr_refresh_submit).  Returns apply's status, or
  * CORE_E_INTERNAL when the storage failed, CORE_E_NO_RESOURCES when it
  * kept losing.  Caller holds no lock.
  */
@@ -221,8 +223,7 @@ struct core_pr_job {
         void *arg;
         enum core_status st; /* out */
         /* private */
-        struct rt_defer defer_;
-        struct core_pr_job *next_;
+        struct core_work work_;
 };
 void core_ns_pr_out_submit(struct core_pr_job *j);
 /* Does ns keep its reservation state with shared storage (the job goes to a worker)? */
@@ -234,6 +235,23 @@ bool core_ns_pr_shared(const struct core_ns *ns);
  * Report.  0 (also for namespaces without shared state) or -errno.
  */
 int core_ns_pr_refresh(struct core_ns *ns);
+
+/*
+ * core_ns_pr_refresh() off the reactor: on a namespace with shared state
+ * it runs on a core worker (the same two threads as PR OUT) and cb then
+ * runs on reactor; otherwise (or with no worker) the reload runs here and
+ * cb is deferred.  cb exactly once, never inside the call; rc = its result.
+ */
+struct core_pr_refresh_job {
+        struct core_ns *ns;
+        struct rt_reactor *reactor;
+        void (*cb)(struct core_pr_refresh_job *j);
+        void *arg;
+        int rc; /* out */
+        /* private */
+        struct core_work work_;
+};
+void core_ns_pr_refresh_submit(struct core_pr_refresh_job *j);
 
 /*
  * Set APTPL / NVMe Persist Through Power Loss (Set Features 83h) and save
