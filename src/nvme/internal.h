@@ -355,6 +355,7 @@ enum nvme_parse_result nvme_resv_register_parse(struct nvme_cmd *cmd);
 enum nvme_parse_result nvme_resv_acquire_parse(struct nvme_cmd *cmd);
 enum nvme_parse_result nvme_resv_release_parse(struct nvme_cmd *cmd);
 enum nvme_parse_result nvme_resv_report_parse(struct nvme_cmd *cmd);
+void nvme_resv_report_exec(struct nvme_cmd *cmd);
 void nvme_resv_exec(struct nvme_cmd *cmd);
 /* The synchronous body of Register/Acquire/Release (data in buf): fills the CQE.  For tests. */
 void nvme_resv_do(struct nvme_cmd *cmd);

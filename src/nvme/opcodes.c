@@ -81,7 +81,7 @@ static const struct nvme_op io_ops[256] = {
     [NVME_IO_RESV_REGISTER] = {"reservation-register", NVME_IO_RESV_REGISTER, NVME_DIR_H2C, 0, 0,
                                nvme_resv_register_parse, nvme_resv_exec},
     [NVME_IO_RESV_REPORT] = {"reservation-report", NVME_IO_RESV_REPORT, NVME_DIR_C2H, 0, 0,
-                             nvme_resv_report_parse, NULL},
+                             nvme_resv_report_parse, nvme_resv_report_exec},
     [NVME_IO_RESV_ACQUIRE] = {"reservation-acquire", NVME_IO_RESV_ACQUIRE, NVME_DIR_H2C, 0, 0,
                               nvme_resv_acquire_parse, nvme_resv_exec},
     [NVME_IO_RESV_RELEASE] = {"reservation-release", NVME_IO_RESV_RELEASE, NVME_DIR_H2C, 0, 0,

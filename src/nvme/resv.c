@@ -302,22 +302,10 @@ void nvme_resv_exec(struct nvme_cmd *cmd)
 
 /* ---- Report ---- */
 
-enum nvme_parse_result nvme_resv_report_parse(struct nvme_cmd *cmd)
+/* The Reservation Status data structure (extended) of ns->pr as it stands, into buf. */
+static void report_fill(struct nvme_cmd *cmd)
 {
-        struct nvme_ctrl *ctrl = cmd->queue->ctrl;
         uint64_t len = ((uint64_t)nvme_cdw(cmd, 10) + 1) * 4; /* NUMD, 0's based */
-        if (!(nvme_cdw(cmd, 11) & 1))
-                /* EDS = 0 asks for 64-bit host identifiers; ours are 128-bit. */
-                return nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_HOSTID_INCONSISTENT,
-                                   NVME_SQE_OFF_CDW(11), 0);
-        if (len > CORE_MAX_TRANSFER_BYTES)
-                return nvme_invalid_field(cmd, NVME_SQE_OFF_CDW(10));
-        cmd->ns = nvme_ns_lookup(ctrl->subsys, nvme_nsid(cmd));
-        if (!cmd->ns)
-                return nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_INVALID_NS, 4, -1);
-        if (!nvme_xfer(cmd, (uint32_t)len, false))
-                return NVME_PARSE_DONE;
-
         uint8_t page[sizeof(struct nvme_resv_status_ext) +
                      CORE_PR_MAX_REGS * sizeof(struct nvme_resv_ctrl_ext)];
         memset(page, 0, sizeof(page));
@@ -326,8 +314,6 @@ enum nvme_parse_result nvme_resv_report_parse(struct nvme_cmd *cmd)
         const struct core_pr *pr = &cmd->ns->pr;
         unsigned n = 0;
 
-        /* Reservations kept with shared storage (rbd): report the stored state, not our copy's. */
-        core_ns_pr_refresh(cmd->ns);
         pthread_mutex_lock(&cmd->ns->lock);
         put_le32(&h->gen, pr->generation);
         h->rtype = nvme_of_spc(pr->type);
@@ -349,7 +335,63 @@ enum nvme_parse_result nvme_resv_report_parse(struct nvme_cmd *cmd)
         memset(cmd->buf, 0, (size_t)len);
         nvme_copy_window(cmd->buf, (uint32_t)len, 0, page, 0,
                          (uint32_t)(sizeof(*h) + n * sizeof(*e)));
+}
+
+enum nvme_parse_result nvme_resv_report_parse(struct nvme_cmd *cmd)
+{
+        struct nvme_ctrl *ctrl = cmd->queue->ctrl;
+        uint64_t len = ((uint64_t)nvme_cdw(cmd, 10) + 1) * 4; /* NUMD, 0's based */
+        if (!(nvme_cdw(cmd, 11) & 1))
+                /* EDS = 0 asks for 64-bit host identifiers; ours are 128-bit. */
+                return nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_HOSTID_INCONSISTENT,
+                                   NVME_SQE_OFF_CDW(11), 0);
+        if (len > CORE_MAX_TRANSFER_BYTES)
+                return nvme_invalid_field(cmd, NVME_SQE_OFF_CDW(10));
+        cmd->ns = nvme_ns_lookup(ctrl->subsys, nvme_nsid(cmd));
+        if (!cmd->ns)
+                return nvme_reject(cmd, NVME_SCT_GENERIC, NVME_SC_INVALID_NS, 4, -1);
+        if (!nvme_xfer(cmd, (uint32_t)len, false))
+                return NVME_PARSE_DONE;
+
+        /*
+         * Reservations kept with shared storage (rbd, a shared file): report
+         * the stored state, not our copy's, reloaded on a core worker
+         * (nvme_resv_report_exec) so the reactor never waits on the storage.
+         */
+        if (core_ns_pr_shared(cmd->ns))
+                return NVME_PARSE_EXEC;
+        report_fill(cmd);
         return NVME_PARSE_DONE;
+}
+
+struct report_job {
+        struct core_pr_refresh_job j;
+        struct nvme_cmd *cmd;
+};
+
+static void report_job_done(struct core_pr_refresh_job *j)
+{
+        struct report_job *rj = (struct report_job *)j;
+        struct nvme_cmd *cmd = rj->cmd;
+        free(rj);
+        report_fill(cmd);
+        nvme_cmd_complete(cmd);
+}
+
+void nvme_resv_report_exec(struct nvme_cmd *cmd)
+{
+        struct report_job *rj = calloc(1, sizeof(*rj));
+        if (!rj) {
+                nvme_status_from_core(cmd, CORE_E_NO_RESOURCES);
+                cmd->data_len = 0;
+                nvme_cmd_complete_deferred(cmd);
+                return;
+        }
+        rj->cmd = cmd;
+        rj->j.ns = cmd->ns;
+        rj->j.reactor = cmd->reactor;
+        rj->j.cb = report_job_done;
+        core_ns_pr_refresh_submit(&rj->j);
 }
 
 /* ---- Notifications: log page 80h, features 82h/83h ---- */

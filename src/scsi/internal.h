@@ -55,6 +55,8 @@ void scsi_status_from_core(struct scsi_cmd *cmd, enum core_status st, uint64_t i
 
 /* pr.c: persistent reservations and RESERVE/RELEASE(6); synchronous, data already in buf. */
 void scsi_pr_in(struct scsi_cmd *cmd);
+/* The same after reloading shared reservation state on a core worker (asynchronous). */
+void scsi_pr_in_exec(struct scsi_cmd *cmd);
 void scsi_pr_out(struct scsi_cmd *cmd);
 /* PR OUT's exec: scsi_pr_out, on a core worker when the namespace's state is shared. */
 void scsi_pr_out_exec(struct scsi_cmd *cmd);

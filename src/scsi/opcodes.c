@@ -767,7 +767,7 @@ static const struct scsi_op maint_in_ops[] = {
 #define PRIN(sa, n)                                                                                \
         {                                                                                          \
                 n, 0x5e, sa, true, 10, SCSI_DIR_IN, SCSI_OPF_PR_EXEMPT, T_SHORT, scsi_spc_pr_in,   \
-                    NULL,                                                                          \
+                    scsi_pr_in_exec,                                                               \
                 {                                                                                  \
                         0x5e, sa, 0, 0, 0, 0, 0, 0xff, 0xff, CTL                                   \
                 }                                                                                  \

@@ -197,7 +197,8 @@ static uint32_t read_full_status(const struct core_pr *pr, uint8_t *p, uint32_t 
         return off;
 }
 
-void scsi_pr_in(struct scsi_cmd *cmd)
+/* The reply from ns->pr as it stands (refreshed by the caller when shared). */
+static void pr_in_reply(struct scsi_cmd *cmd)
 {
         static _Thread_local uint8_t resp[PR_IN_MAX];
         struct core_ns *ns = cmd->ns;
@@ -214,8 +215,6 @@ void scsi_pr_in(struct scsi_cmd *cmd)
                 scsi_sense_invalid_field(cmd, true, 1, 4);
                 return;
         }
-        /* Reservations kept with shared storage (rbd): report the stored state, not our copy's. */
-        core_ns_pr_refresh(ns);
         pthread_mutex_lock(&ns->lock);
         if (ns->pr.legacy_reserved) {
                 /* SPC-2 5.5.1: with a RESERVE(6) in place every PR command conflicts. */
@@ -247,6 +246,45 @@ void scsi_pr_in(struct scsi_cmd *cmd)
         if (len)
                 memcpy(cmd->buf, resp, len);
         cmd->data_in_len = len;
+}
+
+void scsi_pr_in(struct scsi_cmd *cmd)
+{
+        pr_in_reply(cmd);
+}
+
+/*
+ * Reservations kept with shared storage (rbd, a shared file): report the
+ * stored state, not our copy's, reloaded on a core worker
+ * (core_ns_pr_refresh_submit) so the reactor never waits on the storage.
+ */
+struct pr_in_job {
+        struct core_pr_refresh_job j;
+        struct scsi_cmd *cmd;
+};
+
+static void pr_in_job_done(struct core_pr_refresh_job *j)
+{
+        struct pr_in_job *pj = (struct pr_in_job *)j;
+        struct scsi_cmd *cmd = pj->cmd;
+        free(pj);
+        pr_in_reply(cmd);
+        cmd->done(cmd);
+}
+
+void scsi_pr_in_exec(struct scsi_cmd *cmd)
+{
+        struct pr_in_job *pj = calloc(1, sizeof(*pj));
+        if (!pj) {
+                scsi_status_from_core(cmd, CORE_E_NO_RESOURCES, 0, false);
+                scsi_cmd_finish_deferred(cmd);
+                return;
+        }
+        pj->cmd = cmd;
+        pj->j.ns = cmd->ns;
+        pj->j.reactor = cmd->reactor;
+        pj->j.cb = pr_in_job_done;
+        core_ns_pr_refresh_submit(&pj->j);
 }
 
 /* ---- PERSISTENT RESERVE OUT ---- */

@@ -316,6 +316,8 @@ enum scsi_parse_result scsi_spc_pr_in(struct scsi_cmd *cmd)
 {
         cmd->xfer_len = slate_be16(cmd->cdb + 7);
         scsi_cmd_good(cmd);
+        if (cmd->ns && core_ns_pr_shared(cmd->ns))
+                return SCSI_PARSE_EXEC; /* scsi_pr_in_exec: the stored state, off the reactor */
         scsi_pr_in(cmd);
         return SCSI_PARSE_DONE;
 }
