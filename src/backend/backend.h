@@ -134,6 +134,12 @@ struct backend_ops {
          */
         int (*map_status)(struct backend *be, uint64_t offset, uint64_t len, enum core_prov *st,
                           uint64_t *run);
+        /*
+         * map_status waits on something remote (rbd: a cluster round trip
+         * per object): the commands that walk it (GET LBA STATUS) run on a
+         * core worker, not on the reactor.
+         */
+        bool map_status_remote;
         /* Bytes of storage actually allocated; -errno when unknown.  NULL: unknown. */
         int64_t (*allocated)(struct backend *be);
         /*

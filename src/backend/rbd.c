@@ -606,6 +606,7 @@ const struct backend_ops backend_rbd_ops = {
     .submit = rbd_be_submit,
     .resize = rbd_be_resize,
     .map_status = rbd_be_map_status,
+    .map_status_remote = true,
     .identity_load = rbd_be_identity_load,
     .identity_store = rbd_be_identity_store,
     .pr_load = rbd_be_pr_load,

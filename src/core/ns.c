@@ -841,6 +841,11 @@ void core_ns_shutdown_all(void)
         }
 }
 
+bool core_ns_lba_status_remote(const struct core_ns *ns)
+{
+        return ns->thin && ns->be.ops && ns->be.ops->map_status && ns->be.ops->map_status_remote;
+}
+
 int core_ns_lba_status(struct core_ns *ns, uint64_t lba, uint64_t max_nlb, enum core_prov *st,
                        uint64_t *nlb)
 {

@@ -413,6 +413,12 @@ void core_ns_shutdown_all(void);
  * holds; null tracks nothing and reports mapped, as does a namespace that
  * is not thin.  0, or -ERANGE when lba is past the end.
  */
+/*
+ * Whether core_ns_lba_status() waits on remote storage (backend
+ * map_status_remote): a command walking many runs then belongs on a core
+ * worker (core_query_workers), not on the reactor.
+ */
+bool core_ns_lba_status_remote(const struct core_ns *ns);
 int core_ns_lba_status(struct core_ns *ns, uint64_t lba, uint64_t max_nlb, enum core_prov *st,
                        uint64_t *nlb);
 /*

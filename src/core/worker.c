@@ -5,6 +5,8 @@
 
 #include "rt/log.h"
 
+struct core_workers core_query_workers = CORE_WORKERS_INIT("core_query", 2);
+
 static void work_done(struct rt_defer *d)
 {
         struct core_work *w = (struct core_work *)((char *)d - offsetof(struct core_work, defer_));

@@ -43,6 +43,12 @@ struct core_workers {
                 .cond = PTHREAD_COND_INITIALIZER                                                   \
         }
 
+/*
+ * The pool for a command's blocking queries of the storage (GET LBA STATUS
+ * on rbd: a cluster round trip per object), two threads.
+ */
+extern struct core_workers core_query_workers;
+
 /* Start p's threads if not yet done; whether at least one runs. */
 bool core_workers_ready(struct core_workers *p);
 

@@ -249,6 +249,8 @@ void scsi_sbc_verify_exec(struct scsi_cmd *cmd);
 enum scsi_parse_result scsi_lbp_unmap(struct scsi_cmd *cmd);
 void scsi_lbp_unmap_exec(struct scsi_cmd *cmd);
 enum scsi_parse_result scsi_lbp_get_lba_status(struct scsi_cmd *cmd);
+/* GET LBA STATUS whose walk waits on remote storage: on a core worker (asynchronous). */
+void scsi_lbp_get_lba_status_exec(struct scsi_cmd *cmd);
 /* VPD B2h THRESHOLD EXPONENT: log2 of the blocks in a threshold set (CORE_PROV_SET_BYTES). */
 static inline uint8_t scsi_lbp_threshold_exponent(const struct core_ns *ns)
 {

@@ -8,9 +8,11 @@
  * instead (4.7.3.4: space kept, reads zeroes) where the core can (core_ns_can_anchor: ANC_SUP=1 in
  * VPD B2h), and is INVALID FIELD IN CDB elsewhere; GET LBA STATUS reports anchored blocks (2h).
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "slate/spec/scsi.h"
+#include "core/worker.h"
 #include "scsi/internal.h"
 
 #define UNMAP_HDR  8
@@ -203,6 +205,8 @@ static bool rt_selects(uint8_t rt, uint8_t prov, bool bad)
  * errors") on the bad runs; the report type filters them.  NUMBER OF
  * LOGICAL BLOCKS is 32 bits: a longer run takes several descriptors.
  */
+static void lba_status_reply(struct scsi_cmd *cmd);
+
 enum scsi_parse_result scsi_lbp_get_lba_status(struct scsi_cmd *cmd)
 {
         const uint8_t *c = cmd->cdb;
@@ -210,8 +214,6 @@ enum scsi_parse_result scsi_lbp_get_lba_status(struct scsi_cmd *cmd)
         uint64_t lba = slate_be64(c + 2);
         uint32_t alloc = slate_be32(c + 10);
         uint8_t rt = c[14];
-        uint8_t *b = cmd->buf;
-        uint32_t n = 0, cap, runs = 0;
 
         cmd->xfer_len = alloc;
         if (rt > RT_ANCHORED && rt != RT_UNRECOVERED) {
@@ -226,6 +228,23 @@ enum scsi_parse_result scsi_lbp_get_lba_status(struct scsi_cmd *cmd)
                 scsi_cmd_good(cmd);
                 return SCSI_PARSE_DONE;
         }
+        if (core_ns_lba_status_remote(ns))
+                return SCSI_PARSE_EXEC; /* scsi_lbp_get_lba_status_exec: off the reactor */
+        lba_status_reply(cmd);
+        return SCSI_PARSE_DONE;
+}
+
+/* The descriptors from the starting LBA on (the CDB checked), into cmd's buffer. */
+static void lba_status_reply(struct scsi_cmd *cmd)
+{
+        const uint8_t *c = cmd->cdb;
+        struct core_ns *ns = cmd->ns;
+        uint64_t lba = slate_be64(c + 2);
+        uint32_t alloc = slate_be32(c + 10);
+        uint8_t rt = c[14];
+        uint8_t *b = cmd->buf;
+        uint32_t n = 0, cap, runs = 0;
+
         /* As many descriptors as the allocation length holds (at least one). */
         cap = alloc < 24 ? 1 : (alloc - 8) / 16;
         if (cap > LBA_STATUS_MAX_DESC)
@@ -290,5 +309,37 @@ enum scsi_parse_result scsi_lbp_get_lba_status(struct scsi_cmd *cmd)
                 b[7] = 1u << 1;
         b[7] |= 0x01;
         scsi_cmd_data_in(cmd, 8 + n * 16, alloc);
-        return SCSI_PARSE_DONE;
+}
+
+/* GET LBA STATUS on remote storage: the walk on a core worker, the answer from the reactor. */
+struct lba_status_job {
+        struct core_work w;
+        struct scsi_cmd *cmd;
+};
+
+static void lba_status_run(struct core_work *w)
+{
+        lba_status_reply(((struct lba_status_job *)w)->cmd);
+}
+
+static void lba_status_done(struct core_work *w)
+{
+        struct scsi_cmd *cmd = ((struct lba_status_job *)w)->cmd;
+        free(w);
+        cmd->done(cmd);
+}
+
+void scsi_lbp_get_lba_status_exec(struct scsi_cmd *cmd)
+{
+        struct lba_status_job *j = calloc(1, sizeof(*j));
+        if (!j) {
+                scsi_status_from_core(cmd, CORE_E_NO_RESOURCES, 0, false);
+                scsi_cmd_finish_deferred(cmd);
+                return;
+        }
+        j->cmd = cmd;
+        j->w = (struct core_work){
+            .run = lba_status_run, .done = lba_status_done, .reactor = cmd->reactor};
+        if (!core_work_submit(&core_query_workers, &j->w))
+                core_work_inline(&j->w);
 }

@@ -560,7 +560,7 @@ static const struct scsi_op sai16_ops[] = {
      F_READ,
      T_SHORT,
      scsi_lbp_get_lba_status,
-     NULL,
+     scsi_lbp_get_lba_status_exec,
      {0x9e, 0x12, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
       CTL}},
     /* Streams (streams.c): STREAM CONTROL changes the LU's open streams. */

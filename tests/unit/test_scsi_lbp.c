@@ -21,6 +21,10 @@
 #include "slate/byteorder.h"
 #include "core/selftest.h"
 #include "scsi/internal.h"
+#include "rt/reactor.h"
+
+#include <stdatomic.h>
+#include <unistd.h>
 
 #define MIB (1u << 20)
 
@@ -570,12 +574,100 @@ static void test_diag_cdb(void **state)
         expect_sense(SK_ILLEGAL_REQUEST, 0x24, 0x00);
 }
 
+/*
+ * GET LBA STATUS on storage whose map_status waits on a remote store (rbd):
+ * parse hands it to exec, which walks the map on a core worker (not a
+ * reactor thread) and completes on the command's reactor, with the same
+ * descriptors an inline walk gives.
+ */
+static atomic_int remote_calls, remote_on_reactor;
+static int remote_map(struct backend *be, uint64_t off, uint64_t len, enum core_prov *st,
+                      uint64_t *run)
+{
+        (void)be;
+        atomic_fetch_add(&remote_calls, 1);
+        if (rt_current())
+                atomic_fetch_add(&remote_on_reactor, 1);
+        /* The first MiB holds data, the rest is a hole. */
+        *st = off < MIB ? CORE_PROV_MAPPED : CORE_PROV_DEALLOCATED;
+        *run = off < MIB ? MIB - off : len;
+        if (*run > len)
+                *run = len;
+        return 0;
+}
+static const struct backend_ops remote_ops = {.name = "remote",
+                                              .map_status = remote_map,
+                                              .map_status_remote = true,
+                                              .allocated = stub_allocated};
+static const struct backend_ops local_ops = {
+    .name = "local", .map_status = remote_map, .allocated = stub_allocated};
+
+static atomic_int lbas_done, lbas_done_elsewhere;
+static struct rt_reactor *lbas_reactor;
+static void lbas_cmd_done(struct scsi_cmd *c)
+{
+        (void)c;
+        if (rt_current() != lbas_reactor)
+                atomic_fetch_add(&lbas_done_elsewhere, 1);
+        atomic_store(&lbas_done, 1);
+}
+static void lbas_exec(void *arg)
+{
+        scsi_cmd_exec(arg);
+        if (atomic_load(&lbas_done)) /* never from inside exec */
+                atomic_fetch_add(&lbas_done_elsewhere, 100);
+}
+
+static void test_get_lba_status_remote_off_reactor(void **state)
+{
+        (void)state;
+        uint8_t cdb[16] = {0x9e, 0x12};
+        slate_put_be(cdb + 10, 4, 8 + 4 * 16);
+        uint8_t want[8 + 4 * 16];
+
+        /* Inline on local storage: two descriptors, mapped then deallocated. */
+        ns.be.ops = &local_ops;
+        atomic_store(&remote_calls, 0);
+        assert_int_equal(run(cdb, 16, sizeof(want)), SCSI_PARSE_DONE);
+        assert_int_equal(cmd.status, SAM_STAT_GOOD);
+        assert_true(atomic_load(&remote_calls) > 0);
+        assert_int_equal(slate_be32(buf), 4 + 2 * 16);
+        memcpy(want, buf, sizeof(want));
+
+        /* Remote: parse leaves the walk to exec. */
+        ns.be.ops = &remote_ops;
+        atomic_store(&remote_calls, 0);
+        assert_int_equal(rt_init(1), 0);
+        assert_int_equal(rt_start(), 0);
+        lbas_reactor = rt_get(0);
+        assert_int_equal(run(cdb, 16, sizeof(want)), SCSI_PARSE_EXEC);
+        assert_int_equal(atomic_load(&remote_calls), 0);
+        memset(buf, 0xee, sizeof(want));
+        cmd.reactor = lbas_reactor;
+        cmd.done = lbas_cmd_done;
+        atomic_store(&lbas_done, 0);
+        assert_int_equal(rt_msg_call(lbas_reactor, lbas_exec, &cmd), 0);
+        for (int i = 0; i < 5000 && !atomic_load(&lbas_done); i++)
+                usleep(1000);
+        rt_stop();
+        rt_join();
+        rt_fini();
+        assert_true(atomic_load(&lbas_done));
+        assert_int_equal(atomic_load(&lbas_done_elsewhere), 0);
+        assert_true(atomic_load(&remote_calls) > 0);
+        assert_int_equal(atomic_load(&remote_on_reactor), 0);
+        assert_int_equal(cmd.status, SAM_STAT_GOOD);
+        assert_memory_equal(buf, want, sizeof(want));
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test_setup_teardown(test_log_sense, setup, teardown),
             cmocka_unit_test_setup_teardown(test_health_pages, setup, teardown),
             cmocka_unit_test_setup_teardown(test_diag_cdb, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_get_lba_status_remote_off_reactor, setup,
+                                            teardown),
             cmocka_unit_test_setup_teardown(test_vpd_threshold_exponent, setup, teardown),
             cmocka_unit_test_setup_teardown(test_mode_page, setup, teardown),
             cmocka_unit_test_setup_teardown(test_mode_select, setup, teardown),
