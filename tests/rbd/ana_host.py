@@ -261,8 +261,8 @@ def main():
         "anagrpid": struct.unpack_from("<I", idn, 92)[0],
         "nguid": idn[104:120].hex(),
         "nsfeat": idn[24],
-        # NAWUN, NAWUPF, NABSN, NABO, NABSPF (atomic writes, core/atomic.h)
-        "atomic": [struct.unpack_from("<H", idn, o)[0] for o in (40, 42, 46, 48, 50)],
+        # NAWUN, NAWUPF, NACWU, NABSN, NABO, NABSPF (atomic writes, core/atomic.h)
+        "atomic": [struct.unpack_from("<H", idn, o)[0] for o in range(34, 46, 2)],
         "log": ana_log(q, False),
         "log_rgo": ana_log(q, True),
     }

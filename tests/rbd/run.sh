@@ -151,9 +151,9 @@ PY
 	# NVMe: CMIC bit 3, every ANACAP state, distinct CNTLIDs in each gateway's
 	# range, one NGUID, ANAGRPID 1 and each gateway's own state (01h, 02h)
 	# and atomic writes on the object path (atomic_write_max 64K): NSABP, NAWUN =
-	# NAWUPF = 127 (0's based), the 4 MiB object the boundary (NABSN = NABSPF =
-	# 8191), NABO 0 (what Linux needs for RWF_ATOMIC), on both gateways
-	ana_verdict nvme-identify 'a["cmic"] & 8 and a["anacap"] & 0x1f == 0x1f and a["oaes"] & 0x800 and a["mnan"] > 0 and a["anagrpid"] == b["anagrpid"] == 1 and a["nsfeat"] & 2 and a["atomic"] == b["atomic"] == [127, 127, 8191, 0, 8191]'
+	# NAWUPF = 127 (0's based), NACWU 0, the 4 MiB object the boundary (NABSN =
+	# NABSPF = 8191), NABO 0 (what Linux needs for RWF_ATOMIC), on both gateways
+	ana_verdict nvme-identify 'a["cmic"] & 8 and a["anacap"] & 0x1f == 0x1f and a["oaes"] & 0x800 and a["mnan"] > 0 and a["anagrpid"] == b["anagrpid"] == 1 and a["nsfeat"] & 2 and a["atomic"] == b["atomic"] == [127, 127, 0, 8191, 0, 8191]'
 	ana_verdict nvme-cntlid 'a["cntlid"] >> 12 == 1 and b["cntlid"] >> 12 == 2 and a["nguid"] == b["nguid"]'
 	ana_verdict nvme-ana-log 'a["log"]["groups"] == [dict(grpid=1, state=1, chgcnt=0, nsids=[1])] and [(g["grpid"], g["state"], g["nsids"]) for g in b["log"]["groups"]] == [(1, 2, [1])] and [(g["grpid"], g["state"], g["nsids"]) for g in b["log_rgo"]["groups"]] == [(1, 2, [])] and b["log"]["chgcnt"] >= 1'
 	# SCSI: implicit ALUA, distinct relative ports and groups, the states
@@ -447,7 +447,7 @@ JSON
 		slate_stop >/dev/null 2>&1
 		torn=$(echo "$out" | sed -n 's/^torn \([0-9]*\) lost \([0-9]*\)$/\1/p')
 		lost=$(echo "$out" | sed -n 's/^torn \([0-9]*\) lost \([0-9]*\)$/\2/p')
-		acked=$(grep -c '^A ' "$d"/writer*.log)
+		acked=$(cat "$d"/writer*.log | grep -c '^A ')
 		if [ "$rc" = 0 ] && [ "$torn" = 0 ] && [ -n "$lost" ] && [ $r -lt 2 ] && [ "$acked" -gt 0 ]; then
 			slate_result PASS "rbd.atomic.crash-$n" "" "$acked atomic writes acknowledged so far, torn 0, lost $lost"
 		else
