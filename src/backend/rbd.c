@@ -142,10 +142,11 @@ static void rbd_conf_get(const rbd_config_option_t *opt, int n, const char *name
 static uint32_t rbd_atomic_unit(struct rbd_be *r)
 {
         rbd_image_info_t info;
-        uint64_t su = 0, sc = 0, feat = 0;
+        uint64_t su = 0, feat = 0;
         const char *why = NULL;
+        /* Any stripe count: one stripe unit always lies in one object. */
         if (rbd_stat(r->image, &info, sizeof(info)) < 0 || rbd_get_stripe_unit(r->image, &su) < 0 ||
-            rbd_get_stripe_count(r->image, &sc) < 0 || rbd_get_features(r->image, &feat) < 0)
+            rbd_get_features(r->image, &feat) < 0)
                 why = "cannot read the image's layout";
         else if (!su || su > info.obj_size || info.obj_size % su || (su & (su - 1)) ||
                  su > UINT32_MAX)

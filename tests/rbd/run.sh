@@ -375,7 +375,7 @@ for g in a b; do
 	fi
 done
 
-# --- atomic writes on an image: kill -9 mid-stream, ~15 s ---
+# --- atomic writes on an image: kill -9 mid-stream, ~15 s a round ---
 # The object path (core/atomic.c CORE_ATOMIC_OBJECT): no journal, a write
 # inside one RADOS object is one OSD op.  Two NVMe writers (every Write of
 # 2..128 blocks fits NAWUPF) and two iSCSI writers (WRITE ATOMIC(16), one in
@@ -384,7 +384,8 @@ done
 # regions each: no write crosses an object), until slated is killed -9 at
 # a random moment; then a new slated opens the image (breaking the dead
 # one's lock) and the verifier reads every region back: the write each
-# writer had in flight must be all old or all new.  Two rounds.  Writes
+# writer had in flight must be all old or all new.  RBD_ATOMIC_ROUNDS
+# rounds (default 1, ~15 s; bench/crash-style campaigns: more).  Writes
 # acknowledged and then lost are counted, not failed: the librbd cache
 # (writearound) may acknowledge a write before the OSD has it, as a disk
 # with a volatile cache (VWC) may; until the first flush librbd writes
@@ -408,7 +409,7 @@ atomic_checks() {
 ]}
 JSON
 	for w in 0 1 2 3; do journals+=(-j "$d/writer$w.log"); done
-	for n in 1 2; do
+	for n in $(seq "${RBD_ATOMIC_ROUNDS:-1}"); do
 		echo "--- round $n ---" >>"$log"
 		if ! slate_start "$d/run" "$d/slate.json" 0 "$logdir/atomic-slated.log"; then
 			slate_result FAIL "rbd.atomic.crash-$n" "$logdir/atomic-slated.log" "slated did not start on the image"
@@ -426,7 +427,7 @@ JSON
 			"$bin" write -u "$(slate_url "$SLATE_PORT")" -w $w -j "$d/writer$w.log" -r $region -m $max >>"$log" 2>&1 &
 			pids+=($!)
 		done
-		sleep "$((RANDOM % 2 + 2)).$((RANDOM % 10))"
+		sleep "$((RANDOM % 2 + 1)).$((RANDOM % 10))"
 		slate_stop KILL >/dev/null 2>&1
 		rc=0
 		for p in "${pids[@]}"; do
