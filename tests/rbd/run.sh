@@ -19,8 +19,10 @@
 #  - rbd.atomic.*: atomic writes on the object path (core/atomic.c
 #    CORE_ATOMIC_OBJECT, no journal): NVMe Writes and WRITE ATOMIC(16) in
 #    flight when slated is killed -9 read back all old or all new through
-#    the restarted gateway; Identify Namespace shows NAWUPF/NABSPF (in
-#    rbd.ana.nvme-identify);
+#    the restarted gateway; WRITE ATOMIC(16) across an object is refused
+#    without an ATOMIC BOUNDARY and split with one that divides the object
+#    (rbd.atomic.object-boundary); Identify Namespace shows NAWUPF/NABSPF
+#    (in rbd.ana.nvme-identify);
 #  - rbd.durability.*: the durability rounds (kill -9 of slated with
 #    acknowledged FUA / flushed writes, tests/durability/run.sh) on an image;
 #  - rbd.conformance.*: libiscsi's whole iscsi-test-cu suite on RBD-backed
@@ -392,7 +394,7 @@ done
 # through, and these writers send none.
 atomic_checks() {
 	local d=$work/atom log=$logdir/atomic.log bin=$SLATE_BUILD/tests/atomic-crash
-	local nqn=nqn.2026-12.io.slate:rbd-atomic region=4096 max=128 n w p r out rc torn lost acked
+	local nqn=nqn.2026-12.io.slate:rbd-atomic region=4096 max=128 n w p r out rc torn lost acked probe=
 	local journals=() pids
 	mkdir -p "$d"
 	: >"$log"
@@ -445,6 +447,13 @@ JSON
 		out=$(timeout 120 "$bin" verify -p "$SLATE_NVME_PORT" -n "$nqn" "${journals[@]}" -r $region -m $max 2>>"$log")
 		r=$?
 		echo "$out" >>"$log"
+		# Across the object boundary at 12 MiB (LBA 24576, beyond the writers'
+		# regions), WRITE ATOMIC(16) of 16 blocks: without ATOMIC BOUNDARY
+		# refused (ILLEGAL REQUEST, INVALID FIELD IN CDB: 5h/24h/00h), with a
+		# boundary of 8 (divides the object: split there) GOOD, with 96 (does
+		# not) refused; inside one object GOOD.
+		[ "$n" = 1 ] && probe=$(timeout 60 "$bin" probe -u "$(slate_url "$SLATE_PORT")" \
+			24568:16:0 24568:16:8 24568:16:96 24560:16:0 2>>"$log")
 		slate_stop >/dev/null 2>&1
 		torn=$(echo "$out" | sed -n 's/^torn \([0-9]*\) lost \([0-9]*\)$/\1/p')
 		lost=$(echo "$out" | sed -n 's/^torn \([0-9]*\) lost \([0-9]*\)$/\2/p')
@@ -456,6 +465,13 @@ JSON
 			fail=1
 		fi
 	done
+	echo "boundary probe: ${probe:-}" >>"$log"
+	if [ "${probe:-}" = "0x52400 0x0 0x52400 0x0" ]; then
+		slate_result PASS rbd.atomic.object-boundary
+	else
+		slate_result FAIL rbd.atomic.object-boundary "$log" "WRITE ATOMIC(16) across an object: got '${probe:-}', want '0x52400 0x0 0x52400 0x0'"
+		fail=1
+	fi
 	slate_sanitizer_clean "$logdir/atomic-slated.log" ||
 		{ slate_result FAIL rbd.atomic.sanitizer "$logdir/atomic-slated.log" "sanitizer report"; fail=1; }
 }
