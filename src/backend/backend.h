@@ -69,6 +69,15 @@ struct backend {
          */
         bool can_anchor;
         /*
+         * Bytes (a power of two, at least a block; 0 = none): the store
+         * applies one WRITE that stays inside an aligned unit of this size
+         * all or nothing, across a crash of this process too, and no reader
+         * sees part of it (rbd: the stripe unit, inside one RADOS object:
+         * one OSD write op).  The core then offers atomic writes without a
+         * journal (core/atomic.c CORE_ATOMIC_OBJECT).  Set by open.
+         */
+        uint32_t atomic_unit;
+        /*
          * The storage is shared (rbd: other gateways, `rbd resize`): its
          * size at open is the namespace's, whatever a local record says.
          * Set by open.

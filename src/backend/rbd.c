@@ -10,7 +10,9 @@
  * completion object per call (rbd_aio_create_completion); its C API has no
  * way to reuse one.
  *
- * READ / WRITE are rbd_aio_readv / rbd_aio_writev; FLUSH is rbd_aio_flush
+ * READ / WRITE are rbd_aio_readv / rbd_aio_writev (one call per request,
+ * never split or merged here: an atomic write inside one object is one OSD
+ * op, rbd_atomic_unit); FLUSH is rbd_aio_flush
  * (what the librbd cache holds reaches the OSDs); a FUA write is the write,
  * then a flush, and completes after both.  WRITE_ZEROES is
  * rbd_aio_write_zeroes, which librbd turns into discards of the whole
@@ -104,6 +106,85 @@ static void rbd_header_changed(void *arg)
 
 static int rbd_pr_open(struct rbd_be *r);
 
+/* The image's effective value of librbd option name (config, pool or image level), or "". */
+static void rbd_conf_get(const rbd_config_option_t *opt, int n, const char *name, char *out,
+                         size_t outlen)
+{
+        out[0] = 0;
+        for (int i = 0; i < n; i++)
+                if (opt[i].name && !strcmp(opt[i].name, name) && opt[i].value) {
+                        snprintf(out, outlen, "%s", opt[i].value);
+                        return;
+                }
+}
+
+/*
+ * Atomic writes without a journal (core/atomic.c CORE_ATOMIC_OBJECT): the
+ * bytes inside which one write is all or nothing, or 0 (logged why).
+ * librbd maps an image extent to object extents (Striper) and sends one
+ * write op per object (io::ObjectWriteRequest; a copy-up from a parent
+ * goes in the same op), which the OSD applies as one transaction: so a
+ * write that stays inside one stripe unit (inside one object; the object
+ * itself when the image is not striped) is atomic, across a crash of this
+ * gateway too, and readers through any gateway see all or none of it.
+ * What would break that, checked on the image's effective configuration:
+ *  - the ObjectCacher (rbd_cache with rbd_cache_policy writeback or
+ *    writethrough) keeps writes as buffer heads that later writes split
+ *    and merge, and flushes them one by one: half of one write could reach
+ *    the OSD.  The default policy, writearound, hands each object write to
+ *    the OSD unchanged (it only acknowledges early and holds back overlapping
+ *    I/O), so it is kept;
+ *  - the persistent write-log cache (rbd_plugins pwl_cache) keeps writes on
+ *    this machine's disk: another gateway could not replay them;
+ *  - the journaling feature cuts a write into journal events of at most
+ *    rbd_journal_max_payload_bytes, replayed one by one after a crash.
+ */
+static uint32_t rbd_atomic_unit(struct rbd_be *r)
+{
+        rbd_image_info_t info;
+        uint64_t su = 0, feat = 0;
+        const char *why = NULL;
+        /* Any stripe count: one stripe unit always lies in one object. */
+        if (rbd_stat(r->image, &info, sizeof(info)) < 0 || rbd_get_stripe_unit(r->image, &su) < 0 ||
+            rbd_get_features(r->image, &feat) < 0)
+                why = "cannot read the image's layout";
+        else if (!su || su > info.obj_size || info.obj_size % su || (su & (su - 1)) ||
+                 su > UINT32_MAX)
+                why = "unexpected stripe unit";
+        else if (feat & RBD_FEATURE_JOURNALING)
+                why = "the journaling feature splits a write into journal events";
+        if (!why) {
+                int n = 0;
+                rbd_config_option_t *opt = NULL;
+                int rc = rbd_config_image_list(r->image, NULL, &n);
+                if (rc == -ERANGE && n > 0 && (opt = calloc((size_t)n, sizeof(*opt))))
+                        rc = rbd_config_image_list(r->image, opt, &n);
+                char cache[16], policy[32], plugins[256], pwl[32];
+                if (rc < 0 || !opt) {
+                        why = "cannot read the image's librbd configuration";
+                } else {
+                        rbd_conf_get(opt, n, "rbd_cache", cache, sizeof(cache));
+                        rbd_conf_get(opt, n, "rbd_cache_policy", policy, sizeof(policy));
+                        rbd_conf_get(opt, n, "rbd_plugins", plugins, sizeof(plugins));
+                        rbd_conf_get(opt, n, "rbd_persistent_cache_mode", pwl, sizeof(pwl));
+                        if (strcmp(cache, "false") && strcmp(policy, "writearound"))
+                                why = "rbd_cache_policy writeback/writethrough (the ObjectCacher "
+                                      "may flush part of a write); use writearound or "
+                                      "rbd_cache=false";
+                        else if (strstr(plugins, "pwl_cache") && strcmp(pwl, "disabled"))
+                                why = "the persistent write-log cache keeps writes on this "
+                                      "machine";
+                        rbd_config_image_list_cleanup(opt, n);
+                }
+                free(opt);
+        }
+        if (why) {
+                LOG_INFO("rbd", "%s: no atomic writes: %s", r->desc, why);
+                return 0;
+        }
+        return (uint32_t)su;
+}
+
 static int rbd_be_open(struct backend *be, const struct backend_params *p)
 {
         if (!p->pool || !p->pool[0] || !p->image || !p->image[0])
@@ -176,6 +257,7 @@ static int rbd_be_open(struct backend *be, const struct backend_params *p)
         /* librbd discards whole objects or discard granules (64 KiB by default). */
         be->alloc_unit = 65536;
         be->can_anchor = false;
+        be->atomic_unit = rbd_atomic_unit(r);
         LOG_INFO("rbd", "%s: open, %llu bytes", r->desc, (unsigned long long)size);
         return 0;
 fail:

@@ -12,7 +12,13 @@
  * aligned, O_DIRECT-aligned buffers) goes to the backend as one
  * pwritev2(RWF_ATOMIC) through an O_DIRECT descriptor, on the journal
  * thread (never on a reactor), and every other atomic write through the
- * journal as before; atomic_write_max is capped by the unit max.
+ * journal as before; atomic_write_max is capped by the unit max.  A
+ * backend whose store applies a write inside one unit all or nothing (rbd:
+ * one RADOS object, backend.atomic_unit) gets CORE_ATOMIC_OBJECT: no
+ * journal (a second gateway could not replay one kept on this machine),
+ * atomic_write_max capped by the unit, the unit an atomic boundary
+ * (core_atomic_limits_make); the range lock of core/req.c keeps this
+ * gateway's other commands off an atomic write, the OSD the rest.
  *
  * The intent journal is <state_dir>/<name>.atomic, beside the namespace's
  * metadata.  Layout: two 512-byte checkpoint headers at 0 and 512 (written
@@ -117,6 +123,7 @@ struct core_atomic {
         uint32_t mdpb;                 /* its bytes per block */
         int nfd;                       /* NATIVE: the data, O_DIRECT */
         struct core_atomic_native nat; /* NATIVE: what the backend offers */
+        uint32_t unit_blocks;          /* OBJECT: the store's atomic unit (backend.atomic_unit) */
         char jpath[4200];
         uint64_t head;            /* next record offset */
         uint64_t seq;             /* last sequence number written */
@@ -201,6 +208,8 @@ const char *core_atomic_path_name(enum core_atomic_path p)
                 return "journal";
         case CORE_ATOMIC_NATIVE:
                 return "native";
+        case CORE_ATOMIC_OBJECT:
+                return "object";
         default:
                 return "none";
         }
@@ -271,49 +280,105 @@ bool core_atomic_native_fits(const struct core_atomic_native *nat, uint64_t off,
         return sum >= len;
 }
 
-void core_ns_atomic_limits(const struct core_ns *ns, struct core_atomic_limits *out)
+/* The largest power of two at most v (v > 0). */
+static uint32_t pow2_floor(uint32_t v)
+{
+        while (v & (v - 1))
+                v &= v - 1;
+        return v;
+}
+
+void core_atomic_limits_make(enum core_atomic_path path, uint32_t max_blocks, uint32_t unit_blocks,
+                             struct core_atomic_limits *out)
 {
         memset(out, 0, sizeof(*out));
-        out->path = ns->atomic ? ns->atomic->path : CORE_ATOMIC_NONE;
-        if (out->path == CORE_ATOMIC_NONE)
+        out->path = path;
+        if (path == CORE_ATOMIC_NONE || max_blocks == 0)
                 return;
+        out->max_blocks = max_blocks;
+        out->max_with_boundary = max_blocks;
+        if (path == CORE_ATOMIC_OBJECT) {
+                /*
+                 * One write op on one RADOS object is all or nothing; a write
+                 * across two objects is two ops.  So the object (the stripe
+                 * unit) is an atomic boundary: a write without ATOMIC BOUNDARY
+                 * must stay inside one (core_atomic_check), and an ATOMIC
+                 * BOUNDARY must divide it, so that every piece SBC-4 splits the
+                 * write into lies in one object and librbd's per-object ops
+                 * are those pieces' atomic writes.  No multi-range atomic
+                 * WRITE SCATTERED: its ranges may lie in different objects.
+                 */
+                if (max_blocks > unit_blocks)
+                        out->max_blocks = out->max_with_boundary = max_blocks = unit_blocks;
+                out->align_blocks = 1;
+                out->gran_blocks = 1;
+                out->boundary_blocks = unit_blocks;
+                out->max_boundary = pow2_floor(max_blocks);
+                return;
+        }
+        out->max_boundary = max_blocks; /* the whole write is atomic, boundary or not */
+        out->scatter_max_blocks = max_blocks;
+        out->scatter_max_ranges = CORE_ATOMIC_SCATTER_RANGES;
+}
+
+void core_ns_atomic_limits(const struct core_ns *ns, struct core_atomic_limits *out)
+{
+        const struct core_atomic *a = ns->atomic;
         uint32_t max =
             atomic_load_explicit(&ns->atomic_max_bytes, memory_order_relaxed) >> ns->block_shift;
-        if (max == 0)
-                return;
-        out->max_blocks = max;
-        out->max_with_boundary = max; /* the whole write is atomic, boundary or not */
-        out->max_boundary = max;
-        out->scatter_max_blocks = max;
-        out->scatter_max_ranges = CORE_ATOMIC_SCATTER_RANGES;
+        core_atomic_limits_make(a ? a->path : CORE_ATOMIC_NONE, max, a ? a->unit_blocks : 0, out);
+}
+
+/* Whether [lba, lba + nlb) crosses a multiple of bnd (0: there is none). */
+static bool crosses(uint64_t lba, uint32_t nlb, uint32_t bnd)
+{
+        return bnd && nlb && lba / bnd != (lba + nlb - 1) / bnd;
+}
+
+enum core_atomic_bad core_atomic_check_limits(const struct core_atomic_limits *l, uint64_t lba,
+                                              uint32_t nlb, uint32_t boundary)
+{
+        if (l->max_blocks == 0)
+                return CORE_ATOMIC_UNSUPPORTED;
+        if (l->align_blocks > 1 && lba % l->align_blocks)
+                return CORE_ATOMIC_BAD_ALIGN;
+        if (l->gran_blocks > 1 && nlb % l->gran_blocks)
+                return CORE_ATOMIC_BAD_GRAN;
+        if (boundary) {
+                /* The pieces between multiples of boundary must each lie in one unit. */
+                if (boundary > l->max_boundary ||
+                    (l->boundary_blocks && l->boundary_blocks % boundary))
+                        return CORE_ATOMIC_BAD_BOUNDARY;
+                if (nlb > l->max_with_boundary)
+                        return CORE_ATOMIC_BAD_LENGTH;
+                return CORE_ATOMIC_OK;
+        }
+        if (nlb > l->max_blocks)
+                return CORE_ATOMIC_BAD_LENGTH;
+        if (crosses(lba, nlb, l->boundary_blocks))
+                return CORE_ATOMIC_BAD_CROSSING;
+        return CORE_ATOMIC_OK;
 }
 
 enum core_atomic_bad core_atomic_check(const struct core_ns *ns, uint64_t lba, uint32_t nlb,
                                        uint32_t boundary)
 {
         struct core_atomic_limits l;
-        (void)lba; /* no alignment required: align_blocks is 0 */
         core_ns_atomic_limits(ns, &l);
-        if (l.max_blocks == 0)
-                return CORE_ATOMIC_UNSUPPORTED;
-        if (boundary) {
-                if (boundary > l.max_boundary)
-                        return CORE_ATOMIC_BAD_BOUNDARY;
-                if (nlb > l.max_with_boundary)
-                        return CORE_ATOMIC_BAD_LENGTH;
-                return CORE_ATOMIC_OK;
-        }
-        if (nlb > l.max_blocks)
-                return CORE_ATOMIC_BAD_LENGTH;
-        return CORE_ATOMIC_OK;
+        return core_atomic_check_limits(&l, lba, nlb, boundary);
+}
+
+bool core_atomic_fits_limits(const struct core_atomic_limits *l, uint64_t lba, uint32_t nlb)
+{
+        /* NVMe: a Write across an atomic boundary (NABSPF) is simply not atomic. */
+        return l->max_blocks && nlb <= l->max_blocks && !crosses(lba, nlb, l->boundary_blocks);
 }
 
 bool core_atomic_fits(const struct core_ns *ns, uint64_t lba, uint32_t nlb)
 {
-        (void)lba; /* NABSPF 0: no boundary to cross */
         struct core_atomic_limits l;
         core_ns_atomic_limits(ns, &l);
-        return l.max_blocks && nlb <= l.max_blocks;
+        return core_atomic_fits_limits(&l, lba, nlb);
 }
 
 /* ---- Journal I/O ---- */
@@ -1106,14 +1171,34 @@ int core_atomic_open(struct core_ns *ns, char *err, size_t errlen)
                 a->path = CORE_ATOMIC_ORDER;
         else if (!strcmp(ns->backend_name, "file"))
                 a->path = native_choose(a);
+        else if (ns->be.atomic_unit >= ns->block_size)
+                a->path = CORE_ATOMIC_OBJECT;
         else
                 a->path = CORE_ATOMIC_NONE;
         ns->atomic = a;
-        if (a->path == CORE_ATOMIC_NONE)
+        uint32_t want = atomic_load(&ns->atomic_max_bytes);
+        if (a->path == CORE_ATOMIC_NONE) {
+                if (want)
+                        LOG_WARN("atomic",
+                                 "namespace %s: atomic_write_max %u ignored: the %s backend "
+                                 "offers no atomic writes here",
+                                 ns->name, want, ns->backend_name);
                 atomic_store(&ns->atomic_max_bytes, 0);
+        }
+        if (a->path == CORE_ATOMIC_OBJECT) {
+                a->unit_blocks = ns->be.atomic_unit >> ns->block_shift;
+                if (want > ns->be.atomic_unit) {
+                        LOG_WARN("atomic",
+                                 "namespace %s: atomic_write_max %u above the %s backend's "
+                                 "atomic unit: %u",
+                                 ns->name, want, ns->backend_name, ns->be.atomic_unit);
+                        atomic_store(&ns->atomic_max_bytes, ns->be.atomic_unit);
+                }
+        }
         if (a->path != CORE_ATOMIC_JOURNAL && a->path != CORE_ATOMIC_NATIVE) {
-                LOG_INFO("atomic", "namespace %s: atomic writes: %s, up to %u bytes", ns->name,
-                         core_atomic_path_name(a->path), atomic_load(&ns->atomic_max_bytes));
+                LOG_INFO("atomic", "namespace %s: atomic writes: %s, up to %u bytes%s", ns->name,
+                         core_atomic_path_name(a->path), atomic_load(&ns->atomic_max_bytes),
+                         a->path == CORE_ATOMIC_OBJECT ? ", none across an object boundary" : "");
                 return 0;
         }
         snprintf(a->jpath, sizeof(a->jpath), "%s/%s.atomic", core_state_dir(), ns->name);
@@ -1216,6 +1301,13 @@ int core_ns_set_atomic_max(struct core_ns *ns, uint32_t bytes, char *err, size_t
             ns->atomic->nat.supported) {
                 snprintf(err, errlen, "atomic_write_max above the backend's atomic unit max %u",
                          ns->atomic->nat.unit_max);
+                return -EINVAL;
+        }
+        if (l.path == CORE_ATOMIC_OBJECT && bytes > ns->be.atomic_unit) {
+                snprintf(err, errlen,
+                         "atomic_write_max above the %s backend's atomic unit %u (a write "
+                         "inside one object is atomic, across two it is not)",
+                         ns->backend_name, ns->be.atomic_unit);
                 return -EINVAL;
         }
         if (bytes && l.path == CORE_ATOMIC_NONE) {

@@ -31,6 +31,8 @@ enum core_atomic_path {
         CORE_ATOMIC_JOURNAL,  /* intent journal beside the data, replayed at open */
         CORE_ATOMIC_NATIVE,   /* the backing store's RWF_ATOMIC (O_DIRECT), the journal for the rest
                                */
+        CORE_ATOMIC_OBJECT,   /* the store applies a write inside one of its units all or nothing
+                                 (rbd: one RADOS object); no journal, nothing crosses a unit */
 };
 
 /* All in logical blocks.  0 in a field means what the SBC-4 field says for 0. */
@@ -43,7 +45,21 @@ struct core_atomic_limits {
         uint32_t max_boundary;       /* MAXIMUM ATOMIC BOUNDARY SIZE */
         uint32_t scatter_max_blocks; /* a whole WRITE SCATTERED atomic up to this total; 0 = no */
         uint32_t scatter_max_ranges; /* ... and this many ranges */
+        /*
+         * The namespace's own atomic boundary (NABSN/NABSPF; OBJECT: the
+         * store's unit): an atomic write must not cross a multiple of it.
+         * 0 = none.
+         */
+        uint32_t boundary_blocks;
 };
+
+/*
+ * The limits of a path, atomic_write_max of max_blocks and (OBJECT) a
+ * store unit of unit_blocks: what core_ns_atomic_limits reports (pure;
+ * for the unit tests too).
+ */
+void core_atomic_limits_make(enum core_atomic_path path, uint32_t max_blocks, uint32_t unit_blocks,
+                             struct core_atomic_limits *out);
 
 /* The namespace's current limits (a snapshot; control path or data path). */
 void core_ns_atomic_limits(const struct core_ns *ns, struct core_atomic_limits *out);
@@ -56,6 +72,8 @@ enum core_atomic_bad {
         CORE_ATOMIC_BAD_GRAN,     /* length not a multiple of the granularity */
         CORE_ATOMIC_BAD_BOUNDARY, /* boundary larger than the maximum boundary size */
         CORE_ATOMIC_UNSUPPORTED,  /* the namespace has no atomic writes */
+        CORE_ATOMIC_BAD_CROSSING, /* no ATOMIC BOUNDARY, and the LBA puts it across the
+                                     namespace's own boundary (OBJECT: two RADOS objects) */
 };
 
 /*
@@ -65,6 +83,9 @@ enum core_atomic_bad {
  */
 enum core_atomic_bad core_atomic_check(const struct core_ns *ns, uint64_t lba, uint32_t nlb,
                                        uint32_t boundary);
+/* The same against given limits (pure). */
+enum core_atomic_bad core_atomic_check_limits(const struct core_atomic_limits *l, uint64_t lba,
+                                              uint32_t nlb, uint32_t boundary);
 
 /*
  * NVMe: whether a plain Write of [lba, lba+nlb) is one the namespace
@@ -72,6 +93,8 @@ enum core_atomic_bad core_atomic_check(const struct core_ns *ns, uint64_t lba, u
  * personality then submits it with CORE_REQ_ATOMIC.
  */
 bool core_atomic_fits(const struct core_ns *ns, uint64_t lba, uint32_t nlb);
+/* The same against given limits (pure). */
+bool core_atomic_fits_limits(const struct core_atomic_limits *l, uint64_t lba, uint32_t nlb);
 
 /* ---- Inside the core (configuration, the engine behind core/req.c) ---- */
 

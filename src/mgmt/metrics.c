@@ -514,7 +514,8 @@ char *mgmt_metrics_text(size_t *len)
         }
         /* Atomic writes (core/atomic.c): the path, then the engine's counters. */
         family(f, "slate_namespace_atomic_path", "gauge",
-               "Always 1; how the namespace makes writes atomic (journal, native, order, none)");
+               "Always 1; how the namespace makes writes atomic (journal, native, object, order, "
+               "none)");
         for (size_t i = 0; i < s.nns; i++) {
                 fputs("slate_namespace_atomic_path{", f);
                 labels(f, &s.ns[i].o);

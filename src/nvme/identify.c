@@ -213,6 +213,22 @@ static void id_ns(struct core_ns *ns, uint32_t nsid, struct nvme_id_ns *id)
                 put_le16(&id->nawun, (uint16_t)m);
                 put_le16(&id->nawupf, (uint16_t)m);
                 put_le16(&id->nacwu, (uint16_t)m);
+                /*
+                 * The object path (rbd): a Write is atomic inside one RADOS
+                 * object, so the object is the atomic boundary, normal and
+                 * power-fail (0's based, as NAWUN; NABO 0: boundaries at
+                 * multiples of it from LBA 0, what Linux requires).  A fused
+                 * Compare and Write is atomic only against this gateway's
+                 * commands (its range lock): NACWU one block.
+                 */
+                if (al.boundary_blocks > 1) {
+                        uint32_t b =
+                            al.boundary_blocks - 1 > 0xffff ? 0xffff : al.boundary_blocks - 1;
+                        put_le16(&id->nabsn, (uint16_t)b);
+                        put_le16(&id->nabspf, (uint16_t)b);
+                        put_le16(&id->nabo, 0);
+                        put_le16(&id->nacwu, 0);
+                }
         }
         /* The LBA formats: the namespace's block size with 0, 8 or 16 bytes of metadata (pi.c). */
         nvme_pi_id_ns(ns, id);

@@ -5,9 +5,10 @@
  *   WRITE ATOMIC(16) 9Ch and (32) 7Fh/000Fh: every CDB field checked, the
  *   LBA range, then the namespace's atomic limits (core_atomic_check: the
  *   length, ATOMIC ALIGNMENT, ATOMIC TRANSFER LENGTH GRANULARITY and the
- *   ATOMIC BOUNDARY), each refusal as ILLEGAL REQUEST / INVALID FIELD IN CDB
- *   with the field pointer at the failing field; then one CORE_OP_WRITE
- *   with CORE_REQ_ATOMIC.
+ *   ATOMIC BOUNDARY; on an rbd namespace also no crossing of an object
+ *   without an ATOMIC BOUNDARY, pointed at the LBA), each refusal as
+ *   ILLEGAL REQUEST / INVALID FIELD IN CDB with the field pointer at the
+ *   failing field; then one CORE_OP_WRITE with CORE_REQ_ATOMIC.
  *
  *   WRITE SCATTERED(16) 9Fh/12h and (32) 7Fh/0011h: the CDB, then the
  *   data-out buffer's LBA range descriptors, decoded in place into struct
@@ -158,6 +159,7 @@ enum scsi_parse_result scsi_sbc_write_atomic(struct scsi_cmd *cmd)
         case CORE_ATOMIC_OK:
                 break;
         case CORE_ATOMIC_BAD_ALIGN:
+        case CORE_ATOMIC_BAD_CROSSING: /* the LBA puts it across an object (rbd) */
                 scsi_sense_invalid_field(cmd, true, f.lba_off, 7);
                 return SCSI_PARSE_DONE;
         case CORE_ATOMIC_BAD_BOUNDARY:

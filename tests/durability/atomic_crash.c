@@ -7,6 +7,7 @@
  *
  *   atomic-crash write  -p PORT -n NQN -w ID -j JOURNAL [-r REGION] [-m MAX] [-c COUNT]
  *   atomic-crash verify -p PORT -n NQN -j JOURNAL... [-r REGION]
+ *   atomic-crash probe -u URL LBA:NLB:BOUNDARY...
  *   (-u iscsi://HOST:PORT/IQN/LUN instead of -p/-n: iSCSI through libiscsi,
  *   each write a WRITE ATOMIC(16); one in ten is beyond the limits, with too
  *   many blocks or too large an ATOMIC BOUNDARY, and must be refused with
@@ -22,6 +23,10 @@
  * longer Write is simply not atomic, so none is sent (the SCSI half, where
  * WRITE ATOMIC beyond the limit must be rejected, is the atomic-scsi
  * branch's).
+ *
+ * probe (iSCSI only): one WRITE ATOMIC(16) of zeroes per argument and its
+ * status on one line, in hex (sense key << 16 | ASC/ASCQ; 0 = GOOD): how
+ * the target takes writes across its atomic boundary (tests/rbd/run.sh).
  *
  * verify: rebuilds each writer's region from its journal (acknowledged
  * writes, and earlier verdicts "R seq 0|1"), reads the region back and
@@ -306,6 +311,33 @@ static int write_atomic16(uint64_t lba, uint32_t nlb, uint16_t boundary, uint8_t
         else
                 rc = (int)(t->sense.key << 16 | t->sense.ascq);
         scsi_free_scsi_task(t);
+        return rc;
+}
+
+static int do_probe(int n, char **args)
+{
+        if (!iscsi_url || iscsi_up() < 0)
+                return 2;
+        uint8_t *buf = calloc(1, MAXBUF);
+        int rc = buf ? 0 : 2;
+        for (int i = 0; i < n && rc == 0; i++) {
+                unsigned long long lba;
+                unsigned nlb, bnd;
+                if (sscanf(args[i], "%llu:%u:%u", &lba, &nlb, &bnd) != 3 || !nlb ||
+                    nlb * BS > MAXBUF || bnd > 0xffff) {
+                        rc = 2;
+                        break;
+                }
+                int st = write_atomic16(lba, nlb, (uint16_t)bnd, buf);
+                if (st < 0)
+                        rc = 2;
+                printf("%s0x%x", i ? " " : "", st < 0 ? 0xffffffffu : (unsigned)st);
+        }
+        printf("\n");
+        free(buf);
+        iscsi_logout_sync(isc);
+        iscsi_destroy_context(isc);
+        isc = NULL;
         return rc;
 }
 #endif
@@ -656,6 +688,14 @@ int main(int argc, char **argv)
                         goto usage;
                 }
         }
+        if (!strcmp(mode, "probe")) {
+#ifdef HAVE_LIBISCSI
+                return do_probe(argc - optind, argv + optind);
+#else
+                fprintf(stderr, "built without libiscsi\n");
+                return 2;
+#endif
+        }
         if ((!iscsi_url && (!port || !nqn)) || !nj || max < 2 || max * 2 * BS > MAXBUF ||
             region < 2 * max)
                 goto usage;
@@ -682,6 +722,7 @@ int main(int argc, char **argv)
         return torn || lost ? 1 : 0;
 usage:
         fprintf(stderr, "usage: atomic-crash write|verify -p PORT -n NQN -j JOURNAL [-w ID] "
-                        "[-r REGION] [-m MAX] [-c COUNT]\n");
+                        "[-r REGION] [-m MAX] [-c COUNT]\n       atomic-crash probe -u URL "
+                        "LBA:NLB:BOUNDARY...\n");
         return 2;
 }

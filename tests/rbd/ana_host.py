@@ -260,6 +260,9 @@ def main():
         "nmic": idn[30],
         "anagrpid": struct.unpack_from("<I", idn, 92)[0],
         "nguid": idn[104:120].hex(),
+        "nsfeat": idn[24],
+        # NAWUN, NAWUPF, NACWU, NABSN, NABO, NABSPF (atomic writes, core/atomic.h)
+        "atomic": [struct.unpack_from("<H", idn, o)[0] for o in range(34, 46, 2)],
         "log": ana_log(q, False),
         "log_rgo": ana_log(q, True),
     }

@@ -196,6 +196,59 @@ static void test_limits(void **st)
         assert_int_equal(core_ns_delete("lim-file"), 0);
 }
 
+/*
+ * The object path (rbd): atomic inside one RADOS object of unit blocks, the
+ * object an atomic boundary.  8192 blocks = a 4 MiB object of 512-byte
+ * blocks; atomic_write_max 256 blocks (128 KiB).
+ */
+static void test_object_limits(void **st)
+{
+        (void)st;
+        struct core_atomic_limits l;
+        core_atomic_limits_make(CORE_ATOMIC_OBJECT, 256, 8192, &l);
+        assert_int_equal(l.path, CORE_ATOMIC_OBJECT);
+        assert_int_equal(l.max_blocks, 256);
+        assert_int_equal(l.max_with_boundary, 256);
+        assert_int_equal(l.boundary_blocks, 8192);
+        assert_int_equal(l.max_boundary, 256);
+        assert_int_equal(l.align_blocks, 1);
+        assert_int_equal(l.gran_blocks, 1);
+        assert_int_equal(l.scatter_max_blocks, 0); /* ranges may lie in different objects */
+        /* Inside one object: atomic, at any LBA. */
+        assert_int_equal(core_atomic_check_limits(&l, 0, 256, 0), CORE_ATOMIC_OK);
+        assert_int_equal(core_atomic_check_limits(&l, 8192 - 256, 256, 0), CORE_ATOMIC_OK);
+        assert_int_equal(core_atomic_check_limits(&l, 8193, 7, 0), CORE_ATOMIC_OK);
+        /* Across an object boundary, no ATOMIC BOUNDARY: refused (the LBA's field). */
+        assert_int_equal(core_atomic_check_limits(&l, 8192 - 1, 2, 0), CORE_ATOMIC_BAD_CROSSING);
+        assert_int_equal(core_atomic_check_limits(&l, 3 * 8192 - 100, 256, 0),
+                         CORE_ATOMIC_BAD_CROSSING);
+        assert_int_equal(core_atomic_check_limits(&l, 0, 257, 0), CORE_ATOMIC_BAD_LENGTH);
+        /* With one that divides the object: split there, every piece inside one object. */
+        assert_int_equal(core_atomic_check_limits(&l, 8192 - 1, 2, 1), CORE_ATOMIC_OK);
+        assert_int_equal(core_atomic_check_limits(&l, 8192 - 64, 128, 64), CORE_ATOMIC_OK);
+        assert_int_equal(core_atomic_check_limits(&l, 8192 - 64, 128, 256), CORE_ATOMIC_OK);
+        assert_int_equal(core_atomic_check_limits(&l, 0, 128, 96), CORE_ATOMIC_BAD_BOUNDARY);
+        assert_int_equal(core_atomic_check_limits(&l, 0, 128, 512), CORE_ATOMIC_BAD_BOUNDARY);
+        assert_int_equal(core_atomic_check_limits(&l, 0, 257, 64), CORE_ATOMIC_BAD_LENGTH);
+        /* NVMe: a Write across the boundary (NABSPF) is simply not atomic. */
+        assert_true(core_atomic_fits_limits(&l, 8192 - 256, 256));
+        assert_false(core_atomic_fits_limits(&l, 8192 - 255, 256));
+        assert_false(core_atomic_fits_limits(&l, 0, 257));
+        /* atomic_write_max above the object: capped by it. */
+        core_atomic_limits_make(CORE_ATOMIC_OBJECT, 2048, 1024, &l);
+        assert_int_equal(l.max_blocks, 1024);
+        assert_int_equal(l.max_boundary, 1024);
+        /* A max that is not a power of two: the largest boundary that divides the object. */
+        core_atomic_limits_make(CORE_ATOMIC_OBJECT, 192, 8192, &l);
+        assert_int_equal(l.max_boundary, 128);
+        /* The other paths keep no boundary of their own. */
+        core_atomic_limits_make(CORE_ATOMIC_JOURNAL, 256, 8192, &l);
+        assert_int_equal(l.boundary_blocks, 0);
+        assert_int_equal(core_atomic_check_limits(&l, 8192 - 1, 2, 0), CORE_ATOMIC_OK);
+        assert_true(core_atomic_fits_limits(&l, 8192 - 1, 2));
+        assert_string_equal(core_atomic_path_name(CORE_ATOMIC_OBJECT), "object");
+}
+
 static int events_seen;
 static uint32_t event_new;
 static void listener(const struct core_ns_event *ev, void *arg)
@@ -611,6 +664,7 @@ int main(void)
 {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_limits),
+            cmocka_unit_test(test_object_limits),
             cmocka_unit_test(test_set_persist_event),
             cmocka_unit_test(test_record_on_disk),
             cmocka_unit_test(test_recovery),
