@@ -472,6 +472,16 @@ static inline uint64_t core_ns_start_stop_cycles(const struct core_ns *ns)
 
 /* Persist identity/geometry/reservations (call with ns->lock held or unshared). */
 int core_ns_save_meta(struct core_ns *ns);
+/*
+ * Cryptographic erase of an encrypted namespace (ns->crypt): a new data
+ * key replaces the old one, in memory and where the wrapped key is kept --
+ * the metadata file, or the storage itself when the backend keeps records
+ * with it (ops->meta_store: rbd), where the other gateways are told and
+ * take the new key before this returns (as far as they acknowledge).
+ * Blocking (control path or the sanitize's start); ns->lock not held.
+ * 0 or -errno (the old key still in use everywhere).
+ */
+int core_ns_crypt_erase(struct core_ns *ns);
 
 /* ---- State (the only writers of the shared state above) ---- */
 

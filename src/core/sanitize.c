@@ -231,11 +231,7 @@ static int run(struct core_sanitize *s, struct rt_reactor *r)
 
         if (s->p.action == CORE_SANACT_CRYPTO_ERASE) {
                 /* The erase itself: a new key, the old one gone from memory and metadata. */
-                if (!ns->crypt || core_crypt_rekey(ns->crypt))
-                        return -EIO;
-                pthread_mutex_lock(&ns->lock);
-                int rc = core_ns_save_meta(ns);
-                pthread_mutex_unlock(&ns->lock);
+                int rc = core_ns_crypt_erase(ns);
                 if (rc)
                         return rc;
         }
