@@ -21,6 +21,10 @@
  * The identity of the namespace (UUID and block size) is kept in the
  * image's metadata (rbd_metadata_set/get, key "slate.identity"), so every
  * gateway that exports the image reports the same UUID, NAA and EUI-64.
+ * The core keeps other records there too (ops->meta_load/meta_store, key
+ * "slate.<record>": "slate.crypt", the wrapped data key of an encrypted
+ * namespace), and a store tells the other gateways through the reservation
+ * state object's watch (below).
  * The image's size is the namespace's: a gateway reopening it takes the
  * image's current size, and resize is rbd_resize.
  *

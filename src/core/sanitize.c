@@ -20,7 +20,10 @@
  * deallocation (NVMe NDAS).  CRYPTOGRAPHIC ERASE, offered only on
  * namespaces encrypted at rest (core/crypt.h), replaces the data key with a
  * new random one and wipes the old one, in memory and (saved at once) in
- * the metadata: every block written before reads as unintelligible data.
+ * the metadata -- on storage several gateways share (rbd), in the record
+ * kept with the data, which the other gateways take before the erase goes
+ * on (core_ns_crypt_erase): every block written before reads as
+ * unintelligible data.
  * On a thin namespace it then deallocates every block as a block erase does
  * (NVMe: unless NDAS), so they read as zeroes and their space is returned;
  * otherwise the blocks keep the old ciphertext, which reads as garbage

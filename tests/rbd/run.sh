@@ -23,8 +23,8 @@
 #    completes: the block written before reads zeroes through both (thin:
 #    the erase deallocates, as on file), a block written after through b
 #    reads back through a; no key, a wrong key, and encrypt=true on an
-#    image that holds a plain namespace are refused (core/ns.c
-#    crypt_with_data);
+#    image that holds a plain namespace or imported data are refused
+#    (core/ns.c crypt_with_data);
 #  - rbd.durability.*: the durability rounds (kill -9 of slated with
 #    acknowledged FUA / flushed writes, tests/durability/run.sh) on an image;
 #  - rbd.conformance.*: libiscsi's whole iscsi-test-cu suite on RBD-backed
@@ -317,6 +317,9 @@ crypt_checks() {
 	ctl a namespace_create name=c-plain $cp image=plain >>"$log" 2>&1
 	ctl a namespace_delete name=c-plain >>"$log" 2>&1
 	ctl b namespace_create name=c-plain2 $cp image=plain encrypt=true key_file="$work/crypt.key" >"$work/crypt-plain.out" 2>&1
+	head -c 1M /dev/urandom >"$work/import.bin"
+	rbd import "$work/import.bin" slate/imported >>"$log" 2>&1
+	ctl b namespace_create name=c-imported $cp image=imported encrypt=true key_file="$work/crypt.key" >"$work/crypt-imported.out" 2>&1
 	cat "$work"/crypt-*.out >>"$log"
 	{ echo "before: $before"; echo "after: $after"; } >>"$log"
 	python3 - "$work" "$before" "$after" "$SLATE_NS" >"$work/crypt-verdicts" 2>>"$log" <<'PY'
@@ -345,6 +348,8 @@ checks = [
     ("no-key-refused", '"is encrypted" in rd("crypt-nokey") and "give key_file" in rd("crypt-nokey")'),
     ("wrong-key-refused", '"wrong key" in rd("crypt-wrong")'),
     ("plain-refused", '"exists unencrypted" in rd("crypt-plain")'),
+    # data Slate did not write (rbd import): would read as garbage, as a non-empty file
+    ("data-refused", '"holds data" in rd("crypt-imported")'),
 ]
 for name, expr in checks:
     try:
@@ -362,7 +367,7 @@ PY
 			fail=1
 		fi
 	done <"$work/crypt-verdicts"
-	[ "$(grep -c . "$work/crypt-verdicts")" = 8 ] || { slate_result FAIL rbd.crypt.verdicts "$log" "the verdicts did not run"; fail=1; }
+	[ "$(grep -c . "$work/crypt-verdicts")" = 9 ] || { slate_result FAIL rbd.crypt.verdicts "$log" "the verdicts did not run"; fail=1; }
 	grep -h 'data key' "$logdir/a.log" "$logdir/b.log" >>"$log"
 }
 
