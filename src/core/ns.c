@@ -377,14 +377,31 @@ static int identity_with_data(struct core_ns *ns, int loaded, char *err, size_t 
         return 0;
 }
 
-/* What config_save writes back: where the KEK of an encrypted namespace came from. */
-static void kek_keep(struct core_ns *ns, const struct core_ns_params *p)
+/*
+ * The end of the encryption rules, wherever the key is kept: a KEK given
+ * for a namespace that is not encrypted is refused, cerr (core/crypt.c's
+ * reason) named, and where the KEK came from kept for config_save.
+ */
+static int crypt_done(struct core_ns *ns, const struct core_ns_params *p, int rc, const char *cerr,
+                      char *err, size_t errlen)
 {
-        if (!ns->crypt)
-                return;
-        ns->kek_passphrase = !(p->key_file && p->key_file[0]);
-        snprintf(ns->kek_path, sizeof(ns->kek_path), "%s",
-                 ns->kek_passphrase ? p->passphrase_file : p->key_file);
+        bool has_kek =
+            (p->key_file && p->key_file[0]) || (p->passphrase_file && p->passphrase_file[0]);
+        if (!rc && !ns->crypt && has_kek) {
+                snprintf(err, errlen,
+                         "key_file/passphrase_file given for namespace %s, which is not "
+                         "encrypted (encrypt=true makes a new one encrypted)",
+                         p->name);
+                return -EINVAL;
+        }
+        if (cerr[0])
+                snprintf(err, errlen, "namespace %s: %s", p->name, cerr);
+        if (!rc && ns->crypt) {
+                ns->kek_passphrase = !(p->key_file && p->key_file[0]);
+                snprintf(ns->kek_path, sizeof(ns->kek_path), "%s",
+                         ns->kek_passphrase ? p->passphrase_file : p->key_file);
+        }
+        return rc;
 }
 
 #define CRYPT_RECORD "crypt" /* the record kept with the data (rbd: "slate.crypt") */
@@ -517,18 +534,8 @@ static int crypt_with_data(struct core_ns *ns, const struct core_ns_params *p, i
                                                  strerror(-rc));
                         }
                 }
-        } else if (has_kek) {
-                snprintf(err, errlen,
-                         "key_file/passphrase_file given for namespace %s, which is not "
-                         "encrypted (encrypt=true makes a new one encrypted)",
-                         p->name);
-                rc = -EINVAL;
         }
-        if (cerr[0])
-                snprintf(err, errlen, "namespace %s: %s", p->name, cerr);
-        if (!rc)
-                kek_keep(ns, p);
-        return rc;
+        return crypt_done(ns, p, rc, cerr, err, errlen);
 }
 
 /*
@@ -803,17 +810,8 @@ int core_ns_create(const struct core_ns_params *p, struct core_ns **out, char *e
                         } else {
                                 rc = core_crypt_create(&ks, &ns->crypt, cerr, sizeof(cerr));
                         }
-                } else if (has_kek) {
-                        snprintf(err, errlen,
-                                 "key_file/passphrase_file given for namespace %s, which is not "
-                                 "encrypted (encrypt=true makes a new one encrypted)",
-                                 p->name);
-                        rc = -EINVAL;
                 }
-                if (cerr[0])
-                        snprintf(err, errlen, "namespace %s: %s", p->name, cerr);
-                if (!rc)
-                        kek_keep(ns, p);
+                rc = crypt_done(ns, p, rc, cerr, err, errlen);
                 json_decref(crypt_j);
                 crypt_j = NULL;
                 if (rc)
