@@ -679,8 +679,11 @@ static int rbd_be_meta_store(struct backend *be, const char *key, const char *va
         }
         size_t ml = 5 + kl + 1 + vl;
         char *msg = malloc(ml);
-        if (!msg)
-                return 0; /* stored; the others see it when they next open the image */
+        if (!msg) {
+                LOG_ERR("rbd", "%s: %s stored, the other gateways not told (no memory)", r->desc,
+                        k);
+                return 0; /* stored: they read it when they next open the image */
+        }
         memcpy(msg, "meta\n", 5);
         memcpy(msg + 5, key, kl);
         msg[5 + kl] = '\n';
