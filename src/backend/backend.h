@@ -102,6 +102,16 @@ struct backend {
          * follows with ops->pr_load.
          */
         void (*pr_changed)(struct backend *be);
+        /*
+         * Set by the owner before open (may stay NULL): another process
+         * stored the record key (ops->meta_store there), whose value is now
+         * val; or key and val NULL: notices may have been lost (a broken
+         * watch), every record the owner keeps a copy of may have changed
+         * (it reads them again with ops->meta_load).  Called on a backend
+         * thread, never a reactor; the storing process waits (up to the
+         * backend's notify timeout) until this returns.
+         */
+        void (*meta_changed)(struct backend *be, const char *key, const char *val);
         void *priv;
 };
 
@@ -187,6 +197,19 @@ struct backend_ops {
          */
         int (*pr_load)(struct backend *be, char **text, uint64_t *version);
         int (*pr_store)(struct backend *be, const char *text, uint64_t *version);
+        /*
+         * Small named records kept with the shared storage (rbd: image
+         * metadata "slate.<key>"), which every process that opens the
+         * storage reads the same (the core: "crypt", the wrapped data key
+         * of core/crypt.h).  Control path, blocking (a cluster round trip).
+         * load: *val malloc'd; 0, -ENOENT when none is stored, or -errno.
+         * store: 0 or -errno; once stored, the other processes exporting
+         * the storage are told (be->meta_changed there, with the value) and
+         * it returns when they have taken it, or after the backend's notify
+         * timeout.  NULL: the records live in the namespace's metadata file.
+         */
+        int (*meta_load)(struct backend *be, const char *key, char **val);
+        int (*meta_store)(struct backend *be, const char *key, const char *val);
 };
 
 const struct backend_ops *backend_find(const char *name);

@@ -23,6 +23,10 @@
  * The identity of the namespace (UUID and block size) is kept in the
  * image's metadata (rbd_metadata_set/get, key "slate.identity"), so every
  * gateway that exports the image reports the same UUID, NAA and EUI-64.
+ * The core keeps other records there too (ops->meta_load/meta_store, key
+ * "slate.<record>": "slate.crypt", the wrapped data key of an encrypted
+ * namespace), and a store tells the other gateways through the reservation
+ * state object's watch (below).
  * The image's size is the namespace's: a gateway reopening it takes the
  * image's current size, and resize is rbd_resize.
  *
@@ -513,15 +517,41 @@ static int rbd_be_identity_store(struct backend *be, const struct backend_identi
 #define PR_MAX_BYTES         (256u << 10) /* 64 registrations of the longest names fit */
 #define PR_NOTIFY_TIMEOUT_MS 3000
 
-/* On a librados thread: another gateway stored the state. */
+/*
+ * What another gateway's notify on the state object says: a record of the
+ * image metadata changed ("meta\n<key>\n<value>", rbd_be_meta_store), or
+ * else the reservation state (its new version).
+ */
+static void rbd_notified(struct rbd_be *r, const char *data, size_t len)
+{
+        const char *nl =
+            len > 5 && memcmp(data, "meta\n", 5) == 0 ? memchr(data + 5, '\n', len - 5) : NULL;
+        if (!nl) {
+                if (r->be->pr_changed)
+                        r->be->pr_changed(r->be);
+                return;
+        }
+        char *copy = malloc(len + 1);
+        if (!copy)
+                return;
+        memcpy(copy, data, len);
+        copy[len] = 0;
+        size_t voff = (size_t)(nl - data) + 1; /* the key is copy[5, voff - 1) */
+        copy[voff - 1] = 0;
+        /* No NUL inside: the record is text (what rbd_be_meta_store sends). */
+        if (r->be->meta_changed && voff - 1 > 5 && strlen(copy + 5) == voff - 6 &&
+            strlen(copy + voff) == len - voff)
+                r->be->meta_changed(r->be, copy + 5, copy + voff);
+        free(copy);
+}
+
+/* On a librados thread: another gateway stored the state or a metadata record. */
 static void rbd_pr_notified(void *arg, uint64_t notify_id, uint64_t handle, uint64_t notifier_id,
                             void *data, size_t len)
 {
         struct rbd_be *r = arg;
-        (void)data;
-        (void)len;
-        if (notifier_id != r->instance_id && r->be->pr_changed)
-                r->be->pr_changed(r->be);
+        if (notifier_id != r->instance_id)
+                rbd_notified(r, data, len);
         /* After the reload: a notifier that waits knows we have the new state. */
         rados_notify_ack(r->io, r->pr_oid, notify_id, handle, NULL, 0);
 }
@@ -542,6 +572,8 @@ static void rbd_pr_watch_error(void *arg, uint64_t cookie, int err)
         atomic_store(&r->pr_watch_broken, true);
         if (r->be->pr_changed)
                 r->be->pr_changed(r->be);
+        if (r->be->meta_changed)
+                r->be->meta_changed(r->be, NULL, NULL);
 }
 
 /* Make a broken watch again (on the control path); 0 or -errno. */
@@ -681,6 +713,77 @@ static int rbd_be_pr_store(struct backend *be, const char *text, uint64_t *versi
         return 0;
 }
 
+/*
+ * ---- Records kept in the image metadata (ops->meta_load/meta_store) ----
+ *
+ * Key "slate.<key>" beside "slate.identity".  A store is rbd_metadata_set,
+ * then a notify on the reservation state object (the watch every gateway
+ * of the image already keeps, above) carrying the record, so the others
+ * take the new value without a cluster read on the librados thread; it
+ * returns when every live gateway acknowledged (after taking it) or after
+ * PR_NOTIFY_TIMEOUT_MS.
+ */
+#define META_MAX_BYTES 4096u
+
+static int rbd_be_meta_load(struct backend *be, const char *key, char **val)
+{
+        struct rbd_be *r = be->priv;
+        char k[96];
+        *val = NULL;
+        snprintf(k, sizeof(k), "slate.%s", key);
+        size_t len = META_MAX_BYTES;
+        char *buf = malloc(len + 1);
+        if (!buf)
+                return -ENOMEM;
+        int rc = rbd_metadata_get(r->image, k, buf, &len);
+        if (rc < 0) {
+                free(buf);
+                return rc == -ERANGE ? -EFBIG : rc; /* -ENOENT: none stored */
+        }
+        buf[len < META_MAX_BYTES ? len : META_MAX_BYTES] = 0;
+        *val = buf;
+        return 0;
+}
+
+static int rbd_be_meta_store(struct backend *be, const char *key, const char *val)
+{
+        struct rbd_be *r = be->priv;
+        char k[96];
+        snprintf(k, sizeof(k), "slate.%s", key);
+        size_t kl = strlen(key), vl = strlen(val);
+        if (vl >= META_MAX_BYTES || kl + 1 >= sizeof(k) - 6)
+                return -EFBIG;
+        int rc = rbd_metadata_set(r->image, k, val);
+        if (rc < 0) {
+                LOG_ERR("rbd", "%s: storing %s in the image metadata: %s", r->desc, k,
+                        strerror(-rc));
+                return rc;
+        }
+        size_t ml = 5 + kl + 1 + vl;
+        char *msg = malloc(ml);
+        if (!msg) {
+                LOG_ERR("rbd", "%s: %s stored, the other gateways not told (no memory)", r->desc,
+                        k);
+                return 0; /* stored: they read it when they next open the image */
+        }
+        memcpy(msg, "meta\n", 5);
+        memcpy(msg + 5, key, kl);
+        msg[5 + kl] = '\n';
+        memcpy(msg + 6 + kl, val, vl);
+        rbd_pr_rewatch(r);
+        char *reply = NULL;
+        size_t reply_len = 0;
+        rc =
+            rados_notify2(r->io, r->pr_oid, msg, (int)ml, PR_NOTIFY_TIMEOUT_MS, &reply, &reply_len);
+        free(msg);
+        if (reply)
+                rados_buffer_free(reply);
+        if (rc < 0)
+                LOG_WARN("rbd", "%s: not every gateway acknowledged the new %s (%s)", r->desc, k,
+                         strerror(-rc));
+        return 0;
+}
+
 const struct backend_ops backend_rbd_ops = {
     .name = "rbd",
     .open = rbd_be_open,
@@ -693,4 +796,6 @@ const struct backend_ops backend_rbd_ops = {
     .identity_store = rbd_be_identity_store,
     .pr_load = rbd_be_pr_load,
     .pr_store = rbd_be_pr_store,
+    .meta_load = rbd_be_meta_load,
+    .meta_store = rbd_be_meta_store,
 };

@@ -261,19 +261,40 @@ fail:
         return rc;
 }
 
-int core_crypt_load(const struct core_crypt_kek_src *src, json_t *j, struct core_crypt **out,
-                    char *err, size_t errlen)
+/* The fields of a metadata member (core_crypt_to_json), checked: 0 or -EINVAL. */
+struct crypt_member {
+        bool passphrase;
+        uint32_t iter;
+        uint64_t erasures;
+        uint8_t salt[SALT_BYTES];
+        uint8_t wrapped[WRAPPED_BYTES];
+};
+
+static int parse_member(json_t *j, struct crypt_member *m)
 {
         const char *cipher = NULL, *kek = NULL, *salt = NULL, *wrapped = NULL;
         json_int_t iter = 0, erasures = 0;
-        uint8_t k[CORE_CRYPT_DKEY_BYTES];
         if (json_unpack(j, "{s:s, s:s, s:s, s:I, s:s, s?I}", "cipher", &cipher, "kek", &kek, "salt",
                         &salt, "iterations", &iter, "wrapped_key", &wrapped, "erasures",
                         &erasures) ||
             strcmp(cipher, "aes-256-xts") != 0 ||
             (strcmp(kek, "key_file") != 0 && strcmp(kek, "passphrase") != 0) ||
             strlen(salt) != 2 * SALT_BYTES || strlen(wrapped) != 2 * WRAPPED_BYTES || iter < 1 ||
-            iter > INT32_MAX || erasures < 0) {
+            iter > INT32_MAX || erasures < 0 || unhex(salt, SALT_BYTES, m->salt) ||
+            unhex(wrapped, WRAPPED_BYTES, m->wrapped))
+                return -EINVAL;
+        m->passphrase = strcmp(kek, "passphrase") == 0;
+        m->iter = (uint32_t)iter;
+        m->erasures = (uint64_t)erasures;
+        return 0;
+}
+
+int core_crypt_load(const struct core_crypt_kek_src *src, json_t *j, struct core_crypt **out,
+                    char *err, size_t errlen)
+{
+        uint8_t k[CORE_CRYPT_DKEY_BYTES];
+        struct crypt_member m;
+        if (parse_member(j, &m)) {
                 snprintf(err, errlen, "bad encryption metadata");
                 return -EINVAL;
         }
@@ -281,13 +302,11 @@ int core_crypt_load(const struct core_crypt_kek_src *src, json_t *j, struct core
         int rc = -EINVAL;
         if (!c)
                 return -ENOMEM;
-        c->iter = (uint32_t)iter;
-        atomic_store(&c->erasures, (uint64_t)erasures);
-        if (unhex(salt, SALT_BYTES, c->salt) || unhex(wrapped, WRAPPED_BYTES, c->wrapped)) {
-                snprintf(err, errlen, "bad encryption metadata");
-                goto fail;
-        }
-        bool want_pass = strcmp(kek, "passphrase") == 0;
+        c->iter = m.iter;
+        atomic_store(&c->erasures, m.erasures);
+        memcpy(c->salt, m.salt, SALT_BYTES);
+        memcpy(c->wrapped, m.wrapped, WRAPPED_BYTES);
+        bool want_pass = m.passphrase;
         rc = kek_load(c, src, err, errlen);
         if (rc)
                 goto fail;
@@ -336,6 +355,50 @@ int core_crypt_rekey(struct core_crypt *c)
         if (!rc)
                 atomic_fetch_add(&c->erasures, 1);
         pthread_mutex_unlock(&c->mu);
+        return rc;
+}
+
+json_t *core_crypt_next(struct core_crypt *c)
+{
+        struct core_crypt *n = crypt_new();
+        if (!n)
+                return NULL;
+        pthread_mutex_lock(&c->mu);
+        memcpy(n->kek, c->kek, sizeof(n->kek));
+        memcpy(n->salt, c->salt, sizeof(n->salt));
+        n->passphrase = c->passphrase;
+        n->iter = c->iter;
+        pthread_mutex_unlock(&c->mu);
+        atomic_store(&n->erasures, atomic_load(&c->erasures) + 1);
+        json_t *j = new_dkey(n) ? NULL : core_crypt_to_json(n);
+        core_crypt_free(n); /* wipes the plain key: the caller has it wrapped only */
+        return j;
+}
+
+int core_crypt_adopt(struct core_crypt *c, json_t *j, bool force)
+{
+        struct crypt_member m;
+        uint8_t k[CORE_CRYPT_DKEY_BYTES];
+        if (parse_member(j, &m) || m.passphrase != c->passphrase || m.iter != c->iter ||
+            CRYPTO_memcmp(m.salt, c->salt, SALT_BYTES))
+                return -EINVAL;
+        pthread_mutex_lock(&c->mu);
+        uint64_t have = atomic_load(&c->erasures);
+        bool same = CRYPTO_memcmp(m.wrapped, c->wrapped, WRAPPED_BYTES) == 0;
+        int rc = 1;
+        if (same || m.erasures < have || (m.erasures == have && !force))
+                goto out;
+        rc = wrap(c, false, m.wrapped, WRAPPED_BYTES, k);
+        if (rc)
+                goto out; /* -EACCES: not under our KEK */
+        memcpy(c->dkey, k, sizeof(k));
+        memcpy(c->wrapped, m.wrapped, WRAPPED_BYTES);
+        atomic_store(&c->erasures, m.erasures);
+        atomic_store_explicit(&c->key_id, atomic_fetch_add(&next_key_id, 1), memory_order_release);
+out:
+        pthread_mutex_unlock(&c->mu);
+        OPENSSL_cleanse(k, sizeof(k));
+        OPENSSL_cleanse(&m, sizeof(m));
         return rc;
 }
 

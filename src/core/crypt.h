@@ -60,6 +60,22 @@ int core_crypt_load(const struct core_crypt_kek_src *src, json_t *j, struct core
 json_t *core_crypt_to_json(const struct core_crypt *c);
 /* Cryptographic erase: a new data key (the old one is wiped).  0 or -errno. */
 int core_crypt_rekey(struct core_crypt *c);
+/*
+ * Cryptographic erase of storage shared by several processes (rbd: the
+ * wrapped key kept with the data, ns.c): core_crypt_next makes the metadata
+ * member of the next data key -- new random key, wrapped under c's KEK,
+ * generation ("erasures") one more -- without installing it (c keeps its
+ * key until the caller has stored the member where the others read it).
+ * core_crypt_adopt installs the data key of a member another process (or
+ * core_crypt_next) made: unwrapped with c's KEK (same kind, same salt),
+ * installed when its generation is newer than c's, or equal and its
+ * wrapped key differs when force (the member stored with the data wins).
+ * 0 installed, 1 not newer (c unchanged), -EACCES the KEK does not unwrap
+ * it, -EINVAL malformed or another KEK kind or salt.  Any thread: I/O
+ * that starts after it returns uses the new key.
+ */
+json_t *core_crypt_next(struct core_crypt *c);
+int core_crypt_adopt(struct core_crypt *c, json_t *j, bool force);
 /* How many times the key was replaced (namespace_list). */
 uint64_t core_crypt_erasures(const struct core_crypt *c);
 void core_crypt_free(struct core_crypt *c);

@@ -124,7 +124,9 @@ static json_t *meta_body(struct core_ns *ns)
         /* Optional: absent = the backend's default (core/atomic.h). */
         json_object_set_new(b, "atomic_write_max",
                             json_integer((json_int_t)atomic_load(&ns->atomic_max_bytes)));
-        if (ns->crypt)
+        /* Kept with the data instead (crypt_with_data): never a copy here that an erase
+         * through another gateway would leave behind. */
+        if (ns->crypt && !(ns->be.ops && ns->be.ops->meta_store))
                 json_object_set_new(b, "crypt", core_crypt_to_json(ns->crypt));
         json_t *media = core_media_to_json(ns); /* optional: absent = never used */
         if (media)
@@ -375,6 +377,235 @@ static int identity_with_data(struct core_ns *ns, int loaded, char *err, size_t 
         return 0;
 }
 
+/*
+ * The end of the encryption rules, wherever the key is kept: a KEK given
+ * for a namespace that is not encrypted is refused, cerr (core/crypt.c's
+ * reason) named, and where the KEK came from kept for config_save.
+ */
+static int crypt_done(struct core_ns *ns, const struct core_ns_params *p, int rc, const char *cerr,
+                      char *err, size_t errlen)
+{
+        bool has_kek =
+            (p->key_file && p->key_file[0]) || (p->passphrase_file && p->passphrase_file[0]);
+        if (!rc && !ns->crypt && has_kek) {
+                snprintf(err, errlen,
+                         "key_file/passphrase_file given for namespace %s, which is not "
+                         "encrypted (encrypt=true makes a new one encrypted)",
+                         p->name);
+                return -EINVAL;
+        }
+        if (cerr[0])
+                snprintf(err, errlen, "namespace %s: %s", p->name, cerr);
+        if (!rc && ns->crypt) {
+                ns->kek_passphrase = !(p->key_file && p->key_file[0]);
+                snprintf(ns->kek_path, sizeof(ns->kek_path), "%s",
+                         ns->kek_passphrase ? p->passphrase_file : p->key_file);
+        }
+        return rc;
+}
+
+#define CRYPT_RECORD "crypt" /* the record kept with the data (rbd: "slate.crypt") */
+
+/* The crypt record stored with ns's storage: *j (NULL when none), 0 or -errno. */
+static int crypt_record_load(struct core_ns *ns, json_t **j)
+{
+        char *val = NULL;
+        *j = NULL;
+        int rc = ns->be.ops->meta_load(&ns->be, CRYPT_RECORD, &val);
+        if (rc == -ENOENT)
+                return 0;
+        if (rc)
+                return rc;
+        *j = json_loads(val, 0, NULL);
+        free(val);
+        if (!json_is_object(*j)) {
+                json_decref(*j);
+                *j = NULL;
+                return -EINVAL;
+        }
+        return 0;
+}
+
+static int crypt_record_store(struct core_ns *ns, json_t *j)
+{
+        char *text = j ? json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+        int rc = text ? ns->be.ops->meta_store(&ns->be, CRYPT_RECORD, text) : -ENOMEM;
+        free(text);
+        return rc;
+}
+
+/*
+ * What the storage holds is the key every gateway uses: after storing ours,
+ * read it back and take the one stored there (another gateway that stored
+ * at the same moment may have won).  0 or -errno.
+ */
+static int crypt_record_settle(struct core_ns *ns)
+{
+        json_t *j = NULL;
+        int rc = crypt_record_load(ns, &j);
+        if (!rc && !j)
+                rc = -ENOENT;
+        if (!rc) {
+                rc = core_crypt_adopt(ns->crypt, j, true);
+                if (rc == 0)
+                        LOG_WARN("core",
+                                 "namespace %s: another gateway stored its data key at the same "
+                                 "moment; using the one stored with %s",
+                                 ns->name, ns->path);
+                rc = rc == 1 ? 0 : rc;
+        }
+        json_decref(j);
+        return rc;
+}
+
+/*
+ * Encryption at rest on storage several gateways share (ops->meta_load:
+ * rbd).  The member core_crypt_to_json makes (cipher, KEK kind, salt and
+ * iterations, the wrapped key and its generation; never the plain key) is
+ * kept with the data, record "crypt", and not in this gateway's metadata
+ * file: every gateway given the same KEK opens the same data key, and a
+ * cryptographic erase through one reaches the others (be_meta_changed).
+ * The rules are the file backend's: an encrypted namespace needs its KEK
+ * and refuses a wrong one; encrypt=true makes a new one only on storage
+ * that holds no namespace yet (no identity stored, no local metadata) and
+ * no data at its start (the first 64 MiB all deallocated: a file system,
+ * a partition table or an `rbd import` would read as garbage).
+ */
+static int crypt_with_data(struct core_ns *ns, const struct core_ns_params *p, int loaded,
+                           char *err, size_t errlen)
+{
+        struct backend *be = &ns->be;
+        struct core_crypt_kek_src ks = {.key_file = p->key_file,
+                                        .passphrase_file = p->passphrase_file,
+                                        .pbkdf2_iter = p->pbkdf2_iter};
+        bool has_kek =
+            (p->key_file && p->key_file[0]) || (p->passphrase_file && p->passphrase_file[0]);
+        char cerr[512];
+        cerr[0] = 0;
+        json_t *j = NULL;
+        int rc = crypt_record_load(ns, &j);
+        if (rc) {
+                snprintf(err, errlen, "reading the encryption record stored with %s: %s", ns->path,
+                         rc == -EINVAL ? "malformed" : strerror(-rc));
+                return rc;
+        }
+        if (j) {
+                if (!has_kek) {
+                        snprintf(err, errlen,
+                                 "namespace %s is encrypted (%s keeps its wrapped key): give "
+                                 "key_file or passphrase_file",
+                                 p->name, ns->path);
+                        rc = -EACCES;
+                } else {
+                        rc = core_crypt_load(&ks, j, &ns->crypt, cerr, sizeof(cerr));
+                }
+                json_decref(j);
+        } else if (p->encrypt) {
+                struct backend_identity id;
+                uint64_t head = be->size_bytes < (64ull << 20) ? be->size_bytes : 64ull << 20;
+                enum core_prov st = CORE_PROV_MAPPED;
+                uint64_t run = 0;
+                if (loaded || (be->ops->identity_load && be->ops->identity_load(be, &id) == 0)) {
+                        snprintf(err, errlen,
+                                 "namespace %s exists unencrypted (%s holds it): encryption "
+                                 "cannot be added to existing data",
+                                 p->name, ns->path);
+                        rc = -EINVAL;
+                } else if (head && be->ops->map_status &&
+                           (be->ops->map_status(be, 0, head, &st, &run) ||
+                            st != CORE_PROV_DEALLOCATED || run < head)) {
+                        snprintf(err, errlen,
+                                 "encrypt=true: %s holds data that would read as garbage; an "
+                                 "encrypted namespace starts empty",
+                                 ns->path);
+                        rc = -EINVAL;
+                } else {
+                        rc = core_crypt_create(&ks, &ns->crypt, cerr, sizeof(cerr));
+                        if (!rc) {
+                                json_t *mine = core_crypt_to_json(ns->crypt);
+                                rc = crypt_record_store(ns, mine);
+                                json_decref(mine);
+                                if (!rc)
+                                        rc = crypt_record_settle(ns);
+                                if (rc)
+                                        snprintf(cerr, sizeof(cerr),
+                                                 "storing the wrapped data key with the "
+                                                 "storage: %s",
+                                                 strerror(-rc));
+                        }
+                }
+        }
+        return crypt_done(ns, p, rc, cerr, err, errlen);
+}
+
+/*
+ * A record kept with the storage changed through another gateway (key
+ * NULL: notices may have been lost, read it again): a cryptographic erase
+ * there replaced the data key, which this gateway takes before the other's
+ * erase completes (it waits for our acknowledgement), so no I/O that
+ * starts after that erase ends uses the old key here.  A backend thread.
+ */
+static void be_meta_changed(struct backend *be, const char *key, const char *val)
+{
+        struct core_ns *ns = (struct core_ns *)((char *)be - offsetof(struct core_ns, be));
+        if (!ns->crypt || (key && strcmp(key, CRYPT_RECORD) != 0))
+                return; /* still opening (crypt_with_data reads it), or not ours */
+        json_t *j = NULL;
+        int rc = 0;
+        if (key)
+                j = json_loads(val, 0, NULL);
+        else
+                rc = crypt_record_load(ns, &j);
+        if (!rc && !j)
+                rc = -EINVAL;
+        if (!rc)
+                rc = core_crypt_adopt(ns->crypt, j, key == NULL);
+        json_decref(j);
+        if (rc == 0)
+                LOG_INFO("core",
+                         "namespace %s: data key replaced through another gateway (cryptographic "
+                         "erase %llu)",
+                         ns->name, (unsigned long long)core_crypt_erasures(ns->crypt));
+        else if (rc < 0)
+                LOG_ERR("core",
+                        "namespace %s: the data key stored with %s changed and cannot be taken "
+                        "(%s): this gateway keeps the old one",
+                        ns->name, ns->path, rc == -EACCES ? "not under our KEK" : strerror(-rc));
+}
+
+int core_ns_crypt_erase(struct core_ns *ns)
+{
+        int rc;
+        if (!ns->crypt)
+                return -EINVAL;
+        if (!ns->be.ops || !ns->be.ops->meta_store) {
+                if (core_crypt_rekey(ns->crypt))
+                        return -EIO;
+        } else {
+                /* Stored (and taken by the other gateways) before it is ours. */
+                json_t *j = core_crypt_next(ns->crypt);
+                rc = j ? crypt_record_store(ns, j) : -ENOMEM;
+                if (!rc)
+                        rc = core_crypt_adopt(ns->crypt, j, true);
+                json_decref(j);
+                if (rc == 0 || rc == 1)
+                        rc = crypt_record_settle(ns);
+                if (rc) {
+                        LOG_ERR("core",
+                                "namespace %s: cryptographic erase: storing the new key with "
+                                "%s: %s",
+                                ns->name, ns->path, strerror(-rc));
+                        return rc;
+                }
+                LOG_INFO("core", "namespace %s: data key generation %llu stored with %s", ns->name,
+                         (unsigned long long)core_crypt_erasures(ns->crypt), ns->path);
+        }
+        pthread_mutex_lock(&ns->lock);
+        rc = core_ns_save_meta(ns);
+        pthread_mutex_unlock(&ns->lock);
+        return rc;
+}
+
 /* Another gateway changed the reservation state kept with the storage: reload our copy. */
 static void be_pr_changed(struct backend *be)
 {
@@ -537,8 +768,12 @@ int core_ns_create(const struct core_ns_params *p, struct core_ns **out, char *e
                                  p->name, ns->path);
                 }
         }
-        /* Encryption at rest (core/crypt.h): the key before any data moves. */
-        {
+        /* Encryption at rest (core/crypt.h): the key before any data moves.  Storage that
+         * keeps records with it (rbd) keeps the key there: crypt_with_data, after open. */
+        if (ops->meta_load) {
+                json_decref(crypt_j);
+                crypt_j = NULL;
+        } else {
                 struct core_crypt_kek_src ks = {.key_file = p->key_file,
                                                 .passphrase_file = p->passphrase_file,
                                                 .pbkdf2_iter = p->pbkdf2_iter};
@@ -563,9 +798,6 @@ int core_ns_create(const struct core_ns_params *p, struct core_ns **out, char *e
                                  "to existing data",
                                  p->name);
                         rc = -EINVAL;
-                } else if (p->encrypt && is_rbd) {
-                        snprintf(err, errlen, "encryption at rest is not offered on rbd yet");
-                        rc = -EOPNOTSUPP;
                 } else if (p->encrypt) {
                         struct stat st;
                         if (is_file && stat(ns->path, &st) == 0 &&
@@ -578,20 +810,8 @@ int core_ns_create(const struct core_ns_params *p, struct core_ns **out, char *e
                         } else {
                                 rc = core_crypt_create(&ks, &ns->crypt, cerr, sizeof(cerr));
                         }
-                } else if (has_kek) {
-                        snprintf(err, errlen,
-                                 "key_file/passphrase_file given for namespace %s, which is not "
-                                 "encrypted (encrypt=true makes a new one encrypted)",
-                                 p->name);
-                        rc = -EINVAL;
                 }
-                if (cerr[0])
-                        snprintf(err, errlen, "namespace %s: %s", p->name, cerr);
-                if (!rc && ns->crypt) {
-                        ns->kek_passphrase = !(p->key_file && p->key_file[0]);
-                        snprintf(ns->kek_path, sizeof(ns->kek_path), "%s",
-                                 ns->kek_passphrase ? p->passphrase_file : p->key_file);
-                }
+                rc = crypt_done(ns, p, rc, cerr, err, errlen);
                 json_decref(crypt_j);
                 crypt_j = NULL;
                 if (rc)
@@ -629,6 +849,7 @@ int core_ns_create(const struct core_ns_params *p, struct core_ns **out, char *e
         ns->be.ops = ops;
         ns->be.size_changed = be_size_changed;
         ns->be.pr_changed = be_pr_changed;
+        ns->be.meta_changed = be_meta_changed;
         rc = ops->open(&ns->be, &bp);
         if (rc) {
                 ns->be.ops = NULL;
@@ -637,6 +858,9 @@ int core_ns_create(const struct core_ns_params *p, struct core_ns **out, char *e
         }
         if (ns->num_blocks == 0 || ns->be.size_shared)
                 ns->num_blocks = ns->be.size_bytes / ns->block_size; /* the storage's own size */
+        /* Before the identity is stored: a namespace the storage did not hold yet is new. */
+        if (ops->meta_load && (rc = crypt_with_data(ns, p, loaded, err, errlen)))
+                goto fail;
         if (ops->identity_load && (rc = identity_with_data(ns, loaded, err, errlen)))
                 goto fail;
         /* Reservations kept with the storage (rbd, shared file) are the namespace's, not the

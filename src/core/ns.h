@@ -110,7 +110,8 @@ struct core_ns_params {
         uint32_t element_interleave;
         /*
          * Encryption at rest (core/crypt.h): encrypt makes a new namespace
-         * encrypted; an encrypted one (its metadata says so) opens only with
+         * encrypted; an encrypted one (its metadata says so, or on rbd the
+         * record kept with the image, ns.c crypt_with_data) opens only with
          * the key-encryption key it was made with, from exactly one of
          * key_file and passphrase_file (files of mode 0600 or stricter).
          * pbkdf2_iter: PBKDF2 iterations for a new passphrase-wrapped key
@@ -345,6 +346,8 @@ struct core_ns {
          * Encryption at rest (core/crypt.h); NULL = stored in the clear.  Set
          * at create, with the path of the KEK's file (a key file, or a
          * passphrase file when kek_passphrase): config_save writes it back.
+         * Its key may change under I/O (core_crypt_adopt: another gateway's
+         * cryptographic erase); the pointer does not.
          */
         struct core_crypt *crypt;
         char kek_path[4096];
@@ -478,6 +481,16 @@ static inline uint64_t core_ns_start_stop_cycles(const struct core_ns *ns)
 
 /* Persist identity/geometry/reservations (call with ns->lock held or unshared). */
 int core_ns_save_meta(struct core_ns *ns);
+/*
+ * Cryptographic erase of an encrypted namespace (ns->crypt): a new data
+ * key replaces the old one, in memory and where the wrapped key is kept --
+ * the metadata file, or the storage itself when the backend keeps records
+ * with it (ops->meta_store: rbd), where the other gateways are told and
+ * take the new key before this returns (as far as they acknowledge).
+ * Blocking (control path or the sanitize's start); ns->lock not held.
+ * 0 or -errno (the old key still in use everywhere).
+ */
+int core_ns_crypt_erase(struct core_ns *ns);
 
 /* ---- State (the only writers of the shared state above) ---- */
 

@@ -20,7 +20,10 @@
  * deallocation (NVMe NDAS).  CRYPTOGRAPHIC ERASE, offered only on
  * namespaces encrypted at rest (core/crypt.h), replaces the data key with a
  * new random one and wipes the old one, in memory and (saved at once) in
- * the metadata: every block written before reads as unintelligible data.
+ * the metadata -- on storage several gateways share (rbd), in the record
+ * kept with the data, which the other gateways take before the erase goes
+ * on (core_ns_crypt_erase): every block written before reads as
+ * unintelligible data.
  * On a thin namespace it then deallocates every block as a block erase does
  * (NVMe: unless NDAS), so they read as zeroes and their space is returned;
  * otherwise the blocks keep the old ciphertext, which reads as garbage
@@ -231,11 +234,7 @@ static int run(struct core_sanitize *s, struct rt_reactor *r)
 
         if (s->p.action == CORE_SANACT_CRYPTO_ERASE) {
                 /* The erase itself: a new key, the old one gone from memory and metadata. */
-                if (!ns->crypt || core_crypt_rekey(ns->crypt))
-                        return -EIO;
-                pthread_mutex_lock(&ns->lock);
-                int rc = core_ns_save_meta(ns);
-                pthread_mutex_unlock(&ns->lock);
+                int rc = core_ns_crypt_erase(ns);
                 if (rc)
                         return rc;
         }

@@ -19,7 +19,10 @@
  *   resv                  READ RESERVATION: {"status", "gen", "key", "type"}
  *   full                  READ FULL STATUS: {"status", "regs": [{"key",
  *                         "holder", "all_tg_pt", "rtp"}...]}
- *   read / write          READ(10) / WRITE(10) of LBA 0, one block
+ *   read / write          READ(10) / WRITE(10) of LBA 0, one block (write: 0x5a bytes)
+ *   data                  READ(10) of LBA 0: {"status", "zero": the block is all
+ *                         zeroes, "written": all 0x5a (what write wrote)}
+ *   crypto-erase          SANITIZE CRYPTOGRAPHIC ERASE, IMMED 0 (ends when done)
  * A command's status is 0 for GOOD, KEY<<16|ASC<<8|ASCQ for CHECK
  * CONDITION, 0x1000000|STATUS otherwise (RESERVATION CONFLICT: 0x1000018),
  * -1 when the command could not be sent.
@@ -185,6 +188,20 @@ int main(int argc, char **argv)
                         uint8_t cdb[10] = {0x2a, 0, 0, 0, 0, 0, 0, 0, 1, 0};
                         memset(blk, 0x5a, (size_t)bs);
                         printf("%ld", run(cdb, 10, NULL, 0, blk, bs, NULL));
+                } else if (strcmp(st, "data") == 0) {
+                        uint8_t cdb[10] = {0x28, 0, 0, 0, 0, 0, 0, 0, 1, 0};
+                        memset(blk, 0xee, (size_t)bs);
+                        long r = run(cdb, 10, blk, bs, NULL, 0, NULL);
+                        int zero = 1, written = 1;
+                        for (int i = 0; i < bs; i++) {
+                                zero &= blk[i] == 0;
+                                written &= blk[i] == 0x5a;
+                        }
+                        printf("{\"status\": %ld, \"zero\": %d, \"written\": %d}", r, zero,
+                               written);
+                } else if (strcmp(st, "crypto-erase") == 0) {
+                        uint8_t cdb[10] = {0x48, 0x03, 0, 0, 0, 0, 0, 0, 0, 0};
+                        printf("%ld", run(cdb, 10, NULL, 0, NULL, 0, NULL));
                 } else {
                         fprintf(stderr, "unknown step %s\n", st);
                         return 2;

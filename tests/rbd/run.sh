@@ -23,6 +23,15 @@
 #    without an ATOMIC BOUNDARY and split with one that divides the object
 #    (rbd.atomic.object-boundary); Identify Namespace shows NAWUPF/NABSPF
 #    (in rbd.ana.nvme-identify);
+#  - rbd.crypt.*: the shared image is encrypted at rest (both gateways given
+#    one key file; the wrapped key in the image metadata "slate.crypt", not
+#    in either gateway's metadata file); a SANITIZE CRYPTOGRAPHIC ERASE
+#    through a stores generation 1 there and b takes the new key before it
+#    completes: the block written before reads zeroes through both (thin:
+#    the erase deallocates, as on file), a block written after through b
+#    reads back through a; no key, a wrong key, and encrypt=true on an
+#    image that holds a plain namespace or imported data are refused
+#    (core/ns.c crypt_with_data);
 #  - rbd.durability.*: the durability rounds (kill -9 of slated with
 #    acknowledged FUA / flushed writes, tests/durability/run.sh) on an image;
 #  - rbd.conformance.*: libiscsi's whole iscsi-test-cu suite on RBD-backed
@@ -94,8 +103,9 @@ slate_result PASS rbd.cluster "" "started in $(cat "$cdir/start-seconds") s, $((
 # come at the end, shard by shard.  Measured in
 # bench/README.md ("The rbd group's libiscsi run").
 # Not the PI LUs (CONF_PI=0): they are file and mem namespaces (rbd has no
-# metadata store yet), which the conformance group already runs; here, plain
-# (CONF_PLAIN=1: rbd has no encryption), their crypto erase tests would skip.
+# metadata store yet), which the conformance group already runs.  LUN 0 is
+# encrypted at rest, as on file (the wrapped key in the image's metadata), so
+# Sanitize.CryptoErase and the two libiscsi gates on it run here too.
 # Nor the extra LUs (CONF_EXTRA_LUNS=0: write-protected, removable, 4 KiB
 # physical), mem and file namespaces the conformance group runs.
 tests=$(iscsi-test-cu --list | grep -E '^ALL\.[^.]+\.[^.]+$' | grep -E "${RBD_CONF_FILTER:-.}" | grep -v 'Sanitize.Reset$')
@@ -106,7 +116,7 @@ for t in $tests; do
 	n=$((n + 1))
 done
 for s in $(seq "$shards"); do
-	CONF_TESTS=${shard_tests[s - 1]:-} CONF_BACKEND=rbd CONF_DATA=conf$s CONF_SIZE_MIB=0 CONF_SANITIZE_MIBPS=0 CONF_PLAIN=1 \
+	CONF_TESTS=${shard_tests[s - 1]:-} CONF_BACKEND=rbd CONF_DATA=conf$s CONF_SIZE_MIB=0 CONF_SANITIZE_MIBPS=0 \
 		CONF_NAME=rbd.conformance CONF_LOGDIR=$logdir/conformance$s CONF_SHARD=$s CONF_PI=0 CONF_EXTRA_LUNS=0 \
 		CONF_SKIPS=$here/expected-skips.txt "$here/../conformance/run.sh" >"$work/conformance$s.out" 2>&1 &
 	shard_pids[s]=$!
@@ -313,12 +323,88 @@ PY
 	fi
 }
 
+# --- encryption at rest on the shared image (core/ns.c crypt_with_data), ~3 s ---
+crypt_checks() {
+	local log=$logdir/crypt.log probe=$SLATE_BUILD/tests/pr-probe h=iqn.2026-12.io.slate:crypt-host
+	: >"$log"
+	local before after
+	before=$(rbd image-meta get slate/shared slate.crypt 2>>"$log")
+	"$probe" "$url_a" ${h}1 write data >"$work/crypt1.json" 2>>"$log"
+	"$probe" "$url_b" ${h}2 data >"$work/crypt2.json" 2>>"$log"
+	"$probe" "$url_a" ${h}1 crypto-erase data >"$work/crypt3.json" 2>>"$log"
+	"$probe" "$url_b" ${h}2 data write >"$work/crypt4.json" 2>>"$log"
+	"$probe" "$url_a" ${h}1 data >"$work/crypt5.json" 2>>"$log"
+	after=$(rbd image-meta get slate/shared slate.crypt 2>>"$log")
+	# Refused: no key, a wrong key, encrypt=true over a plain namespace's image.
+	(umask 077 && head -c 32 /dev/urandom >"$work/wrong.key")
+	rbd create slate/plain --size 8M >>"$log" 2>&1
+	local cp="backend=rbd pool=slate ceph_conf=$CEPH_CONF block_size=512"
+	ctl a namespace_create name=c-nokey $cp image=shared >"$work/crypt-nokey.out" 2>&1
+	ctl a namespace_create name=c-wrong $cp image=shared key_file="$work/wrong.key" >"$work/crypt-wrong.out" 2>&1
+	ctl a namespace_create name=c-plain $cp image=plain >>"$log" 2>&1
+	ctl a namespace_delete name=c-plain >>"$log" 2>&1
+	ctl b namespace_create name=c-plain2 $cp image=plain encrypt=true key_file="$work/crypt.key" >"$work/crypt-plain.out" 2>&1
+	head -c 1M /dev/urandom >"$work/import.bin"
+	rbd import "$work/import.bin" slate/imported >>"$log" 2>&1
+	ctl b namespace_create name=c-imported $cp image=imported encrypt=true key_file="$work/crypt.key" >"$work/crypt-imported.out" 2>&1
+	cat "$work"/crypt-*.out >>"$log"
+	{ echo "before: $before"; echo "after: $after"; } >>"$log"
+	python3 - "$work" "$before" "$after" "$SLATE_NS" >"$work/crypt-verdicts" 2>>"$log" <<'PY'
+import glob, json, sys
+w, before, after = sys.argv[1], sys.argv[2], sys.argv[3]
+ld = lambda n: json.load(open("%s/%s.json" % (w, n)))
+rd = lambda n: open("%s/%s.out" % (w, n)).read()
+try:
+    c1, c2, c3, c4, c5 = ld("crypt1"), ld("crypt2"), ld("crypt3"), ld("crypt4"), ld("crypt5")
+    b, a = json.loads(before), json.loads(after)
+    metas = glob.glob(w + "/[ab]/**/%s.meta.json" % sys.argv[4], recursive=True)
+    meta = "".join(open(f).read() for f in metas) if len(metas) == 2 else ""
+except Exception as e:
+    c1 = c2 = c3 = c4 = c5 = b = a = None
+    meta = ""
+    print("probe output unreadable:", e, file=sys.stderr)
+print("output:", c1, c2, c3, c4, c5, b, a, file=sys.stderr)
+checks = [
+    # the wrapped key kept with the image (generation 0), not in the gateways' metadata files
+    ("record", 'b["cipher"] == "aes-256-xts" and b["kek"] == "key_file" and len(b["wrapped_key"]) == 144 and b["erasures"] == 0 and "wrapped_key" not in meta and meta'),
+    ("cross-read", 'c1 == [0, {"status": 0, "zero": 0, "written": 1}] and c2 == [{"status": 0, "zero": 0, "written": 1}]'),
+    # generation 1, a new wrapped key; the block written before reads zeroes through both
+    ("erase", 'c3 == [0, {"status": 0, "zero": 1, "written": 0}] and a["erasures"] == 1 and a["wrapped_key"] != b["wrapped_key"] and a["salt"] == b["salt"]'),
+    ("erase-seen-by-other", 'c4[0] == {"status": 0, "zero": 1, "written": 0}'),
+    ("new-key-shared", 'c4[1] == 0 and c5 == [{"status": 0, "zero": 0, "written": 1}]'),
+    ("no-key-refused", '"is encrypted" in rd("crypt-nokey") and "give key_file" in rd("crypt-nokey")'),
+    ("wrong-key-refused", '"wrong key" in rd("crypt-wrong")'),
+    ("plain-refused", '"exists unencrypted" in rd("crypt-plain")'),
+    # data Slate did not write (rbd import): would read as garbage, as a non-empty file
+    ("data-refused", '"holds data" in rd("crypt-imported")'),
+]
+for name, expr in checks:
+    try:
+        ok = bool(eval(expr))
+    except Exception:
+        ok = False
+    print("%s\t%s\t%s" % ("PASS" if ok else "FAIL", name, expr))
+PY
+	local st name expr
+	while IFS=$'\t' read -r st name expr; do
+		if [ "$st" = PASS ]; then
+			slate_result PASS "rbd.crypt.$name"
+		else
+			slate_result FAIL "rbd.crypt.$name" "$log" "$expr"
+			fail=1
+		fi
+	done <"$work/crypt-verdicts"
+	[ "$(grep -c . "$work/crypt-verdicts")" = 9 ] || { slate_result FAIL rbd.crypt.verdicts "$log" "the verdicts did not run"; fail=1; }
+	grep -h 'data key' "$logdir/a.log" "$logdir/b.log" >>"$log"
+}
+
 # --- two gateways on one image ---
 durable=$SLATE_BUILD/tests/durable
 gw_start() { # NAME GATEWAY_ID -> config and state in $work/NAME
 	local d=$work/$1
 	mkdir -p "$d"
-	SLATE_ATOMIC_MAX=64K SLATE_OPTIONS="\"gateway_id\": $2" slate_write_config "$d/slate.json" 0 rbd 0 shared
+	SLATE_ATOMIC_MAX=64K SLATE_OPTIONS="\"gateway_id\": $2" SLATE_NS_EXTRA="\"encrypt\": true, \"key_file\": \"$work/crypt.key\"" \
+		slate_write_config "$d/slate.json" 0 rbd 0 shared
 	slate_start "$d/run" "$d/slate.json" 0 "$logdir/$1.log"
 }
 size_of() { # STATEDIR -> the namespace's size in bytes as slated reports it
@@ -331,6 +417,7 @@ uuid_of() { # STATEDIR -> the namespace's UUID as slated reports it
 }
 : >"$logdir/a.log"
 : >"$logdir/b.log"
+(umask 077 && head -c 32 /dev/urandom >"$work/crypt.key")
 if gw_start a 1 && url_a=$(slate_url "$SLATE_PORT") && pid_a=$SLATE_PID &&
 	gw_start b 2 && url_b=$(slate_url "$SLATE_PORT") && pid_b=$SLATE_PID; then
 	SLATE_PID=$pid_a
@@ -379,6 +466,7 @@ if gw_start a 1 && url_a=$(slate_url "$SLATE_PORT") && pid_a=$SLATE_PID &&
 	pr_checks
 	ana_checks
 	nvme_pr_checks
+	crypt_checks
 else
 	slate_result FAIL rbd.two-gateways "$logdir/a.log" "a gateway did not start on the image"
 	fail=1

@@ -3,7 +3,8 @@
  * transform (round trip, a different ciphertext per LBA for the same
  * plaintext, deallocated blocks read as zeroes, blocks straddling iovec
  * entries), the key-encryption key (hex and raw key files, passphrases,
- * file modes, a wrong KEK refused), and a file namespace on a real reactor:
+ * file modes, a wrong KEK refused), the next key of a cryptographic erase
+ * on shared storage and its adoption by generation, and a file namespace on a real reactor:
  * the data file holds no plaintext, a reopen needs the right key, and a
  * cryptographic erase makes the old data unreadable.
  */
@@ -120,6 +121,101 @@ static void test_xts_round_trip_and_tweak(void **st)
                 assert_int_equal(big[i], 0x5a);
         assert_int_equal(core_crypt_buf(c, true, 7, 512, big, 700), -EIO);
         core_crypt_free(c);
+}
+
+/*
+ * Storage several gateways share (rbd, core/ns.c crypt_with_data): each
+ * gateway loads the member kept with the data; a cryptographic erase
+ * through one makes the next key's member (core_crypt_next, not installed
+ * until stored) and every gateway adopts it by generation.  And the same
+ * key and LBA give the same ciphertext on every gateway, so a compare of
+ * ciphertexts is a compare of plaintexts (compare-and-write in the cluster).
+ */
+static void test_shared_rekey(void **st)
+{
+        (void)st;
+        char err[256];
+        struct core_crypt_kek_src a = {.key_file = secret("sa", HEXKEY_A, 65, 0600)};
+        struct core_crypt *c = NULL, *d = NULL;
+        static uint8_t p[512], q[512], x[512], y[512];
+        memset(p, 0x3c, sizeof(p));
+        assert_int_equal(core_crypt_create(&a, &c, err, sizeof(err)), 0);
+        json_t *j0 = core_crypt_to_json(c);
+        assert_int_equal(core_crypt_load(&a, j0, &d, err, sizeof(err)), 0);
+        /* Deterministic: two gateways, one key, one LBA -> one ciphertext. */
+        memcpy(x, p, 512);
+        memcpy(y, p, 512);
+        assert_int_equal(core_crypt_buf(c, true, 9, 512, x, 512), 0);
+        assert_int_equal(core_crypt_buf(d, true, 9, 512, y, 512), 0);
+        assert_memory_equal(x, y, 512);
+        /* One plaintext byte changed: the ciphertexts differ (the compare miscompares). */
+        memcpy(q, p, 512);
+        q[300] ^= 1;
+        assert_int_equal(core_crypt_buf(d, true, 9, 512, q, 512), 0);
+        assert_memory_not_equal(x, q, 512);
+
+        /* The next key: made, not installed. */
+        json_t *j1 = core_crypt_next(c);
+        assert_non_null(j1);
+        assert_int_equal(json_integer_value(json_object_get(j1, "erasures")), 1);
+        assert_string_not_equal(json_string_value(json_object_get(j1, "wrapped_key")),
+                                json_string_value(json_object_get(j0, "wrapped_key")));
+        assert_string_equal(json_string_value(json_object_get(j1, "salt")),
+                            json_string_value(json_object_get(j0, "salt")));
+        assert_int_equal(core_crypt_erasures(c), 0);
+        memcpy(y, p, 512);
+        assert_int_equal(core_crypt_buf(c, true, 9, 512, y, 512), 0);
+        assert_memory_equal(x, y, 512);
+
+        /* The other gateway takes it: old ciphertext no longer decrypts to the data. */
+        assert_int_equal(core_crypt_adopt(d, j1, false), 0);
+        assert_int_equal(core_crypt_erasures(d), 1);
+        memcpy(y, x, 512);
+        assert_int_equal(core_crypt_buf(d, false, 9, 512, y, 512), 0);
+        assert_memory_not_equal(y, p, 512);
+        /* The erasing one installs it too: both agree again. */
+        assert_int_equal(core_crypt_adopt(c, j1, true), 0);
+        memcpy(x, p, 512);
+        memcpy(y, p, 512);
+        assert_int_equal(core_crypt_buf(c, true, 9, 512, x, 512), 0);
+        assert_int_equal(core_crypt_buf(d, true, 9, 512, y, 512), 0);
+        assert_memory_equal(x, y, 512);
+        /* Not newer: the same one again, an older one (even forced) change nothing. */
+        assert_int_equal(core_crypt_adopt(d, j1, false), 1);
+        assert_int_equal(core_crypt_adopt(d, j0, false), 1);
+        assert_int_equal(core_crypt_adopt(d, j0, true), 1);
+        assert_int_equal(core_crypt_erasures(d), 1);
+        /* Same generation, another key: only when forced (the one stored with the data). */
+        json_t *j1b = core_crypt_next(c); /* generation 2 */
+        json_object_set_new(j1b, "erasures", json_integer(1));
+        assert_int_equal(core_crypt_adopt(d, j1b, false), 1);
+        assert_int_equal(core_crypt_adopt(d, j1b, true), 0);
+        memcpy(y, p, 512);
+        assert_int_equal(core_crypt_buf(d, true, 9, 512, y, 512), 0);
+        assert_memory_not_equal(x, y, 512);
+
+        /* A wrapped key that is not under our KEK (damaged): refused, nothing changes. */
+        json_t *j2 = core_crypt_next(c);
+        char w[160];
+        snprintf(w, sizeof(w), "%s", json_string_value(json_object_get(j2, "wrapped_key")));
+        w[10] = w[10] == '0' ? '1' : '0';
+        json_object_set_new(j2, "wrapped_key", json_string(w));
+        assert_int_equal(core_crypt_adopt(d, j2, false), -EACCES);
+        assert_int_equal(core_crypt_erasures(d), 1);
+        /* Malformed, or another salt (another KEK derivation): -EINVAL. */
+        json_object_set_new(j2, "cipher", json_string("aes-128-cbc"));
+        assert_int_equal(core_crypt_adopt(d, j2, false), -EINVAL);
+        json_t *j3 = core_crypt_next(c);
+        json_object_set_new(j3, "salt", json_string("00112233445566778899aabbccddeeff"));
+        assert_int_equal(core_crypt_adopt(d, j3, false), -EINVAL);
+
+        json_decref(j0);
+        json_decref(j1);
+        json_decref(j1b);
+        json_decref(j2);
+        json_decref(j3);
+        core_crypt_free(c);
+        core_crypt_free(d);
 }
 
 /* ---- the key-encryption key ---- */
@@ -347,6 +443,126 @@ static void run_ns(bool thin)
         assert_int_equal(core_ns_delete(name), 0);
 }
 
+/*
+ * A namespace whose backend keeps records with the storage (rbd's
+ * meta_load/meta_store, stubbed here over a mem namespace): the erase is
+ * stored there before it is used, a store that fails changes nothing, and
+ * another gateway's erase (its record in a notify, or read again after a
+ * lost notice) is taken; an older one is not.
+ */
+static char *rec;
+static int rec_store_rc;
+
+static int rec_load(struct backend *be, const char *key, char **val)
+{
+        (void)be;
+        assert_string_equal(key, "crypt");
+        if (!rec)
+                return -ENOENT;
+        *val = strdup(rec);
+        return 0;
+}
+
+static int rec_store(struct backend *be, const char *key, const char *val)
+{
+        (void)be;
+        assert_string_equal(key, "crypt");
+        if (rec_store_rc)
+                return rec_store_rc;
+        free(rec);
+        rec = strdup(val);
+        return 0;
+}
+
+/* Block 5 of 0x21 bytes under c's key. */
+static void cipher_of(struct core_crypt *c, uint8_t *b)
+{
+        memset(b, 0x21, 512);
+        assert_int_equal(core_crypt_buf(c, true, 5, 512, b, 512), 0);
+}
+
+static void test_ns_shared_records(void **st)
+{
+        (void)st;
+        const char *ka = secret("rka", HEXKEY_A, 65, 0600);
+        struct core_ns_params p = {.name = "enc-shared",
+                                   .backend = "mem",
+                                   .size_bytes = MIB,
+                                   .block_size = 512,
+                                   .encrypt = true,
+                                   .key_file = ka};
+        char err[256];
+        struct core_ns *ns = NULL;
+        static uint8_t x[512], y[512], z[512];
+        assert_int_equal(core_ns_create(&p, &ns, err, sizeof(err)), 0);
+        static struct backend_ops ops;
+        const struct backend_ops *mem_ops = ns->be.ops;
+        ops = *mem_ops;
+        ops.meta_load = rec_load;
+        ops.meta_store = rec_store;
+        ns->be.ops = &ops;
+
+        /* This gateway's erase: stored (generation 1), then used. */
+        cipher_of(ns->crypt, z);
+        assert_int_equal(core_ns_crypt_erase(ns), 0);
+        assert_non_null(rec);
+        assert_int_equal(core_crypt_erasures(ns->crypt), 1);
+        cipher_of(ns->crypt, x);
+        assert_memory_not_equal(x, z, 512);
+        /* Another gateway opens the record with the same KEK: the same key. */
+        json_t *j = json_loads(rec, 0, NULL);
+        struct core_crypt *d = NULL;
+        struct core_crypt_kek_src ks = {.key_file = ka};
+        assert_int_equal(core_crypt_load(&ks, j, &d, err, sizeof(err)), 0);
+        json_decref(j);
+        cipher_of(d, y);
+        assert_memory_equal(x, y, 512);
+        /* A store that fails: the erase fails, the old key stays everywhere. */
+        rec_store_rc = -EIO;
+        assert_int_equal(core_ns_crypt_erase(ns), -EIO);
+        rec_store_rc = 0;
+        cipher_of(ns->crypt, y);
+        assert_memory_equal(x, y, 512);
+        assert_int_equal(core_crypt_erasures(ns->crypt), 1);
+
+        /* The other gateway erases (generation 2): its notify replaces our key. */
+        char *old = strdup(rec);
+        json_t *n2 = core_crypt_next(d);
+        assert_int_equal(core_crypt_adopt(d, n2, true), 0);
+        char *t2 = json_dumps(n2, JSON_COMPACT);
+        ns->be.meta_changed(&ns->be, "crypt", t2);
+        assert_int_equal(core_crypt_erasures(ns->crypt), 2);
+        cipher_of(ns->crypt, x);
+        cipher_of(d, y);
+        assert_memory_equal(x, y, 512);
+        /* A late notice of generation 1, or another record's: nothing changes. */
+        ns->be.meta_changed(&ns->be, "crypt", old);
+        ns->be.meta_changed(&ns->be, "identity", "garbage");
+        ns->be.meta_changed(&ns->be, "crypt", "{not json");
+        cipher_of(ns->crypt, x);
+        assert_memory_equal(x, y, 512);
+        /* Generation 3, its notice lost: read again from the storage. */
+        json_t *n3 = core_crypt_next(d);
+        assert_int_equal(core_crypt_adopt(d, n3, true), 0);
+        free(rec);
+        rec = json_dumps(n3, JSON_COMPACT);
+        ns->be.meta_changed(&ns->be, NULL, NULL);
+        assert_int_equal(core_crypt_erasures(ns->crypt), 3);
+        cipher_of(ns->crypt, x);
+        cipher_of(d, y);
+        assert_memory_equal(x, y, 512);
+
+        json_decref(n2);
+        json_decref(n3);
+        free(t2);
+        free(old);
+        free(rec);
+        rec = NULL;
+        core_crypt_free(d);
+        ns->be.ops = mem_ops;
+        assert_int_equal(core_ns_delete("enc-shared"), 0);
+}
+
 static void test_ns_thin(void **st)
 {
         (void)st;
@@ -383,6 +599,8 @@ int main(void)
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_xts_round_trip_and_tweak),
             cmocka_unit_test(test_kek),
+            cmocka_unit_test(test_shared_rekey),
+            cmocka_unit_test(test_ns_shared_records),
             cmocka_unit_test(test_ns_thin),
             cmocka_unit_test(test_ns_thick),
             cmocka_unit_test(test_ns_rules),
