@@ -223,51 +223,6 @@ bool perf_io_done(struct perf_worker *w, bool write, uint64_t start_ns, uint64_t
         return true;
 }
 
-bool perf_poll_spin(struct perf_worker *w, bool worked, uint64_t now_ns)
-{
-        bool spin;
-        if (worked)
-                w->last_work_ns = now_ns;
-        switch (w->o->poll) {
-        case PERF_POLL_ALWAYS:
-                spin = true;
-                break;
-        case PERF_POLL_ADAPTIVE:
-                spin = now_ns - w->last_work_ns < (uint64_t)w->o->poll_us * 1000u;
-                break;
-        default:
-                spin = false;
-        }
-        if (spin)
-                w->st.spins++;
-        else
-                w->st.sleeps++;
-        return spin;
-}
-
-/* "always" | "adaptive[:US]" | "off" (also "sleep") */
-static int parse_poll(const char *s, struct perf_opts *o)
-{
-        if (!s || !strcmp(s, "always") || !strcmp(s, "busy")) {
-                o->poll = PERF_POLL_ALWAYS;
-                return 0;
-        }
-        if (!strcmp(s, "off") || !strcmp(s, "sleep")) {
-                o->poll = PERF_POLL_OFF;
-                return 0;
-        }
-        if (strncmp(s, "adaptive", 8) || (s[8] && s[8] != ':'))
-                return -EINVAL;
-        o->poll = PERF_POLL_ADAPTIVE;
-        o->poll_us = PERF_POLL_US_DEFAULT;
-        return s[8] ? parse_uint(s + 9, 1, 1000000, &o->poll_us) : 0;
-}
-
-static const char *poll_name(enum perf_poll p)
-{
-        return p == PERF_POLL_ALWAYS ? "always" : p == PERF_POLL_ADAPTIVE ? "adaptive" : "off";
-}
-
 int perf_worker_ready(struct perf_worker *w)
 {
         (void)w;
@@ -596,7 +551,7 @@ int main(int argc, char **argv)
                                 goto bad;
                         break;
                 case O_POLL:
-                        if (parse_poll(optarg, &o))
+                        if (perf_poll_parse(optarg, &o))
                                 goto bad;
                         break;
                 case O_WORKLOAD:
@@ -879,9 +834,9 @@ int main(int argc, char **argv)
                         json_object_set_new(
                             j, "poll",
                             json_pack(
-                                "{s:s,s:i,s:I,s:I,s:f,s:f}", "mode", poll_name(o.poll), "budget_us",
-                                o.poll == PERF_POLL_ADAPTIVE ? (int)o.poll_us : 0, "spins",
-                                (json_int_t)tot.spins, "sleeps", (json_int_t)tot.sleeps,
+                                "{s:s,s:i,s:I,s:I,s:f,s:f}", "mode", perf_poll_name(o.poll),
+                                "budget_us", o.poll == PERF_POLL_ADAPTIVE ? (int)o.poll_us : 0,
+                                "spins", (json_int_t)tot.spins, "sleeps", (json_int_t)tot.sleeps,
                                 "spins_per_io", ios ? (double)tot.spins / (double)ios : 0.0,
                                 "sleeps_per_io", ios ? (double)tot.sleeps / (double)ios : 0.0));
                 if (j) {
@@ -902,7 +857,7 @@ int main(int argc, char **argv)
                 if (o.poll == PERF_POLL_ADAPTIVE)
                         printf("  slate-perf polling: adaptive, %u us", o.poll_us);
                 else
-                        printf("  slate-perf polling: %s", poll_name(o.poll));
+                        printf("  slate-perf polling: %s", perf_poll_name(o.poll));
                 printf(" (%.2f spins and %.2f sleeps per I/O)\n",
                        ios ? (double)tot.spins / (double)ios : 0.0,
                        ios ? (double)tot.sleeps / (double)ios : 0.0);

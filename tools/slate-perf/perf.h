@@ -146,12 +146,15 @@ struct perf_worker {
 };
 
 /*
- * perf_poll_spin(w, worked, now): a worker's socket had nothing to do.
- * WORKED: a completion or a send happened since the last call.  True: check
- * again without sleeping (counted as a spin); false: sleep in poll()
- * (counted as a sleep).
+ * --poll (poll.c).  perf_poll_spin(w, worked, now): a worker's socket had
+ * nothing to do.  WORKED: a completion or a send happened since the last
+ * call.  True: look again without sleeping (counted as a spin); false:
+ * sleep in poll() (counted as a sleep).  perf_poll_parse: "always" (or
+ * NULL, plain --poll), "adaptive[:US]", "off"; 0 or -EINVAL.
  */
 bool perf_poll_spin(struct perf_worker *w, bool worked, uint64_t now_ns);
+int perf_poll_parse(const char *s, struct perf_opts *o);
+const char *perf_poll_name(enum perf_poll p);
 
 /* Run-wide clock and phases (written by main, read by workers). */
 struct perf_run {
