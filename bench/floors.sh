@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2154  # (tcore, lcore: set by the bench that sources this)
 # bench/floors.sh — sourced by bench/nvmf and bench/iscsi (after tests/lib.sh):
 # the transport's floors on this machine, with the targets' pinning (server
 # on core $tcore, client on core $lcore), and the polling modes of a run.
