@@ -1206,9 +1206,13 @@ static void ntcp_worker(struct perf_worker *w)
         bool worked = true; /* a completion or a send since the socket was last idle */
         while (!w->rc) {
                 if (q.iov_cnt) {
+                        /* a send that went out counts as work; a full socket does not */
+                        unsigned cnt = q.iov_cnt;
+                        size_t len0 = q.iov[q.iov_head].iov_len;
                         if (q_flush(&q))
                                 break;
-                        worked = true;
+                        if (q.iov_cnt != cnt || q.iov[q.iov_head].iov_len != len0)
+                                worked = true;
                 }
                 ssize_t r = conn_recv(&q.c, q.rb, NTCP_RB_SIZE, MSG_DONTWAIT);
                 if (r > 0) {
