@@ -3,7 +3,8 @@
 # test` builds the ASan+UBSan and libFuzzer builds and runs every test
 # (tests/run-all.sh, see the comment at `test`); `make deps-test` only
 # installs what the tests need (.ci/run uses it before the runner);
-# `make bench` compares slated with Debian's tgt on this machine.
+# `make bench` compares slated (event and polling mode, null backend) with
+# Debian's tgt and the loopback floors (sockperf, iperf3) on this machine.
 # `make install [PREFIX=/usr/local] [DESTDIR=...]` builds and installs the
 # binaries, man pages, systemd unit, default config and docs under PREFIX;
 # `make deb` builds the Debian package (build-deb/slate_*.deb) from a copy of
@@ -15,7 +16,8 @@ BUILD_PKGS := meson ninja-build pkg-config gcc clang liburing-dev libisal-dev li
 TEST_PKGS := libiscsi-bin libiscsi-dev sg3-utils open-iscsi tgt iperf3 libclang-rt-14-dev \
 	python3 procps iproute2 fio xfsprogs sdparm nvme-cli prometheus chromium man-db groff-base systemd \
 	ddpt openssl ceph-mon ceph-osd ceph-common librbd-dev librados-dev uuid-runtime
-BENCH_PKGS := libiscsi-bin tgt iperf3 util-linux procps
+# sockperf: the QD1 floor (TCP ping-pong) of bench/nvmf and bench/iscsi; jq reads slate-perf's JSON
+BENCH_PKGS := libiscsi-bin tgt iperf3 util-linux procps sockperf jq
 # debian/control's Build-Depends plus the packaging tools; dpkg-buildpackage
 # checks Build-Depends itself, so a package missing here fails loudly there.
 DEB_PKGS := $(BUILD_PKGS) libiscsi-dev python3 build-essential debhelper dpkg-dev fakeroot lintian
@@ -99,6 +101,7 @@ test: deps-test
 bench: deps-build
 	$(call ensure_pkgs,$(BENCH_PKGS))
 	bench/iscsi
+	bench/nvmf
 
 clean:
 	rm -rf build build-asan build-fuzz build-deb

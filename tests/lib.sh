@@ -11,6 +11,10 @@
 #   SLATE_BUILD   build dir holding slated (default build-asan)
 #   SLATE_LOGDIR  where logs go (default $SLATE_BUILD/test-logs)
 #   SLATED_EXTRA  extra arguments for slated
+#   SLATE_REACTOR_POLL  adaptive | always: slate_start sets the config's
+#                 options.reactor_poll to it (tests/run-all.sh runs some groups
+#                 in polling mode this way); off or empty: the config's own
+#                 (default off)
 
 SLATE_ROOT=${SLATE_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
 SLATE_BUILD=${SLATE_BUILD:-$SLATE_ROOT/build-asan}
@@ -162,6 +166,9 @@ slate_start() {
 	local first ready=0
 	first=$(($(wc -l <"$log" 2>/dev/null || echo 0) + 1))
 	SLATE_PORT= SLATE_PORTS= SLATE_NVME_PORT= SLATE_NVME_PORTS= SLATE_HTTP_PORT=
+	if [ -n "${SLATE_REACTOR_POLL:-}" ] && [ "$SLATE_REACTOR_POLL" != off ]; then
+		slate_config_poll "$cfg" "$SLATE_REACTOR_POLL" || return 1
+	fi
 	# shellcheck disable=SC2086
 	"$bin" --config "$cfg" --state-dir "$state" ${SLATED_EXTRA:-} "$@" >>"$log" 2>&1 &
 	SLATE_PID=$!
@@ -187,6 +194,37 @@ slate_start() {
 		return 1
 	fi
 	return 0
+}
+
+# slate_config_poll CONFIG MODE -> sets options.reactor_poll of the JSON
+# config file CONFIG to MODE (off | adaptive | always), keeping the rest.
+slate_config_poll() {
+	python3 - "$1" "$2" <<'PY'
+import json, sys
+path, mode = sys.argv[1], sys.argv[2]
+with open(path) as f:
+    cfg = json.load(f)
+cfg.setdefault("options", {})["reactor_poll"] = mode
+with open(path, "w") as f:
+    json.dump(cfg, f, indent=1)
+    f.write("\n")
+PY
+}
+
+# slate_poll_verify -> 0 if the running slated (SLATE_SOCK) is in the reactor
+# polling mode SLATE_REACTOR_POLL asked for: polling spins counted
+# (reactor_stats .total.polls > 0) for adaptive and always, none for off or
+# unset.  Prints the mode and the spins either way.
+slate_poll_verify() {
+	local mode=${SLATE_REACTOR_POLL:-off} polls
+	polls=$("${SLATECTL:-$SLATE_BUILD/slatectl}" -s "$SLATE_SOCK" --json reactor_stats 2>/dev/null |
+		python3 -c 'import json,sys; print(json.load(sys.stdin)["total"]["polls"])' 2>/dev/null)
+	echo "reactor_poll $mode: $polls polling spins"
+	[ -n "$polls" ] || return 1
+	case $mode in
+	adaptive | always) [ "$polls" -gt 0 ] ;;
+	*) [ "$polls" = 0 ] ;;
+	esac
 }
 
 # slate_alive -> 0 if the slated we started is still running
@@ -262,7 +300,7 @@ if [ "${LINUXVM:-}" != 1 ] && [ -x /usr/bin/python3 ]; then
 fi
 
 # slate_vm_run NAME TIMEOUT CMD... -> on the host: boots ../shared/tools/linuxvm
-# (or $LINUXVM) and runs CMD inside with SLATE_BUILD and SLATE_LOGDIR (the
+# (or $LINUXVM) and runs CMD inside with SLATE_BUILD, SLATE_REACTOR_POLL and SLATE_LOGDIR (the
 # host's $SLATE_LOGDIR/NAME, shared read-write) set; prints CMD's result
 # lines.  A VM that cannot boot or run, or a CMD that fails without a FAIL
 # line, is one failure NAME.vm — never a skip.  Returns CMD's status.
@@ -279,7 +317,7 @@ slate_vm_run() {
 	local try
 	for try in 1 2; do
 		"$vm" --timeout "${E2E_TIMEOUT:-$tmo}" --env "SLATE_BUILD=$SLATE_BUILD" \
-			--env "SLATE_LOGDIR=$logdir" -- "$@" >"$logdir/vm.stdout" 2>"$logdir/vm.stderr"
+			--env "SLATE_LOGDIR=$logdir" --env "SLATE_REACTOR_POLL=${SLATE_REACTOR_POLL:-}" -- "$@" >"$logdir/vm.stdout" 2>"$logdir/vm.stderr"
 		rc=$?
 		# The guest kernel itself can die while booting under TCG (seen: an
 		# int3 Oops in sched_clock_cpu while the kernel patches its own text,

@@ -25,7 +25,9 @@
 # pacing, default 32), TARGET_URL/TARGET_URL2 to test
 # another target (e.g. tgtd) instead of starting slated (TARGET_URL_WP: a
 # write-protected LU, TARGET_URL_RM: a removable one, TARGET_URL_PB: one with 4 KiB
-# physical blocks).
+# physical blocks).  SLATE_REACTOR_POLL (tests/lib.sh): slated's reactor
+# mode, asserted at the end (tests/run-all.sh runs the rbd group's shards
+# with adaptive polling, this group in event mode).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib.sh"
@@ -415,6 +417,14 @@ if [ -n "$san_pid" ]; then
 	grep -qx 'fail=0' "$san_out.rc" 2>/dev/null || fail=1
 fi
 if [ "$external" = 0 ]; then
+	# the reactor mode asked for (SLATE_REACTOR_POLL; tests/run-all.sh runs
+	# rbd's shards in polling mode) is the one slated ran the suite in
+	if pollmsg=$(slate_poll_verify); then
+		slate_result PASS "$cname.reactor-poll${CONF_SHARD:+.$CONF_SHARD}" "" "$pollmsg"
+	else
+		slate_result FAIL "$cname.reactor-poll${CONF_SHARD:+.$CONF_SHARD}" "" "$pollmsg"
+		fail=1
+	fi
 	slate_stop
 	rc=$?
 	# SIGTERM must end slated cleanly (exit 0), without a leak report.

@@ -491,6 +491,9 @@ if [ $kernel_atomic = 1 ]; then
 	nvme_core_multipath Y
 fi
 
+# The reactor mode this run asked for (SLATE_REACTOR_POLL, tests/run-all.sh
+# runs this group in polling mode) is the one slated ran in.
+check reactor-poll slate_poll_verify
 check daemon-alive slate_alive
 rc=0
 slate_stop || rc=$?

@@ -329,6 +329,7 @@ static void iscsi_worker(struct perf_worker *w)
         for (unsigned i = 0; i < o->qd && iw.running; i++)
                 slot_submit(&iw.slots[i]);
         uint64_t drain_deadline = 0;
+        bool worked = true; /* the socket was ready at the last look */
         while (!w->rc) {
                 uint64_t now = perf_now_ns();
                 if (!perf_running(now)) {
@@ -347,8 +348,16 @@ static void iscsi_worker(struct perf_worker *w)
                 }
                 struct pollfd pfd = {.fd = iscsi_get_fd(iw.ctx),
                                      .events = (short)iscsi_which_events(iw.ctx)};
-                int ms = o->busy_poll ? 0 : 100;
-                int n = poll(&pfd, 1, ms);
+                /*
+                 * Polling modes look without sleeping first, and sleep only
+                 * when perf_poll_spin says so; off sleeps in poll() at once.
+                 */
+                int n = 0;
+                if (o->poll != PERF_POLL_OFF)
+                        n = poll(&pfd, 1, 0);
+                if (n == 0 && !perf_poll_spin(w, worked, now))
+                        n = poll(&pfd, 1, 100);
+                worked = n > 0; /* a completion or a send follows (libiscsi's service) */
                 if (n < 0) {
                         if (errno == EINTR)
                                 continue;

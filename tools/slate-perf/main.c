@@ -45,7 +45,12 @@ static void usage(FILE *f)
                 "      --hdgst, --ddgst     NVMe/TCP header / data digests (iSCSI: --hdgst only)\n"
                 "      --cpu LIST           pin worker i to CPU LIST[i %% n], e.g. 0 or 0,1\n"
                 "      --kato MS            NVMe keep-alive timeout (default 10000)\n"
-                "      --poll               busy-poll the sockets instead of sleeping in poll()\n"
+                "      --poll[=MODE[:US]]   how a queue waits for its socket: off (default)\n"
+                "                           sleeps in poll(); always (--poll alone) never\n"
+                "                           sleeps, a core at 100 %%; adaptive[:US] spins for\n"
+                "                           US microseconds (default 50) after a completion\n"
+                "                           or a send, then sleeps.  Spins and sleeps per\n"
+                "                           I/O are reported\n"
                 "      --json               machine-readable report on stdout\n"
                 "      --workload lifetimes  mixed lifetimes (issue 9): queue 0 writes -b sized\n"
                 "                           cold data sequentially past the hot region, the\n"
@@ -359,6 +364,8 @@ static void stats_add(struct perf_stats *d, const struct perf_stats *s)
         d->pi_host += s->pi_host;
         d->read_bytes += s->read_bytes;
         d->write_bytes += s->write_bytes;
+        d->spins += s->spins;
+        d->sleeps += s->sleeps;
         perf_hist_merge(&d->lat, &s->lat);
         perf_hist_merge(&d->rlat, &s->rlat);
         perf_hist_merge(&d->wlat, &s->wlat);
@@ -440,7 +447,7 @@ int main(int argc, char **argv)
             {"hostnqn", required_argument, 0, O_HOSTNQN},
             {"nsid", required_argument, 0, O_NSID},
             {"kato", required_argument, 0, O_KATO},
-            {"poll", no_argument, 0, O_POLL},
+            {"poll", optional_argument, 0, O_POLL},
             {"workload", required_argument, 0, O_WORKLOAD},
             {"hot-span", required_argument, 0, O_HOT_SPAN},
             {"hot-bs", required_argument, 0, O_HOT_BS},
@@ -544,7 +551,8 @@ int main(int argc, char **argv)
                                 goto bad;
                         break;
                 case O_POLL:
-                        o.busy_poll = true;
+                        if (perf_poll_parse(optarg, &o))
+                                goto bad;
                         break;
                 case O_WORKLOAD:
                         if (!strcmp(optarg, "lifetimes"))
@@ -822,6 +830,15 @@ int main(int argc, char **argv)
                                       (json_int_t)tot.pi_app, "reftag_errors",
                                       (json_int_t)tot.pi_ref, "initiator_check_errors",
                                       (json_int_t)tot.pi_host));
+                if (j)
+                        json_object_set_new(
+                            j, "poll",
+                            json_pack(
+                                "{s:s,s:i,s:I,s:I,s:f,s:f}", "mode", perf_poll_name(o.poll),
+                                "budget_us", o.poll == PERF_POLL_ADAPTIVE ? (int)o.poll_us : 0,
+                                "spins", (json_int_t)tot.spins, "sleeps", (json_int_t)tot.sleeps,
+                                "spins_per_io", ios ? (double)tot.spins / (double)ios : 0.0,
+                                "sleeps_per_io", ios ? (double)tot.sleeps / (double)ios : 0.0));
                 if (j) {
                         json_dumpf(j, stdout,
                                    JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
@@ -837,6 +854,13 @@ int main(int argc, char **argv)
                        (unsigned long long)tot.errors);
                 print_lat("all", &tot.lat);
                 printf("  slate-perf CPU: %.2f us per I/O (%.2f s)\n", cpu_us_io, cpu_s);
+                if (o.poll == PERF_POLL_ADAPTIVE)
+                        printf("  slate-perf polling: adaptive, %u us", o.poll_us);
+                else
+                        printf("  slate-perf polling: %s", perf_poll_name(o.poll));
+                printf(" (%.2f spins and %.2f sleeps per I/O)\n",
+                       ios ? (double)tot.spins / (double)ios : 0.0,
+                       ios ? (double)tot.sleeps / (double)ios : 0.0);
                 if (tot.reads && tot.writes) {
                         print_lat("read", &tot.rlat);
                         print_lat("write", &tot.wlat);

@@ -1203,13 +1203,22 @@ static void ntcp_worker(struct perf_worker *w)
         for (unsigned i = 0; i < q.qd; i++)
                 q_submit(&q, i);
         uint64_t drain_deadline = 0;
+        bool worked = true; /* a completion or a send since the socket was last idle */
         while (!w->rc) {
-                if (q.iov_cnt && q_flush(&q))
-                        break;
+                if (q.iov_cnt) {
+                        /* a send that went out counts as work; a full socket does not */
+                        unsigned cnt = q.iov_cnt;
+                        size_t len0 = q.iov[q.iov_head].iov_len;
+                        if (q_flush(&q))
+                                break;
+                        if (q.iov_cnt != cnt || q.iov[q.iov_head].iov_len != len0)
+                                worked = true;
+                }
                 ssize_t r = conn_recv(&q.c, q.rb, NTCP_RB_SIZE, MSG_DONTWAIT);
                 if (r > 0) {
                         if (q_rx(&q, q.rb, (size_t)r))
                                 break;
+                        worked = true;
                         continue;
                 }
                 if (r == 0) {
@@ -1236,7 +1245,9 @@ static void ntcp_worker(struct perf_worker *w)
                                 break;
                         }
                 }
-                if (o->busy_poll)
+                bool spin = perf_poll_spin(w, worked, now);
+                worked = false;
+                if (spin)
                         continue;
                 struct pollfd pfd = {.fd = q.c.fd, .events = POLLIN | (q.iov_cnt ? POLLOUT : 0)};
                 int ms = 100;

@@ -39,6 +39,19 @@ enum perf_place {
         PERF_PLACE_FDP,
 };
 
+/*
+ * How a worker waits for its socket (--poll): OFF sleeps in poll() whenever
+ * the socket has nothing; ALWAYS never sleeps (non-blocking checks in a
+ * loop, a core at 100 %); ADAPTIVE spins for poll_us after the last
+ * completion or send, then sleeps (as slated's reactor_poll adaptive).
+ */
+enum perf_poll {
+        PERF_POLL_OFF = 0,
+        PERF_POLL_ADAPTIVE,
+        PERF_POLL_ALWAYS,
+};
+#define PERF_POLL_US_DEFAULT 50
+
 struct perf_opts {
         enum perf_transport_kind transport;
         const char *addr;   /* NVMe/TCP target address */
@@ -58,7 +71,8 @@ struct perf_opts {
         unsigned ncpus;
         bool json;
         bool verbose;
-        bool busy_poll;
+        enum perf_poll poll;
+        uint32_t poll_us;    /* ADAPTIVE's spin budget */
         uint64_t span_bytes; /* 0: whole namespace */
         uint32_t kato_ms;
         /*
@@ -106,6 +120,8 @@ struct perf_stats {
         /* --pi: the target's end-to-end check errors, and the initiator's own. */
         uint64_t pi_guard, pi_app, pi_ref, pi_host;
         uint64_t read_bytes, write_bytes;
+        /* --poll: non-blocking checks that found nothing, and poll() sleeps. */
+        uint64_t spins, sleeps;
         struct perf_hist lat; /* all I/Os */
         struct perf_hist rlat;
         struct perf_hist wlat;
@@ -124,9 +140,21 @@ struct perf_worker {
         bool cold;    /* lifetimes: the cold-data queue */
         uint16_t tag; /* lifetimes with --place: stream id / group number / DSPEC; 0 = none */
         struct perf_stats st;
-        int rc; /* worker's exit status, 0 or -errno */
+        uint64_t last_work_ns; /* --poll adaptive: when the last completion or send was seen */
+        int rc;                /* worker's exit status, 0 or -errno */
         char err[256];
 };
+
+/*
+ * --poll (poll.c).  perf_poll_spin(w, worked, now): a worker's socket had
+ * nothing to do.  WORKED: a completion or a send happened since the last
+ * call.  True: look again without sleeping (counted as a spin); false:
+ * sleep in poll() (counted as a sleep).  perf_poll_parse: "always" (or
+ * NULL, plain --poll), "adaptive[:US]", "off"; 0 or -EINVAL.
+ */
+bool perf_poll_spin(struct perf_worker *w, bool worked, uint64_t now_ns);
+int perf_poll_parse(const char *s, struct perf_opts *o);
+const char *perf_poll_name(enum perf_poll p);
 
 /* Run-wide clock and phases (written by main, read by workers). */
 struct perf_run {
