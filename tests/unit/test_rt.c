@@ -538,6 +538,73 @@ static void test_reactor_stats(void **st)
         close(sv[1]);
 }
 
+/*
+ * The read-ahead's window (rt/rxbuf.h): a refill that filled its window and
+ * was consumed by small reads doubles the next one (4 KiB writes then come
+ * in dozens per recv); a read that copies bulk data out of it drops the
+ * window back to the minimum, so bulk data goes straight to its buffer.
+ */
+static void test_rxbuf_window(void **st)
+{
+        (void)st;
+        int sv[2];
+        assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+        int big = 1 << 20;
+        setsockopt(sv[1], SOL_SOCKET, SO_SNDBUF, &big, sizeof(big));
+        static uint8_t data[512u << 10], buf[64u << 10];
+        for (size_t i = 0; i < sizeof(data); i++)
+                data[i] = (uint8_t)(i * 7);
+        static struct rt_rxbuf rb;
+        memset(&rb, 0, sizeof(rb));
+        size_t got = 0;
+        /* Small reads (a header's worth) over four refills: 16, 32, 64, 128 KiB. */
+        const uint32_t wins[] = {16u << 10, 32u << 10, 64u << 10, 128u << 10};
+        size_t sent = 0;
+        for (unsigned r = 0; r < 4; r++) {
+                assert_int_equal(rt_rxbuf_window(&rb), wins[r]);
+                /* Exactly the window and one byte more: the refill fills its window. */
+                size_t w = wins[r] + 1 - (sent - got);
+                assert_int_equal(write(sv[1], data + sent, w), (ssize_t)w);
+                sent += w;
+                ssize_t n = rt_rxbuf_read(&rb, sv[0], buf, 72);
+                assert_int_equal(n, 72);
+                assert_int_equal(rb.len, wins[r]); /* one recv brought the whole window */
+                assert_memory_equal(buf, data + got, 72);
+                got += 72;
+                while (rt_rxbuf_pending(&rb)) {
+                        n = rt_rxbuf_read(&rb, sv[0], buf, 100);
+                        assert_true(n > 0 && n <= 100);
+                        assert_memory_equal(buf, data + got, (size_t)n);
+                        got += (size_t)n;
+                }
+        }
+        assert_int_equal(rt_rxbuf_window(&rb), RT_RX_READAHEAD); /* and no further */
+        /* A header, then bulk data found in the read-ahead: back to the minimum. */
+        assert_int_equal(write(sv[1], data + sent, 40000), 40000);
+        sent += 40000;
+        assert_int_equal(rt_rxbuf_read(&rb, sv[0], buf, 72), 72);
+        got += 72;
+        ssize_t n = rt_rxbuf_read(&rb, sv[0], buf, 32u << 10);
+        assert_int_equal(n, 32u << 10);
+        assert_memory_equal(buf, data + got, (size_t)n);
+        got += (size_t)n;
+        while (rt_rxbuf_pending(&rb)) {
+                n = rt_rxbuf_read(&rb, sv[0], buf, 100);
+                assert_true(n > 0);
+                got += (size_t)n;
+        }
+        assert_int_equal(got, sent);
+        assert_int_equal(rt_rxbuf_window(&rb), RT_RX_WIN_MIN);
+        /* A refill that came back short (the socket drained) does not grow it. */
+        assert_int_equal(rt_rxbuf_read(&rb, sv[0], buf, 100), -EAGAIN); /* it said drained */
+        assert_int_equal(write(sv[1], data, 500), 500);
+        for (int i = 0; i < 5; i++)
+                assert_int_equal(rt_rxbuf_read(&rb, sv[0], buf, 100), 100);
+        assert_int_equal(rt_rxbuf_window(&rb), RT_RX_WIN_MIN);
+        close(sv[0]);
+        close(sv[1]);
+}
+
 /* Polling always: a reactor reaps without ever sleeping; off: it sleeps again. */
 static void nop_fn(void *arg)
 {
@@ -633,6 +700,7 @@ int main(void)
             cmocka_unit_test(test_listener),
             cmocka_unit_test(test_bigbuf),
             cmocka_unit_test(test_reactor_stats),
+            cmocka_unit_test(test_rxbuf_window),
             cmocka_unit_test(test_poll_always),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
