@@ -487,8 +487,7 @@ static void zc_reap(struct tcp_queue *q)
                 queue_close(q, "reading zero-copy notifications failed");
                 return;
         }
-        if (rt_txq_zc_busy(&q->txq))
-                zc_arm(q);
+        tx_flush(q); /* anything queued meanwhile; waits for the rest (zc_arm) */
 }
 
 static void zc_ev_fn(struct rt_event *ev, int res)

@@ -392,6 +392,11 @@ int rt_txq_zc_reap(struct rt_txq *q, int fd, bool (*sent)(struct rt_txitem *it, 
 void rt_txq_zc_abort(struct rt_txq *q, int fd)
 {
         (void)q;
+        /* connect(AF_UNSPEC) disconnects a TCP socket at once (tcp_disconnect: a reset,
+         * the send and retransmit queues purged), even while io_uring polls still hold
+         * the file; SO_LINGER 0 makes the final close a reset too, should that fail. */
+        struct sockaddr sa = {.sa_family = AF_UNSPEC};
+        (void)connect(fd, &sa, sizeof(sa));
         struct linger l = {.l_onoff = 1, .l_linger = 0};
         setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
         close(fd);

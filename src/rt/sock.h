@@ -104,10 +104,11 @@ int rt_txq_zc_reap(struct rt_txq *q, int fd, bool (*sent)(struct rt_txitem *it, 
                    void *arg);
 
 /*
- * A connection closing with zero-copy sends outstanding: reset it (SO_LINGER
- * 0, then close), so the kernel drops the bytes it still held instead of
- * sending them from buffers the owner is about to reuse.  The caller then
- * treats fd as closed and may pop and release every item.
+ * A connection closing with zero-copy sends outstanding: reset it now
+ * (connect AF_UNSPEC, then close with SO_LINGER 0), so the kernel drops the
+ * bytes it still held instead of sending them from buffers the owner is
+ * about to reuse (packets already handed to a NIC's ring excepted).  The
+ * caller then treats fd as closed and may pop and release every item.
  */
 void rt_txq_zc_abort(struct rt_txq *q, int fd);
 
