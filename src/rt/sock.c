@@ -156,14 +156,19 @@ struct rt_txitem *rt_txq_pop(struct rt_txq *q)
         return it;
 }
 
-/* The unsent bytes at the head of q as at most RT_TXQ_IOV iovecs; *zc: one may go zero-copy. */
+/*
+ * The unsent bytes at the head of q as at most RT_TXQ_IOV iovecs.  A
+ * zero-copy item goes alone (*zc): the kernel keeps referring to every byte
+ * of a MSG_ZEROCOPY call, and other items' buffers (headers the owner reuses
+ * as soon as they come back) must not be held with it.
+ */
 static int txq_gather(const struct rt_txq *q, struct iovec *iov, bool *zc)
 {
         int n = 0;
-        *zc = false;
+        *zc = q->zc_on && q->head && q->head->zc;
         for (const struct rt_txitem *it = q->head; it && n < RT_TXQ_IOV; it = it->next) {
-                if (it->zc && q->zc_on)
-                        *zc = true;
+                if (it != q->head && (*zc || (q->zc_on && it->zc)))
+                        break;
                 size_t skip = it == q->head ? it->off : 0;
                 for (int i = 0; i < it->iovcnt && n < RT_TXQ_IOV; i++) {
                         size_t l = it->iov[i].iov_len;
@@ -218,8 +223,8 @@ static ssize_t txq_sendmsg(void *wctx, const struct iovec *iov, int n)
 static bool txq_item_out(struct rt_txq *q, struct rt_txitem *it,
                          bool (*sent)(struct rt_txitem *it, void *arg), void *arg)
 {
-        if (it->zc_wait || q->zhead) {
-                zq_push(q, it); /* in order: nothing is handed back before an older item */
+        if (it->zc_wait) {
+                zq_push(q, it); /* in id order: notifications free them from the head */
                 return true;
         }
         return sent(it, arg);
@@ -257,7 +262,7 @@ static inline int txq_flush(struct rt_txq *q, rt_txq_writer wr, void *wctx, int 
                 while (q->head) {
                         struct rt_txitem *it = q->head;
                         size_t rem = it->len - it->off;
-                        if (zc_took && (left > 0 || rem == 0)) {
+                        if (zc_took && left > 0) {
                                 it->zc_wait = true;
                                 it->zc_id = id;
                         }
@@ -381,7 +386,7 @@ int rt_txq_zc_reap(struct rt_txq *q, int fd, bool (*sent)(struct rt_txitem *it, 
                         zc_notified(q, ee.ee_info, ee.ee_data);
                 }
         }
-        while (q->zhead && (!q->zhead->zc_wait || zc_before(q->zhead->zc_id, q->zc_done))) {
+        while (q->zhead && zc_before(q->zhead->zc_id, q->zc_done)) {
                 struct rt_txitem *it = zq_pop(q);
                 if (!sent(it, arg))
                         return 0;

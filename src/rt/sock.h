@@ -79,13 +79,14 @@ uint32_t rt_zc_min(void);
 
 /*
  * Set SO_ZEROCOPY on fd for q (once; plain sockets only, never under TLS).
- * Then a flush that carries an item marked zc sends that sendmsg with
- * MSG_ZEROCOPY: the kernel keeps referring to the item's pages (and to
- * those of every other item in the same call) after sendmsg returns, until
- * it posts a notification on the socket's error queue.  Such items, and
- * every item queued after them, reach sent() only from rt_txq_zc_reap once
- * their notification came: sent() keeps meaning "the buffer is yours
- * again".  True when zero-copy is on.
+ * Then an item marked zc goes out alone in a sendmsg with MSG_ZEROCOPY: the
+ * kernel keeps referring to its pages after sendmsg returns, until it posts
+ * a notification on the socket's error queue.  Such an item reaches sent()
+ * only from rt_txq_zc_reap once its notification came (sent() keeps meaning
+ * "the buffer is yours again"); other items come back as before, possibly
+ * before an older zero-copy one, so an owner whose PDUs share a buffer
+ * keeps it until each of them came back (NVMe/TCP's tx_refs, iSCSI's task
+ * references).  True when zero-copy is on.
  */
 bool rt_txq_zc_enable(struct rt_txq *q, int fd);
 
