@@ -103,6 +103,29 @@ void rt_sock_tune(int fd)
 
 /* ---- send queue ---- */
 
+/* Singly linked lists of items (the unsent ones, those waiting for notifications). */
+static void list_push(struct rt_txitem **head, struct rt_txitem **tail, struct rt_txitem *it)
+{
+        it->next = NULL;
+        if (*tail)
+                (*tail)->next = it;
+        else
+                *head = it;
+        *tail = it;
+}
+
+static struct rt_txitem *list_pop(struct rt_txitem **head, struct rt_txitem **tail)
+{
+        struct rt_txitem *it = *head;
+        if (!it)
+                return NULL;
+        *head = it->next;
+        if (!*head)
+                *tail = NULL;
+        it->next = NULL;
+        return it;
+}
+
 void rt_txq_push(struct rt_txq *q, struct rt_txitem *it)
 {
         it->len = 0;
@@ -111,49 +134,14 @@ void rt_txq_push(struct rt_txq *q, struct rt_txitem *it)
         it->off = 0;
         it->zc_wait = false;
         it->zc_id = 0;
-        it->next = NULL;
-        if (q->tail)
-                q->tail->next = it;
-        else
-                q->head = it;
-        q->tail = it;
-}
-
-/* The oldest item waiting for a zero-copy notification, unlinked; NULL if none. */
-static struct rt_txitem *zq_pop(struct rt_txq *q)
-{
-        struct rt_txitem *it = q->zhead;
-        if (!it)
-                return NULL;
-        q->zhead = it->next;
-        if (!q->zhead)
-                q->ztail = NULL;
-        it->next = NULL;
-        return it;
-}
-
-static void zq_push(struct rt_txq *q, struct rt_txitem *it)
-{
-        it->next = NULL;
-        if (q->ztail)
-                q->ztail->next = it;
-        else
-                q->zhead = it;
-        q->ztail = it;
+        list_push(&q->head, &q->tail, it);
 }
 
 struct rt_txitem *rt_txq_pop(struct rt_txq *q)
 {
         if (q->zhead)
-                return zq_pop(q);
-        struct rt_txitem *it = q->head;
-        if (!it)
-                return NULL;
-        q->head = it->next;
-        if (!q->head)
-                q->tail = NULL;
-        it->next = NULL;
-        return it;
+                return list_pop(&q->zhead, &q->ztail);
+        return list_pop(&q->head, &q->tail);
 }
 
 /*
@@ -224,7 +212,8 @@ static bool txq_item_out(struct rt_txq *q, struct rt_txitem *it,
                          bool (*sent)(struct rt_txitem *it, void *arg), void *arg)
 {
         if (it->zc_wait) {
-                zq_push(q, it); /* in id order: notifications free them from the head */
+                list_push(&q->zhead, &q->ztail,
+                          it); /* in id order: notifications free them from the head */
                 return true;
         }
         return sent(it, arg);
@@ -271,10 +260,7 @@ static inline int txq_flush(struct rt_txq *q, rt_txq_writer wr, void *wctx, int 
                                 break;
                         }
                         left -= rem;
-                        q->head = it->next;
-                        if (!q->head)
-                                q->tail = NULL;
-                        it->next = NULL;
+                        list_pop(&q->head, &q->tail);
                         if (!txq_item_out(q, it, sent, arg)) {
                                 q->flushing = false;
                                 return 0;
@@ -387,7 +373,7 @@ int rt_txq_zc_reap(struct rt_txq *q, int fd, bool (*sent)(struct rt_txitem *it, 
                 }
         }
         while (q->zhead && zc_before(q->zhead->zc_id, q->zc_done)) {
-                struct rt_txitem *it = zq_pop(q);
+                struct rt_txitem *it = list_pop(&q->zhead, &q->ztail);
                 if (!sent(it, arg))
                         return 0;
         }
