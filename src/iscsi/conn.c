@@ -115,6 +115,8 @@ void iscsi_conn_enqueue(struct iscsi_conn *c, struct iscsi_tx *tx)
                         it->iov[it->iovcnt].iov_len = lens[i];
                         it->iovcnt++;
                 }
+        uint32_t zmin = rt_zc_min();
+        it->zc = zmin && tx->data_len >= zmin && rt_txq_zc_enable(&c->txq, c->fd);
         tx->queued = true;
         rt_txq_push(&c->txq, it);
 }
@@ -134,6 +136,7 @@ static struct iscsi_tx *txq_pop(struct iscsi_conn *c)
 
 static void conn_try_free(struct iscsi_conn *c);
 static void rx_process(struct iscsi_conn *c);
+static void ev_zc_fn(struct rt_event *ev, int res);
 
 static void arm_poll(struct iscsi_conn *c, bool out)
 {
@@ -166,11 +169,52 @@ static bool conn_tx_sent(struct rt_txitem *it, void *arg)
         return c->state != ISCSI_CONN_CLOSING;
 }
 
+/* Wait for zero-copy notifications (poll_add always reports POLLERR; ask nothing else). */
+static void zc_arm(struct iscsi_conn *c)
+{
+        if (c->state == ISCSI_CONN_CLOSING || c->poll_zc)
+                return;
+        c->poll_zc = true;
+        struct io_uring_sqe *sqe = rt_sqe(c->r);
+        io_uring_prep_poll_add(sqe, c->fd, 0);
+        io_uring_sqe_set_data(sqe, &c->ev_zc);
+}
+
+/* Hand back the PDUs whose zero-copy notifications came; wait for the rest. */
+static void zc_reap(struct iscsi_conn *c)
+{
+        int rc = rt_txq_zc_reap(&c->txq, c->fd, conn_tx_sent, c);
+        if (c->state == ISCSI_CONN_CLOSING)
+                return;
+        if (rc < 0)
+                iscsi_conn_close(c, "reading zero-copy notifications failed");
+        else
+                iscsi_conn_flush(c); /* what done() queued; waits for the rest (zc_arm) */
+}
+
+static void ev_zc_fn(struct rt_event *ev, int res)
+{
+        struct iscsi_conn *c =
+            (struct iscsi_conn *)((char *)ev - offsetof(struct iscsi_conn, ev_zc));
+        c->poll_zc = false;
+        if (c->state == ISCSI_CONN_CLOSING) {
+                conn_try_free(c);
+                return;
+        }
+        if (res > 0 && (res & POLLHUP) && !(res & POLLERR)) {
+                iscsi_conn_close(c, "connection closed with zero-copy sends outstanding");
+                return;
+        }
+        zc_reap(c);
+}
+
 void iscsi_conn_flush(struct iscsi_conn *c)
 {
         if (c->state == ISCSI_CONN_CLOSING)
                 return;
         int rc = rt_txq_flush(&c->txq, c->fd, conn_tx_sent, c);
+        if (c->state != ISCSI_CONN_CLOSING && rt_txq_zc_busy(&c->txq))
+                zc_arm(c);
         if (rc == -EAGAIN)
                 arm_poll(c, true);
         else if (rc < 0)
@@ -181,11 +225,15 @@ static void ev_in_fn(struct rt_event *ev, int res)
 {
         struct iscsi_conn *c =
             (struct iscsi_conn *)((char *)ev - offsetof(struct iscsi_conn, ev_in));
-        (void)res;
         c->poll_in = false;
         if (c->state == ISCSI_CONN_CLOSING) {
                 conn_try_free(c);
                 return;
+        }
+        if (res > 0 && (res & POLLERR) && rt_txq_zc_busy(&c->txq)) {
+                zc_reap(c); /* notifications, not data: re-arming alone would fire again */
+                if (c->state == ISCSI_CONN_CLOSING)
+                        return;
         }
         rx_process(c);
         if (c->state == ISCSI_CONN_CLOSING)
@@ -1632,6 +1680,7 @@ struct iscsi_conn *iscsi_conn_new(int fd)
         c->admit.bucket = -1;
         c->ev_in.fn = ev_in_fn;
         c->ev_out.fn = ev_out_fn;
+        c->ev_zc.fn = ev_zc_fn;
         c->rx_defer.fn = rx_defer_fn;
         c->tx_defer.fn = tx_defer_fn;
         c->mrdsl_in = ISCSI_LOGIN_MRDSL;
@@ -1831,8 +1880,8 @@ static void conn_free(struct iscsi_conn *c)
 
 static bool conn_drained(const struct iscsi_conn *c)
 {
-        return !c->poll_in && !c->poll_out && !c->rx_defer_armed && !c->tx_defer_armed &&
-               c->nr_free == c->nr_tasks && rt_txq_empty(&c->txq);
+        return !c->poll_in && !c->poll_out && !c->poll_zc && !c->rx_defer_armed &&
+               !c->tx_defer_armed && c->nr_free == c->nr_tasks && rt_txq_empty(&c->txq);
 }
 
 static void close_defer_fn(struct rt_defer *d)
@@ -1866,6 +1915,12 @@ void iscsi_conn_close(struct iscsi_conn *c, const char *reason)
                 LOG_INFO(ISCSI_MOD, "%s: connection closed (%s)", c->peer, reason);
         if (c->fd >= 0)
                 shutdown(c->fd, SHUT_RDWR);
+        if (c->fd >= 0 && rt_txq_zc_busy(&c->txq)) {
+                /* The kernel still refers to buffers about to be released: reset the
+                 * connection so it drops them rather than sends them. */
+                rt_txq_zc_abort(&c->txq, c->fd);
+                c->fd = -1;
+        }
         /* Queued PDUs will never go out: release what they hold. */
         for (struct iscsi_tx *tx; (tx = txq_pop(c));) {
                 if (tx->done)

@@ -460,6 +460,8 @@ struct iscsi_conn {
         /* Reactor plumbing. */
         struct rt_event ev_in, ev_out;
         bool poll_in, poll_out;
+        struct rt_event ev_zc; /* POLLERR: zero-copy notifications to read (rt/sock.h) */
+        bool poll_zc;
         struct rt_defer close_defer;
         bool close_deferred;
         struct rt_defer rx_defer; /* resume a parked receive once a task frees */

@@ -28,6 +28,7 @@
 #include "rt/limits.h"
 #include "rt/reactor.h"
 #include "rt/log.h"
+#include "rt/sock.h"
 
 #define CONFIG_MAX_BYTES (16u << 20) /* a config larger than this is surely a mistake */
 
@@ -304,6 +305,18 @@ static int parse_options(json_t *opts, struct mgmt_options *o, char *err, size_t
                                 o->reactor_poll_us_set = true;
                                 rc = 0;
                         }
+                } else if (strcmp(key, "zerocopy_send_min") == 0) {
+                        if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+                            json_integer_value(v) > RT_ZC_MIN_MAX) {
+                                snprintf(err, errlen,
+                                         "options.zerocopy_send_min must be an integer in [0, %u] "
+                                         "(bytes; 0: off)",
+                                         RT_ZC_MIN_MAX);
+                                rc = -EINVAL;
+                        } else {
+                                o->zerocopy_send_min = (uint32_t)json_integer_value(v);
+                                rc = 0;
+                        }
                 } else if (strcmp(key, "allow_block_devices") == 0) {
                         if (!json_is_boolean(v)) {
                                 snprintf(err, errlen, "options.%s must be true or false", key);
@@ -524,6 +537,14 @@ void mgmt_options_apply_limits(const struct mgmt_options *o)
         enum rt_poll_mode pm =
             o->reactor_poll_set ? (enum rt_poll_mode)o->reactor_poll : RT_POLL_OFF;
         uint32_t pus = o->reactor_poll_us_set ? o->reactor_poll_us : RT_POLL_US_DEFAULT;
+        if (o->zerocopy_send_min != rt_zc_min()) {
+                rt_zc_set_min(o->zerocopy_send_min);
+                if (o->zerocopy_send_min)
+                        LOG_INFO("mgmt", "zero-copy sends for data of %u bytes or more",
+                                 o->zerocopy_send_min);
+                else
+                        LOG_INFO("mgmt", "zero-copy sends off");
+        }
         if (pm != rt_poll_mode() || pus != rt_poll_us()) {
                 rt_poll_set(pm, pus);
                 if (pm == RT_POLL_ADAPTIVE)

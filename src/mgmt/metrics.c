@@ -92,6 +92,12 @@ static const struct {
     RSTAT(send_calls, "sendmsg system calls on connections"),
     RSTAT(send_bytes, "bytes sent on connections"),
     RSTAT(send_eagain, "sendmsg calls that found the socket full (EAGAIN)"),
+    RSTAT(zc_sends, "sendmsg calls with MSG_ZEROCOPY (options.zerocopy_send_min)"),
+    RSTAT(zc_bytes, "bytes sent by zero-copy sendmsg calls"),
+    RSTAT(zc_reaps, "zero-copy notifications read from sockets' error queues"),
+    RSTAT(zc_notifs, "zero-copy sends the kernel notified as done"),
+    RSTAT(zc_copied, "zero-copy sends the kernel copied after all (loopback, no NIC support)"),
+    RSTAT(zc_nobufs, "zero-copy sends refused for lack of socket option memory, sent copied"),
 #undef RSTAT
 };
 

@@ -45,6 +45,7 @@ struct mgmt_options {
         bool reactor_poll_set, reactor_poll_us_set;
         unsigned reactor_poll; /* enum rt_poll_mode */
         uint32_t reactor_poll_us;
+        uint32_t zerocopy_send_min; /* bytes; 0: zero-copy sends off (rt/sock.h) */
         /* Where namespace files and config_save may go besides the state dir (live on reload). */
         unsigned n_allowed_dirs;
         char allowed_dirs[MGMT_ALLOWED_DIRS_MAX][1024];

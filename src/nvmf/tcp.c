@@ -157,6 +157,8 @@ struct tcp_queue {
         /* Reactor plumbing. */
         struct rt_event rx_ev, tx_ev;
         bool rx_armed, tx_armed;
+        struct rt_event zc_ev; /* POLLERR: zero-copy notifications to read (rt/sock.h) */
+        bool zc_armed;
         struct rt_defer kick;
         bool kick_pending;
         struct rt_timer close_timer;
@@ -469,6 +471,41 @@ static void poll_arm(struct tcp_queue *q, struct rt_event *ev, bool *armed, unsi
         *armed = true;
 }
 
+/* Wait for zero-copy notifications (poll_add always reports POLLERR; ask nothing else). */
+static void zc_arm(struct tcp_queue *q)
+{
+        poll_arm(q, &q->zc_ev, &q->zc_armed, 0);
+}
+
+/* Hand back the items whose zero-copy notifications came; wait for the rest. */
+static void zc_reap(struct tcp_queue *q)
+{
+        int rc = rt_txq_zc_reap(&q->txq, q->fd, tx_sent_cb, q);
+        if (q->state == Q_DEAD)
+                return;
+        if (rc < 0) {
+                queue_close(q, "reading zero-copy notifications failed");
+                return;
+        }
+        tx_flush(q); /* anything queued meanwhile; waits for the rest (zc_arm) */
+}
+
+static void zc_ev_fn(struct rt_event *ev, int res)
+{
+        struct tcp_queue *q = container_of(ev, struct tcp_queue, zc_ev);
+        q->zc_armed = false;
+        if (q->state == Q_DEAD) {
+                queue_kick(q);
+                return;
+        }
+        if (res > 0 && (res & POLLHUP) && !(res & POLLERR)) {
+                /* Both directions are shut: no notification is coming from sending more. */
+                queue_close(q, "connection closed with zero-copy sends outstanding");
+                return;
+        }
+        zc_reap(q);
+}
+
 /* Wait for the socket to be writable (a full send queue, or the TLS handshake). */
 static void tx_arm(struct tcp_queue *q)
 {
@@ -481,6 +518,8 @@ static void tx_flush(struct tcp_queue *q)
                 return;
         int rc = q->ssl ? rt_txq_flush_with(&q->txq, tls_write, q, tx_sent_cb, q)
                         : rt_txq_flush(&q->txq, q->fd, tx_sent_cb, q);
+        if (q->state != Q_DEAD && rt_txq_zc_busy(&q->txq))
+                zc_arm(q);
         if (rc == -EAGAIN) {
                 tx_arm(q);
         } else if (rc < 0) {
@@ -609,7 +648,7 @@ static void queue_free(struct tcp_queue *q)
 /* Free once nothing refers to the queue any more (called from callbacks' tails only). */
 static bool queue_try_free(struct tcp_queue *q)
 {
-        if (q->state != Q_DEAD || q->rx_armed || q->tx_armed || q->kick_pending)
+        if (q->state != Q_DEAD || q->rx_armed || q->tx_armed || q->zc_armed || q->kick_pending)
                 return false;
         if (q->nexec > q->naer || q->nbufwait)
                 return false; /* backend I/O in flight, or a buffer grant: frees us later */
@@ -688,6 +727,17 @@ static void queue_close(struct tcp_queue *q, const char *reason)
                         struct io_uring_sqe *sqe = rt_sqe(q->nq.reactor);
                         io_uring_prep_poll_remove(sqe, (uint64_t)(uintptr_t)&q->tx_ev);
                         io_uring_sqe_set_data(sqe, NULL);
+                }
+                if (q->zc_armed) {
+                        struct io_uring_sqe *sqe = rt_sqe(q->nq.reactor);
+                        io_uring_prep_poll_remove(sqe, (uint64_t)(uintptr_t)&q->zc_ev);
+                        io_uring_sqe_set_data(sqe, NULL);
+                }
+                if (rt_txq_zc_busy(&q->txq)) {
+                        /* The kernel still refers to buffers we are about to release:
+                         * reset the connection so it drops them rather than sends them. */
+                        rt_txq_zc_abort(&q->txq, q->fd);
+                        q->fd = -1;
                 }
         }
         for (struct rt_txitem *tx; (tx = rt_txq_pop(&q->txq));) {
@@ -883,6 +933,8 @@ static void cmd_send_resp(struct tcp_cmd *c)
                         it->tx.iov[2].iov_len = dd;
                         it->tx.iovcnt = 3;
                 }
+                uint32_t zmin = rt_zc_min();
+                it->tx.zc = zmin && dlen >= zmin && !q->ssl && rt_txq_zc_enable(&q->txq, q->fd);
                 it->cmd = c;
                 it->last = success_flag;
                 tx_queue(q, it);
@@ -1432,11 +1484,15 @@ static ssize_t rx_read(struct tcp_queue *q, uint8_t *dst, size_t len)
 static void rx_ev_fn(struct rt_event *ev, int res)
 {
         struct tcp_queue *q = container_of(ev, struct tcp_queue, rx_ev);
-        (void)res;
         q->rx_armed = false;
         if (q->state == Q_DEAD) {
                 queue_kick(q);
                 return;
+        }
+        if (res > 0 && (res & POLLERR) && rt_txq_zc_busy(&q->txq)) {
+                zc_reap(q); /* notifications, not data: re-arming alone would fire again */
+                if (q->state == Q_DEAD)
+                        return;
         }
         rx_process(q);
 }
@@ -1613,6 +1669,7 @@ static struct tcp_queue *queue_new(int fd, struct rt_reactor *r)
         q->nq.check_xfer = nvmf_tcp_check_xfer;
         q->rx_ev.fn = rx_ev_fn;
         q->tx_ev.fn = tx_ev_fn;
+        q->zc_ev.fn = zc_ev_fn;
         q->kick.fn = kick_fn;
         q->close_timer.fn = close_timer_fn;
         q->guard.fn = guard_fn;

@@ -82,6 +82,10 @@ struct rt_stats {
         uint64_t cqes;         /* CQEs reaped */
         uint64_t recv_calls, recv_bytes, recv_eagain;
         uint64_t send_calls, send_bytes, send_eagain;
+        /* Zero-copy sends (rt/sock.h): sendmsg calls with MSG_ZEROCOPY and their bytes, error
+         * queue reads, the sends the kernel notified (of which it had copied after all), and
+         * zero-copy calls refused for lack of option memory (sent copied instead). */
+        uint64_t zc_sends, zc_bytes, zc_reaps, zc_notifs, zc_copied, zc_nobufs;
         uint64_t copy_bytes[RT_COPY_NR];
         uint64_t cmds[RT_XPORT_NR]; /* commands completed (their response queued) */
 };

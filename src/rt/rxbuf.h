@@ -21,14 +21,24 @@
 
 #include "rt/reactor.h"
 
-#define RT_RX_READAHEAD  (16u << 10)
+#define RT_RX_READAHEAD  (128u << 10) /* the largest window */
+#define RT_RX_WIN_MIN    (16u << 10)
 #define RT_RX_DIRECT_MIN (8u << 10)
 
 struct rt_rxbuf {
         uint32_t off, len;
+        uint32_t win; /* bytes the next refill asks for (0: RT_RX_WIN_MIN) */
         bool drained; /* the last recv came back short: the socket was empty then */
+        bool full;    /* the last refill filled its window: the socket held more */
+        bool bulk;    /* since that refill, one read copied RT_RX_DIRECT_MIN bytes or more */
         uint8_t data[RT_RX_READAHEAD];
 };
+
+/* The window the next refill asks for. */
+static inline uint32_t rt_rxbuf_window(const struct rt_rxbuf *rb)
+{
+        return rb->win ? rb->win : RT_RX_WIN_MIN;
+}
 
 /* Bytes read ahead and not yet consumed: no poll will report them again. */
 static inline uint32_t rt_rxbuf_pending(const struct rt_rxbuf *rb)
@@ -47,6 +57,17 @@ static inline ssize_t rt_rxbuf_read(struct rt_rxbuf *rb, int fd, uint8_t *dst, s
                         memcpy(dst, rb->data + rb->off, n);
                         rt_count_copy(RT_COPY_RX_READAHEAD, n);
                         rb->off += (uint32_t)n;
+                        if (n >= RT_RX_DIRECT_MIN)
+                                rb->bulk = true; /* bulk data copied: it should go direct */
+                        if (rb->off == rb->len) {
+                                /* Consumed: size the next refill by how this one went. */
+                                uint32_t w = rt_rxbuf_window(rb);
+                                if (rb->bulk)
+                                        w = RT_RX_WIN_MIN;
+                                else if (rb->full && w < RT_RX_READAHEAD)
+                                        w *= 2;
+                                rb->win = w;
+                        }
                         return (ssize_t)n;
                 }
                 if (rb->drained) {
@@ -54,8 +75,8 @@ static inline ssize_t rt_rxbuf_read(struct rt_rxbuf *rb, int fd, uint8_t *dst, s
                         return -EAGAIN;
                 }
                 bool direct = len >= RT_RX_DIRECT_MIN;
-                ssize_t n = direct ? recv(fd, dst, len, MSG_DONTWAIT)
-                                   : recv(fd, rb->data, sizeof(rb->data), MSG_DONTWAIT);
+                size_t want = direct ? len : rt_rxbuf_window(rb);
+                ssize_t n = recv(fd, direct ? dst : rb->data, want, MSG_DONTWAIT);
                 struct rt_stats *st = rt_stats_cur();
                 st->recv_calls++;
                 if (n < 0) {
@@ -68,11 +89,13 @@ static inline ssize_t rt_rxbuf_read(struct rt_rxbuf *rb, int fd, uint8_t *dst, s
                         return -errno;
                 }
                 st->recv_bytes += (uint64_t)n;
-                rb->drained = n > 0 && (size_t)n < (direct ? len : sizeof(rb->data));
+                rb->drained = n > 0 && (size_t)n < want;
                 if (direct || n == 0)
                         return n;
                 rb->len = (uint32_t)n;
                 rb->off = 0;
+                rb->full = (size_t)n == want;
+                rb->bulk = false;
         }
 }
 

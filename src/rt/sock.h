@@ -47,19 +47,80 @@ void rt_sock_tune(int fd);
 struct rt_txitem {
         struct iovec iov[RT_TX_PARTS]; /* set by the owner before rt_txq_push */
         int iovcnt;
+        bool zc;         /* set by the owner: may go zero-copy (rt_txq_zc_enable) */
+        bool zc_wait;    /* (queue) bytes of it went in a zero-copy sendmsg ... */
+        uint32_t zc_id;  /* (queue) ... the last of which had this id */
         size_t len, off; /* total bytes, bytes already sent (set by the queue) */
         struct rt_txitem *next;
 };
 
+#define RT_TXQ_ZC_STASH 16
+
 struct rt_txq {
         struct rt_txitem *head, *tail;
+        /* Sent, but waiting for the kernel to let go of their bytes (zero-copy), in order. */
+        struct rt_txitem *zhead, *ztail;
+        uint32_t zc_next; /* the id of the next zero-copy sendmsg (the kernel's counter) */
+        uint32_t zc_done; /* every id below it was notified */
+        uint32_t zc_stash[RT_TXQ_ZC_STASH][2]; /* notified ranges [lo, hi] above a gap */
+        unsigned zc_nstash;
+        bool zc_on;    /* SO_ZEROCOPY is set on the socket */
         bool flushing; /* inside rt_txq_flush: nested calls return at once */
 };
+
+/*
+ * Zero-copy sends (issue 13).  The smallest data item worth sending with
+ * MSG_ZEROCOPY, in bytes (options.zerocopy_send_min; 0: never, the default:
+ * see README "Zero-copy sends"); any thread, owners read it per item.
+ */
+#define RT_ZC_MIN_MAX (64u << 20)
+void rt_zc_set_min(uint32_t bytes);
+uint32_t rt_zc_min(void);
+
+/*
+ * Set SO_ZEROCOPY on fd for q (once; plain sockets only, never under TLS).
+ * Then an item marked zc goes out alone in a sendmsg with MSG_ZEROCOPY: the
+ * kernel keeps referring to its pages after sendmsg returns, until it posts
+ * a notification on the socket's error queue.  Such an item reaches sent()
+ * only from rt_txq_zc_reap once its notification came (sent() keeps meaning
+ * "the buffer is yours again"); other items come back as before, possibly
+ * before an older zero-copy one, so an owner whose PDUs share a buffer
+ * keeps it until each of them came back (NVMe/TCP's tx_refs, iSCSI's task
+ * references).  True when zero-copy is on.
+ */
+bool rt_txq_zc_enable(struct rt_txq *q, int fd);
+
+/* Items sent but not yet handed back (waiting for zero-copy notifications). */
+static inline bool rt_txq_zc_busy(const struct rt_txq *q)
+{
+        return q->zhead != NULL;
+}
+
+/*
+ * Read the notifications on fd's error queue (POLLERR says some are there)
+ * and pass the items they free to sent(), in order, as rt_txq_flush does.
+ * 0, or a negative errno from recvmsg.
+ */
+int rt_txq_zc_reap(struct rt_txq *q, int fd, bool (*sent)(struct rt_txitem *it, void *arg),
+                   void *arg);
+
+/*
+ * A connection closing with zero-copy sends outstanding: reset it now
+ * (connect AF_UNSPEC, then close with SO_LINGER 0), so the kernel drops the
+ * bytes it still held instead of sending them from buffers the owner is
+ * about to reuse (packets already handed to a NIC's ring excepted).  The
+ * caller then treats fd as closed and may pop and release every item.
+ */
+void rt_txq_zc_abort(struct rt_txq *q, int fd);
 
 /* Append it (its iov/iovcnt set; it must not be queued already). */
 void rt_txq_push(struct rt_txq *q, struct rt_txitem *it);
 
-/* Unlink and return the first item, or NULL (e.g. to release what a closed connection held). */
+/*
+ * Unlink and return the first item, or NULL (e.g. to release what a closed
+ * connection held): items waiting for zero-copy notifications first (only
+ * after rt_txq_zc_abort), then the unsent ones.
+ */
 struct rt_txitem *rt_txq_pop(struct rt_txq *q);
 
 static inline bool rt_txq_empty(const struct rt_txq *q)

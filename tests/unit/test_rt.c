@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -538,6 +539,170 @@ static void test_reactor_stats(void **st)
         close(sv[1]);
 }
 
+/*
+ * Zero-copy sends (rt/sock.h): an item that went out with MSG_ZEROCOPY is
+ * not handed back (sent()) when sendmsg returns, only once the kernel's
+ * notification for it was read; an item queued after it went in a sendmsg
+ * of its own, copied, and came back at once; and a connection reset with
+ * notifications outstanding gives every item back through rt_txq_pop.
+ */
+static int tcp_pair(int *a, int *b)
+{
+        int l = socket(AF_INET, SOCK_STREAM, 0);
+        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        socklen_t sl = sizeof(sa);
+        if (l < 0 || bind(l, (struct sockaddr *)&sa, sizeof(sa)) || listen(l, 1) ||
+            getsockname(l, (struct sockaddr *)&sa, &sl))
+                return -1;
+        *a = socket(AF_INET, SOCK_STREAM, 0);
+        if (connect(*a, (struct sockaddr *)&sa, sizeof(sa)))
+                return -1;
+        *b = accept(l, NULL, NULL);
+        close(l);
+        return *b < 0 ? -1 : 0;
+}
+
+static bool zc_sent(struct rt_txitem *it, void *arg)
+{
+        int *order = arg;
+        order[order[0]++ + 1] = it->iovcnt; /* iovcnt tells the items apart */
+        return true;
+}
+
+static void test_txq_zerocopy(void **st)
+{
+        (void)st;
+        int a = -1, b = -1;
+        assert_int_equal(tcp_pair(&a, &b), 0);
+        struct rt_txq q = {0};
+        if (!rt_txq_zc_enable(&q, a)) {
+                close(a);
+                close(b);
+                skip(); /* a kernel without MSG_ZEROCOPY */
+        }
+        static uint8_t data[256u << 10], hdr[16], got[300u << 10];
+        memset(data, 0x5a, sizeof(data));
+        struct rt_txitem big = {.iovcnt = 2, .zc = true}, small = {.iovcnt = 1};
+        big.iov[0] = (struct iovec){hdr, sizeof(hdr)};
+        big.iov[1] = (struct iovec){data, sizeof(data)};
+        small.iov[0] = (struct iovec){hdr, sizeof(hdr)};
+        int order[4] = {0};
+        rt_txq_push(&q, &big);
+        rt_txq_push(&q, &small);
+        size_t want = sizeof(hdr) * 2 + sizeof(data), have = 0;
+        /* Flush while the peer drains, until every byte went to the kernel. */
+        for (int i = 0; i < 10000 && !rt_txq_empty(&q); i++) {
+                int rc = rt_txq_flush(&q, a, zc_sent, order);
+                assert_true(rc == 0 || rc == -EAGAIN);
+                ssize_t n = recv(b, got, sizeof(got), MSG_DONTWAIT);
+                if (n > 0)
+                        have += (size_t)n;
+        }
+        assert_true(rt_txq_empty(&q));
+        /* All out; small is back, big is not: the kernel may still read its pages. */
+        assert_int_equal(order[0], 1);
+        assert_int_equal(order[1], 1); /* small */
+        assert_false(small.zc_wait);
+        assert_true(rt_txq_zc_busy(&q));
+        assert_true(big.zc_wait);
+        while (have < want) {
+                ssize_t n = recv(b, got, sizeof(got), 0);
+                assert_true(n > 0);
+                have += (size_t)n;
+        }
+        /* The notification comes on the error queue (POLLERR); read it, in order both return. */
+        for (int i = 0; i < 1000 && rt_txq_zc_busy(&q); i++) {
+                assert_int_equal(rt_txq_zc_reap(&q, a, zc_sent, order), 0);
+                if (rt_txq_zc_busy(&q))
+                        usleep(1000);
+        }
+        assert_false(rt_txq_zc_busy(&q));
+        assert_int_equal(order[0], 2);
+        assert_int_equal(order[2], 2); /* big */
+        /* Reset with one outstanding: the items come back through rt_txq_pop. */
+        order[0] = 0;
+        rt_txq_push(&q, &big);
+        assert_true(rt_txq_flush(&q, a, zc_sent, order) == 0 || !rt_txq_empty(&q));
+        assert_int_equal(order[0], 0);
+        if (rt_txq_zc_busy(&q)) {
+                rt_txq_zc_abort(&q, a);
+                a = -1;
+        }
+        assert_ptr_equal(rt_txq_pop(&q), &big);
+        assert_null(rt_txq_pop(&q));
+        assert_false(rt_txq_zc_busy(&q));
+        if (a >= 0)
+                close(a);
+        close(b);
+}
+
+/*
+ * The read-ahead's window (rt/rxbuf.h): a refill that filled its window and
+ * was consumed by small reads doubles the next one (4 KiB writes then come
+ * in dozens per recv); a read that copies bulk data out of it drops the
+ * window back to the minimum, so bulk data goes straight to its buffer.
+ */
+static void test_rxbuf_window(void **st)
+{
+        (void)st;
+        int sv[2];
+        assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+        int big = 1 << 20;
+        setsockopt(sv[1], SOL_SOCKET, SO_SNDBUF, &big, sizeof(big));
+        static uint8_t data[512u << 10], buf[64u << 10];
+        for (size_t i = 0; i < sizeof(data); i++)
+                data[i] = (uint8_t)(i * 7);
+        static struct rt_rxbuf rb;
+        memset(&rb, 0, sizeof(rb));
+        size_t got = 0;
+        /* Small reads (a header's worth) over four refills: 16, 32, 64, 128 KiB. */
+        const uint32_t wins[] = {16u << 10, 32u << 10, 64u << 10, 128u << 10};
+        size_t sent = 0;
+        for (unsigned r = 0; r < 4; r++) {
+                assert_int_equal(rt_rxbuf_window(&rb), wins[r]);
+                /* Exactly the window and one byte more: the refill fills its window. */
+                size_t w = wins[r] + 1 - (sent - got);
+                assert_int_equal(write(sv[1], data + sent, w), (ssize_t)w);
+                sent += w;
+                ssize_t n = rt_rxbuf_read(&rb, sv[0], buf, 72);
+                assert_int_equal(n, 72);
+                assert_int_equal(rb.len, wins[r]); /* one recv brought the whole window */
+                assert_memory_equal(buf, data + got, 72);
+                got += 72;
+                while (rt_rxbuf_pending(&rb)) {
+                        n = rt_rxbuf_read(&rb, sv[0], buf, 100);
+                        assert_true(n > 0 && n <= 100);
+                        assert_memory_equal(buf, data + got, (size_t)n);
+                        got += (size_t)n;
+                }
+        }
+        assert_int_equal(rt_rxbuf_window(&rb), RT_RX_READAHEAD); /* and no further */
+        /* A header, then bulk data found in the read-ahead: back to the minimum. */
+        assert_int_equal(write(sv[1], data + sent, 40000), 40000);
+        sent += 40000;
+        assert_int_equal(rt_rxbuf_read(&rb, sv[0], buf, 72), 72);
+        got += 72;
+        ssize_t n = rt_rxbuf_read(&rb, sv[0], buf, 32u << 10);
+        assert_int_equal(n, 32u << 10);
+        assert_memory_equal(buf, data + got, (size_t)n);
+        got += (size_t)n;
+        while (rt_rxbuf_pending(&rb)) {
+                n = rt_rxbuf_read(&rb, sv[0], buf, 100);
+                assert_true(n > 0);
+                got += (size_t)n;
+        }
+        assert_int_equal(got, sent);
+        assert_int_equal(rt_rxbuf_window(&rb), RT_RX_WIN_MIN);
+        /* A refill that came back short (the socket drained) does not grow it. */
+        assert_int_equal(rt_rxbuf_read(&rb, sv[0], buf, 100), -EAGAIN); /* it said drained */
+        assert_int_equal(write(sv[1], data, 500), 500);
+        for (int i = 0; i < 5; i++)
+                assert_int_equal(rt_rxbuf_read(&rb, sv[0], buf, 100), 100);
+        assert_int_equal(rt_rxbuf_window(&rb), RT_RX_WIN_MIN);
+        close(sv[0]);
+        close(sv[1]);
+}
+
 /* Polling always: a reactor reaps without ever sleeping; off: it sleeps again. */
 static void nop_fn(void *arg)
 {
@@ -630,9 +795,11 @@ int main(void)
             cmocka_unit_test(test_crc32c),
             cmocka_unit_test(test_sockaddr),
             cmocka_unit_test(test_txq),
+            cmocka_unit_test(test_txq_zerocopy),
             cmocka_unit_test(test_listener),
             cmocka_unit_test(test_bigbuf),
             cmocka_unit_test(test_reactor_stats),
+            cmocka_unit_test(test_rxbuf_window),
             cmocka_unit_test(test_poll_always),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
