@@ -781,15 +781,22 @@ static void pr_job_done(struct core_work *w)
         j->cb(j);
 }
 
+/*
+ * The one rule for reservation work: on shared state, a core_pr worker;
+ * in memory (or with no worker), a few microseconds under ns->lock, here.
+ */
+static void pr_work_start(struct core_ns *ns, struct core_work *w, void (*run)(struct core_work *),
+                          void (*done)(struct core_work *), struct rt_reactor *reactor)
+{
+        *w = (struct core_work){.run = run, .done = done, .reactor = reactor};
+        if (pr_shared(ns) && core_work_submit(&pr_workers, w))
+                return;
+        core_work_inline(w);
+}
+
 void core_ns_pr_out_submit(struct core_pr_job *j)
 {
-        j->work_.run = pr_job_run;
-        j->work_.done = pr_job_done;
-        j->work_.reactor = j->reactor;
-        if (pr_shared(j->ns) && core_work_submit(&pr_workers, &j->work_))
-                return;
-        /* In memory (or no worker): a few microseconds under ns->lock, here. */
-        core_work_inline(&j->work_);
+        pr_work_start(j->ns, &j->work_, pr_job_run, pr_job_done, j->reactor);
 }
 
 static void pr_refresh_run(struct core_work *w)
@@ -808,12 +815,7 @@ static void pr_refresh_done(struct core_work *w)
 
 void core_ns_pr_refresh_submit(struct core_pr_refresh_job *j)
 {
-        j->work_.run = pr_refresh_run;
-        j->work_.done = pr_refresh_done;
-        j->work_.reactor = j->reactor;
-        if (pr_shared(j->ns) && core_work_submit(&pr_workers, &j->work_))
-                return;
-        core_work_inline(&j->work_);
+        pr_work_start(j->ns, &j->work_, pr_refresh_run, pr_refresh_done, j->reactor);
 }
 
 static enum core_status pr_aptpl_apply(struct core_pr *pr, void *arg)
