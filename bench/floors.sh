@@ -82,3 +82,19 @@ aim() {
 		print ok ? "ok" : "MISSED"
 	}'
 }
+
+# precondition LOGNAME MODE TARGET-ARGS... : slate-perf (polling as MODE) writes the whole mem namespace once,
+# sequentially, before its rows.  The mem backend gets its pages from the
+# kernel at the first write, so on a fresh namespace a random write pays a
+# page fault (and a read of a block never written maps the zero page): a
+# few microseconds per I/O at QD1 that a real device, SPDK's malloc bdev
+# (allocated and touched at creation) and tgt's /dev/shm file (written by
+# dd in the scripts) do not pay.  A benchmark measures the steady state.
+precondition() {
+	local name=$1 m=$2
+	shift 2
+	# shellcheck disable=SC2046
+	taskset -c "$lcore" timeout 300 "$perf_bin" --cpu "$lcore" $(perf_poll_args "$m") -d 300 \
+		-s "${size}M" -b 128k -r seq -M 0 -q 8 --bytes "${size}m" "$@" >/dev/null 2>"$SLATE_LOGDIR/$name-precondition-$m.err" ||
+		echo "  precondition ($m) failed: $(tail -n 1 "$SLATE_LOGDIR/$name-precondition-$m.err")" >&2
+}
