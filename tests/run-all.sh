@@ -17,7 +17,9 @@
 #                                      e2e_nvme e2e_cross package fuzz
 #                                      (default: all)
 # Environment: FUZZ_SECS (per fuzzer, default 20), GROUP_TIMEOUT_<group>,
-#              SLATE_SERIAL_VMS=1 (e2e_nvme after e2e, not beside it),
+#              SLATE_SERIAL_VMS=1 (every group in the foreground, one after
+#              the other: no groups beside e2e or e2e_cross, no second lane
+#              of light groups, no prebuild, package at the end),
 #              SLATE_POLL_GROUPS (groups whose slated polls, default
 #              "rbd"; "rbd e2e_nvme" adds the kernel host), SLATE_POLL_MODE (their mode, default
 #              adaptive), SLATE_REACTOR_POLL (every other group's, default off).
@@ -309,6 +311,49 @@ beside e2e_cross fuzz && fuzz_bg=1
 prebuild_fuzz=0 prebuild_deb=0 prebuild_pid= prebuilt=0
 beside build fuzz && prebuild_fuzz=1
 beside build package && prebuild_deb=1
+# The package group (its linuxvm guest installs the prebuilt .deb and runs
+# it under systemd) starts in the background as soon as the .deb is built,
+# beside the light groups (limits .. service leave about half of the 2-core
+# machine idle: bench/README.md "make test time"), instead of at the end
+# of the run; the package line collects it.
+package_bg=0 package_pid=
+[ "$prebuild_deb" = 1 ] && package_bg=1
+# The light groups (robust .. service: a slated on the host and its clients,
+# mostly waiting on round trips, restarts and timers; the clean clone at
+# 2e801bb had the 2-core machine half idle through them) run in two lanes:
+# reload, durability and service one after the other in the background,
+# started with the first of robust, robust_nvme, limits and metrics, which
+# run in the foreground; the lane is collected before e2e.  Each group
+# starts its own slated on ports of its own (port 0) in a state directory
+# of its own.  SLATE_SERIAL_VMS=1: all in the foreground.
+lane_b= lane_pid= lane_done=0
+for g in reload durability service; do
+	beside limits "$g" && lane_b+=" $g"
+done
+lane_cmd() { # group -> its command
+	case $1 in
+	reload) echo tests/reload/run.sh ;;
+	durability) echo tests/durability/run.sh ;;
+	service) echo tests/service/run.sh ;;
+	esac
+}
+lane_start() {
+	[ -n "$lane_b" ] && [ -z "$lane_pid" ] || return 0
+	(
+		for lg in $lane_b; do
+			# shellcheck disable=SC2046
+			bg_group "$lg" "$(gtimeout "$lg" 600)" $(lane_cmd "$lg")
+		done
+	) &
+	lane_pid=$!
+}
+lane_collect() { # print and count the lane's groups, once
+	[ -n "$lane_pid" ] && [ "$lane_done" = 0 ] || return 0
+	lane_done=1
+	wait "$lane_pid"
+	for lg in $lane_b; do bg_collect "$lg" "$(gtimeout "$lg" 600)"; done
+}
+in_lane() { case " $lane_b " in *" $1 "*) return 0 ;; esac; return 1; }
 prebuild_wait() { # print and count the prebuild's result lines, once
 	[ -n "$prebuild_pid" ] && [ "$prebuilt" = 0 ] || return 0
 	prebuilt=1
@@ -322,26 +367,52 @@ for g in $groups; do
 	build)
 		if [ "$prebuild_fuzz" = 1 ] || [ "$prebuild_deb" = 1 ]; then
 			run_group build "$(gtimeout build 1500)" bash -c group_build_asan
+			rm -f "$SLATE_LOGDIR/group-package_deb.rc"
 			(
 				[ "$prebuild_fuzz" = 1 ] && bg_group build_fuzz "$(gtimeout build 1500)" nice -n 10 bash -c group_build_fuzz
 				[ "$prebuild_deb" = 1 ] && bg_group package_deb "$(gtimeout package 1800)" nice -n 10 tests/package/run.sh --deb
 			) &
 			prebuild_pid=$!
+			if [ "$package_bg" = 1 ]; then
+				(
+					# once package_deb has written its result (the prebuilt
+					# .deb, none if that failed: the group builds it again)
+					while [ ! -s "$SLATE_LOGDIR/group-package_deb.rc" ]; do sleep 2; done
+					PACKAGE_DEB=$(ls build-deb/slate_*_amd64.deb 2>/dev/null | head -n 1)
+					export PACKAGE_DEB
+					bg_group package "$(gtimeout package 1800)" tests/package/run.sh
+				) &
+				package_pid=$!
+			fi
 		else
 			run_group build "$(gtimeout build 1500)" bash -c group_build
 		fi
 		;;
 	unit) run_group unit "$(gtimeout unit 600)" bash -c group_unit ;;
 	conformance) run_group conformance "$(gtimeout conformance 900)" tests/conformance/run.sh ;;
-	robust) run_group robust "$(gtimeout robust 600)" tests/robust/run.sh ;;
-	robust_nvme) run_group robust_nvme "$(gtimeout robust_nvme 600)" tests/robust/nvme-tcp.sh ;;
-	limits) run_group limits "$(gtimeout limits 600)" tests/limits/run.sh ;; # chap, acl, tls, nop: ~40 s each on a loaded machine
-	metrics) run_group metrics "$(gtimeout metrics 600)" tests/metrics/run.sh ;;
-	reload) run_group reload "$(gtimeout reload 600)" tests/reload/run.sh ;;
-	durability) run_group durability "$(gtimeout durability 600)" tests/durability/run.sh ;;
-	service) run_group service "$(gtimeout service 600)" tests/service/run.sh ;;
+	robust)
+		lane_start
+		run_group robust "$(gtimeout robust 600)" tests/robust/run.sh
+		;;
+	robust_nvme)
+		lane_start
+		run_group robust_nvme "$(gtimeout robust_nvme 600)" tests/robust/nvme-tcp.sh
+		;;
+	limits) # chap, acl, tls, nop: ~40 s each on a loaded machine
+		lane_start
+		run_group limits "$(gtimeout limits 600)" tests/limits/run.sh
+		;;
+	metrics)
+		lane_start
+		run_group metrics "$(gtimeout metrics 600)" tests/metrics/run.sh
+		;;
+	reload | durability | service)
+		# shellcheck disable=SC2046
+		in_lane "$g" || run_group "$g" "$(gtimeout "$g" 600)" $(lane_cmd "$g")
+		;;
 	rbd) [ "$rbd_bg" = 1 ] || run_group rbd "$(gtimeout rbd 900)" tests/rbd/run.sh ;;
 	e2e)
+		lane_collect
 		if [ "$rbd_bg" = 1 ]; then
 			bg_group rbd "$(gtimeout rbd 900)" tests/rbd/run.sh &
 			rbd_pid=$!
@@ -383,7 +454,11 @@ for g in $groups; do
 		fi
 		;;
 	package)
-		if [ "$prebuild_deb" = 1 ]; then
+		if [ -n "$package_pid" ]; then
+			prebuild_wait
+			wait "$package_pid"
+			bg_collect package "$(gtimeout package 1800)"
+		elif [ "$prebuild_deb" = 1 ]; then
 			prebuild_wait
 			# the prebuilt .deb (none if that failed: the group builds it again)
 			PACKAGE_DEB=$(ls build-deb/slate_*_amd64.deb 2>/dev/null | head -n 1)
@@ -404,6 +479,8 @@ for g in $groups; do
 		;;
 	esac
 done
+
+lane_collect # (when e2e was not asked for)
 
 if [ "$nfail" -gt 0 ]; then
 	echo "failed: ${failed_names[*]}"
