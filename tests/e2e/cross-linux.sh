@@ -22,8 +22,9 @@ set -u
 cd "$(dirname "$0")/../.."
 . tests/lib.sh
 
-# CROSS_PARTS=PATTERN (a shell pattern of part names, e.g. '90-*' or
-# '6[05]-*') runs only those parts (a part that uses another's helpers
+# CROSS_PARTS=PATTERN (shell patterns of part names, separated by commas —
+# the command line reaches the VM word-split —, e.g. '90-*' or
+# '6[05]-*,90-reload') runs only those parts (a part that uses another's helpers
 # needs that one too); CROSS_NAME names the run's log directory and
 # CROSS_VM_TIMEOUT its VM's limit (make test runs the parts in two VMs).
 if [ "${1:-}" != --inside ]; then
@@ -119,10 +120,18 @@ nv_connect >"$logdir/connect.log" 2>&1 && sd_login >>"$logdir/connect.log" 2>&1
 check both-hosts-connected test -n "$NVDEV" -a -n "$SD"
 cat "$logdir/connect.log"
 
+part_wanted() { # NAME -> true when it matches one of the comma-separated patterns in $parts
+	local p ps
+	IFS=, read -ra ps <<<"$parts" # (no glob expansion against the working directory)
+	for p in "${ps[@]}"; do
+		# shellcheck disable=SC2053
+		[[ $1 == $p ]] && return 0
+	done
+	return 1
+}
 for part in tests/e2e/cross.d/*.sh; do
 	[ -f "$part" ] || continue
-	# shellcheck disable=SC2053
-	[ "$parts" = all ] || [[ $(basename "$part" .sh) == $parts ]] || continue
+	[ "$parts" = all ] || part_wanted "$(basename "$part" .sh)" || continue
 	echo "--- $part (at ${SECONDS}s)"
 	# A part that does not parse would be skipped by "." without a word.
 	if ! bash -n "$part" 2>"$logdir/parse.err"; then

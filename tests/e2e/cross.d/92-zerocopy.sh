@@ -6,7 +6,7 @@
 # (kernel NVMe/TCP C2HData, open-iscsi Data-In) and must equal what was
 # written; slated's zc_sends must have risen and every send been notified;
 # then the option is reloaded off.  Runs in e2e_cross's state half (parts
-# [1-69]*); alone (CROSS_PARTS='92-*') the whole VM run took 61 s, the part
+# [1-6]*,90-pi-*,9[1-9]-*); alone (CROSS_PARTS='92-*') the whole VM run took 61 s, the part
 # itself a few seconds (two reloads, 4 MiB written, 8 MiB read).
 
 zc_counts() { ctl --json reactor_stats | python3 -c 'import json,sys
