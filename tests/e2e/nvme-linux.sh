@@ -226,13 +226,13 @@ check disconnect-2 disconnect
 check connect-digests connect --hdr-digest --data-digest
 DEV=$(dev_of 1)
 RAW=$(dev_of 2)
-check fio-digests fio_verify 128k
+check fio-digests fio_verify 128k 64M
 check log-digests grep -q 'hdgst ddgst' "$log"
 disconnect >/dev/null 2>&1
 check connect-2-io-queues connect --nr-io-queues 2
 DEV=$(dev_of 1)
 RAW=$(dev_of 2)
-check fio-2-queues fio_verify 4k
+check fio-2-queues fio_verify 4k 16M
 check log-qid-2 grep -q 'qid 2' "$log"
 
 # Keep-alive expiry: a raw host connects an admin queue with KATO 2 s and
