@@ -227,6 +227,21 @@ slate_poll_verify() {
 	esac
 }
 
+# slate_poll_sample -> with SLATE_POLL_LOG set (tests/run-all.sh sets it
+# for the groups it checks), appends "MODE SPINS" for the running slated:
+# its reactor mode as asked (SLATE_REACTOR_POLL) and the polling spins
+# reactor_stats counted (the largest "polls" in its answer, the total's),
+# or "MODE ?" when it could not be asked.  slate_stop calls it before the
+# signal; run-all turns a group's samples into one reactor-poll result.
+slate_poll_sample() {
+	[ -n "${SLATE_POLL_LOG:-}" ] && [ -n "${SLATE_SOCK:-}" ] && [ -n "${SLATE_PID:-}" ] || return 0
+	kill -0 "$SLATE_PID" 2>/dev/null || return 0
+	local polls
+	polls=$("${SLATECTL:-$SLATE_BUILD/slatectl}" -s "$SLATE_SOCK" -t 5 --json reactor_stats 2>/dev/null |
+		grep -o '"polls": *[0-9]*' | grep -o '[0-9]*$' | sort -n | tail -n 1)
+	echo "${SLATE_REACTOR_POLL:-off} ${polls:-?}" >>"$SLATE_POLL_LOG"
+}
+
 # slate_alive -> 0 if the slated we started is still running
 slate_alive() {
 	[ -n "${SLATE_PID:-}" ] && kill -0 "$SLATE_PID" 2>/dev/null
@@ -237,6 +252,7 @@ slate_alive() {
 slate_stop() {
 	local sig=${1:-TERM} i rc=0
 	[ -n "${SLATE_PID:-}" ] || return 0
+	slate_poll_sample
 	kill -"$sig" "$SLATE_PID" 2>/dev/null || true
 	for i in $(seq 1 100); do
 		kill -0 "$SLATE_PID" 2>/dev/null || break
