@@ -59,6 +59,18 @@ wait_for() { # wait_for SECS CMD... -> 0 once CMD succeeds
 	done
 	"$@"
 }
+# wait_until SECS CMD... -> like wait_for, but SECS of wall clock: wait_for
+# counts SECS*10 tries 0.1 s apart, and a CMD that itself takes a second
+# under TCG stretches it tenfold (a teardown's "wait_for 20" once ran 287 s).
+wait_until() {
+	local end=$((SECONDS + $1))
+	shift
+	while [ "$SECONDS" -lt "$end" ]; do
+		"$@" >/dev/null 2>&1 && return 0
+		sleep 0.1
+	done
+	"$@"
+}
 
 cat >"$state/slate.json" <<JSON
 {"options": {"allowed_dirs": ["$state"]}, "config": [
