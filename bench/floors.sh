@@ -1,5 +1,5 @@
 # shellcheck shell=bash disable=SC2154  # (tcore, lcore: set by the bench that sources this)
-# bench/floors.sh — sourced by bench/nvmf and bench/iscsi (after tests/lib.sh):
+# bench/floors.sh — sourced by bench/nvmf, bench/iscsi and bench/scale (after tests/lib.sh):
 # the transport's floors on this machine, with the targets' pinning (server
 # on core $tcore, client on core $lcore), and the polling modes of a run.
 #
@@ -97,4 +97,10 @@ precondition() {
 	taskset -c "$lcore" timeout 300 "$perf_bin" --cpu "$lcore" $(perf_poll_args "$m") -d 300 \
 		-s "${size}M" -b 128k -r seq -M 0 -q 8 --bytes "${size}m" "$@" >/dev/null 2>"$SLATE_LOGDIR/$name-precondition-$m.err" ||
 		echo "  precondition ($m) failed: $(tail -n 1 "$SLATE_LOGDIR/$name-precondition-$m.err")" >&2
+}
+
+# cpu_ticks PID -> utime + stime of the whole process (all threads), in
+# clock ticks (0 when it is gone)
+cpu_ticks() {
+	awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0
 }
